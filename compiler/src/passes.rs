@@ -1,0 +1,258 @@
+//! The registry of jitc's own passes: one list, used by pipelines,
+//! `--list-passes` and the test that every pass has docs and a lit test.
+
+use crate::{
+    Error,
+    transforms::{cse::Cse, dce::Dce, verify::Verify},
+};
+use jitc_dialect::{emit_error, verify::verify};
+use melior::{
+    ContextRef,
+    ir::{OperationRef, operation::OperationLike, r#type::TypeId},
+    pass::{ExternalPass, Pass, RunExternalPass, create_external},
+};
+use std::{collections::BTreeMap, panic::AssertUnwindSafe};
+
+/// An option a pass takes, as `pass{name=value}`.
+#[derive(Debug)]
+pub struct PassOption {
+    /// The option's name.
+    pub name: &'static str,
+    /// What it does.
+    pub description: &'static str,
+    /// Its value when not given.
+    pub default: &'static str,
+}
+
+/// Option values given to one pass instance, defaults filled in.
+pub type Options = BTreeMap<&'static str, String>;
+
+/// One of jitc's passes.
+#[derive(Debug)]
+pub struct PassInfo {
+    /// The pipeline name, e.g. `meta-dce`.
+    pub argument: &'static str,
+    /// The type name, e.g. `Dce`.
+    pub name: &'static str,
+    /// One line for `--list-passes`.
+    pub summary: &'static str,
+    /// The options it takes.
+    pub options: &'static [PassOption],
+    /// The file the pass lives in, relative to the workspace root.
+    pub source_file: &'static str,
+    /// The pass's file, whose `//!` doc is its documentation.
+    pub source: &'static str,
+    /// Runs the pass on one op; `false` after emitting an error.
+    pub run: fn(OperationRef, &Options) -> bool,
+}
+
+/// Every jitc pass, in `--list-passes` order.
+pub static PASSES: &[PassInfo] = &[Cse::INFO, Dce::INFO, Verify::INFO];
+
+/// Finds a jitc pass by its argument.
+pub fn find(argument: &str) -> Option<&'static PassInfo> {
+    PASSES.iter().find(|p| p.argument == argument)
+}
+
+/// Parses `key=value` pairs separated by spaces against `info`'s options.
+pub fn parse_options(info: &PassInfo, text: &str) -> Result<Options, Error> {
+    let mut options: Options = info
+        .options
+        .iter()
+        .map(|o| (o.name, o.default.to_owned()))
+        .collect();
+    for pair in text.split_whitespace() {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, "true"));
+        let Some(option) = info.options.iter().find(|o| o.name == key) else {
+            let known = if info.options.is_empty() {
+                "it takes no options".to_owned()
+            } else {
+                format!(
+                    "it takes {}",
+                    info.options.iter().map(|o| o.name).collect::<Vec<_>>().join(", ")
+                )
+            };
+            return Err(Error::Pipeline(format!(
+                "pass '{}' has no option '{key}'; {known}",
+                info.argument
+            )));
+        };
+        options.insert(option.name, value.to_owned());
+    }
+    Ok(options)
+}
+
+/// Creates an MLIR pass that runs `info` with the given option text.
+pub fn create(info: &'static PassInfo, options: &str) -> Result<Pass, Error> {
+    let options = parse_options(info, options)?;
+    Ok(create_external(
+        External { info, options },
+        TypeId::create(info),
+        info.name,
+        info.argument,
+        info.summary,
+        "",
+        &[],
+    ))
+}
+
+#[derive(Clone)]
+struct External {
+    info: &'static PassInfo,
+    options: Options,
+}
+
+impl<'c> RunExternalPass<'c> for External {
+    fn initialize(&mut self, _context: ContextRef<'c>) {}
+
+    fn run(&mut self, op: OperationRef<'c, '_>, pass: ExternalPass<'_>) {
+        // This runs inside MLIR, where a panic cannot unwind: turn one into
+        // a diagnostic.
+        let info = self.info;
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            (info.run)(op, &self.options) && verified_after(info, op)
+        }));
+        match outcome {
+            Ok(true) => {}
+            Ok(false) => pass.signal_failure(),
+            Err(payload) => {
+                let what = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                emit_error(
+                    op.location(),
+                    &format!(
+                        "internal compiler error: pass '{}' panicked: {what}",
+                        info.argument
+                    ),
+                );
+                pass.signal_failure();
+            }
+        }
+    }
+}
+
+/// Runs the semantic verifier after a pass; a failure is a compiler bug.
+fn verified_after(info: &PassInfo, op: OperationRef) -> bool {
+    if verify(op) {
+        return true;
+    }
+    emit_error(
+        op.location(),
+        &format!(
+            "internal compiler error: the meta verifier failed after pass '{}'",
+            info.argument
+        ),
+    );
+    false
+}
+
+/// The `--list-passes` text for jitc's passes.
+pub fn list() -> String {
+    let mut out = String::new();
+    for pass in PASSES {
+        out.push_str(&format!("  --{:<24}{}\n", pass.argument, pass.summary));
+        for option in pass.options {
+            out.push_str(&format!(
+                "      {}=<value>  {} (default: {})\n",
+                option.name, option.description, option.default
+            ));
+        }
+    }
+    out
+}
+
+/// Names of the ops that jitc passes treat as having no side effects.
+pub fn is_pure(op: OperationRef) -> bool {
+    jitc_dialect::ops::is_pure_meta_op(op)
+}
+
+/// Whether `op` has results and none of them is used.
+pub fn results_unused(op: OperationRef) -> bool {
+    op.result_count() > 0
+        && op.results().all(|result| {
+            // SAFETY: `result` is a live value.
+            unsafe {
+                mlir_sys::mlirOpOperandIsNull(mlir_sys::mlirValueGetFirstUse(melior::ir::ValueLike::to_raw(
+                    &result,
+                )))
+            }
+        })
+}
+
+/// Erases `op`, which must have no used results.
+///
+/// # Safety
+/// No handle to `op` may be used afterwards.
+pub unsafe fn erase(op: OperationRef) {
+    // SAFETY: the caller guarantees `op` is not used again; destroying an op
+    // in a block unlinks it first.
+    unsafe { mlir_sys::mlirOperationDestroy(op.to_raw()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn workspace() -> &'static Path {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("compiler/ has a parent")
+    }
+
+    #[test]
+    fn every_pass_has_docs_and_a_lit_test() {
+        for pass in PASSES {
+            let doc: Vec<&str> = pass.source.lines().take_while(|l| l.starts_with("//!")).collect();
+            assert!(
+                doc.len() >= 5,
+                "{} needs a //! doc at the top of {}",
+                pass.argument,
+                pass.source_file
+            );
+            assert!(
+                pass.source.contains("Algorithm"),
+                "{}'s doc needs an 'Algorithm' section",
+                pass.argument
+            );
+            assert!(
+                workspace().join(pass.source_file).is_file(),
+                "{} is missing",
+                pass.source_file
+            );
+            let stem = Path::new(pass.source_file).file_stem().unwrap().to_str().unwrap();
+            assert_eq!(
+                pass.argument,
+                format!("meta-{stem}"),
+                "pass argument and file name disagree"
+            );
+            assert_eq!(pass.name.to_lowercase(), stem, "pass type and file name disagree");
+            let lit = workspace().join(format!("test/Transforms/{stem}.mlir"));
+            assert!(
+                lit.is_file(),
+                "{} has no lit test at {}",
+                pass.argument,
+                lit.display()
+            );
+            assert!(!pass.summary.is_empty());
+        }
+    }
+
+    #[test]
+    fn list_passes_snapshot() {
+        insta::assert_snapshot!(list());
+    }
+
+    #[test]
+    fn rejects_unknown_options() {
+        let info = find("meta-dce").unwrap();
+        let error = parse_options(info, "fanout=3").unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "invalid pass pipeline: pass 'meta-dce' has no option 'fanout'; it takes no options"
+        );
+    }
+}

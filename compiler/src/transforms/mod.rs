@@ -1,0 +1,5 @@
+//! jitc's own passes, one per file; see [`crate::passes::PASSES`].
+
+pub mod cse;
+pub mod dce;
+pub mod verify;

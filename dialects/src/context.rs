@@ -1,0 +1,29 @@
+//! Creating an MLIR context that knows every upstream dialect and `meta`.
+
+use crate::Error;
+use melior::{
+    Context,
+    dialect::DialectRegistry,
+    ir::Module,
+    utility::{load_irdl_dialects, register_all_dialects, register_all_llvm_translations},
+};
+
+/// The IRDL declaration of the `meta` dialect, `dialects/irdl/meta.irdl.mlir`.
+pub const IRDL_SOURCE: &str = include_str!("../irdl/meta.irdl.mlir");
+
+/// Creates a context with all upstream dialects registered and `meta` loaded.
+///
+/// Multithreading is off: diagnostics then arrive in a deterministic order,
+/// and Rust passes run inside MLIR's pass manager need not be `Sync`.
+pub fn new_context() -> Result<Context, Error> {
+    let registry = DialectRegistry::new();
+    register_all_dialects(&registry);
+    let context = Context::new_with_registry(&registry, false);
+    register_all_llvm_translations(&context);
+    let declaration = Module::parse(&context, IRDL_SOURCE)
+        .ok_or_else(|| Error::IrdlLoad("meta.irdl.mlir does not parse".into()))?;
+    if !load_irdl_dialects(&declaration) {
+        return Err(Error::IrdlLoad("irdl::loadDialects failed".into()));
+    }
+    Ok(context)
+}

@@ -1,0 +1,549 @@
+//! The semantic verifier: everything about `meta` ops that IRDL cannot say.
+//!
+//! IRDL checks that operands, results and required attributes have the right
+//! base types. This verifier checks the rest, and reports each problem as an
+//! error at the op's location, in MLIR's style (`'meta.reindex' op ...`):
+//!
+//! 1. element types are ones the dialect supports;
+//! 2. `indices` maps have as many dimensions and results as the ranks they
+//!    connect, and the trailing `index` operands match the result's `?`
+//!    dimensions plus the map's symbols;
+//! 3. `overflow_value` has the element type, and `overflow_conditions` sets
+//!    range over the right indices;
+//! 4. kinds are known and accept the operand element type;
+//! 5. element-wise operands and results have compatible shapes: equal ranks,
+//!    and no two static sizes that differ;
+//! 6. guards take a `tensor<i1>`, and guard ids are unique per function;
+//! 7. one state name has one type across the module.
+//!
+//! It never panics: every accessor it uses returns `Option`.
+
+use crate::{
+    emit_error,
+    kinds::{BinaryKind, ElementType, ReduceKind, TernaryKind, TypeClass, UnaryKind},
+    ops::{
+        BinaryOp, GuardOp, IntegerSet, ReindexOp, ReindexReduceOp, StateReadOp, StateWriteOp, TernaryOp,
+        UnaryOp, tensor_type,
+    },
+};
+use melior::ir::{
+    AffineMap, Attribute, AttributeLike, Location, OperationRef, Value,
+    operation::{OperationLike, WalkOrder, WalkResult},
+    r#type::{RankedTensorType, ShapedTypeLike},
+};
+use std::collections::HashMap;
+
+/// Verifies every `meta` op nested in `root` (and `root` itself). Returns
+/// `true` when no error was emitted.
+pub fn verify(root: OperationRef) -> bool {
+    let ops = collect_ops(root);
+    let mut verifier = Verifier { failed: false };
+    for &op in &ops {
+        verifier.check(op);
+    }
+    verifier.check_guard_ids(&ops);
+    verifier.check_state_types(&ops);
+    !verifier.failed
+}
+
+/// Every op nested in `root`, `root` first, in pre-order. Collecting first
+/// keeps rewrites and anything that could panic out of MLIR's walk callback.
+pub fn collect_ops<'c, 'a>(root: OperationRef<'c, 'a>) -> Vec<OperationRef<'c, 'a>> {
+    let mut raw = Vec::new();
+    root.walk(WalkOrder::PreOrder, |op| {
+        raw.push(op.to_raw());
+        WalkResult::Advance
+    });
+    // SAFETY: every op was just reached from `root`, which outlives `'a`.
+    raw.into_iter()
+        .map(|op| unsafe { OperationRef::from_raw(op) })
+        .collect()
+}
+
+/// The line of a file location, if `location` is one.
+pub fn location_line(location: Location) -> Option<usize> {
+    location
+        .is_file_line_col_range()
+        .then(|| location.file_line_col_range_start_line())
+}
+
+struct Verifier {
+    failed: bool,
+}
+
+fn op_name(op: OperationRef) -> String {
+    op.name()
+        .as_string_ref()
+        .as_str()
+        .unwrap_or("<invalid>")
+        .to_owned()
+}
+
+impl Verifier {
+    fn error(&mut self, op: OperationRef, message: impl AsRef<str>) {
+        emit_error(
+            op.location(),
+            &format!("'{}' op {}", op_name(op), message.as_ref()),
+        );
+        self.failed = true;
+    }
+
+    fn check(&mut self, op: OperationRef) {
+        if let Some(reindex) = ReindexOp::cast(op) {
+            self.check_reindex(reindex);
+        } else if let Some(reduce) = ReindexReduceOp::cast(op) {
+            self.check_reindex_reduce(reduce);
+        } else if let Some(unary) = UnaryOp::cast(op) {
+            self.check_unary(unary);
+        } else if let Some(binary) = BinaryOp::cast(op) {
+            self.check_binary(binary);
+        } else if let Some(ternary) = TernaryOp::cast(op) {
+            self.check_ternary(ternary);
+        } else if let Some(guard) = GuardOp::cast(op) {
+            self.check_guard(guard);
+        } else if let Some(read) = StateReadOp::cast(op) {
+            self.check_state_name(op, read.state_name());
+            self.tensor(op, read.result(), "result");
+        } else if let Some(write) = StateWriteOp::cast(op) {
+            self.check_state_name(op, write.state_name());
+            self.tensor(op, write.value(), "operand");
+        }
+    }
+
+    /// The ranked tensor type and element type of `value`, reporting an
+    /// unsupported element type.
+    fn tensor<'c>(
+        &mut self,
+        op: OperationRef,
+        value: Option<Value<'c, '_>>,
+        what: &str,
+    ) -> Option<(RankedTensorType<'c>, ElementType)> {
+        let tensor = tensor_type(value?)?;
+        match ElementType::from_type(tensor.element()) {
+            Some(element) => Some((tensor, element)),
+            None => {
+                self.error(
+                    op,
+                    format!(
+                        "{what} has unsupported element type '{}'; expected f32, f64, i32, i64 or i1",
+                        tensor.element()
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    fn check_kind_class(&mut self, op: OperationRef, kind: &str, class: TypeClass, element: ElementType) {
+        if !class.accepts(element) {
+            self.error(
+                op,
+                format!(
+                    "kind '{kind}' expects {} operands but got '{element}'",
+                    class.describe()
+                ),
+            );
+        }
+    }
+
+    fn check_index_operands(
+        &mut self,
+        op: OperationRef,
+        result: RankedTensorType,
+        map: AffineMap,
+        got: usize,
+    ) {
+        let dynamic = (0..result.rank())
+            .filter(|&d| matches!(result.dim_size(d), Ok(melior::ir::r#type::DimSize::Dynamic)))
+            .count();
+        let expected = dynamic + map.symbol_count();
+        if got != expected {
+            self.error(
+                op,
+                format!(
+                    "expects {expected} index operands ({dynamic} for dynamic result sizes, {} for map symbols) but got {got}",
+                    map.symbol_count()
+                ),
+            );
+        }
+    }
+
+    fn check_conditions(
+        &mut self,
+        op: OperationRef,
+        conditions: Option<Result<Vec<IntegerSet>, ()>>,
+        map: AffineMap,
+        ranges_over: &str,
+        rank: usize,
+    ) {
+        match conditions {
+            None => {}
+            Some(Err(())) => self.error(
+                op,
+                "overflow_conditions must be an array of affine_set attributes",
+            ),
+            Some(Ok(sets)) => {
+                for (i, set) in sets.into_iter().enumerate() {
+                    if set.dim_count() != rank {
+                        self.error(
+                            op,
+                            format!(
+                                "overflow_conditions set {i} has {} dimensions but the {ranges_over} has rank {rank}",
+                                set.dim_count()
+                            ),
+                        );
+                    }
+                    if set.symbol_count() > map.symbol_count() {
+                        self.error(
+                            op,
+                            format!(
+                                "overflow_conditions set {i} uses {} symbols but the indices map has {}",
+                                set.symbol_count(),
+                                map.symbol_count()
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    fn check_reindex(&mut self, reindex: ReindexOp) {
+        let op = reindex.operation();
+        let (Some((input, in_elem)), Some((result, out_elem)), Some(map)) = (
+            self.tensor(op, reindex.input(), "input"),
+            self.tensor(op, reindex.result(), "result"),
+            reindex.indices(),
+        ) else {
+            return;
+        };
+        if map.dim_count() != result.rank() {
+            self.error(
+                op,
+                format!(
+                    "indices map has {} dimensions but the result has rank {}",
+                    map.dim_count(),
+                    result.rank()
+                ),
+            );
+        }
+        if map.result_count() != input.rank() {
+            self.error(
+                op,
+                format!(
+                    "indices map has {} results but the input has rank {}",
+                    map.result_count(),
+                    input.rank()
+                ),
+            );
+        }
+        if in_elem != out_elem {
+            self.error(
+                op,
+                format!("result element type '{out_elem}' differs from input element type '{in_elem}'"),
+            );
+        }
+        self.check_index_operands(op, result, map, reindex.index_operands().len());
+        if let Some(value) = reindex.overflow_value() {
+            self.check_overflow_value(op, value, in_elem);
+        }
+        self.check_conditions(op, reindex.overflow_conditions(), map, "result", result.rank());
+    }
+
+    fn check_overflow_value(&mut self, op: OperationRef, value: Attribute, element: ElementType) {
+        // SAFETY: `value` is a live attribute.
+        let scalar = unsafe {
+            mlir_sys::mlirAttributeIsAInteger(value.to_raw())
+                || mlir_sys::mlirAttributeIsAFloat(value.to_raw())
+        };
+        if !scalar {
+            self.error(
+                op,
+                format!("overflow_value must be a scalar {element} attribute, got {value}"),
+            );
+        } else if ElementType::from_type(value.r#type()) != Some(element) {
+            self.error(
+                op,
+                format!(
+                    "overflow_value has type '{}' but the element type is '{element}'",
+                    value.r#type()
+                ),
+            );
+        }
+    }
+
+    fn check_reindex_reduce(&mut self, reduce: ReindexReduceOp) {
+        let op = reduce.operation();
+        let (Some((input, in_elem)), Some((result, out_elem)), Some(map)) = (
+            self.tensor(op, reduce.input(), "input"),
+            self.tensor(op, reduce.result(), "result"),
+            reduce.indices(),
+        ) else {
+            return;
+        };
+        if map.dim_count() != input.rank() {
+            self.error(
+                op,
+                format!(
+                    "indices map has {} dimensions but the input has rank {}",
+                    map.dim_count(),
+                    input.rank()
+                ),
+            );
+        }
+        if map.result_count() != result.rank() {
+            self.error(
+                op,
+                format!(
+                    "indices map has {} results but the result has rank {}",
+                    map.result_count(),
+                    result.rank()
+                ),
+            );
+        }
+        if in_elem != out_elem {
+            self.error(
+                op,
+                format!("result element type '{out_elem}' differs from input element type '{in_elem}'"),
+            );
+        }
+        match reduce.kind() {
+            Some(kind) => self.check_kind_class(op, kind.name(), kind.operand_class(), in_elem),
+            None => self.unknown_kind(op, ReduceKind::spellings()),
+        }
+        if op.has_attribute("overflow_value") {
+            self.error(
+                op,
+                "takes no overflow_value; elements that map out of bounds are dropped",
+            );
+        }
+        self.check_index_operands(op, result, map, reduce.index_operands().len());
+        self.check_conditions(op, reduce.overflow_conditions(), map, "input", input.rank());
+    }
+
+    fn unknown_kind(&mut self, op: OperationRef, spellings: String) {
+        let kind = op.attribute("kind").ok();
+        let kind = kind
+            .and_then(crate::ops::string_attribute)
+            .map(str::to_owned)
+            .or_else(|| kind.map(|k| k.to_string()))
+            .unwrap_or_default();
+        self.error(op, format!("unknown kind '{kind}'; expected one of {spellings}"));
+    }
+
+    /// Reports operands of unequal shape and results whose shape contradicts
+    /// them. Returns the operand elements when all are supported.
+    fn check_elementwise(
+        &mut self,
+        op: OperationRef,
+        operands: &[Option<Value>],
+        result: Option<Value>,
+    ) -> Option<(Vec<ElementType>, ElementType)> {
+        let mut typed = Vec::new();
+        for operand in operands {
+            typed.push(self.tensor(op, *operand, "operand")?);
+        }
+        let (result_type, result_elem) = self.tensor(op, result, "result")?;
+        let (first, _) = typed[0];
+        for (other, _) in &typed[1..] {
+            if shape_conflict(first, *other).is_some() {
+                self.error(
+                    op,
+                    format!("operands have unequal shapes '{first}' and '{other}'"),
+                );
+                return None;
+            }
+        }
+        if let Some(conflict) = shape_conflict(result_type, first) {
+            self.error(op, format!("result {conflict}"));
+        }
+        Some((typed.iter().map(|(_, e)| *e).collect(), result_elem))
+    }
+
+    fn check_unary(&mut self, unary: UnaryOp) {
+        let op = unary.operation();
+        let Some((elements, result)) = self.check_elementwise(op, &[unary.input()], unary.result()) else {
+            return;
+        };
+        let Some(kind) = unary.kind() else {
+            return self.unknown_kind(op, UnaryKind::spellings());
+        };
+        self.check_kind_class(op, kind.name(), kind.operand_class(), elements[0]);
+        if kind != UnaryKind::Cast && result != elements[0] {
+            self.error(
+                op,
+                format!(
+                    "result element type '{result}' differs from operand element type '{}'",
+                    elements[0]
+                ),
+            );
+        }
+    }
+
+    fn check_binary(&mut self, binary: BinaryOp) {
+        let op = binary.operation();
+        let Some((elements, result)) =
+            self.check_elementwise(op, &[binary.lhs(), binary.rhs()], binary.result())
+        else {
+            return;
+        };
+        if elements[0] != elements[1] {
+            self.error(
+                op,
+                format!(
+                    "operands have different element types '{}' and '{}'",
+                    elements[0], elements[1]
+                ),
+            );
+            return;
+        }
+        let Some(kind) = binary.kind() else {
+            return self.unknown_kind(op, BinaryKind::spellings());
+        };
+        self.check_kind_class(op, kind.name(), kind.operand_class(), elements[0]);
+        let expected = if kind.is_comparison() {
+            ElementType::I1
+        } else {
+            elements[0]
+        };
+        if result != expected {
+            self.error(
+                op,
+                format!("kind '{kind}' gives '{expected}' elements but the result has '{result}'"),
+            );
+        }
+    }
+
+    fn check_ternary(&mut self, ternary: TernaryOp) {
+        let op = ternary.operation();
+        let operands = [ternary.condition(), ternary.on_true(), ternary.on_false()];
+        let Some((elements, result)) = self.check_elementwise(op, &operands, ternary.result()) else {
+            return;
+        };
+        if ternary.kind().is_none() {
+            return self.unknown_kind(op, TernaryKind::spellings());
+        }
+        if elements[0] != ElementType::I1 {
+            self.error(
+                op,
+                format!("condition must have i1 elements but has '{}'", elements[0]),
+            );
+        }
+        if elements[1] != elements[2] {
+            self.error(
+                op,
+                format!(
+                    "choices have different element types '{}' and '{}'",
+                    elements[1], elements[2]
+                ),
+            );
+        } else if result != elements[1] {
+            self.error(
+                op,
+                format!(
+                    "result element type '{result}' differs from the choices' element type '{}'",
+                    elements[1]
+                ),
+            );
+        }
+    }
+
+    fn check_guard(&mut self, guard: GuardOp) {
+        let op = guard.operation();
+        if let Some((condition, element)) = self.tensor(op, guard.condition(), "condition")
+            && (condition.rank() != 0 || element != ElementType::I1)
+        {
+            self.error(op, format!("condition must be 'tensor<i1>' but is '{condition}'"));
+        }
+    }
+
+    fn check_state_name(&mut self, op: OperationRef, name: Option<&str>) {
+        if name == Some("") {
+            self.error(op, "state name must not be empty");
+        }
+    }
+
+    fn check_guard_ids(&mut self, ops: &[OperationRef]) {
+        let mut seen: HashMap<(Option<*mut std::ffi::c_void>, i64), Location> = HashMap::new();
+        for guard in ops.iter().filter_map(|op| GuardOp::cast(*op)) {
+            let Some(id) = guard.id() else { continue };
+            let function = enclosing_function(guard.operation());
+            let key = (function.map(|f| f.to_raw().ptr), id);
+            if let Some(first) = seen.get(&key) {
+                let place = match location_line(*first) {
+                    Some(line) => format!("the guard at line {line}"),
+                    None => "another guard".to_owned(),
+                };
+                self.error(
+                    guard.operation(),
+                    format!("id {id} is already used by {place} in this function"),
+                );
+            } else {
+                seen.insert(key, guard.operation().location());
+            }
+        }
+    }
+
+    fn check_state_types(&mut self, ops: &[OperationRef]) {
+        let mut seen: HashMap<String, (String, Location)> = HashMap::new();
+        for &op in ops {
+            let (name, value) = if let Some(read) = StateReadOp::cast(op) {
+                (read.state_name(), read.result())
+            } else if let Some(write) = StateWriteOp::cast(op) {
+                (write.state_name(), write.value())
+            } else {
+                continue;
+            };
+            let (Some(name), Some(value)) = (name, value) else {
+                continue;
+            };
+            let r#type = melior::ir::ValueLike::r#type(&value).to_string();
+            match seen.get(name) {
+                Some((first, location)) if *first != r#type => {
+                    let place = location_line(*location)
+                        .map(|l| format!(" at line {l}"))
+                        .unwrap_or_default();
+                    self.error(
+                        op,
+                        format!("state '{name}' has type '{type}' here but '{first}'{place}"),
+                    );
+                }
+                Some(_) => {}
+                None => {
+                    seen.insert(name.to_owned(), (r#type, op.location()));
+                }
+            }
+        }
+    }
+}
+
+/// The nearest enclosing `func.func`, if any.
+pub fn enclosing_function<'c, 'a>(op: OperationRef<'c, 'a>) -> Option<OperationRef<'c, 'a>> {
+    let mut current = op.parent_operation();
+    while let Some(parent) = current {
+        if parent.name().as_string_ref().as_str() == Ok("func.func") {
+            return Some(parent);
+        }
+        current = parent.parent_operation();
+    }
+    None
+}
+
+/// Describes why `result` cannot have `operand`'s shape, if it cannot:
+/// different ranks, or two static sizes that differ.
+fn shape_conflict(result: RankedTensorType, operand: RankedTensorType) -> Option<String> {
+    use melior::ir::r#type::DimSize::Static;
+    if result.rank() != operand.rank() {
+        return Some(format!(
+            "has rank {} but the operands have rank {}",
+            result.rank(),
+            operand.rank()
+        ));
+    }
+    (0..result.rank()).find_map(|d| match (result.dim_size(d), operand.dim_size(d)) {
+        (Ok(Static(a)), Ok(Static(b))) if a != b => Some(format!(
+            "dimension {d} has static size {a} but the operands' has {b}"
+        )),
+        _ => None,
+    })
+}

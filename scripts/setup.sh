@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs every system package jitc needs on Debian 12: LLVM/MLIR 22 (with
+# lit and FileCheck) and the libraries its build links. Idempotent, and
+# silent when everything is already there.
+set -euo pipefail
+
+packages=(
+  llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 libpolly-22-dev
+  libzstd-dev zlib1g-dev libxml2-dev libz3-dev
+  g++ python3 python3-venv
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$package")
+  fi
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo=()
+  if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "setup: error: cargo is not on PATH; jitc needs Rust 1.95 or newer (rustup)" >&2
+  exit 1
+fi
+if [ ! -x /usr/lib/llvm-22/bin/mlir-opt ] || [ ! -x /usr/lib/llvm-22/bin/lit ]; then
+  echo "setup: error: LLVM/MLIR 22 is not complete under /usr/lib/llvm-22 after installing" >&2
+  exit 1
+fi

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Quick start, part 2: sets up, then runs every check and test: formatting,
+# clippy, cargo test, and the lit suite with LLVM 22's lit and FileCheck.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+
+step() { echo "==> $*" >&2; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy --all-targets -- -D warnings"
+cargo clippy --locked --workspace --all-targets --quiet -- -D warnings
+
+step "cargo test"
+cargo test --locked --workspace
+
+step "lit test/"
+cargo build --locked --quiet -p jitc
+target_dir=${CARGO_TARGET_DIR:-target}
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+JITC_BIN_DIR="$target_dir/debug" /usr/lib/llvm-22/bin/lit test/ 2>&1 | tee "$log" || status=$?
+passed=$(sed -n 's/^ *Passed *: *\([0-9]*\).*/\1/p' "$log")
+failed=$(sed -n 's/^ *Failed *: *\([0-9]*\).*/\1/p' "$log")
+echo "lit: ${passed:-0} passed, ${failed:-0} failed"
+exit "$status"

@@ -1,0 +1,30 @@
+# lit configuration for jitc. Run through scripts/test.sh, or directly:
+#   /usr/lib/llvm-22/bin/lit -v test/
+# Environment:
+#   JITC_BIN_DIR  folder holding the built `jitc` (default: target/debug)
+#   LLVM_BIN_DIR  LLVM 22's tools: FileCheck, not, count (default: /usr/lib/llvm-22/bin)
+import os
+
+import lit.formats
+
+config.name = "jitc"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mlir"]
+config.test_source_root = os.path.dirname(os.path.abspath(__file__))
+config.test_exec_root = config.test_source_root
+config.excludes = ["Inputs", "lit.cfg.py"]
+
+root = os.path.dirname(config.test_source_root)
+target_dir = os.environ.get("CARGO_TARGET_DIR", os.path.join(root, "target"))
+jitc_dir = os.environ.get("JITC_BIN_DIR", os.path.join(target_dir, "debug"))
+llvm_dir = os.environ.get("LLVM_BIN_DIR", "/usr/lib/llvm-22/bin")
+
+if not os.path.isfile(os.path.join(jitc_dir, "jitc")):
+    lit_config.fatal(f"no jitc in {jitc_dir}: build it first (cargo build -p jitc) or set JITC_BIN_DIR")
+for tool in ("FileCheck", "not", "mlir-opt"):
+    if not os.path.isfile(os.path.join(llvm_dir, tool)):
+        lit_config.fatal(f"no {tool} in {llvm_dir}: run scripts/setup.sh or set LLVM_BIN_DIR")
+
+config.environment["PATH"] = os.pathsep.join([jitc_dir, llvm_dir, config.environment.get("PATH", os.environ["PATH"])])
+config.substitutions.append(("%irdl", os.path.join(root, "dialects", "irdl", "meta.irdl.mlir")))
+config.substitutions.append(("%examples", os.path.join(root, "examples")))

@@ -1,0 +1,72 @@
+//! `jitc`: the command line of the jitc compiler toolchain.
+//!
+//! This is the only crate that parses flags. Each subcommand lives in its
+//! own module; they print results to stdout, diagnostics to stderr, and exit
+//! 0 on success and 1 on any error, as `mlir-opt` does.
+
+mod opt;
+
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use std::process::ExitCode;
+
+/// jitc: an MLIR-based compiler for tensor programs built from Jittor's
+/// meta-operators (reindex, reindex-reduce, element-wise), with JANUS-style
+/// speculation guards.
+#[derive(Debug, Parser)]
+#[command(
+    name = "jitc",
+    version,
+    about,
+    long_about,
+    arg_required_else_help = true,
+    term_width = 100
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Opt(opt::OptArgs),
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    let context = match jitc_compiler::new_context() {
+        Ok(context) => context,
+        Err(error) => {
+            eprintln!("jitc: error: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // Pass flags (`--canonicalize`, `--meta-dce`) are taken out before clap
+    // sees the arguments; see `opt::extract_pass_flags`.
+    let (args, pass_flags) = if args.get(1).map(String::as_str) == Some("opt") {
+        opt::extract_pass_flags(&context, args)
+    } else {
+        (args, Vec::new())
+    };
+    let matches = match Cli::command().try_get_matches_from(args) {
+        Ok(matches) => matches,
+        Err(error) => {
+            let _ = error.print();
+            // --help and --version are not errors; everything else exits 1.
+            return if error.use_stderr() {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = error.print();
+            return ExitCode::FAILURE;
+        }
+    };
+    match cli.command {
+        Command::Opt(args) => opt::run(&context, args, pass_flags),
+    }
+}

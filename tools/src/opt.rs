@@ -1,0 +1,258 @@
+//! `jitc opt`: parse, verify, run passes and print, as `mlir-opt` does.
+
+use clap::Args;
+use jitc_compiler::{
+    OptimizeOptions,
+    diagnostics::{Diagnostic, DiagnosticCollector, Position, Severity, render},
+    optimize, passes,
+    pipeline::{self, Element},
+    source::{Chunk, parse_module, split_input},
+    verify_diagnostics,
+};
+use melior::{Context, ir::operation::OperationLike};
+use std::{
+    io::{Read, Write},
+    path::PathBuf,
+    process::ExitCode,
+};
+
+/// Verify MLIR, run passes on it and print the result, as mlir-opt does.
+///
+/// The input may use the `meta` dialect and the upstream dialects. It is
+/// parsed, checked by the meta dialect's semantic verifier, transformed by
+/// the passes given, verified again and printed.
+///
+/// Passes are given either as a pipeline (`--pass-pipeline`) or as one flag
+/// per pass, in order: every pass of `--list-passes`, and every upstream MLIR
+/// pass under its mlir-opt name, is also a flag, e.g. `--meta-dce`,
+/// `--canonicalize`, `--cse`. Options go after `=`, as
+/// `--canonicalize="max-iterations=3"`.
+///
+/// Exit status: 0 on success, 1 on any error.
+#[derive(Debug, Args)]
+#[command(
+    after_long_help = "Examples:\n  jitc opt examples/sigmoid.mlir\n  jitc opt in.mlir --meta-cse --meta-dce -o out.mlir\n  jitc opt in.mlir --pass-pipeline='builtin.module(meta-cse,func.func(canonicalize))'\n  jitc opt tests.mlir --split-input-file --verify-diagnostics"
+)]
+pub struct OptArgs {
+    /// Input file; `-` reads standard input.
+    #[arg(default_value = "-", value_name = "INPUT")]
+    input: PathBuf,
+
+    /// Output file; `-` writes standard output. Left untouched on error.
+    #[arg(short, long, default_value = "-", value_name = "FILE")]
+    output: PathBuf,
+
+    /// Passes to run, in MLIR's pipeline syntax anchored on builtin.module,
+    /// e.g. 'builtin.module(meta-cse,func.func(canonicalize))'.
+    #[arg(long, value_name = "PIPELINE")]
+    pass_pipeline: Option<String>,
+
+    /// Split the input at `// -----` lines and process each piece on its
+    /// own; outputs are joined with `// -----`. Line numbers stay those of
+    /// the whole file.
+    #[arg(long)]
+    split_input_file: bool,
+
+    /// Check diagnostics against `expected-error`, `expected-warning`,
+    /// `expected-remark` and `expected-note` comments (with `@+N`, `@-N`,
+    /// `@above`, `@below`) instead of printing them. Succeeds when every
+    /// diagnostic was expected and every expectation was produced.
+    #[arg(long)]
+    verify_diagnostics: bool,
+
+    /// List jitc's own passes with their options, and exit.
+    #[arg(long)]
+    list_passes: bool,
+
+    /// Print the IR to stderr after every pass.
+    #[arg(long)]
+    print_ir_after_all: bool,
+}
+
+/// The long flags `jitc opt` itself defines; anything else that names a
+/// pass is a pass flag.
+fn own_flags() -> Vec<String> {
+    OptArgs::augment_args(clap::Command::new("opt"))
+        .get_arguments()
+        .filter_map(|a| a.get_long().map(str::to_owned))
+        .chain(["help".to_owned(), "version".to_owned()])
+        .collect()
+}
+
+/// Takes pass flags out of `args` (which start with `jitc opt`), in order.
+/// A flag that is not `opt`'s own and names no pass stays for clap to
+/// reject.
+pub fn extract_pass_flags(context: &Context, args: Vec<String>) -> (Vec<String>, Vec<Element>) {
+    let own = own_flags();
+    let mut rest = Vec::new();
+    let mut flags = Vec::new();
+    let mut after_separator = false;
+    for arg in args {
+        after_separator |= arg == "--";
+        let pass = arg
+            .strip_prefix("--")
+            .or_else(|| arg.strip_prefix('-'))
+            .filter(|_| !after_separator)
+            .map(|flag| flag.split_once('=').unwrap_or((flag, "")))
+            .filter(|(name, _)| !name.is_empty() && !own.iter().any(|o| o == name))
+            .filter(|(name, _)| name.len() > 1 && pipeline::is_known_pass(context, name));
+        match pass {
+            Some((name, options)) => {
+                let options = options.trim_matches('"').trim_matches('\'');
+                flags.push(Element::pass(name, options));
+            }
+            None => rest.push(arg),
+        }
+    }
+    (rest, flags)
+}
+
+/// Runs `jitc opt`.
+pub fn run(context: &Context, args: OptArgs, pass_flags: Vec<Element>) -> ExitCode {
+    if args.list_passes {
+        print!(
+            "jitc passes:\n{}\nUpstream MLIR 22 passes are available too, under the names mlir-opt gives them\n(canonicalize, cse, inline, symbol-dce, loop-invariant-code-motion, ...).\nIRDL ops have no traits, so upstream cse and canonicalize leave meta ops alone:\nuse meta-cse and meta-dce for those.\n",
+            passes::list()
+        );
+        return ExitCode::SUCCESS;
+    }
+    match opt(context, &args, pass_flags) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(message) => {
+            eprintln!("jitc opt: error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn read_input(path: &PathBuf) -> Result<(String, String), String> {
+    let mut bytes = Vec::new();
+    let name = if path.as_os_str() == "-" {
+        std::io::stdin()
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("cannot read standard input: {e}"))?;
+        "<stdin>".to_owned()
+    } else {
+        bytes = std::fs::read(path).map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
+        path.display().to_string()
+    };
+    // Invalid UTF-8 becomes U+FFFD, which the lexer reports with a location.
+    Ok((name, String::from_utf8_lossy(&bytes).into_owned()))
+}
+
+/// Returns whether every chunk succeeded; `Err` for problems outside the
+/// input (files, pipeline text).
+fn opt(context: &Context, args: &OptArgs, pass_flags: Vec<Element>) -> Result<bool, String> {
+    let pipeline = match (&args.pass_pipeline, pass_flags.is_empty()) {
+        (Some(_), false) => {
+            return Err("--pass-pipeline cannot be combined with individual pass flags".into());
+        }
+        (Some(text), true) => pipeline::parse(text).map_err(|e| e.to_string())?,
+        (None, _) => pass_flags,
+    };
+    // Reject unknown passes and options once, before reading any input.
+    pipeline::build(context, &pipeline).map_err(|e| e.to_string())?;
+
+    let (name, text) = read_input(&args.input)?;
+    let chunks = if args.split_input_file {
+        split_input(&text)
+    } else {
+        vec![Chunk {
+            first_line: 1,
+            text: text.clone(),
+        }]
+    };
+    let collector = DiagnosticCollector::attach(context);
+    let options = OptimizeOptions {
+        print_ir_after_all: args.print_ir_after_all,
+    };
+    let mut outputs = Vec::new();
+    let mut all_ok = true;
+    let mut stderr = String::new();
+    for chunk in &chunks {
+        let (output, mut diagnostics) = if text.trim().is_empty() {
+            let empty = Diagnostic::error(
+                Some(Position { line: 1, column: 1 }),
+                "the input is empty; expected MLIR operations",
+            );
+            (None, vec![empty])
+        } else {
+            let output = process(context, chunk, &pipeline, &options);
+            (output, collector.take())
+        };
+        let ok = if args.verify_diagnostics {
+            let problems = match verify_diagnostics::parse_expectations(&chunk.text) {
+                Ok(expectations) => verify_diagnostics::check(&expectations, &diagnostics),
+                Err(errors) => errors,
+            };
+            diagnostics = problems;
+            diagnostics.is_empty()
+        } else {
+            output.is_some() && !diagnostics.iter().any(|d| d.severity == Severity::Error)
+        };
+        for diagnostic in &diagnostics {
+            stderr.push_str(&render(diagnostic, &name, &text));
+        }
+        all_ok &= ok;
+        outputs.extend(output);
+    }
+    eprint!("{stderr}");
+    if !all_ok {
+        return Ok(false);
+    }
+    let output = outputs.join("// -----\n");
+    write_output(&args.output, &output)?;
+    Ok(true)
+}
+
+/// Parses, verifies and transforms one chunk; `None` when any step failed
+/// (its diagnostics are in the collector).
+fn process(
+    context: &Context,
+    chunk: &Chunk,
+    pipeline: &[Element],
+    options: &OptimizeOptions,
+) -> Option<String> {
+    let mut module = parse_module(context, &chunk.text)?;
+    match optimize(context, &mut module, pipeline, options) {
+        Ok(()) => Some(format!("{}\n", module.as_operation())),
+        Err(jitc_compiler::Error::VerifierFailedAfterPipeline(pipeline)) => {
+            jitc_dialect::emit_error(
+                module.as_operation().location(),
+                &format!("internal compiler error: the meta verifier failed after the pipeline '{pipeline}'"),
+            );
+            None
+        }
+        Err(_) => None,
+    }
+}
+
+fn write_output(path: &PathBuf, text: &str) -> Result<(), String> {
+    if path.as_os_str() == "-" {
+        let mut stdout = std::io::stdout().lock();
+        stdout
+            .write_all(text.as_bytes())
+            .and_then(|()| stdout.flush())
+            .map_err(|e| format!("cannot write standard output: {e}"))
+    } else {
+        std::fs::write(path, text).map_err(|e| format!("cannot write '{}': {e}", path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn help_mentions_every_flag() {
+        use clap::Args;
+        let help = super::OptArgs::augment_args(clap::Command::new("opt"))
+            .render_long_help()
+            .to_string();
+        for flag in super::own_flags()
+            .into_iter()
+            .filter(|f| f != "help" && f != "version")
+        {
+            assert!(help.contains(&format!("--{flag}")), "--{flag} is not in the help");
+        }
+    }
+}

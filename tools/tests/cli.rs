@@ -1,0 +1,124 @@
+//! End-to-end tests of the `jitc` binary: help text, exit codes, and
+//! malformed input that must give a located diagnostic, never a crash.
+
+use std::{
+    io::Write,
+    path::{Path, PathBuf},
+    process::{Command, Output, Stdio},
+};
+
+fn jitc(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_jitc"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("jitc starts");
+    let mut input = child.stdin.take().expect("stdin is piped");
+    input
+        .write_all(stdin.unwrap_or_default())
+        .expect("stdin accepts the input");
+    drop(input);
+    child.wait_with_output().expect("jitc finishes")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn scratch(name: &str, contents: &[u8]) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let path = dir.join(name);
+    std::fs::write(&path, contents).expect("scratch file");
+    path
+}
+
+#[test]
+fn top_level_help() {
+    let out = jitc(&["--help"], None);
+    assert!(out.status.success());
+    insta::assert_snapshot!(text(&out.stdout));
+}
+
+#[test]
+fn opt_help() {
+    let out = jitc(&["opt", "--help"], None);
+    assert!(out.status.success());
+    insta::assert_snapshot!(text(&out.stdout));
+}
+
+#[test]
+fn no_arguments_prints_help_and_fails() {
+    let out = jitc(&[], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("Usage: jitc"));
+}
+
+/// Each case: file name, contents, and the located diagnostic it must give.
+const BAD_INPUTS: &[(&str, &[u8], &str)] = &[
+    ("syntax.mlir", b"func.func @f( {\n  return\n}\n", "syntax.mlir:1:14: error: expected non-function type"),
+    (
+        "unknown-op.mlir",
+        b"func.func @f() {\n  \"meta.nope\"() : () -> ()\n  return\n}\n",
+        "unknown-op.mlir:2:3: error: unregistered operation 'meta.nope'",
+    ),
+    (
+        "wrong-attribute.mlir",
+        b"func.func @f(%x: tensor<4xf32>) {\n  %0 = \"meta.unary\"(%x) {kind = 1.0 : f32} : (tensor<4xf32>) -> tensor<4xf32>\n  return\n}\n",
+        "wrong-attribute.mlir:2:8: error: expected base attribute 'builtin.string' but got 'builtin.float'",
+    ),
+    (
+        "rank.mlir",
+        b"func.func @f(%x: tensor<4xf32>) {\n  %0 = \"meta.reindex\"(%x) {indices = affine_map<(d0) -> (d0, d0)>} : (tensor<4xf32>) -> tensor<4xf32>\n  return\n}\n",
+        "rank.mlir:2:8: error: 'meta.reindex' op indices map has 2 results but the input has rank 1",
+    ),
+    ("empty.mlir", b"", "empty.mlir:1:1: error: the input is empty; expected MLIR operations"),
+    ("blank.mlir", b"  \n\n", "blank.mlir:1:1: error: the input is empty"),
+    ("garbage.mlir", b"\x7fELF\x02\x01\x01\0\0\xff\xfe\x80\x81 junk", "garbage.mlir:1:1: error: unexpected character"),
+    ("nul.mlir", b"func.func @f() {\0}\n", "nul.mlir:1:17: error: unexpected character"),
+];
+
+#[test]
+fn malformed_input_gives_located_diagnostic_and_exit_1() {
+    for (name, contents, expected) in BAD_INPUTS {
+        let path = scratch(name, contents);
+        let out = jitc(&["opt", path.to_str().unwrap()], None);
+        let stderr = text(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{name}: exit status {:?}, stderr:\n{stderr}",
+            out.status
+        );
+        assert!(
+            stderr.contains(expected),
+            "{name}: expected {expected:?} in:\n{stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{name} panicked:\n{stderr}");
+        assert!(out.stdout.is_empty(), "{name}: nothing is printed on error");
+    }
+}
+
+#[test]
+fn reads_standard_input() {
+    let out = jitc(&["opt"], Some(b"func.func @from_stdin() {\n  return\n}\n"));
+    assert!(out.status.success());
+    assert!(text(&out.stdout).contains("func.func @from_stdin"));
+    let out = jitc(&["opt", "-"], Some(b"func.func @f( {"));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).starts_with("<stdin>:1:"));
+}
+
+#[test]
+fn usage_errors_exit_1() {
+    for args in [
+        &["opt", "--no-such-flag"][..],
+        &["opt", "--pass-pipeline"],
+        &["frobnicate"],
+    ] {
+        let out = jitc(args, None);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+    }
+}
