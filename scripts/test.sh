@@ -17,7 +17,8 @@ step "cargo test"
 cargo test --locked --workspace
 
 step "lit test/"
-cargo build --locked --quiet -p jitc
+# `cargo test` above built target/debug/jitc for the CLI tests; a separate
+# `cargo build -p jitc` would resolve features differently and rebuild.
 target_dir=${CARGO_TARGET_DIR:-target}
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
