@@ -5,6 +5,7 @@
 //! 0 on success and 1 on any error, as `mlir-opt` does.
 
 mod opt;
+mod run;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::process::ExitCode;
@@ -29,6 +30,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Opt(opt::OptArgs),
+    Run(run::RunArgs),
 }
 
 fn main() -> ExitCode {
@@ -68,5 +70,6 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Opt(args) => opt::run(&context, args, pass_flags),
+        Command::Run(args) => run::run(&context, args),
     }
 }

@@ -1,0 +1,301 @@
+//! Tensors: a shape and a row-major buffer of one element type, with the
+//! literal syntax `2x3xf32=[1 2 3][4 5 6]` used by `jitc run` for printing
+//! and for inline inputs (as `iree-run-module` does).
+
+use crate::scalar::Scalar;
+use jitc_dialect::kinds::ElementType;
+use std::fmt;
+
+/// The elements of a tensor, row-major.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Buffer {
+    /// `f32` elements.
+    F32(Vec<f32>),
+    /// `f64` elements.
+    F64(Vec<f64>),
+    /// `i32` elements.
+    I32(Vec<i32>),
+    /// `i64` elements.
+    I64(Vec<i64>),
+    /// `i1` elements.
+    I1(Vec<bool>),
+}
+
+impl Buffer {
+    /// `len` copies of `value`.
+    pub fn filled(value: Scalar, len: usize) -> Self {
+        match value {
+            Scalar::F32(v) => Self::F32(vec![v; len]),
+            Scalar::F64(v) => Self::F64(vec![v; len]),
+            Scalar::I32(v) => Self::I32(vec![v; len]),
+            Scalar::I64(v) => Self::I64(vec![v; len]),
+            Scalar::I1(v) => Self::I1(vec![v; len]),
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            Self::F32(v) => v.len(),
+            Self::F64(v) => v.len(),
+            Self::I32(v) => v.len(),
+            Self::I64(v) => v.len(),
+            Self::I1(v) => v.len(),
+        }
+    }
+
+    /// Whether there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The element type.
+    pub fn element_type(&self) -> ElementType {
+        match self {
+            Self::F32(_) => ElementType::F32,
+            Self::F64(_) => ElementType::F64,
+            Self::I32(_) => ElementType::I32,
+            Self::I64(_) => ElementType::I64,
+            Self::I1(_) => ElementType::I1,
+        }
+    }
+
+    /// Element `index`; panics when out of range, like slice indexing.
+    pub fn get(&self, index: usize) -> Scalar {
+        match self {
+            Self::F32(v) => Scalar::F32(v[index]),
+            Self::F64(v) => Scalar::F64(v[index]),
+            Self::I32(v) => Scalar::I32(v[index]),
+            Self::I64(v) => Scalar::I64(v[index]),
+            Self::I1(v) => Scalar::I1(v[index]),
+        }
+    }
+
+    /// Sets element `index` to `value`, converted to the buffer's type.
+    pub fn set(&mut self, index: usize, value: Scalar) {
+        match self {
+            Self::F32(v) => v[index] = value.cast(ElementType::F32).as_f64() as f32,
+            Self::F64(v) => v[index] = value.cast(ElementType::F64).as_f64(),
+            Self::I32(v) => v[index] = value.cast(ElementType::I32).as_i64() as i32,
+            Self::I64(v) => v[index] = value.cast(ElementType::I64).as_i64(),
+            Self::I1(v) => v[index] = value.is_nonzero(),
+        }
+    }
+}
+
+/// A dense tensor.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tensor {
+    shape: Vec<usize>,
+    buffer: Buffer,
+}
+
+impl Tensor {
+    /// A tensor of `shape` holding `buffer`; `None` when the sizes disagree.
+    pub fn new(shape: Vec<usize>, buffer: Buffer) -> Option<Self> {
+        (shape.iter().product::<usize>() == buffer.len()).then_some(Self { shape, buffer })
+    }
+
+    /// A tensor of `shape` with every element `value`.
+    pub fn splat(shape: Vec<usize>, value: Scalar) -> Self {
+        let len = shape.iter().product();
+        Self {
+            shape,
+            buffer: Buffer::filled(value, len),
+        }
+    }
+
+    /// A rank-0 tensor.
+    pub fn scalar(value: Scalar) -> Self {
+        Self::splat(Vec::new(), value)
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// The element type.
+    pub fn element_type(&self) -> ElementType {
+        self.buffer.element_type()
+    }
+
+    /// The elements.
+    pub fn buffer(&self) -> &Buffer {
+        &self.buffer
+    }
+
+    /// The elements, mutably.
+    pub fn buffer_mut(&mut self) -> &mut Buffer {
+        &mut self.buffer
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.buffer.len()
+    }
+
+    /// Whether there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.buffer.is_empty()
+    }
+
+    /// Element at flat (row-major) position `index`.
+    pub fn get(&self, index: usize) -> Scalar {
+        self.buffer.get(index)
+    }
+
+    /// The same elements under another shape of equal size.
+    pub fn reshaped(self, shape: Vec<usize>) -> Option<Self> {
+        Self::new(shape, self.buffer)
+    }
+
+    /// The type, as MLIR spells it: `tensor<2x3xf32>`.
+    pub fn type_name(&self) -> String {
+        format!("tensor<{}>", shape_prefix(&self.shape, self.element_type()))
+    }
+
+    /// Parses a literal: `2x3xf32=1 2 3 4 5 6`, with optional brackets and
+    /// commas (`2x3xf32=[1 2 3][4 5 6]`), or `f32=2.5` for a rank-0 tensor.
+    /// `i1` elements are `true`, `false`, `1` or `0`.
+    pub fn parse_literal(text: &str) -> Result<Self, String> {
+        let (ty, values) = text
+            .split_once('=')
+            .ok_or_else(|| format!("expected `SHAPExTYPE=VALUES` (e.g. `2x2xf32=1 2 3 4`), got `{text}`"))?;
+        let mut parts: Vec<&str> = ty.trim().split('x').collect();
+        let element_name = parts.pop().unwrap_or_default();
+        let element = ElementType::parse(element_name).ok_or_else(|| {
+            format!("unknown element type `{element_name}`; expected f32, f64, i32, i64 or i1")
+        })?;
+        let shape = parts
+            .iter()
+            .map(|d| {
+                d.parse::<usize>()
+                    .map_err(|_| format!("bad dimension `{d}` in `{ty}`"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let tokens: Vec<&str> = values
+            .split(|c: char| c.is_whitespace() || "[],".contains(c))
+            .filter(|t| !t.is_empty())
+            .collect();
+        let len: usize = shape.iter().product();
+        if tokens.len() != len && !(tokens.len() == 1 && len > 0) {
+            return Err(format!(
+                "`{ty}` has {len} elements but {} values were given",
+                tokens.len()
+            ));
+        }
+        let mut buffer = Buffer::filled(Scalar::zero(element), len);
+        for (i, token) in tokens.iter().enumerate() {
+            buffer.set(i, Scalar::parse(token, element)?);
+        }
+        if tokens.len() == 1 {
+            let value = buffer.get(0);
+            buffer = Buffer::filled(value, len);
+        }
+        Ok(Self { shape, buffer })
+    }
+}
+
+/// `2x3xf32`, or `f32` for rank 0.
+pub fn shape_prefix(shape: &[usize], element: ElementType) -> String {
+    let mut text: String = shape.iter().map(|d| format!("{d}x")).collect();
+    text.push_str(element.name());
+    text
+}
+
+/// Row-major strides of `shape`.
+pub fn strides(shape: &[usize]) -> Vec<usize> {
+    let mut strides = vec![1; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * shape[d + 1];
+    }
+    strides
+}
+
+impl fmt::Display for Tensor {
+    /// `2x3xf32=[1 2 3][4 5 6]`; `f32=2.5` for rank 0.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}=", shape_prefix(&self.shape, self.element_type()))?;
+        if self.shape.is_empty() {
+            return write!(f, "{}", self.get(0));
+        }
+        // Like iree-run-module: one bracket level per dimension but the
+        // outermost, `2x3xf32=[1 2 3][4 5 6]`, `3xf32=1 2 3`.
+        let spans: Vec<usize> = strides(&self.shape)
+            .iter()
+            .zip(&self.shape)
+            .skip(1)
+            .map(|(s, n)| s * n)
+            .collect();
+        for i in 0..self.len() {
+            let opening = spans.iter().filter(|&&span| i % span == 0).count();
+            if i > 0 && opening == 0 {
+                f.write_str(" ")?;
+            }
+            for _ in 0..opening {
+                f.write_str("[")?;
+            }
+            write!(f, "{}", self.get(i))?;
+            for _ in spans.iter().filter(|&&span| (i + 1) % span == 0) {
+                f.write_str("]")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literal_round_trip() {
+        let t = Tensor::parse_literal("2x3xf32=1 2 3 4 5 6").unwrap();
+        assert_eq!(t.to_string(), "2x3xf32=[1 2 3][4 5 6]");
+        assert_eq!(Tensor::parse_literal(&t.to_string()).unwrap(), t);
+        let s = Tensor::parse_literal("f64=2.5").unwrap();
+        assert_eq!(s.to_string(), "f64=2.5");
+        let b = Tensor::parse_literal("2x2xi1=true 0, 1 false").unwrap();
+        assert_eq!(b.to_string(), "2x2xi1=[true false][true false]");
+        let splat = Tensor::parse_literal("3xi32=7").unwrap();
+        assert_eq!(splat.to_string(), "3xi32=7 7 7");
+        let nested = Tensor::parse_literal("2x1x2xi64=1 2 3 4").unwrap();
+        assert_eq!(nested.to_string(), "2x1x2xi64=[[1 2]][[3 4]]");
+    }
+
+    #[test]
+    fn literal_errors_say_what_is_wrong() {
+        assert!(
+            Tensor::parse_literal("2x2xf32=1 2 3")
+                .unwrap_err()
+                .contains("4 elements but 3 values")
+        );
+        assert!(
+            Tensor::parse_literal("2x2xf16=1")
+                .unwrap_err()
+                .contains("unknown element type `f16`")
+        );
+        assert!(
+            Tensor::parse_literal("2xbxf32=1")
+                .unwrap_err()
+                .contains("bad dimension `b`")
+        );
+        assert!(
+            Tensor::parse_literal("2xf32")
+                .unwrap_err()
+                .contains("expected `SHAPExTYPE=VALUES`")
+        );
+        assert!(
+            Tensor::parse_literal("2xi32=1 x")
+                .unwrap_err()
+                .contains("`x` is not an i32")
+        );
+    }
+
+    #[test]
+    fn strides_are_row_major() {
+        assert_eq!(strides(&[2, 3, 4]), vec![12, 4, 1]);
+        assert_eq!(strides(&[]), Vec::<usize>::new());
+    }
+}

@@ -1,0 +1,218 @@
+//! The `tensor` ops the interpreter accepts: `dim`, `extract`,
+//! `from_elements`, `extract_slice` and `splat`.
+
+use crate::{
+    Error,
+    eval::{Value, ValueType, as_index, check_result},
+    scalar::Scalar,
+    tensor::{Buffer, Tensor, strides},
+};
+use melior::ir::{AttributeLike, OperationRef, ValueLike, operation::OperationLike};
+
+fn error(op: OperationRef, message: impl std::fmt::Display) -> Error {
+    Error::Eval {
+        op: op.name().as_string_ref().as_str().unwrap_or("").to_owned(),
+        line: jitc_dialect::verify::location_line(op.location()),
+        message: message.to_string(),
+    }
+}
+
+fn tensor(op: OperationRef, value: &Value) -> Result<std::rc::Rc<Tensor>, Error> {
+    match value {
+        Value::Tensor(t) => Ok(t.clone()),
+        other => Err(error(op, format!("expected a tensor, got {other}"))),
+    }
+}
+
+/// A `DenseI64ArrayAttr` named `name`.
+fn i64_array(op: OperationRef, name: &str) -> Result<Vec<i64>, Error> {
+    let attribute = op
+        .attribute(name)
+        .map_err(|_| error(op, format!("has no {name}")))?;
+    // SAFETY: `attribute` is live; elements are read below its count, and
+    // only from a dense i64 array (checked through its type id).
+    unsafe {
+        let raw = attribute.to_raw();
+        if !mlir_sys::mlirAttributeIsADenseI64Array(raw) {
+            return Err(error(op, format!("{name} is not an i64 array")));
+        }
+        let count = mlir_sys::mlirDenseArrayGetNumElements(raw);
+        Ok((0..count)
+            .map(|i| mlir_sys::mlirDenseI64ArrayGetElement(raw, i))
+            .collect())
+    }
+}
+
+/// Evaluates one `tensor` op on its operand values.
+pub fn eval(op: OperationRef, args: &[Value]) -> Result<Value, Error> {
+    let name = op.name().as_string_ref().as_str().unwrap_or("").to_owned();
+    let arg = |i: usize| {
+        args.get(i)
+            .ok_or_else(|| error(op, format!("missing operand {i}")))
+    };
+    let value = match name.as_str() {
+        "tensor.dim" => {
+            let (source, dim) = (tensor(op, arg(0)?)?, as_index(op, arg(1)?)?);
+            let size = usize::try_from(dim)
+                .ok()
+                .and_then(|d| source.shape().get(d))
+                .ok_or_else(|| {
+                    error(
+                        op,
+                        format!(
+                            "dimension {dim} is out of range for rank {}",
+                            source.shape().len()
+                        ),
+                    )
+                })?;
+            Value::Index(*size as i64)
+        }
+        "tensor.extract" => {
+            let source = tensor(op, arg(0)?)?;
+            let index: Vec<i64> = args[1..]
+                .iter()
+                .map(|a| as_index(op, a))
+                .collect::<Result<_, _>>()?;
+            let position = position(&index, source.shape()).ok_or_else(|| {
+                error(
+                    op,
+                    format!("index {index:?} is out of bounds for shape {:?}", source.shape()),
+                )
+            })?;
+            Value::Scalar(source.get(position))
+        }
+        "tensor.from_elements" | "tensor.splat" => {
+            let ValueType::Tensor(shape, element) = result(op)? else {
+                return Err(error(op, "result is not a tensor"));
+            };
+            let mut dynamic = args.iter().skip(1);
+            let shape: Vec<usize> = shape
+                .into_iter()
+                .map(|d| match d {
+                    Some(n) => Ok(n),
+                    None => dynamic
+                        .next()
+                        .map(|v| as_index(op, v).map(|n| n.max(0) as usize))
+                        .unwrap_or(Ok(0)),
+                })
+                .collect::<Result<_, _>>()?;
+            let len = shape.iter().product();
+            let scalars: Vec<Scalar> = args
+                .iter()
+                .take(if name == "tensor.splat" { 1 } else { args.len() })
+                .map(|a| match a {
+                    Value::Scalar(s) => Ok(*s),
+                    other => Err(error(op, format!("expected a scalar, got {other}"))),
+                })
+                .collect::<Result<_, _>>()?;
+            let mut buffer = Buffer::filled(Scalar::zero(element), len);
+            for i in 0..len {
+                buffer.set(
+                    i,
+                    if name == "tensor.splat" {
+                        scalars[0]
+                    } else {
+                        scalars[i]
+                    },
+                );
+            }
+            Value::tensor(
+                Tensor::new(shape, buffer)
+                    .ok_or_else(|| error(op, "element count does not match the shape"))?,
+            )
+        }
+        "tensor.extract_slice" => extract_slice(op, args)?,
+        _ => {
+            return Err(Error::Unsupported {
+                op: name,
+                line: jitc_dialect::verify::location_line(op.location()),
+            });
+        }
+    };
+    check_result(op, 0, &value)?;
+    Ok(value)
+}
+
+fn result(op: OperationRef) -> Result<ValueType, Error> {
+    let result = op.result(0).map_err(|e| error(op, e))?;
+    ValueType::from_mlir(result.r#type()).ok_or_else(|| error(op, "has an unsupported result type"))
+}
+
+fn position(index: &[i64], shape: &[usize]) -> Option<usize> {
+    if index.len() != shape.len() {
+        return None;
+    }
+    let mut position = 0;
+    for (&i, &n) in index.iter().zip(shape) {
+        if i < 0 || i as usize >= n {
+            return None;
+        }
+        position = position * n + i as usize;
+    }
+    Some(position)
+}
+
+fn extract_slice(op: OperationRef, args: &[Value]) -> Result<Value, Error> {
+    const DYNAMIC: i64 = i64::MIN;
+    let source = tensor(op, &args[0])?;
+    let mut dynamic = args[1..].iter();
+    let mut resolve = |values: Vec<i64>| -> Result<Vec<i64>, Error> {
+        values
+            .into_iter()
+            .map(|v| match v {
+                DYNAMIC => as_index(
+                    op,
+                    dynamic
+                        .next()
+                        .ok_or_else(|| error(op, "missing a dynamic operand"))?,
+                ),
+                v => Ok(v),
+            })
+            .collect()
+    };
+    let offsets = resolve(i64_array(op, "static_offsets")?)?;
+    let sizes = resolve(i64_array(op, "static_sizes")?)?;
+    let steps = resolve(i64_array(op, "static_strides")?)?;
+    let rank = source.shape().len();
+    if offsets.len() != rank || sizes.len() != rank || steps.len() != rank || sizes.iter().any(|&s| s < 0) {
+        return Err(error(
+            op,
+            "offsets, sizes and strides must have one non-negative entry per dimension",
+        ));
+    }
+    let shape: Vec<usize> = sizes.iter().map(|&s| s as usize).collect();
+    let len: usize = shape.iter().product();
+    let source_strides = strides(source.shape());
+    let mut buffer = Buffer::filled(Scalar::zero(source.element_type()), len);
+    let out_strides = strides(&shape);
+    for i in 0..len {
+        let mut from = 0usize;
+        for d in 0..rank {
+            let k = (i / out_strides[d]) % shape[d];
+            let at = offsets[d] + k as i64 * steps[d];
+            if at < 0 || at as usize >= source.shape()[d] {
+                return Err(error(
+                    op,
+                    format!(
+                        "slice reads index {at} of dimension {d}, which has size {}",
+                        source.shape()[d]
+                    ),
+                ));
+            }
+            from += at as usize * source_strides[d];
+        }
+        buffer.set(i, source.get(from));
+    }
+    // A rank-reducing slice drops unit dimensions; take the result's shape.
+    let mut value = Tensor::new(shape, buffer).expect("sized for the shape");
+    if let ValueType::Tensor(declared, _) = result(op)?
+        && declared.len() != rank
+        && declared.iter().all(Option::is_some)
+    {
+        let declared: Vec<usize> = declared.into_iter().flatten().collect();
+        value = value
+            .reshaped(declared)
+            .ok_or_else(|| error(op, "result shape does not match the slice"))?;
+    }
+    Ok(Value::tensor(value))
+}

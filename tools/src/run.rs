@@ -1,0 +1,255 @@
+//! `jitc run`: runs a function on inputs and prints or saves its results,
+//! following `iree-run-module`'s conventions.
+
+use clap::{Args, ValueEnum};
+use jitc_compiler::{
+    OptimizeOptions,
+    diagnostics::{DiagnosticCollector, render},
+    optimize,
+    source::parse_module,
+};
+use jitc_interp::{Interpreter, StateStore, Tensor, Value, ValueType, npy};
+use melior::Context;
+use std::{
+    io::Read,
+    path::{Path, PathBuf},
+    process::ExitCode,
+};
+
+/// Run a function on inputs and print its results, as iree-run-module does.
+///
+/// Inputs are given in argument order, each either `@file.npy` or an inline
+/// literal `SHAPExTYPE=VALUES` such as `2x3xf32=1 2 3 4 5 6` (brackets and
+/// commas are allowed: `2x3xf32=[1 2 3][4 5 6]`). A scalar argument takes
+/// `f32=2.5`; an `index` argument takes `index=4`.
+///
+/// State read with `meta.state_read` comes from `--state`; writes with
+/// `meta.state_write` are committed only when the whole run succeeds (a
+/// failed guard commits nothing), then printed and saved with
+/// `--state-output`.
+///
+/// Exit status: 0 on success, 1 on any error.
+#[derive(Debug, Args)]
+#[command(
+    after_long_help = "Examples:\n  jitc run examples/matmul.mlir --input 2x3xf32=1 2 3 4 5 6 --input @b.npy\n  jitc run examples/conv.mlir --input @x.npy --input @w.npy --output @y.npy\n  jitc run examples/rnn.mlir --state rnn.h=@h0.npy --input @xs.npy --state-output rnn.h=@h.npy"
+)]
+pub struct RunArgs {
+    /// The module to run (.mlir); `-` reads standard input.
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+
+    /// The function to run.
+    #[arg(long, default_value = "main", value_name = "NAME")]
+    function: String,
+
+    /// An input, in argument order: `@file.npy` or a literal such as
+    /// `2x3xf32=1 2 3 4 5 6`. Repeat once per argument.
+    #[arg(long = "input", value_name = "VALUE", allow_hyphen_values = true)]
+    inputs: Vec<String>,
+
+    /// Save the result with the same position to a .npy file, as
+    /// `@file.npy`. Repeat for later results.
+    #[arg(long = "output", value_name = "@FILE.npy")]
+    outputs: Vec<String>,
+
+    /// Initial value of a piece of state: `NAME=@file.npy` or
+    /// `NAME=SHAPExTYPE=VALUES`.
+    #[arg(long = "state", value_name = "NAME=VALUE", allow_hyphen_values = true)]
+    states: Vec<String>,
+
+    /// Save a piece of state after the run: `NAME=@file.npy`.
+    #[arg(long = "state-output", value_name = "NAME=@FILE.npy")]
+    state_outputs: Vec<String>,
+
+    /// What executes the function.
+    #[arg(long, value_enum, default_value_t = Backend::Interp)]
+    backend: Backend,
+
+    /// Print at most this many elements of a value; larger ones are
+    /// summarized (save them with --output).
+    #[arg(long, default_value_t = 4096, value_name = "N")]
+    print_max_elements: usize,
+}
+
+/// Executors of `jitc run`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Backend {
+    /// The reference interpreter: exact and slow.
+    Interp,
+}
+
+/// Runs `jitc run`.
+pub fn run(context: &Context, args: RunArgs) -> ExitCode {
+    match execute(context, &args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("jitc run: error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn at_path(text: &str) -> Option<&Path> {
+    text.strip_prefix('@').map(Path::new)
+}
+
+/// Reads `@file.npy` or a literal into a value of type `want`.
+fn read_value(text: &str, want: &ValueType) -> Result<Value, String> {
+    if let ValueType::Index = want
+        && let Some(number) = text.strip_prefix("index=")
+    {
+        return number
+            .trim()
+            .parse()
+            .map(Value::Index)
+            .map_err(|_| format!("`{number}` is not an index"));
+    }
+    let tensor = match at_path(text) {
+        Some(path) => npy::read(path)?,
+        None => Tensor::parse_literal(text)?,
+    };
+    Ok(match want {
+        ValueType::Scalar(_) if tensor.shape().is_empty() => Value::Scalar(tensor.get(0)),
+        _ => Value::tensor(tensor),
+    })
+}
+
+fn describe(value: &Value) -> String {
+    match value {
+        Value::Tensor(t) => t.type_name(),
+        Value::Scalar(s) => s.element_type().to_string(),
+        Value::Index(_) => "index".to_owned(),
+    }
+}
+
+fn show(value: &Value, max: usize) -> String {
+    match value {
+        Value::Tensor(t) if t.len() > max => format!(
+            "{} ({} elements, more than --print-max-elements={max}; save it with --output)",
+            t.type_name(),
+            t.len()
+        ),
+        other => other.to_string(),
+    }
+}
+
+fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
+    let Backend::Interp = args.backend;
+    let outputs: Vec<&Path> = args
+        .outputs
+        .iter()
+        .map(|o| at_path(o).ok_or_else(|| format!("--output takes `@file.npy`, got `{o}`")))
+        .collect::<Result<_, _>>()?;
+    let state_outputs: Vec<(&str, &Path)> = args
+        .state_outputs
+        .iter()
+        .map(|s| {
+            s.split_once('=')
+                .and_then(|(name, path)| Some((name, at_path(path)?)))
+                .ok_or_else(|| format!("--state-output takes `NAME=@file.npy`, got `{s}`"))
+        })
+        .collect::<Result<_, _>>()?;
+
+    let (name, text) = read_source(&args.file)?;
+    let collector = DiagnosticCollector::attach(context);
+    let module = parse_module(context, &text).and_then(|mut module| {
+        optimize(context, &mut module, &[], &OptimizeOptions::default())
+            .ok()
+            .map(|()| module)
+    });
+    let Some(module) = module else {
+        let rendered: String = collector.take().iter().map(|d| render(d, &name, &text)).collect();
+        eprint!("{rendered}");
+        return Err(format!("'{name}' is not a valid module"));
+    };
+
+    let interpreter = Interpreter::new(&module);
+    let signature = interpreter.signature(&args.function).map_err(|e| e.to_string())?;
+    let function = &args.function;
+    if args.inputs.len() != signature.inputs.len() {
+        return Err(format!(
+            "@{function} takes {} arguments ({}) but {} --input {} given",
+            signature.inputs.len(),
+            signature
+                .inputs
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            args.inputs.len(),
+            if args.inputs.len() == 1 { "was" } else { "were" }
+        ));
+    }
+    if outputs.len() > signature.results.len() {
+        return Err(format!(
+            "@{function} has {} results but {} --output paths were given",
+            signature.results.len(),
+            outputs.len()
+        ));
+    }
+    let mut inputs = Vec::new();
+    for (i, (text, want)) in args.inputs.iter().zip(&signature.inputs).enumerate() {
+        let value = read_value(text, want).map_err(|e| format!("input {i} (`{text}`): {e}"))?;
+        if !want.accepts(&value) {
+            return Err(format!(
+                "input {i} (`{text}`) is {} but argument {i} of @{function} is {want}",
+                describe(&value)
+            ));
+        }
+        inputs.push(value);
+    }
+    let mut state = StateStore::new();
+    for entry in &args.states {
+        let (name, text) = entry
+            .split_once('=')
+            .ok_or_else(|| format!("--state takes `NAME=VALUE`, got `{entry}`"))?;
+        let tensor = match at_path(text) {
+            Some(path) => npy::read(path),
+            None => Tensor::parse_literal(text),
+        }
+        .map_err(|e| format!("state '{name}': {e}"))?;
+        state.insert(name, tensor);
+    }
+
+    let results = interpreter
+        .run(function, inputs, &mut state)
+        .map_err(|e| e.to_string())?;
+    for (i, value) in results.iter().enumerate() {
+        println!("result[{i}]: {}", show(value, args.print_max_elements));
+    }
+    for (name, value) in state.iter() {
+        println!(
+            "state[{name}]: {}",
+            show(&Value::tensor(value.clone()), args.print_max_elements)
+        );
+    }
+    for (value, path) in results.iter().zip(&outputs) {
+        let tensor = match value {
+            Value::Tensor(t) => (**t).clone(),
+            Value::Scalar(s) => Tensor::scalar(*s),
+            Value::Index(i) => Tensor::scalar(jitc_interp::Scalar::I64(*i)),
+        };
+        npy::write(path, &tensor)?;
+    }
+    for (name, path) in state_outputs {
+        let value = state
+            .get(name)
+            .ok_or_else(|| format!("--state-output names '{name}', which the run never set"))?;
+        npy::write(path, value)?;
+    }
+    Ok(())
+}
+
+fn read_source(path: &Path) -> Result<(String, String), String> {
+    let mut bytes = Vec::new();
+    let name = if path.as_os_str() == "-" {
+        std::io::stdin()
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("cannot read standard input: {e}"))?;
+        "<stdin>".to_owned()
+    } else {
+        bytes = std::fs::read(path).map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
+        path.display().to_string()
+    };
+    Ok((name, String::from_utf8_lossy(&bytes).into_owned()))
+}
