@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs every system package jitc needs on Debian 12: LLVM/MLIR 22 (with
-# lit and FileCheck) and the libraries its build links. Idempotent, and
-# silent when everything is already there.
+# lit and FileCheck) and the libraries its build links, then a Python venv
+# (.venv) with NumPy for the cross-check. Idempotent, and silent when
+# everything is already there.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 libpolly-22-dev
@@ -32,4 +34,12 @@ fi
 if [ ! -x /usr/lib/llvm-22/bin/mlir-opt ] || [ ! -x /usr/lib/llvm-22/bin/lit ]; then
   echo "setup: error: LLVM/MLIR 22 is not complete under /usr/lib/llvm-22 after installing" >&2
   exit 1
+fi
+
+# NumPy for test/numpy/crosscheck.py, in a venv of Debian's Python.
+if ! .venv/bin/python -c 'import numpy' >/dev/null 2>&1; then
+  echo "setup: creating .venv with numpy" >&2
+  rm -rf .venv
+  /usr/bin/python3 -m venv .venv
+  .venv/bin/pip install --quiet --disable-pip-version-check 'numpy>=1.26,<3'
 fi

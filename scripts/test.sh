@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Quick start, part 2: sets up, then runs every check and test: formatting,
-# clippy, cargo test, and the lit suite with LLVM 22's lit and FileCheck.
+# clippy, cargo test, the lit suite with LLVM 22's lit and FileCheck, and the
+# NumPy cross-check of the interpreter.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -27,4 +28,7 @@ JITC_BIN_DIR="$target_dir/debug" /usr/lib/llvm-22/bin/lit test/ 2>&1 | tee "$log
 passed=$(sed -n 's/^ *Passed *: *\([0-9]*\).*/\1/p' "$log")
 failed=$(sed -n 's/^ *Failed *: *\([0-9]*\).*/\1/p' "$log")
 echo "lit: ${passed:-0} passed, ${failed:-0} failed"
-exit "$status"
+if [ "$status" -ne 0 ]; then exit "$status"; fi
+
+step "numpy cross-check of the interpreter"
+.venv/bin/python test/numpy/crosscheck.py "$target_dir/debug/jitc"

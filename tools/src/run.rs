@@ -31,7 +31,7 @@ use std::{
 /// Exit status: 0 on success, 1 on any error.
 #[derive(Debug, Args)]
 #[command(
-    after_long_help = "Examples:\n  jitc run examples/matmul.mlir --input 2x3xf32=1 2 3 4 5 6 --input @b.npy\n  jitc run examples/conv.mlir --input @x.npy --input @w.npy --output @y.npy\n  jitc run examples/rnn.mlir --state rnn.h=@h0.npy --input @xs.npy --state-output rnn.h=@h.npy"
+    after_long_help = "Examples:\n  jitc run examples/matmul.mlir --input \"4x3xf32=1 2 3 4 5 6 7 8 9 10 11 12\" --input 3x5xf32=2\n  jitc run examples/conv.mlir --input @x.npy --input @w.npy --output @y.npy\n  jitc run examples/rnn.mlir --state rnn.h=@h0.npy --input @xs.npy --state-output rnn.h=@h.npy"
 )]
 pub struct RunArgs {
     /// The module to run (.mlir); `-` reads standard input.

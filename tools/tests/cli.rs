@@ -50,6 +50,13 @@ fn opt_help() {
 }
 
 #[test]
+fn run_help() {
+    let out = jitc(&["run", "--help"], None);
+    assert!(out.status.success());
+    insta::assert_snapshot!(text(&out.stdout));
+}
+
+#[test]
 fn no_arguments_prints_help_and_fails() {
     let out = jitc(&[], None);
     assert_eq!(out.status.code(), Some(1));
