@@ -274,7 +274,7 @@ pub(crate) fn dense(
     element: ElementType,
 ) -> Result<Tensor, Error> {
     let raw = attribute.to_raw();
-    let len: usize = shape.iter().product();
+    let len = crate::tensor::checked_len(&shape).map_err(|e| error(op, e))?;
     // SAFETY: `raw` is a live dense elements attribute (checked first) of
     // `element`s with `len` values; every getter matches the element type
     // and stays below `len`.

@@ -581,7 +581,8 @@ fn result_shape(op: OperationRef, sizes: &[i64]) -> Result<(Vec<usize>, ElementT
                 None => Err(eval_error(op, "a dynamic size has no operand")),
             },
         })
-        .collect::<Result<_, _>>()?;
+        .collect::<Result<Vec<usize>, _>>()?;
+    crate::tensor::checked_len(&shape).map_err(|e| eval_error(op, e))?;
     Ok((shape, element))
 }
 

@@ -18,6 +18,7 @@ pub fn read(path: &Path) -> Result<Tensor, String> {
         ));
     }
     let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
+    crate::tensor::checked_len(&shape).map_err(|e| format!("'{}': {e}", path.display()))?;
     let descr = match npy.dtype() {
         DType::Plain(ty) => ty.to_string(),
         other => {

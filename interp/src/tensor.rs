@@ -178,7 +178,7 @@ impl Tensor {
             .split(|c: char| c.is_whitespace() || "[],".contains(c))
             .filter(|t| !t.is_empty())
             .collect();
-        let len: usize = shape.iter().product();
+        let len = checked_len(&shape)?;
         if tokens.len() != len && !(tokens.len() == 1 && len > 0) {
             return Err(format!(
                 "`{ty}` has {len} elements but {} values were given",
@@ -195,6 +195,23 @@ impl Tensor {
         }
         Ok(Self { shape, buffer })
     }
+}
+
+/// The most elements one tensor of the interpreter may hold (2^28, 1 GiB of
+/// f32): beyond that, a run stops with an error instead of exhausting memory.
+pub const MAX_ELEMENTS: usize = 1 << 28;
+
+/// The element count of `shape`, or why it cannot be held.
+pub fn checked_len(shape: &[usize]) -> Result<usize, String> {
+    shape
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .filter(|&n| n <= MAX_ELEMENTS)
+        .ok_or_else(|| {
+            format!(
+                "a tensor of shape {shape:?} has more than {MAX_ELEMENTS} elements, the interpreter's limit"
+            )
+        })
 }
 
 /// `2x3xf32`, or `f32` for rank 0.

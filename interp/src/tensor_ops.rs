@@ -96,7 +96,7 @@ pub fn eval(op: OperationRef, args: &[Value]) -> Result<Value, Error> {
                         .unwrap_or(Ok(0)),
                 })
                 .collect::<Result<_, _>>()?;
-            let len = shape.iter().product();
+            let len = crate::tensor::checked_len(&shape).map_err(|e| error(op, e))?;
             let scalars: Vec<Scalar> = args
                 .iter()
                 .take(if name == "tensor.splat" { 1 } else { args.len() })
@@ -181,7 +181,7 @@ fn extract_slice(op: OperationRef, args: &[Value]) -> Result<Value, Error> {
         ));
     }
     let shape: Vec<usize> = sizes.iter().map(|&s| s as usize).collect();
-    let len: usize = shape.iter().product();
+    let len = crate::tensor::checked_len(&shape).map_err(|e| error(op, e))?;
     let source_strides = strides(source.shape());
     let mut buffer = Buffer::filled(Scalar::zero(source.element_type()), len);
     let out_strides = strides(&shape);

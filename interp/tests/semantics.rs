@@ -427,3 +427,13 @@ fn argument_errors_name_the_argument() {
         "argument 0 of @main must be tensor<2xf32>, got 3xf32=1 2 3"
     );
 }
+
+#[test]
+fn huge_results_are_an_error_not_an_abort() {
+    let source = r#"func.func @main(%x: tensor<2xf32>) -> tensor<100000x100000xf32> {
+  %b = "meta.reindex"(%x) {indices = affine_map<(d0, d1) -> (0)>} : (tensor<2xf32>) -> tensor<100000x100000xf32>
+  return %b : tensor<100000x100000xf32>
+}"#;
+    let error = run_with(source, &["2xf32=1 2"], &mut StateStore::new()).unwrap_err();
+    assert!(error.to_string().contains("the interpreter's limit"), "{error}");
+}
