@@ -10,6 +10,7 @@
 //! Passes do no I/O; tools decide what to print.
 
 pub mod diagnostics;
+pub mod fusion;
 pub mod passes;
 pub mod pipeline;
 pub mod source;

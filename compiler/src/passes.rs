@@ -3,7 +3,7 @@
 
 use crate::{
     Error,
-    transforms::{cse::Cse, dce::Dce, verify::Verify},
+    transforms::{cse::Cse, dce::Dce, fuse::Fuse, verify::Verify},
 };
 use jitc_dialect::{emit_error, verify::verify};
 use melior::{
@@ -47,7 +47,7 @@ pub struct PassInfo {
 }
 
 /// Every jitc pass, in `--list-passes` order.
-pub static PASSES: &[PassInfo] = &[Cse::INFO, Dce::INFO, Verify::INFO];
+pub static PASSES: &[PassInfo] = &[Cse::INFO, Dce::INFO, Fuse::INFO, Verify::INFO];
 
 /// Finds a jitc pass by its argument.
 pub fn find(argument: &str) -> Option<&'static PassInfo> {

@@ -4,6 +4,8 @@
 //! own module; they print results to stdout, diagnostics to stderr, and exit
 //! 0 on success and 1 on any error, as `mlir-opt` does.
 
+mod explain;
+mod input;
 mod opt;
 mod run;
 
@@ -31,6 +33,7 @@ struct Cli {
 enum Command {
     Opt(opt::OptArgs),
     Run(run::RunArgs),
+    Explain(explain::ExplainArgs),
 }
 
 fn main() -> ExitCode {
@@ -71,5 +74,6 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Opt(args) => opt::run(&context, args, pass_flags),
         Command::Run(args) => run::run(&context, args),
+        Command::Explain(args) => explain::run(&context, args),
     }
 }

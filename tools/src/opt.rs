@@ -10,11 +10,7 @@ use jitc_compiler::{
     verify_diagnostics,
 };
 use melior::{Context, ir::operation::OperationLike};
-use std::{
-    io::{Read, Write},
-    path::PathBuf,
-    process::ExitCode,
-};
+use std::{io::Write, path::PathBuf, process::ExitCode};
 
 /// Verify MLIR, run passes on it and print the result, as mlir-opt does.
 ///
@@ -126,21 +122,6 @@ pub fn run(context: &Context, args: OptArgs, pass_flags: Vec<Element>) -> ExitCo
     }
 }
 
-fn read_input(path: &PathBuf) -> Result<(String, String), String> {
-    let mut bytes = Vec::new();
-    let name = if path.as_os_str() == "-" {
-        std::io::stdin()
-            .read_to_end(&mut bytes)
-            .map_err(|e| format!("cannot read standard input: {e}"))?;
-        "<stdin>".to_owned()
-    } else {
-        bytes = std::fs::read(path).map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
-        path.display().to_string()
-    };
-    // Invalid UTF-8 becomes U+FFFD, which the lexer reports with a location.
-    Ok((name, String::from_utf8_lossy(&bytes).into_owned()))
-}
-
 /// Returns whether every chunk succeeded; `Err` for problems outside the
 /// input (files, pipeline text).
 fn opt(context: &Context, args: &OptArgs, pass_flags: Vec<Element>) -> Result<bool, String> {
@@ -154,7 +135,7 @@ fn opt(context: &Context, args: &OptArgs, pass_flags: Vec<Element>) -> Result<bo
     // Reject unknown passes and options once, before reading any input.
     pipeline::build(context, &pipeline).map_err(|e| e.to_string())?;
 
-    let (name, text) = read_input(&args.input)?;
+    let (name, text) = crate::input::read_source(&args.input)?;
     let chunks = if args.split_input_file {
         split_input(&text)
     } else {

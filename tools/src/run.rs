@@ -2,16 +2,9 @@
 //! following `iree-run-module`'s conventions.
 
 use clap::{Args, ValueEnum};
-use jitc_compiler::{
-    OptimizeOptions,
-    diagnostics::{DiagnosticCollector, render},
-    optimize,
-    source::parse_module,
-};
 use jitc_interp::{Interpreter, StateStore, Tensor, Value, ValueType, npy};
 use melior::Context;
 use std::{
-    io::Read,
     path::{Path, PathBuf},
     process::ExitCode,
 };
@@ -150,18 +143,7 @@ fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
         })
         .collect::<Result<_, _>>()?;
 
-    let (name, text) = read_source(&args.file)?;
-    let collector = DiagnosticCollector::attach(context);
-    let module = parse_module(context, &text).and_then(|mut module| {
-        optimize(context, &mut module, &[], &OptimizeOptions::default())
-            .ok()
-            .map(|()| module)
-    });
-    let Some(module) = module else {
-        let rendered: String = collector.take().iter().map(|d| render(d, &name, &text)).collect();
-        eprint!("{rendered}");
-        return Err(format!("'{name}' is not a valid module"));
-    };
+    let module = crate::input::load_module(context, &args.file)?;
 
     let interpreter = Interpreter::new(&module);
     let signature = interpreter.signature(&args.function).map_err(|e| e.to_string())?;
@@ -238,18 +220,4 @@ fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
         npy::write(path, value)?;
     }
     Ok(())
-}
-
-fn read_source(path: &Path) -> Result<(String, String), String> {
-    let mut bytes = Vec::new();
-    let name = if path.as_os_str() == "-" {
-        std::io::stdin()
-            .read_to_end(&mut bytes)
-            .map_err(|e| format!("cannot read standard input: {e}"))?;
-        "<stdin>".to_owned()
-    } else {
-        bytes = std::fs::read(path).map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
-        path.display().to_string()
-    };
-    Ok((name, String::from_utf8_lossy(&bytes).into_owned()))
 }

@@ -2,4 +2,5 @@
 
 pub mod cse;
 pub mod dce;
+pub mod fuse;
 pub mod verify;

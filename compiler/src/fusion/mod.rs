@@ -1,0 +1,612 @@
+//! Operator fusion: planning ([`plan`]), rewriting a block into outlined
+//! `meta.fused` kernels ([`fuse_block`]) and rendering plans for
+//! `jitc explain` ([`render`]).
+//!
+//! The `meta-fuse` pass (`transforms/fuse.rs`) and `jitc explain` both go
+//! through [`prepare_block`] and [`plan_block`], so what `explain` shows is
+//! what the pass does.
+
+pub mod plan;
+pub mod render;
+
+use crate::passes::erase;
+use jitc_dialect::{emit_error, ops::tensor_type};
+use melior::{
+    Context,
+    dialect::func,
+    ir::{
+        Attribute, AttributeLike, Block, BlockLike, BlockRef, Identifier, Location, Operation, OperationRef,
+        Region, RegionLike, Type, Value, ValueLike,
+        attribute::{DenseI64ArrayAttribute, FlatSymbolRefAttribute, StringAttribute, TypeAttribute},
+        operation::{OperationLike, OperationMutLike},
+        r#type::{DimSize, FunctionType, ShapedTypeLike},
+    },
+};
+pub use plan::{Blocked, DEFAULT_FANOUT_LIMIT, Node, NodeKind, Options, Plan, ValueUse};
+use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
+
+fn name_of(op: OperationRef) -> String {
+    op.name().as_string_ref().as_str().unwrap_or("").to_owned()
+}
+
+fn key(value: Value) -> usize {
+    value.to_raw().ptr as usize
+}
+
+fn op_key(op: OperationRef) -> usize {
+    op.to_raw().ptr as usize
+}
+
+/// Whether `op` is a splat `arith.constant` tensor.
+fn is_splat_constant(op: OperationRef) -> bool {
+    name_of(op) == "arith.constant"
+        && op.result(0).is_ok_and(|r| tensor_type(r.into()).is_some())
+        && op.attribute("value").is_ok_and(|v| {
+            // SAFETY: `v` is a live attribute; splat is only asked of dense ones.
+            unsafe {
+                mlir_sys::mlirAttributeIsADenseElements(v.to_raw())
+                    && mlir_sys::mlirDenseElementsAttrIsSplat(v.to_raw())
+            }
+        })
+}
+
+/// What `op` is to the fuser.
+pub fn kind_of(op: OperationRef) -> NodeKind {
+    match name_of(op).as_str() {
+        "meta.reindex" => NodeKind::Reindex,
+        "meta.reindex_reduce" => NodeKind::Reduce,
+        "meta.unary" | "meta.binary" | "meta.ternary" => NodeKind::Elementwise,
+        _ if is_splat_constant(op) => NodeKind::Constant,
+        _ => NodeKind::Opaque,
+    }
+}
+
+fn shape(value: Value) -> Vec<i64> {
+    tensor_type(value)
+        .map(|t| {
+            (0..t.rank())
+                .map(|d| match t.dim_size(d) {
+                    Ok(DimSize::Static(n)) => n as i64,
+                    _ => -1,
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Bytes of a value, with [`plan::DYNAMIC_DIM_ESTIMATE`] per `?`.
+pub fn bytes_of(value: Value) -> u64 {
+    let Some(tensor) = tensor_type(value) else {
+        return 8;
+    };
+    let width =
+        jitc_dialect::kinds::ElementType::from_type(tensor.element()).map_or(8, |e| e.byte_width()) as u64;
+    (0..tensor.rank()).fold(width, |bytes, d| {
+        bytes.saturating_mul(match tensor.dim_size(d) {
+            Ok(DimSize::Static(n)) => n,
+            _ => plan::DYNAMIC_DIM_ESTIMATE,
+        })
+    })
+}
+
+fn node_of(index: usize, op: OperationRef) -> Node {
+    let kind = kind_of(op);
+    let domain = match kind {
+        NodeKind::Reduce => op.operand(0).map(shape).unwrap_or_default(),
+        NodeKind::Opaque => Vec::new(),
+        _ => op.result(0).map(|r| shape(r.into())).unwrap_or_default(),
+    };
+    let detail = op
+        .attribute("kind")
+        .ok()
+        .and_then(jitc_dialect::ops::string_attribute)
+        .map(|k| format!(" \"{k}\""))
+        .unwrap_or_default();
+    let result = op
+        .result(0)
+        .map(|r| format!(" : {}", r.r#type()))
+        .unwrap_or_default();
+    Node {
+        kind,
+        label: format!("#{index} {}{detail}{result}", name_of(op)),
+        domain,
+        stop_fuse: op.has_attribute("stop_fuse"),
+    }
+}
+
+/// The ops of `block` before its terminator, in order.
+pub fn block_ops<'c, 'a>(block: BlockRef<'c, 'a>) -> Vec<OperationRef<'c, 'a>> {
+    let mut ops = Vec::new();
+    let mut next = block.first_operation();
+    while let Some(op) = next {
+        next = op.next_in_block();
+        if next.is_some() || !is_terminator(op) {
+            ops.push(op);
+        }
+    }
+    ops
+}
+
+/// Every op of `block`, its terminator included: the nodes of a plan (the
+/// terminator is where values leave the block).
+pub fn all_ops<'c, 'a>(block: BlockRef<'c, 'a>) -> Vec<OperationRef<'c, 'a>> {
+    let mut ops = block_ops(block);
+    ops.extend(block.terminator().filter(|t| is_terminator(*t)));
+    ops
+}
+
+fn is_terminator(op: OperationRef) -> bool {
+    matches!(
+        name_of(op).as_str(),
+        "func.return" | "scf.yield" | "scf.condition"
+    )
+}
+
+/// Every operand of `op` and of the ops nested in its regions, with whether
+/// it comes from inside `op`.
+fn operands_within<'c, 'a>(op: OperationRef<'c, 'a>) -> Vec<Value<'c, 'a>> {
+    let mut operands: Vec<Value> = op.operands().collect();
+    let mut inner = HashSet::new();
+    let mut nested_operands = Vec::new();
+    for nested in jitc_dialect::verify::collect_ops(op).into_iter().skip(1) {
+        inner.insert(op_key(nested));
+        for region in nested.regions() {
+            let mut block = region.first_block();
+            while let Some(b) = block {
+                for i in 0..b.argument_count() {
+                    if let Ok(arg) = b.argument(i) {
+                        inner.insert(key(arg.into()));
+                    }
+                }
+                block = b.next_in_region();
+            }
+        }
+        nested_operands.extend(nested.operands());
+    }
+    for region in op.regions() {
+        let mut block = region.first_block();
+        while let Some(b) = block {
+            for i in 0..b.argument_count() {
+                if let Ok(arg) = b.argument(i) {
+                    inner.insert(key(arg.into()));
+                }
+            }
+            block = b.next_in_region();
+        }
+    }
+    for value in nested_operands {
+        // SAFETY: `value` is live; the owner is only read for op results.
+        let defined_inside = inner.contains(&key(value))
+            || unsafe {
+                mlir_sys::mlirValueIsAOpResult(value.to_raw())
+                    && inner.contains(&(mlir_sys::mlirOpResultGetOwner(value.to_raw()).ptr as usize))
+            };
+        if !defined_inside {
+            operands.push(value);
+        }
+    }
+    operands
+}
+
+/// Builds the fuser's view of `ops` (one block) and plans it.
+pub fn plan_block(ops: &[OperationRef], options: Options) -> Plan {
+    let position: HashMap<usize, usize> = ops.iter().enumerate().map(|(i, op)| (op_key(*op), i)).collect();
+    let nodes: Vec<Node> = ops.iter().enumerate().map(|(i, op)| node_of(i, *op)).collect();
+    let mut values: Vec<ValueUse> = Vec::new();
+    let mut value_index: HashMap<usize, usize> = HashMap::new();
+    for (i, op) in ops.iter().enumerate() {
+        for operand in operands_within(*op) {
+            // SAFETY: `operand` is live; its owner is read only for results.
+            let producer = unsafe {
+                mlir_sys::mlirValueIsAOpResult(operand.to_raw())
+                    .then(|| {
+                        position
+                            .get(&(mlir_sys::mlirOpResultGetOwner(operand.to_raw()).ptr as usize))
+                            .copied()
+                    })
+                    .flatten()
+            };
+            let v = *value_index.entry(key(operand)).or_insert_with(|| {
+                values.push(ValueUse {
+                    producer,
+                    consumers: Vec::new(),
+                    bytes: bytes_of(operand),
+                });
+                values.len() - 1
+            });
+            if values[v].consumers.last() != Some(&i) && !values[v].consumers.contains(&i) {
+                values[v].consumers.push(i);
+            }
+        }
+    }
+    values.retain(|v| {
+        v.producer.is_some_and(|p| nodes[p].kind.fusable())
+            || v.consumers.iter().any(|&c| nodes[c].kind.fusable())
+    });
+    plan::plan(nodes, &values, options)
+}
+
+/// Uses of `value`: the ops that own them.
+fn users<'c, 'a>(value: Value<'c, 'a>) -> Vec<OperationRef<'c, 'a>> {
+    let mut users = Vec::new();
+    // SAFETY: walking the use list of a live value; each use has an owner.
+    unsafe {
+        let mut operand = mlir_sys::mlirValueGetFirstUse(value.to_raw());
+        while !mlir_sys::mlirOpOperandIsNull(operand) {
+            users.push(OperationRef::from_raw(mlir_sys::mlirOpOperandGetOwner(operand)));
+            operand = mlir_sys::mlirOpOperandGetNextUse(operand);
+        }
+    }
+    users
+}
+
+/// Duplicates every reindex and splat constant used by several fusable ops
+/// of the block into one copy per user, so that a broadcast is recomputed
+/// inside each consumer's group rather than materialized (DESIGN.md).
+/// Returns the sets of copies.
+pub fn prepare_block(block: BlockRef) -> Vec<Vec<usize>> {
+    let mut copies = Vec::new();
+    for op in block_ops(block) {
+        let kind = kind_of(op);
+        if !matches!(kind, NodeKind::Reindex | NodeKind::Constant) || op.has_attribute("stop_fuse") {
+            continue;
+        }
+        let Ok(result) = op.result(0) else { continue };
+        let mut fusable: Vec<OperationRef> = Vec::new();
+        for user in users(result.into()) {
+            let same_block = user.block().is_some_and(|b| b == block);
+            if same_block && kind_of(user).fusable() && !fusable.contains(&user) {
+                fusable.push(user);
+            }
+        }
+        if fusable.len() < 2 {
+            continue;
+        }
+        let mut set = vec![op_key(op)];
+        for user in fusable.into_iter().skip(1) {
+            // SAFETY: cloning a live op; the clone is owned until inserted.
+            let copy = unsafe { Operation::from_raw(mlir_sys::mlirOperationClone(op.to_raw())) };
+            let copy = block.insert_operation_before(user, copy);
+            let new: Value = copy.result(0).expect("a copy has the original's result").into();
+            // SAFETY: `user` is live and uses `result`; `new` has its type.
+            unsafe {
+                mlir_sys::mlirOperationReplaceUsesOfWith(user.to_raw(), result.to_raw(), new.to_raw());
+            }
+            set.push(op_key(copy));
+        }
+        copies.push(set);
+    }
+    copies
+}
+
+/// Rejoins copies from [`prepare_block`] that ended up alone in their
+/// groups: one of them serves every such user. Returns whether any was
+/// erased (the block must then be planned again).
+fn rejoin_lone_copies(ops: &[OperationRef], plan: &Plan, copies: &[Vec<usize>]) -> bool {
+    let position: HashMap<usize, usize> = ops.iter().enumerate().map(|(i, op)| (op_key(*op), i)).collect();
+    let mut erased = false;
+    for set in copies {
+        let lone: Vec<usize> = set
+            .iter()
+            .filter_map(|k| position.get(k).copied())
+            .filter(|&i| plan.group_of[i].is_some_and(|g| plan.groups[g].len() == 1))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if lone.len() < 2 {
+            continue;
+        }
+        let keep: Value = ops[lone[0]].result(0).expect("a copy has a result").into();
+        for &i in &lone[1..] {
+            let old: Value = ops[i].result(0).expect("a copy has a result").into();
+            // SAFETY: both values are live and of one type; the erased copy
+            // has no uses left and is not touched again.
+            unsafe {
+                mlir_sys::mlirValueReplaceAllUsesOfWith(old.to_raw(), keep.to_raw());
+                erase(ops[i]);
+            }
+            erased = true;
+        }
+    }
+    erased
+}
+
+/// Plans `block` as `meta-fuse` does, duplication of shared broadcasts
+/// included. The block is changed only by that duplication.
+pub fn prepare_and_plan(block: BlockRef, options: Options) -> Plan {
+    let copies = prepare_block(block);
+    let plan = plan_block(&all_ops(block), options);
+    if rejoin_lone_copies(&all_ops(block), &plan, &copies) {
+        return plan_block(&all_ops(block), options);
+    }
+    plan
+}
+
+/// Symbol names already taken in a module.
+pub struct Symbols(HashSet<String>);
+
+impl Symbols {
+    /// The names of the ops directly in `module_body`.
+    pub fn of(module_body: BlockRef) -> Self {
+        Self(
+            block_ops(module_body)
+                .into_iter()
+                .chain(module_body.terminator())
+                .filter_map(|op| {
+                    op.attribute("sym_name")
+                        .ok()
+                        .and_then(jitc_dialect::ops::string_attribute)
+                })
+                .map(str::to_owned)
+                .collect(),
+        )
+    }
+
+    fn fresh(&mut self, base: &str) -> String {
+        let mut n = 0;
+        loop {
+            let name = format!("{base}_fused_{n}");
+            if self.0.insert(name.clone()) {
+                return name;
+            }
+            n += 1;
+        }
+    }
+}
+
+/// Fuses `block`: plans it and outlines every group into a private
+/// `meta.fused` kernel appended to `module_body`, called with `func.call`.
+/// Returns the plan, or `None` after emitting an error.
+pub fn fuse_block<'c>(
+    context: &'c Context,
+    module_body: BlockRef<'c, '_>,
+    symbols: &mut Symbols,
+    function_name: &str,
+    block: BlockRef<'c, '_>,
+    options: Options,
+) -> Option<Plan> {
+    let plan = prepare_and_plan(block, options);
+    let ops = all_ops(block);
+    for members in &plan.groups {
+        let member_ops: Vec<OperationRef> = members.iter().map(|&i| ops[i]).collect();
+        let domain = plan.nodes[members[0]].domain.clone();
+        if !outline(
+            context,
+            module_body,
+            symbols,
+            function_name,
+            block,
+            &member_ops,
+            &domain,
+        ) {
+            return None;
+        }
+    }
+    if !reorder(block) {
+        emit_error(
+            block
+                .parent_operation()
+                .map_or(Location::unknown(context), |op| op.location()),
+            "internal compiler error: meta-fuse left a block it cannot order",
+        );
+        return None;
+    }
+    Some(plan)
+}
+
+fn outline<'c>(
+    context: &'c Context,
+    module_body: BlockRef<'c, '_>,
+    symbols: &mut Symbols,
+    function_name: &str,
+    block: BlockRef<'c, '_>,
+    members: &[OperationRef<'c, '_>],
+    domain: &[i64],
+) -> bool {
+    let member_keys: HashSet<usize> = members.iter().map(|op| op_key(*op)).collect();
+    let mut inputs: Vec<Value> = Vec::new();
+    let mut outputs: Vec<Value> = Vec::new();
+    for op in members {
+        for operand in op.operands() {
+            // SAFETY: `operand` is live; its owner is read only for results.
+            let internal = unsafe {
+                mlir_sys::mlirValueIsAOpResult(operand.to_raw())
+                    && member_keys.contains(&(mlir_sys::mlirOpResultGetOwner(operand.to_raw()).ptr as usize))
+            };
+            if !internal && !inputs.contains(&operand) {
+                inputs.push(operand);
+            }
+        }
+        for result in op.results() {
+            let value: Value = result.into();
+            if users(value)
+                .iter()
+                .any(|user| !member_keys.contains(&op_key(*user)))
+            {
+                outputs.push(value);
+            }
+        }
+    }
+    let location = members
+        .last()
+        .map_or(Location::unknown(context), |op| op.location());
+    let input_types: Vec<Type> = inputs.iter().map(|v| v.r#type()).collect();
+    let output_types: Vec<Type> = outputs.iter().map(|v| v.r#type()).collect();
+
+    let body = Block::new(&input_types.iter().map(|t| (*t, location)).collect::<Vec<_>>());
+    let mut mapping: HashMap<usize, mlir_sys::MlirValue> = HashMap::new();
+    for (i, input) in inputs.iter().enumerate() {
+        mapping.insert(
+            key(*input),
+            body.argument(i).expect("one argument per input").to_raw(),
+        );
+    }
+    for op in members {
+        // SAFETY: cloning a live op; the clone is owned until appended.
+        let mut copy = unsafe { Operation::from_raw(mlir_sys::mlirOperationClone(op.to_raw())) };
+        for i in 0..copy.operand_count() {
+            let operand = copy.operand(i).expect("index below the operand count");
+            if let Some(&new) = mapping.get(&key(operand)) {
+                // SAFETY: `new` is a live value of the kernel body.
+                copy.set_operand(i, unsafe { Value::from_raw(new) });
+            }
+        }
+        let copy = body.append_operation(copy);
+        for (old, new) in op.results().zip(copy.results()) {
+            mapping.insert(key(old.into()), new.to_raw());
+        }
+    }
+    // SAFETY: every output was mapped to a live value of the kernel body.
+    let returned: Vec<Value> = outputs
+        .iter()
+        .map(|v| unsafe { Value::from_raw(mapping[&key(*v)]) })
+        .collect();
+    body.append_operation(func::r#return(&returned, location));
+    let region = Region::new();
+    region.append_block(body);
+
+    let name = symbols.fresh(function_name);
+    let function_type = FunctionType::new(context, &input_types, &output_types);
+    let kernel = func::func(
+        context,
+        StringAttribute::new(context, &name),
+        TypeAttribute::new(function_type.into()),
+        region,
+        &[
+            (
+                Identifier::new(context, "sym_visibility"),
+                StringAttribute::new(context, "private").into(),
+            ),
+            (Identifier::new(context, "meta.fused"), Attribute::unit(context)),
+            (
+                Identifier::new(context, "meta.domain"),
+                DenseI64ArrayAttribute::new(context, domain).into(),
+            ),
+        ],
+        location,
+    );
+    module_body.append_operation(kernel);
+
+    let call = func::call(
+        context,
+        FlatSymbolRefAttribute::new(context, &name),
+        &inputs,
+        &output_types,
+        location,
+    );
+    let Some(last) = members.last() else { return false };
+    let call = block.insert_operation_before(*last, call);
+    for (i, output) in outputs.iter().enumerate() {
+        let Ok(new) = call.result(i) else { return false };
+        // SAFETY: both values are live and of one type.
+        unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(output.to_raw(), new.to_raw()) };
+    }
+    for op in members.iter().rev() {
+        // SAFETY: the members' results are used only by members erased
+        // before them (reverse order); none is touched again.
+        unsafe { erase(*op) };
+    }
+    true
+}
+
+/// Whether `op` may move past other effectful ops: pure meta and arith ops,
+/// tensor queries and calls of fused kernels.
+fn reorderable(op: OperationRef, kernels: &HashSet<String>) -> bool {
+    let name = name_of(op);
+    let name = name.as_str();
+    jitc_dialect::ops::is_pure_meta_op(op)
+        || name.starts_with("arith.")
+        || name.starts_with("tensor.")
+        || (name == "func.call"
+            && op
+                .attribute("callee")
+                .ok()
+                .and_then(|a| FlatSymbolRefAttribute::try_from(a).ok())
+                .is_some_and(|callee| kernels.contains(callee.value())))
+}
+
+/// Puts the block's ops in an order where every value is defined before
+/// its uses, keeping the original order wherever possible and never
+/// swapping two ops with effects. Returns false if no such order exists.
+fn reorder(block: BlockRef) -> bool {
+    let ops = block_ops(block);
+    let position: HashMap<usize, usize> = ops.iter().enumerate().map(|(i, op)| (op_key(*op), i)).collect();
+    let kernels: HashSet<String> = block
+        .parent_operation()
+        .and_then(|f| f.parent_operation())
+        .and_then(|m| m.region(0).ok())
+        .and_then(|r| r.first_block())
+        .map(|body| {
+            block_ops(body)
+                .into_iter()
+                .filter(|op| op.has_attribute("meta.fused"))
+                .filter_map(|op| {
+                    op.attribute("sym_name")
+                        .ok()
+                        .and_then(jitc_dialect::ops::string_attribute)
+                })
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut dependencies: Vec<Vec<usize>> = vec![Vec::new(); ops.len()];
+    let mut in_order = true;
+    let mut last_effect: Option<usize> = None;
+    for (i, op) in ops.iter().enumerate() {
+        for operand in operands_within(*op) {
+            // SAFETY: `operand` is live; the owner is read only for results.
+            let producer = unsafe {
+                mlir_sys::mlirValueIsAOpResult(operand.to_raw())
+                    .then(|| {
+                        position
+                            .get(&(mlir_sys::mlirOpResultGetOwner(operand.to_raw()).ptr as usize))
+                            .copied()
+                    })
+                    .flatten()
+            };
+            if let Some(p) = producer.filter(|&p| p != i) {
+                in_order &= p < i;
+                dependencies[i].push(p);
+            }
+        }
+        if !reorderable(*op, &kernels) {
+            dependencies[i].extend(last_effect);
+            last_effect = Some(i);
+        }
+    }
+    if in_order {
+        return true;
+    }
+    let mut waiting: Vec<usize> = dependencies.iter().map(Vec::len).collect();
+    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); ops.len()];
+    for (i, deps) in dependencies.iter().enumerate() {
+        for &d in deps {
+            dependents[d].push(i);
+        }
+    }
+    let mut ready: BinaryHeap<std::cmp::Reverse<usize>> = (0..ops.len())
+        .filter(|&i| waiting[i] == 0)
+        .map(std::cmp::Reverse)
+        .collect();
+    let mut order = Vec::with_capacity(ops.len());
+    while let Some(std::cmp::Reverse(i)) = ready.pop() {
+        order.push(i);
+        for &d in &dependents[i] {
+            waiting[d] -= 1;
+            if waiting[d] == 0 {
+                ready.push(std::cmp::Reverse(d));
+            }
+        }
+    }
+    if order.len() != ops.len() {
+        return false;
+    }
+    let Some(terminator) = block.terminator() else {
+        return false;
+    };
+    for i in order {
+        // SAFETY: both ops are live and in this block.
+        unsafe { mlir_sys::mlirOperationMoveBefore(ops[i].to_raw(), terminator.to_raw()) };
+    }
+    true
+}

@@ -1,0 +1,565 @@
+//! Planning fusion on one block: Jittor's greedy edge contraction (§4.1)
+//! over a petgraph DAG, with the rules that keep every group one loop nest.
+//!
+//! Cost model: a group boundary is crossed once per value and consuming
+//! group, so `C = Σ w(v) × |{consumer groups of v other than v's own}|`,
+//! with `w(v)` the bytes of `v` (each `?` dimension counted as
+//! [`DYNAMIC_DIM_ESTIMATE`]). With one op per group this is Jittor's edge
+//! sum; counting a value once per group also rewards groups that read a
+//! shared input together (sibling merges).
+//!
+//! Algorithm:
+//! 1. nodes are the block's ops in order; edges are def-use pairs, with uses
+//!    inside nested regions charged to the op that owns the region. Since
+//!    a definition precedes its uses, block order is topological;
+//! 2. candidates are producer→consumer edges between fusable ops, and pairs
+//!    of fusable ops reading one value (siblings) with equal static
+//!    domains; each saves the bytes of its value when merged;
+//! 3. candidates are taken heaviest first (edges before siblings on ties,
+//!    then program order). A merge is refused by rule 1 (a reindex never
+//!    absorbs its producer), rule 2 (a reindex_reduce never absorbs its
+//!    consumer), `stop_fuse`, the fan-out limit, or rule 3: a path between
+//!    the two groups through a third one would make a cycle;
+//! 4. rule 3 is a depth-first search over group successor lists, pruned by
+//!    block position: a group that starts after the target ends cannot
+//!    reach it. Union-find keeps groups, and successor lists are merged
+//!    small into large, so a plan is near-linear for DL graphs.
+
+use petgraph::{graph::DiGraph, unionfind::UnionFind};
+use std::collections::HashMap;
+
+/// Bytes assumed for each `?` dimension when weighing an edge.
+pub const DYNAMIC_DIM_ESTIMATE: u64 = 64;
+
+/// Default for the fan-out limit: a value with more consumers stays
+/// materialized (Jittor's default).
+pub const DEFAULT_FANOUT_LIMIT: usize = 16;
+
+/// What an op is to the fuser.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeKind {
+    /// `meta.reindex`: may only start a group.
+    Reindex,
+    /// `meta.reindex_reduce`: may only end a group.
+    Reduce,
+    /// `meta.unary`, `meta.binary`, `meta.ternary`.
+    Elementwise,
+    /// A splat `arith.constant` tensor, recomputed wherever it is used.
+    Constant,
+    /// Anything else: never fused.
+    Opaque,
+}
+
+impl NodeKind {
+    /// Whether ops of this kind go into groups.
+    pub fn fusable(self) -> bool {
+        self != Self::Opaque
+    }
+}
+
+/// One op of the block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    /// Its kind.
+    pub kind: NodeKind,
+    /// A readable label, e.g. `#3 meta.binary "add" : tensor<4xf32>`.
+    pub label: String,
+    /// The iteration domain it would bring to a group; `-1` is a dynamic
+    /// extent. Empty for opaque ops.
+    pub domain: Vec<i64>,
+    /// Carries the `stop_fuse` attribute.
+    pub stop_fuse: bool,
+}
+
+/// A value that fusable ops use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValueUse {
+    /// The node that defines it, if it is defined in the block.
+    pub producer: Option<usize>,
+    /// The nodes that use it, in block order, without repeats.
+    pub consumers: Vec<usize>,
+    /// Its size in bytes.
+    pub bytes: u64,
+}
+
+/// Why an edge was not fused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Blocked {
+    /// Rule 1: a reindex never fuses with its producer.
+    Rule1,
+    /// Rule 2: a reindex_reduce never fuses with its consumer.
+    Rule2,
+    /// Rule 3: the merge would create a cycle between groups.
+    Rule3,
+    /// One end carries `stop_fuse`.
+    StopFuse,
+    /// The value has more consumers than the fan-out limit.
+    FanOut,
+    /// One end is not a fusable op.
+    NotFusable,
+}
+
+impl Blocked {
+    /// How `jitc explain` states the reason.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Rule1 => "rule 1: a reindex never fuses with its producer",
+            Self::Rule2 => "rule 2: a reindex_reduce never fuses with its consumer",
+            Self::Rule3 => "rule 3: fusing would create a cycle between groups",
+            Self::StopFuse => "stop_fuse",
+            Self::FanOut => "fan-out limit: the value stays materialized",
+            Self::NotFusable => "not a fusable op",
+        }
+    }
+}
+
+/// A producer→consumer edge and what became of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Edge {
+    /// Producer node.
+    pub from: usize,
+    /// Consumer node.
+    pub to: usize,
+    /// Bytes of the value.
+    pub bytes: u64,
+    /// `None` when fused, else why not.
+    pub blocked: Option<Blocked>,
+}
+
+/// The fuser's decision for one block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// The block's ops.
+    pub nodes: Vec<Node>,
+    /// Producer→consumer edges in block order of the consumer.
+    pub edges: Vec<Edge>,
+    /// Groups of fusable nodes, each in block order, ordered by last node
+    /// (the order their kernels run in).
+    pub groups: Vec<Vec<usize>>,
+    /// The group of each node, `None` for opaque ones.
+    pub group_of: Vec<Option<usize>>,
+    /// Merges of groups that read one value but have no edge between them.
+    pub sibling_merges: Vec<(usize, usize, u64)>,
+    /// Bytes crossing group boundaries before fusion (one op per group).
+    pub cost_before: u64,
+    /// Bytes crossing group boundaries after.
+    pub cost_after: u64,
+    /// Bytes entering and leaving each group (each value counted once).
+    pub traffic: Vec<(u64, u64)>,
+}
+
+/// Fuser options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// A value with more consumers than this stays materialized.
+    pub fanout_limit: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            fanout_limit: DEFAULT_FANOUT_LIMIT,
+        }
+    }
+}
+
+enum Candidate {
+    Edge { value: usize, from: usize, to: usize },
+    Sibling { value: usize, a: usize, b: usize },
+}
+
+struct Groups {
+    sets: UnionFind<usize>,
+    first: Vec<usize>,
+    last: Vec<usize>,
+    successors: Vec<Vec<usize>>,
+    seen: Vec<u32>,
+    epoch: u32,
+}
+
+impl Groups {
+    fn root(&self, node: usize) -> usize {
+        self.sets.find(node)
+    }
+
+    /// Whether a path leaves group `a` and reaches group `b` through another
+    /// group.
+    fn indirect_path(&mut self, a: usize, b: usize) -> bool {
+        self.epoch += 1;
+        let (a, b) = (self.root(a), self.root(b));
+        let limit = self.last[b];
+        let mut stack: Vec<usize> = self.successors[a].clone();
+        while let Some(node) = stack.pop() {
+            let g = self.root(node);
+            if g == a || self.seen[g] == self.epoch {
+                continue;
+            }
+            if g == b {
+                // Direct edges from `a` into `b` are fine; only paths through
+                // a third group count, and those arrive from `g != a`.
+                continue;
+            }
+            self.seen[g] = self.epoch;
+            if self.first[g] > limit {
+                continue;
+            }
+            for &next in &self.successors[g] {
+                if self.root(next) == b {
+                    return true;
+                }
+                stack.push(next);
+            }
+        }
+        false
+    }
+
+    fn merge(&mut self, a: usize, b: usize) {
+        let (ra, rb) = (self.root(a), self.root(b));
+        if ra == rb {
+            return;
+        }
+        self.sets.union(ra, rb);
+        let root = self.root(ra);
+        let other = if root == ra { rb } else { ra };
+        self.first[root] = self.first[ra].min(self.first[rb]);
+        self.last[root] = self.last[ra].max(self.last[rb]);
+        let mut moved = std::mem::take(&mut self.successors[other]);
+        let mut kept = std::mem::take(&mut self.successors[root]);
+        if kept.len() < moved.len() {
+            std::mem::swap(&mut kept, &mut moved);
+        }
+        kept.extend(moved);
+        kept.retain(|&n| self.sets.find(n) != root);
+        kept.sort_unstable();
+        kept.dedup();
+        self.successors[root] = kept;
+    }
+}
+
+/// Plans fusion for a block given its nodes and the values fusable ops use.
+pub fn plan(nodes: Vec<Node>, values: &[ValueUse], options: Options) -> Plan {
+    let n = nodes.len();
+    let mut graph: DiGraph<usize, usize> = DiGraph::with_capacity(n, values.len());
+    let indices: Vec<_> = (0..n).map(|i| graph.add_node(i)).collect();
+    for (v, value) in values.iter().enumerate() {
+        if let Some(p) = value.producer {
+            for &c in &value.consumers {
+                graph.add_edge(indices[p], indices[c], v);
+            }
+        }
+    }
+    let mut groups = Groups {
+        sets: UnionFind::new(n),
+        first: (0..n).collect(),
+        last: (0..n).collect(),
+        successors: (0..n)
+            .map(|i| graph.neighbors(indices[i]).map(|s| graph[s]).collect::<Vec<_>>())
+            .collect(),
+        seen: vec![0; n],
+        epoch: 0,
+    };
+
+    let mut candidates = Vec::new();
+    for (v, value) in values.iter().enumerate() {
+        let fusable: Vec<usize> = value
+            .consumers
+            .iter()
+            .copied()
+            .filter(|&c| nodes[c].kind.fusable())
+            .collect();
+        if let Some(p) = value.producer
+            && nodes[p].kind.fusable()
+        {
+            for &c in &fusable {
+                candidates.push(Candidate::Edge {
+                    value: v,
+                    from: p,
+                    to: c,
+                });
+            }
+        }
+        if fusable.len() <= options.fanout_limit {
+            for pair in fusable.windows(2) {
+                candidates.push(Candidate::Sibling {
+                    value: v,
+                    a: pair[0],
+                    b: pair[1],
+                });
+            }
+        }
+    }
+    candidates.sort_by_key(|c| match *c {
+        Candidate::Edge { value, to, .. } => (std::cmp::Reverse(values[value].bytes), 0, to),
+        Candidate::Sibling { value, b, .. } => (std::cmp::Reverse(values[value].bytes), 1, b),
+    });
+
+    let mut blocked: HashMap<(usize, usize), Blocked> = HashMap::new();
+    let mut sibling_merges = Vec::new();
+    for candidate in candidates {
+        match candidate {
+            Candidate::Edge { value, from, to } => {
+                if groups.root(from) == groups.root(to) {
+                    continue;
+                }
+                let reason = if nodes[to].kind == NodeKind::Reindex {
+                    Some(Blocked::Rule1)
+                } else if nodes[from].kind == NodeKind::Reduce {
+                    Some(Blocked::Rule2)
+                } else if nodes[from].stop_fuse || nodes[to].stop_fuse {
+                    Some(Blocked::StopFuse)
+                } else if values[value].consumers.len() > options.fanout_limit
+                    && nodes[from].kind != NodeKind::Constant
+                {
+                    Some(Blocked::FanOut)
+                } else if groups.indirect_path(from, to) {
+                    Some(Blocked::Rule3)
+                } else {
+                    None
+                };
+                match reason {
+                    Some(reason) => {
+                        blocked.entry((from, to)).or_insert(reason);
+                    }
+                    None => groups.merge(from, to),
+                }
+            }
+            Candidate::Sibling { value, a, b } => {
+                let (ga, gb) = (groups.root(a), groups.root(b));
+                let same_domain =
+                    nodes[a].domain == nodes[b].domain && nodes[a].domain.iter().all(|&d| d >= 0);
+                if ga == gb
+                    || !same_domain
+                    || nodes[a].stop_fuse
+                    || nodes[b].stop_fuse
+                    || groups.indirect_path(a, b)
+                    || groups.indirect_path(b, a)
+                    || direct_edge(&groups, a, b)
+                {
+                    continue;
+                }
+                groups.merge(a, b);
+                sibling_merges.push((a, b, values[value].bytes));
+            }
+        }
+    }
+
+    // Groups; opaque nodes belong to none, and
+    // neither do constants left alone: they stay plain constants.
+    let mut group_of = vec![None; n];
+    let mut by_root: HashMap<usize, usize> = HashMap::new();
+    let mut members: Vec<Vec<usize>> = Vec::new();
+    let mut computes: HashMap<usize, bool> = HashMap::new();
+    for (i, node) in nodes.iter().enumerate() {
+        if node.kind.fusable() && node.kind != NodeKind::Constant {
+            computes.insert(groups.root(i), true);
+        }
+    }
+    for (i, node) in nodes.iter().enumerate() {
+        if !node.kind.fusable() || !computes.contains_key(&groups.root(i)) {
+            continue;
+        }
+        let root = groups.root(i);
+        let g = *by_root.entry(root).or_insert_with(|| {
+            members.push(Vec::new());
+            members.len() - 1
+        });
+        members[g].push(i);
+        group_of[i] = Some(g);
+    }
+
+    // Number groups in the order they run: by their last op.
+    let mut order: Vec<usize> = (0..members.len()).collect();
+    order.sort_by_key(|&g| members[g].last().copied());
+    let mut renumber = vec![0; members.len()];
+    for (new, &old) in order.iter().enumerate() {
+        renumber[old] = new;
+    }
+    let members: Vec<Vec<usize>> = order.iter().map(|&g| std::mem::take(&mut members[g])).collect();
+    let group_of: Vec<Option<usize>> = group_of.into_iter().map(|g| g.map(|g| renumber[g])).collect();
+
+    let mut edges = Vec::new();
+    for value in values {
+        let Some(p) = value.producer else { continue };
+        for &c in &value.consumers {
+            let fused = group_of[p].is_some() && group_of[p] == group_of[c];
+            let reason = if fused {
+                None
+            } else if group_of[p].is_none()
+                && nodes[p].kind == NodeKind::Constant
+                && nodes[c].kind == NodeKind::Reindex
+            {
+                Some(Blocked::Rule1)
+            } else if group_of[p].is_none() || group_of[c].is_none() {
+                Some(Blocked::NotFusable)
+            } else {
+                Some(blocked.get(&(p, c)).copied().unwrap_or(Blocked::Rule3))
+            };
+            edges.push(Edge {
+                from: p,
+                to: c,
+                bytes: value.bytes,
+                blocked: reason,
+            });
+        }
+    }
+    edges.sort_by_key(|e| (e.to, e.from));
+
+    let cost = |group_of: &dyn Fn(usize) -> Option<usize>| -> u64 {
+        values
+            .iter()
+            .map(|value| {
+                let own = value.producer.and_then(group_of);
+                let mut seen: Vec<Option<usize>> = Vec::new();
+                let mut total = 0;
+                for &c in &value.consumers {
+                    let g = group_of(c);
+                    if g.is_some() && g == own {
+                        continue;
+                    }
+                    // Opaque consumers each read the value themselves.
+                    if g.is_none() || !seen.contains(&g) {
+                        seen.push(g);
+                        total += value.bytes;
+                    }
+                }
+                total
+            })
+            .sum()
+    };
+    let singleton = |i: usize| (nodes[i].kind.fusable() && nodes[i].kind != NodeKind::Constant).then_some(i);
+    let cost_before = cost(&singleton);
+    let grouped = |i: usize| group_of[i];
+    let cost_after = cost(&grouped);
+    let mut traffic = vec![(0u64, 0u64); members.len()];
+    for value in values {
+        let own = value.producer.and_then(|p| group_of[p]);
+        let mut readers: Vec<usize> = value
+            .consumers
+            .iter()
+            .filter_map(|&c| group_of[c])
+            .filter(|&g| Some(g) != own)
+            .collect();
+        readers.sort_unstable();
+        readers.dedup();
+        for g in readers {
+            traffic[g].0 += value.bytes;
+        }
+        if let Some(g) = own
+            && value.consumers.iter().any(|&c| group_of[c] != Some(g))
+        {
+            traffic[g].1 += value.bytes;
+        }
+    }
+    Plan {
+        nodes,
+        edges,
+        groups: members,
+        group_of,
+        sibling_merges,
+        cost_before,
+        cost_after,
+        traffic,
+    }
+}
+
+/// Whether an edge joins the groups of `a` and `b`, either way. Such a pair
+/// is an edge candidate's business (and rules 1 and 2 may forbid it), not a
+/// sibling's.
+fn direct_edge(groups: &Groups, a: usize, b: usize) -> bool {
+    let (ga, gb) = (groups.root(a), groups.root(b));
+    groups.successors[ga].iter().any(|&s| groups.root(s) == gb)
+        || groups.successors[gb].iter().any(|&s| groups.root(s) == ga)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(kind: NodeKind, domain: &[i64]) -> Node {
+        Node {
+            kind,
+            label: String::new(),
+            domain: domain.to_vec(),
+            stop_fuse: false,
+        }
+    }
+
+    fn value(producer: Option<usize>, consumers: &[usize], bytes: u64) -> ValueUse {
+        ValueUse {
+            producer,
+            consumers: consumers.to_vec(),
+            bytes,
+        }
+    }
+
+    #[test]
+    fn chain_fuses_into_one_group() {
+        let nodes = vec![node(NodeKind::Elementwise, &[4]); 3];
+        let values = [
+            value(None, &[0], 16),
+            value(Some(0), &[1], 16),
+            value(Some(1), &[2], 16),
+        ];
+        let plan = plan(nodes, &values, Options::default());
+        assert_eq!(plan.groups, vec![vec![0, 1, 2]]);
+        assert_eq!((plan.cost_before, plan.cost_after), (48, 16));
+    }
+
+    #[test]
+    fn diamond_does_not_fuse_around_a_stopped_op() {
+        let mut nodes = vec![node(NodeKind::Elementwise, &[4]); 3];
+        nodes[1].stop_fuse = true;
+        let values = [value(Some(0), &[1, 2], 16), value(Some(1), &[2], 16)];
+        let plan = plan(nodes, &values, Options::default());
+        assert_eq!(plan.groups, vec![vec![0], vec![1], vec![2]]);
+        assert_eq!(
+            plan.edges
+                .iter()
+                .find(|e| e.from == 0 && e.to == 2)
+                .unwrap()
+                .blocked,
+            Some(Blocked::Rule3)
+        );
+    }
+
+    #[test]
+    fn rules_one_and_two() {
+        let nodes = vec![
+            node(NodeKind::Elementwise, &[4]),
+            node(NodeKind::Reindex, &[3, 4]),
+            node(NodeKind::Reduce, &[3, 4]),
+            node(NodeKind::Elementwise, &[3]),
+        ];
+        let values = [
+            value(Some(0), &[1], 16),
+            value(Some(1), &[2], 48),
+            value(Some(2), &[3], 12),
+        ];
+        let plan = plan(nodes, &values, Options::default());
+        assert_eq!(plan.groups, vec![vec![0], vec![1, 2], vec![3]]);
+        let reasons: Vec<_> = plan.edges.iter().map(|e| e.blocked).collect();
+        assert_eq!(reasons, vec![Some(Blocked::Rule1), None, Some(Blocked::Rule2)]);
+    }
+
+    #[test]
+    fn fanout_limit_keeps_values_materialized() {
+        let nodes = vec![node(NodeKind::Elementwise, &[4]); 4];
+        let values = [value(Some(0), &[1, 2, 3], 16)];
+        let plan = plan(nodes, &values, Options { fanout_limit: 2 });
+        assert_eq!(plan.groups.len(), 4);
+        assert!(plan.edges.iter().all(|e| e.blocked == Some(Blocked::FanOut)));
+    }
+
+    #[test]
+    fn siblings_with_equal_domains_share_their_input() {
+        let nodes = vec![
+            node(NodeKind::Reduce, &[2, 3]),
+            node(NodeKind::Elementwise, &[2, 3]),
+            node(NodeKind::Reduce, &[2, 3]),
+        ];
+        let values = [value(None, &[0, 1], 24), value(Some(1), &[2], 24)];
+        let plan = plan(nodes, &values, Options::default());
+        assert_eq!(plan.groups, vec![vec![0, 1, 2]]);
+        assert_eq!(plan.sibling_merges.len(), 1);
+    }
+}
