@@ -19,7 +19,9 @@
 //!    then program order). A merge is refused by rule 1 (a reindex never
 //!    absorbs its producer), rule 2 (a reindex_reduce never absorbs its
 //!    consumer), `stop_fuse`, the fan-out limit, or rule 3: a path between
-//!    the two groups through a third one would make a cycle;
+//!    the two groups through a third one would make a cycle. Rules 1 and 2
+//!    are checked for every edge the merge would make internal, not only
+//!    the candidate's;
 //! 4. rule 3 is a depth-first search over group successor lists, pruned by
 //!    block position: a group that starts after the target ends cannot
 //!    reach it. Union-find keeps groups, and successor lists are merged
@@ -173,6 +175,9 @@ struct Groups {
     first: Vec<usize>,
     last: Vec<usize>,
     successors: Vec<Vec<usize>>,
+    /// Members that constrain merges: reindexes (no producer may join) and
+    /// reductions (no consumer may join), per group root.
+    guarded: Vec<Vec<usize>>,
     seen: Vec<u32>,
     epoch: u32,
 }
@@ -233,6 +238,37 @@ impl Groups {
         kept.sort_unstable();
         kept.dedup();
         self.successors[root] = kept;
+        let moved = std::mem::take(&mut self.guarded[other]);
+        self.guarded[root].extend(moved);
+    }
+
+    /// Rules 1 and 2 for a whole merge: no edge between the two groups may
+    /// end at a reindex or start at a reduction, whichever edge the merge
+    /// came through.
+    fn rule_broken(
+        &self,
+        a: usize,
+        b: usize,
+        nodes: &[Node],
+        graph: &DiGraph<usize, usize>,
+        indices: &[petgraph::graph::NodeIndex],
+    ) -> Option<Blocked> {
+        let (ra, rb) = (self.root(a), self.root(b));
+        for (mine, theirs) in [(ra, rb), (rb, ra)] {
+            for &node in &self.guarded[mine] {
+                let (direction, rule) = match nodes[node].kind {
+                    NodeKind::Reindex => (petgraph::Direction::Incoming, Blocked::Rule1),
+                    _ => (petgraph::Direction::Outgoing, Blocked::Rule2),
+                };
+                if graph
+                    .neighbors_directed(indices[node], direction)
+                    .any(|other| self.root(graph[other]) == theirs)
+                {
+                    return Some(rule);
+                }
+            }
+        }
+        None
     }
 }
 
@@ -254,6 +290,15 @@ pub fn plan(nodes: Vec<Node>, values: &[ValueUse], options: Options) -> Plan {
         last: (0..n).collect(),
         successors: (0..n)
             .map(|i| graph.neighbors(indices[i]).map(|s| graph[s]).collect::<Vec<_>>())
+            .collect(),
+        guarded: (0..n)
+            .map(|i| {
+                if matches!(nodes[i].kind, NodeKind::Reindex | NodeKind::Reduce) {
+                    vec![i]
+                } else {
+                    Vec::new()
+                }
+            })
             .collect(),
         seen: vec![0; n],
         epoch: 0,
@@ -311,6 +356,8 @@ pub fn plan(nodes: Vec<Node>, values: &[ValueUse], options: Options) -> Plan {
                     && nodes[from].kind != NodeKind::Constant
                 {
                     Some(Blocked::FanOut)
+                } else if let Some(rule) = groups.rule_broken(from, to, &nodes, &graph, &indices) {
+                    Some(rule)
                 } else if groups.indirect_path(from, to) {
                     Some(Blocked::Rule3)
                 } else {
@@ -331,9 +378,9 @@ pub fn plan(nodes: Vec<Node>, values: &[ValueUse], options: Options) -> Plan {
                     || !same_domain
                     || nodes[a].stop_fuse
                     || nodes[b].stop_fuse
+                    || groups.rule_broken(a, b, &nodes, &graph, &indices).is_some()
                     || groups.indirect_path(a, b)
                     || groups.indirect_path(b, a)
-                    || direct_edge(&groups, a, b)
                 {
                     continue;
                 }
@@ -460,15 +507,6 @@ pub fn plan(nodes: Vec<Node>, values: &[ValueUse], options: Options) -> Plan {
         cost_after,
         traffic,
     }
-}
-
-/// Whether an edge joins the groups of `a` and `b`, either way. Such a pair
-/// is an edge candidate's business (and rules 1 and 2 may forbid it), not a
-/// sibling's.
-fn direct_edge(groups: &Groups, a: usize, b: usize) -> bool {
-    let (ga, gb) = (groups.root(a), groups.root(b));
-    groups.successors[ga].iter().any(|&s| groups.root(s) == gb)
-        || groups.successors[gb].iter().any(|&s| groups.root(s) == ga)
 }
 
 #[cfg(test)]
