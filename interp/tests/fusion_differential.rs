@@ -198,9 +198,7 @@ fn check_kernels(module: &melior::ir::Module) -> Result<(), String> {
                 .trim_start_matches("array<i64: ")
                 .trim_end_matches('>')
                 .replace(", ", "x");
-            if !op_domain.starts_with(&format!("tensor<{dims}x"))
-                && !(dims == "array<i64" && op_domain.starts_with("tensor<f32"))
-            {
+            if !op_domain.starts_with(&format!("tensor<{dims}x")) {
                 return Err(format!(
                     "{op_domain} does not iterate the kernel's domain {domain}"
                 ));
