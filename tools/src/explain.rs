@@ -66,6 +66,7 @@ pub fn run(context: &Context, args: ExplainArgs) -> ExitCode {
 fn explain(context: &Context, args: &ExplainArgs) -> Result<String, String> {
     let module = crate::input::load_module(context, &args.file)?;
     let options = Options {
+        labels: true,
         fanout_limit: args.fanout_limit,
     };
     let body = module.body();

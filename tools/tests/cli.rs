@@ -57,6 +57,13 @@ fn run_help() {
 }
 
 #[test]
+fn explain_help() {
+    let out = jitc(&["explain", "--help"], None);
+    assert!(out.status.success());
+    insta::assert_snapshot!(text(&out.stdout));
+}
+
+#[test]
 fn no_arguments_prints_help_and_fails() {
     let out = jitc(&[], None);
     assert_eq!(out.status.code(), Some(1));

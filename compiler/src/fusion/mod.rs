@@ -89,13 +89,21 @@ pub fn bytes_of(value: Value) -> u64 {
     })
 }
 
-fn node_of(index: usize, op: OperationRef) -> Node {
+fn node_of(index: usize, op: OperationRef, labels: bool) -> Node {
     let kind = kind_of(op);
     let domain = match kind {
         NodeKind::Reduce => op.operand(0).map(shape).unwrap_or_default(),
         NodeKind::Opaque => Vec::new(),
         _ => op.result(0).map(|r| shape(r.into())).unwrap_or_default(),
     };
+    if !labels {
+        return Node {
+            kind,
+            label: String::new(),
+            domain,
+            stop_fuse: op.has_attribute("stop_fuse"),
+        };
+    }
     let detail = op
         .attribute("kind")
         .ok()
@@ -146,6 +154,9 @@ fn is_terminator(op: OperationRef) -> bool {
 /// it comes from inside `op`.
 fn operands_within<'c, 'a>(op: OperationRef<'c, 'a>) -> Vec<Value<'c, 'a>> {
     let mut operands: Vec<Value> = op.operands().collect();
+    if op.region_count() == 0 {
+        return operands;
+    }
     let mut inner = HashSet::new();
     let mut nested_operands = Vec::new();
     for nested in jitc_dialect::verify::collect_ops(op).into_iter().skip(1) {
@@ -188,10 +199,15 @@ fn operands_within<'c, 'a>(op: OperationRef<'c, 'a>) -> Vec<Value<'c, 'a>> {
     operands
 }
 
-/// Builds the fuser's view of `ops` (one block) and plans it.
-pub fn plan_block(ops: &[OperationRef], options: Options) -> Plan {
+/// The fuser's view of `ops` (one block): its nodes and the values that
+/// fusable ops use.
+pub fn extract(ops: &[OperationRef], options: Options) -> (Vec<Node>, Vec<ValueUse>) {
     let position: HashMap<usize, usize> = ops.iter().enumerate().map(|(i, op)| (op_key(*op), i)).collect();
-    let nodes: Vec<Node> = ops.iter().enumerate().map(|(i, op)| node_of(i, *op)).collect();
+    let nodes: Vec<Node> = ops
+        .iter()
+        .enumerate()
+        .map(|(i, op)| node_of(i, *op, options.labels))
+        .collect();
     let mut values: Vec<ValueUse> = Vec::new();
     let mut value_index: HashMap<usize, usize> = HashMap::new();
     for (i, op) in ops.iter().enumerate() {
@@ -223,6 +239,12 @@ pub fn plan_block(ops: &[OperationRef], options: Options) -> Plan {
         v.producer.is_some_and(|p| nodes[p].kind.fusable())
             || v.consumers.iter().any(|&c| nodes[c].kind.fusable())
     });
+    (nodes, values)
+}
+
+/// Builds the fuser's view of `ops` (one block) and plans it.
+pub fn plan_block(ops: &[OperationRef], options: Options) -> Plan {
+    let (nodes, values) = extract(ops, options);
     plan::plan(nodes, &values, options)
 }
 
@@ -322,8 +344,9 @@ pub fn prepare_and_plan(block: BlockRef, options: Options) -> Plan {
     plan
 }
 
-/// Symbol names already taken in a module.
-pub struct Symbols(HashSet<String>);
+/// Symbol names already taken in a module, and the next kernel number to
+/// try for each function.
+pub struct Symbols(HashSet<String>, HashMap<String, usize>);
 
 impl Symbols {
     /// The names of the ops directly in `module_body`.
@@ -339,17 +362,18 @@ impl Symbols {
                 })
                 .map(str::to_owned)
                 .collect(),
+            HashMap::new(),
         )
     }
 
     fn fresh(&mut self, base: &str) -> String {
-        let mut n = 0;
+        let next = self.1.entry(base.to_owned()).or_insert(0);
         loop {
-            let name = format!("{base}_fused_{n}");
+            let name = format!("{base}_fused_{next}");
+            *next += 1;
             if self.0.insert(name.clone()) {
                 return name;
             }
-            n += 1;
         }
     }
 }

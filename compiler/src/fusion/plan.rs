@@ -155,12 +155,16 @@ pub struct Plan {
 pub struct Options {
     /// A value with more consumers than this stays materialized.
     pub fanout_limit: usize,
+    /// Whether nodes get readable labels (for `jitc explain`); printing
+    /// types costs time the pass does not need to spend.
+    pub labels: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Self {
             fanout_limit: DEFAULT_FANOUT_LIMIT,
+            labels: true,
         }
     }
 }
@@ -583,7 +587,14 @@ mod tests {
     fn fanout_limit_keeps_values_materialized() {
         let nodes = vec![node(NodeKind::Elementwise, &[4]); 4];
         let values = [value(Some(0), &[1, 2, 3], 16)];
-        let plan = plan(nodes, &values, Options { fanout_limit: 2 });
+        let plan = plan(
+            nodes,
+            &values,
+            Options {
+                fanout_limit: 2,
+                labels: false,
+            },
+        );
         assert_eq!(plan.groups.len(), 4);
         assert!(plan.edges.iter().all(|e| e.blocked == Some(Blocked::FanOut)));
     }

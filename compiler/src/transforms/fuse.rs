@@ -73,8 +73,11 @@ impl Fuse {
             );
             return false;
         }
-        // SAFETY: the context outlives every op of the module being run on.
-        let context = unsafe { root.context().to_ref() };
+        let context_ref = root.context();
+        // SAFETY: `to_ref` hands out a reference into `context_ref` itself,
+        // which lives until the end of this function, and the context it
+        // names outlives every op of the module being run on.
+        let context = unsafe { context_ref.to_ref() };
         let Some(body) = root.region(0).ok().and_then(|r| r.first_block()) else {
             return true;
         };
@@ -85,7 +88,10 @@ impl Fuse {
                 op.name().as_string_ref().as_str() == Ok("func.func") && !op.has_attribute("meta.fused")
             })
             .collect();
-        let options = FuseOptions { fanout_limit };
+        let options = FuseOptions {
+            fanout_limit,
+            labels: false,
+        };
         for function in functions {
             let name = function
                 .attribute("sym_name")
