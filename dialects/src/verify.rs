@@ -71,7 +71,8 @@ struct Verifier {
     failed: bool,
 }
 
-fn op_name(op: OperationRef) -> String {
+/// The name of `op`, e.g. `meta.reindex`.
+pub fn op_name(op: OperationRef) -> String {
     op.name()
         .as_string_ref()
         .as_str()

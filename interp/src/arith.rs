@@ -13,13 +13,7 @@ use crate::{
 use jitc_dialect::kinds::{BinaryKind, ElementType, UnaryKind};
 use melior::ir::{Attribute, AttributeLike, OperationRef, operation::OperationLike};
 
-fn error(op: OperationRef, message: impl std::fmt::Display) -> Error {
-    Error::Eval {
-        op: op.name().as_string_ref().as_str().unwrap_or("").to_owned(),
-        line: jitc_dialect::verify::location_line(op.location()),
-        message: message.to_string(),
-    }
-}
+use crate::eval::{eval_error as error, unsupported};
 
 /// An integer operand: value (sign-extended) and width in bits.
 fn integer(op: OperationRef, value: &Value) -> Result<(i64, u32), Error> {
@@ -216,12 +210,7 @@ pub fn eval(op: OperationRef, args: &[Value]) -> Result<Value, Error> {
             };
             Value::Scalar(from.cast(to))
         }
-        _ => {
-            return Err(Error::Unsupported {
-                op: name,
-                line: jitc_dialect::verify::location_line(op.location()),
-            });
-        }
+        _ => return Err(unsupported(op)),
     };
     check_result(op, 0, &value)?;
     Ok(value)

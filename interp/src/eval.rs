@@ -190,15 +190,18 @@ fn key(value: MlirValue) -> usize {
     value.to_raw().ptr as usize
 }
 
-fn op_name(op: OperationRef) -> String {
-    op.name()
-        .as_string_ref()
-        .as_str()
-        .unwrap_or("<invalid>")
-        .to_owned()
+pub(crate) use jitc_dialect::verify::op_name;
+
+/// The error for an op the interpreter does not run.
+pub(crate) fn unsupported(op: OperationRef) -> Error {
+    Error::Unsupported {
+        op: op_name(op),
+        line: location_line(op.location()),
+    }
 }
 
-fn eval_error(op: OperationRef, message: impl fmt::Display) -> Error {
+/// An evaluation error at `op`.
+pub(crate) fn eval_error(op: OperationRef, message: impl fmt::Display) -> Error {
     Error::Eval {
         op: op_name(op),
         line: location_line(op.location()),
@@ -437,10 +440,7 @@ impl<'c, 'a> Interpreter<'c, 'a> {
             _ if name.starts_with("tensor.") => {
                 crate::tensor_ops::eval(op, &operands(env, op)?).map(|v| vec![v])
             }
-            _ => Err(Error::Unsupported {
-                op: name,
-                line: location_line(op.location()),
-            }),
+            _ => Err(unsupported(op)),
         }
     }
 

@@ -9,13 +9,7 @@ use crate::{
 };
 use melior::ir::{AttributeLike, OperationRef, ValueLike, operation::OperationLike};
 
-fn error(op: OperationRef, message: impl std::fmt::Display) -> Error {
-    Error::Eval {
-        op: op.name().as_string_ref().as_str().unwrap_or("").to_owned(),
-        line: jitc_dialect::verify::location_line(op.location()),
-        message: message.to_string(),
-    }
-}
+use crate::eval::{eval_error as error, unsupported};
 
 fn tensor(op: OperationRef, value: &Value) -> Result<std::rc::Rc<Tensor>, Error> {
     match value {
@@ -122,12 +116,7 @@ pub fn eval(op: OperationRef, args: &[Value]) -> Result<Value, Error> {
             )
         }
         "tensor.extract_slice" => extract_slice(op, args)?,
-        _ => {
-            return Err(Error::Unsupported {
-                op: name,
-                line: jitc_dialect::verify::location_line(op.location()),
-            });
-        }
+        _ => return Err(unsupported(op)),
     };
     check_result(op, 0, &value)?;
     Ok(value)

@@ -25,8 +25,20 @@ use melior::{
 pub use plan::{Blocked, DEFAULT_FANOUT_LIMIT, Node, NodeKind, Options, Plan, ValueUse};
 use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
 
-fn name_of(op: OperationRef) -> String {
-    op.name().as_string_ref().as_str().unwrap_or("").to_owned()
+use jitc_dialect::verify::op_name as name_of;
+
+/// The op of `position` (a block's ops by identity) that defines `value`.
+fn producer_in(position: &HashMap<usize, usize>, value: Value) -> Option<usize> {
+    // SAFETY: `value` is live; its owner is read only for op results.
+    unsafe {
+        mlir_sys::mlirValueIsAOpResult(value.to_raw())
+            .then(|| {
+                position
+                    .get(&(mlir_sys::mlirOpResultGetOwner(value.to_raw()).ptr as usize))
+                    .copied()
+            })
+            .flatten()
+    }
 }
 
 fn key(value: Value) -> usize {
@@ -212,16 +224,7 @@ pub fn extract(ops: &[OperationRef], options: Options) -> (Vec<Node>, Vec<ValueU
     let mut value_index: HashMap<usize, usize> = HashMap::new();
     for (i, op) in ops.iter().enumerate() {
         for operand in operands_within(*op) {
-            // SAFETY: `operand` is live; its owner is read only for results.
-            let producer = unsafe {
-                mlir_sys::mlirValueIsAOpResult(operand.to_raw())
-                    .then(|| {
-                        position
-                            .get(&(mlir_sys::mlirOpResultGetOwner(operand.to_raw()).ptr as usize))
-                            .copied()
-                    })
-                    .flatten()
-            };
+            let producer = producer_in(&position, operand);
             let v = *value_index.entry(key(operand)).or_insert_with(|| {
                 values.push(ValueUse {
                     producer,
@@ -578,16 +581,7 @@ fn reorder(block: BlockRef) -> bool {
     let mut last_effect: Option<usize> = None;
     for (i, op) in ops.iter().enumerate() {
         for operand in operands_within(*op) {
-            // SAFETY: `operand` is live; the owner is read only for results.
-            let producer = unsafe {
-                mlir_sys::mlirValueIsAOpResult(operand.to_raw())
-                    .then(|| {
-                        position
-                            .get(&(mlir_sys::mlirOpResultGetOwner(operand.to_raw()).ptr as usize))
-                            .copied()
-                    })
-                    .flatten()
-            };
+            let producer = producer_in(&position, operand);
             if let Some(p) = producer.filter(|&p| p != i) {
                 in_order &= p < i;
                 dependencies[i].push(p);
