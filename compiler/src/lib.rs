@@ -9,8 +9,10 @@
 //!
 //! Passes do no I/O; tools decide what to print.
 
+pub mod codegen;
 pub mod diagnostics;
 pub mod fusion;
+pub mod lower;
 pub mod passes;
 pub mod pipeline;
 pub mod source;
@@ -42,6 +44,12 @@ pub enum Error {
     /// A pass emitted an error; the diagnostics say which and where.
     #[error("a pass failed")]
     PassFailed,
+    /// Lowering a kernel failed: a compiler bug.
+    #[error("internal compiler error while lowering: {0}")]
+    Lowering(String),
+    /// LLVM could not translate, optimize or compile: a compiler bug.
+    #[error("code generation failed: {0}")]
+    Codegen(String),
     /// The pipeline produced IR the verifier rejects: a compiler bug.
     #[error("internal compiler error: the meta verifier failed after the pipeline '{0}'")]
     VerifierFailedAfterPipeline(String),

@@ -164,9 +164,19 @@ impl StateStore {
     }
 }
 
+/// Runs `meta.fused` kernels another way, e.g. as compiled code; the
+/// interpreter keeps everything else (the host schedule: calls, control
+/// flow, guards, state).
+pub trait KernelRunner {
+    /// Runs kernel `name` on `args`. `None` when this runner cannot, and
+    /// the interpreter runs the kernel's body instead.
+    fn run_kernel(&self, name: &str, args: &[Value]) -> Option<Result<Vec<Value>, String>>;
+}
+
 /// Runs functions of one module.
 pub struct Interpreter<'c, 'a> {
     functions: BTreeMap<String, OperationRef<'c, 'a>>,
+    kernels: Option<&'a dyn KernelRunner>,
 }
 
 enum Flow {
@@ -222,7 +232,16 @@ impl<'c, 'a> Interpreter<'c, 'a> {
                 functions.insert(name.to_owned(), op);
             }
         }
-        Self { functions }
+        Self {
+            functions,
+            kernels: None,
+        }
+    }
+
+    /// Hands `meta.fused` kernels to `runner`.
+    pub fn with_kernels(mut self, runner: &'a dyn KernelRunner) -> Self {
+        self.kernels = Some(runner);
+        self
     }
 
     /// Names of the functions, sorted.
@@ -307,6 +326,12 @@ impl<'c, 'a> Interpreter<'c, 'a> {
                 function,
                 format!("calls nest deeper than {MAX_CALL_DEPTH}"),
             ));
+        }
+        if let Some(runner) = self.kernels
+            && function.has_attribute("meta.fused")
+            && let Some(outcome) = runner.run_kernel(name, &args)
+        {
+            return outcome.map_err(|message| eval_error(function, format!("kernel @{name}: {message}")));
         }
         run.depth += 1;
         let mut env = Env::new();

@@ -22,7 +22,7 @@ pub mod scalar;
 pub mod tensor;
 mod tensor_ops;
 
-pub use eval::{Interpreter, Signature, StateStore, Value, ValueType};
+pub use eval::{Interpreter, KernelRunner, Signature, StateStore, Value, ValueType};
 pub use scalar::Scalar;
 pub use tensor::{Buffer, Tensor};
 

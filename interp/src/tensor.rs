@@ -60,6 +60,30 @@ impl Buffer {
         }
     }
 
+    /// The address of the first element, for native code that reads the
+    /// buffer (`i1` elements are one byte, 0 or 1).
+    pub fn as_ptr(&self) -> *const u8 {
+        match self {
+            Self::F32(v) => v.as_ptr().cast(),
+            Self::F64(v) => v.as_ptr().cast(),
+            Self::I32(v) => v.as_ptr().cast(),
+            Self::I64(v) => v.as_ptr().cast(),
+            Self::I1(v) => v.as_ptr().cast(),
+        }
+    }
+
+    /// The address of the first element, for native code that writes it.
+    /// Storing anything but 0 or 1 into an `i1` buffer is undefined.
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        match self {
+            Self::F32(v) => v.as_mut_ptr().cast(),
+            Self::F64(v) => v.as_mut_ptr().cast(),
+            Self::I32(v) => v.as_mut_ptr().cast(),
+            Self::I64(v) => v.as_mut_ptr().cast(),
+            Self::I1(v) => v.as_mut_ptr().cast(),
+        }
+    }
+
     /// Element `index`; panics when out of range, like slice indexing.
     pub fn get(&self, index: usize) -> Scalar {
         match self {

@@ -1,6 +1,26 @@
-//! The jitc runtime: devices, buffers, executables, the compiled-kernel
-//! cache, the lazy graph API, speculation and the C ABI (see DESIGN.md).
+//! The jitc runtime: runs compiled artifacts.
 //!
-//! Nothing is implemented yet: the crate exists so that its boundary holds
-//! from the start. It must never depend on `jitc-compiler`'s internals;
-//! it takes compiled artifacts and runs them.
+//! Today it has the CPU path ([`cpu`]): a module's `meta.fused` kernels are
+//! compiled to native code through the compiler's public API
+//! (`jitc_compiler::codegen`), and the host schedule around them (calls,
+//! control flow, guards, state) runs in the reference interpreter, which
+//! hands every kernel call to the native code.
+//!
+//! Not here yet (DESIGN.md): the thread pool, the buffer pool, the
+//! executable cache, the lazy graph API, speculation, CUDA and the C ABI.
+//! The runtime never reaches into the compiler's internals.
+
+pub mod cpu;
+
+pub use cpu::CpuModule;
+
+/// Errors of the runtime.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Fusion or code generation failed.
+    #[error(transparent)]
+    Compile(#[from] jitc_compiler::Error),
+    /// Running failed.
+    #[error(transparent)]
+    Run(#[from] jitc_interp::Error),
+}

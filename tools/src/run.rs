@@ -69,6 +69,9 @@ pub struct RunArgs {
 enum Backend {
     /// The reference interpreter: exact and slow.
     Interp,
+    /// Native code: fused kernels compiled through MLIR and LLVM for this
+    /// CPU; the host schedule around them runs in the interpreter.
+    Cpu,
 }
 
 /// Runs `jitc run`.
@@ -127,7 +130,6 @@ fn show(value: &Value, max: usize) -> String {
 }
 
 fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
-    let Backend::Interp = args.backend;
     let outputs: Vec<&Path> = args
         .outputs
         .iter()
@@ -143,9 +145,22 @@ fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
         })
         .collect::<Result<_, _>>()?;
 
-    let module = crate::input::load_module(context, &args.file)?;
-
-    let interpreter = Interpreter::new(&module);
+    let mut module = crate::input::load_module(context, &args.file)?;
+    let compiled = match args.backend {
+        Backend::Interp => None,
+        Backend::Cpu => {
+            let compiled =
+                jitc_runtime::CpuModule::compile(context, &mut module).map_err(|e| e.to_string())?;
+            for (kernel, reason) in compiled.interpreted_kernels() {
+                eprintln!("jitc run: note: kernel @{kernel} runs in the interpreter: {reason}");
+            }
+            Some(compiled)
+        }
+    };
+    let interpreter = match &compiled {
+        Some(compiled) => Interpreter::new(&module).with_kernels(compiled),
+        None => Interpreter::new(&module),
+    };
     let signature = interpreter.signature(&args.function).map_err(|e| e.to_string())?;
     let function = &args.function;
     if args.inputs.len() != signature.inputs.len() {

@@ -1,0 +1,160 @@
+//! A small IR builder for lowering: ops appended to one block, with the
+//! constants and comparisons lowering needs. Every op goes through
+//! `OperationBuilder`, so a malformed op is an error, never a panic.
+
+use crate::Error;
+use melior::{
+    Context,
+    ir::{
+        Attribute, Block, BlockLike, BlockRef, Identifier, Location, Region, RegionLike, Type, Value,
+        ValueLike,
+        attribute::{FloatAttribute, IntegerAttribute},
+        operation::OperationBuilder,
+        r#type::IntegerType,
+    },
+};
+
+/// Appends ops to a block.
+#[derive(Clone, Copy)]
+pub struct Emitter<'c, 'a> {
+    /// The context.
+    pub context: &'c Context,
+    /// Where the ops come from.
+    pub location: Location<'c>,
+    /// Where they go.
+    pub block: BlockRef<'c, 'a>,
+}
+
+fn failed(name: &str) -> Error {
+    Error::Lowering(format!("building '{name}' failed"))
+}
+
+impl<'c, 'a> Emitter<'c, 'a> {
+    /// Appends `name` with `operands`, `results` and `attributes`; returns
+    /// its first result, if any.
+    pub fn op(
+        &self,
+        name: &str,
+        operands: &[Value<'c, '_>],
+        results: &[Type<'c>],
+        attributes: &[(&str, Attribute<'c>)],
+    ) -> Result<Option<Value<'c, 'a>>, Error> {
+        let attributes: Vec<(Identifier, Attribute)> = attributes
+            .iter()
+            .map(|(n, a)| (Identifier::new(self.context, n), *a))
+            .collect();
+        let op = OperationBuilder::new(name, self.location)
+            .add_operands(operands)
+            .add_results(results)
+            .add_attributes(&attributes)
+            .build()
+            .map_err(|_| failed(name))?;
+        let op = self.block.append_operation(op);
+        Ok(op.result(0).ok().map(Into::into))
+    }
+
+    /// Appends an op with exactly one result of `result` type.
+    pub fn value(
+        &self,
+        name: &str,
+        operands: &[Value<'c, '_>],
+        result: Type<'c>,
+    ) -> Result<Value<'c, 'a>, Error> {
+        self.op(name, operands, &[result], &[])?
+            .ok_or_else(|| failed(name))
+    }
+
+    /// `arith.constant` of an integer or index type.
+    pub fn int(&self, r#type: Type<'c>, value: i64) -> Result<Value<'c, 'a>, Error> {
+        let attribute = IntegerAttribute::new(r#type, value).into();
+        self.op("arith.constant", &[], &[r#type], &[("value", attribute)])?
+            .ok_or_else(|| failed("arith.constant"))
+    }
+
+    /// `arith.constant` of type `index`.
+    pub fn index(&self, value: i64) -> Result<Value<'c, 'a>, Error> {
+        self.int(Type::index(self.context), value)
+    }
+
+    /// `arith.constant` of a float type.
+    pub fn float(&self, r#type: Type<'c>, value: f64) -> Result<Value<'c, 'a>, Error> {
+        let attribute = FloatAttribute::new(self.context, r#type, value).into();
+        self.op("arith.constant", &[], &[r#type], &[("value", attribute)])?
+            .ok_or_else(|| failed("arith.constant"))
+    }
+
+    /// `arith.cmpi` with a predicate number (`eq` 0, `ne` 1, `slt` 2, `sle`
+    /// 3, `sgt` 4, `sge` 5, `ult` 6, `ule` 7, `ugt` 8, `uge` 9).
+    pub fn cmpi(&self, predicate: i64, a: Value<'c, '_>, b: Value<'c, '_>) -> Result<Value<'c, 'a>, Error> {
+        let attribute = IntegerAttribute::new(IntegerType::new(self.context, 64).into(), predicate).into();
+        self.op("arith.cmpi", &[a, b], &[self.i1()], &[("predicate", attribute)])?
+            .ok_or_else(|| failed("arith.cmpi"))
+    }
+
+    /// `arith.cmpf` with a predicate number (`oeq` 1, `ogt` 2, `oge` 3,
+    /// `olt` 4, `ole` 5, `une` 13).
+    pub fn cmpf(&self, predicate: i64, a: Value<'c, '_>, b: Value<'c, '_>) -> Result<Value<'c, 'a>, Error> {
+        let attribute = IntegerAttribute::new(IntegerType::new(self.context, 64).into(), predicate).into();
+        self.op("arith.cmpf", &[a, b], &[self.i1()], &[("predicate", attribute)])?
+            .ok_or_else(|| failed("arith.cmpf"))
+    }
+
+    /// `arith.select`.
+    pub fn select(
+        &self,
+        c: Value<'c, '_>,
+        a: Value<'c, '_>,
+        b: Value<'c, '_>,
+    ) -> Result<Value<'c, 'a>, Error> {
+        self.value("arith.select", &[c, a, b], a.r#type())
+    }
+
+    /// The `i1` type.
+    pub fn i1(&self) -> Type<'c> {
+        IntegerType::new(self.context, 1).into()
+    }
+
+    /// An `scf.for` from 0 to `extent` with no loop-carried values; returns
+    /// an emitter for its body (ended by `scf.yield` through [`Self::finish`])
+    /// and the induction variable.
+    pub fn for_loop(&self, extent: i64) -> Result<(Emitter<'c, 'a>, Value<'c, 'a>), Error> {
+        let (zero, upper, one) = (self.index(0)?, self.index(extent)?, self.index(1)?);
+        let body = Block::new(&[(Type::index(self.context), self.location)]);
+        let region = Region::new();
+        let body = region.append_block(body);
+        let op = OperationBuilder::new("scf.for", self.location)
+            .add_operands(&[zero, upper, one])
+            .add_regions([region])
+            .build()
+            .map_err(|_| failed("scf.for"))?;
+        self.block.append_operation(op);
+        // SAFETY: the block now belongs to the appended loop, which lives as
+        // long as the function being built.
+        let body: BlockRef<'c, 'a> = unsafe { BlockRef::from_raw(body.to_raw()) };
+        let iv = body.argument(0).map_err(|_| failed("scf.for"))?.into();
+        Ok((Emitter { block: body, ..*self }, iv))
+    }
+
+    /// An `scf.if` without results; returns an emitter for its then-block.
+    pub fn if_then(&self, condition: Value<'c, '_>) -> Result<Emitter<'c, 'a>, Error> {
+        let then_region = Region::new();
+        let then_block = then_region.append_block(Block::new(&[]));
+        let op = OperationBuilder::new("scf.if", self.location)
+            .add_operands(&[condition])
+            .add_regions([then_region, Region::new()])
+            .build()
+            .map_err(|_| failed("scf.if"))?;
+        self.block.append_operation(op);
+        // SAFETY: as in `for_loop`.
+        let then_block: BlockRef<'c, 'a> = unsafe { BlockRef::from_raw(then_block.to_raw()) };
+        Ok(Emitter {
+            block: then_block,
+            ..*self
+        })
+    }
+
+    /// Ends an `scf` body with `scf.yield`.
+    pub fn finish(&self) -> Result<(), Error> {
+        self.op("scf.yield", &[], &[], &[]).map(|_| ())
+    }
+}

@@ -1,0 +1,316 @@
+//! Lowering `meta.fused` kernels to loop nests in the LLVM-ready dialects
+//! (`scf`, `arith`, `math`, `llvm`), ready for `convert-to-llvm`.
+//!
+//! Every kernel becomes `func.func @name(%buffers: !llvm.ptr)`: a pointer
+//! to an array of data pointers, one per kernel argument (index arguments
+//! point to an i64), then one per result, then one to an i32 status word
+//! that is set to 1 on an integer division by zero. Tensors are dense and
+//! row-major; `i1` elements are stored as bytes.
+//!
+//! Algorithm, per kernel:
+//! 1. load the data pointers; read index arguments;
+//! 2. fill the results of reductions with their identity;
+//! 3. one `scf.for` per domain dimension, outermost first (row-major, so
+//!    the innermost loop walks contiguous memory for identity-like maps);
+//! 4. in the body, each op of the kernel in order: a reindex computes its
+//!    source index from the affine map, clamps it into bounds and selects
+//!    `overflow_value` where it was out of bounds or in an overflow
+//!    condition (branch-free, so loops stay vectorizable); element-wise ops
+//!    become `arith`/`math`; a reduction combines into its output where its
+//!    target index is in bounds;
+//! 5. results that are not reductions are stored at the loop index.
+//!
+//! The semantics are the interpreter's (`docs/semantics.md`): the domain is
+//! walked in row-major order, so reductions fold in the same order and give
+//! bit-identical results. Kernels with a dynamic domain are not lowered yet.
+
+mod emit;
+mod ops;
+
+use crate::Error;
+use emit::Emitter;
+use jitc_dialect::{kinds::ElementType, ops::tensor_type};
+use melior::{
+    Context,
+    dialect::func,
+    ir::{
+        Attribute, Block, BlockLike, Identifier, Location, Module, OperationRef, Region, RegionLike, Type,
+        TypeLike, Value,
+        attribute::{StringAttribute, TypeAttribute},
+        operation::OperationLike,
+        r#type::{DimSize, FunctionType, ShapedTypeLike},
+    },
+};
+
+/// One buffer of a kernel's calling convention.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Buffer {
+    /// A tensor argument or result: its shape and element type.
+    Tensor(Vec<usize>, ElementType),
+    /// An index argument, passed as a pointer to an i64.
+    Index,
+}
+
+/// A lowered kernel's name and calling convention.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelSignature {
+    /// The symbol of the kernel (and of the lowered function).
+    pub name: String,
+    /// Arguments, in order.
+    pub inputs: Vec<Buffer>,
+    /// Results, in order.
+    pub outputs: Vec<Buffer>,
+}
+
+/// The element type as stored in memory.
+pub(crate) fn memory_type<'c>(context: &'c Context, element: ElementType) -> Type<'c> {
+    match element {
+        ElementType::F32 => Type::float32(context),
+        ElementType::F64 => Type::float64(context),
+        ElementType::I32 => melior::ir::r#type::IntegerType::new(context, 32).into(),
+        ElementType::I64 => melior::ir::r#type::IntegerType::new(context, 64).into(),
+        ElementType::I1 => melior::ir::r#type::IntegerType::new(context, 8).into(),
+    }
+}
+
+/// The element type as computed with.
+pub(crate) fn value_type<'c>(context: &'c Context, element: ElementType) -> Type<'c> {
+    match element {
+        ElementType::I1 => melior::ir::r#type::IntegerType::new(context, 1).into(),
+        other => memory_type(context, other),
+    }
+}
+
+fn static_shape(r#type: Type) -> Option<(Vec<usize>, ElementType)> {
+    let tensor = melior::ir::r#type::RankedTensorType::try_from(r#type).ok()?;
+    let shape = (0..tensor.rank())
+        .map(|d| match tensor.dim_size(d) {
+            Ok(DimSize::Static(n)) => Some(n as usize),
+            _ => None,
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some((shape, ElementType::from_type(tensor.element())?))
+}
+
+fn buffer_of(r#type: Type) -> Option<Buffer> {
+    // SAFETY: `r#type` is a live type.
+    if unsafe { mlir_sys::mlirTypeIsAIndex(r#type.to_raw()) } {
+        return Some(Buffer::Index);
+    }
+    static_shape(r#type).map(|(shape, element)| Buffer::Tensor(shape, element))
+}
+
+/// The signature a kernel lowers to, or why it cannot be lowered.
+pub fn signature(kernel: OperationRef) -> Result<KernelSignature, String> {
+    let name = kernel
+        .attribute("sym_name")
+        .ok()
+        .and_then(jitc_dialect::ops::string_attribute)
+        .ok_or("the kernel has no name")?
+        .to_owned();
+    let function_type = kernel
+        .attribute("function_type")
+        .ok()
+        .and_then(|a| TypeAttribute::try_from(a).ok())
+        .and_then(|t| FunctionType::try_from(t.value()).ok())
+        .ok_or("the kernel has no function type")?;
+    let convert = |t: Result<Type, _>| {
+        t.ok()
+            .and_then(buffer_of)
+            .ok_or_else(|| format!("@{name} has a dynamic or unsupported type"))
+    };
+    Ok(KernelSignature {
+        inputs: (0..function_type.input_count())
+            .map(|i| convert(function_type.input(i)))
+            .collect::<Result<_, _>>()?,
+        outputs: (0..function_type.result_count())
+            .map(|i| convert(function_type.result(i)))
+            .collect::<Result<_, _>>()?,
+        name,
+    })
+}
+
+/// The `meta.fused` kernels of `module`.
+pub fn kernels<'c, 'a>(module: &'a Module<'c>) -> Vec<OperationRef<'c, 'a>> {
+    crate::fusion::block_ops(module.body())
+        .into_iter()
+        .filter(|op| op.name().as_string_ref().as_str() == Ok("func.func") && op.has_attribute("meta.fused"))
+        .collect()
+}
+
+/// The result of [`lower`].
+pub struct Lowered<'c> {
+    /// The lowered kernels, one function each.
+    pub module: Module<'c>,
+    /// Their calling conventions.
+    pub signatures: Vec<KernelSignature>,
+    /// Kernels not lowered, with the reason (the caller runs them another
+    /// way).
+    pub skipped: Vec<(String, String)>,
+}
+
+/// Lowers the kernels of `module` that can be lowered into a new module.
+pub fn lower<'c>(context: &'c Context, module: &Module<'c>) -> Result<Lowered<'c>, Error> {
+    // Types and ops of a dialect can only be built once it is loaded.
+    for dialect in ["llvm", "scf", "arith", "math", "func", "cf", "index"] {
+        context.get_or_load_dialect(dialect);
+    }
+    let location = Location::unknown(context);
+    let lowered = Module::new(location);
+    let mut signatures = Vec::new();
+    let mut skipped = Vec::new();
+    for kernel in kernels(module) {
+        let signature = match signature(kernel).and_then(|s| ops::check(kernel).map(|()| s)) {
+            Ok(signature) => signature,
+            Err(reason) => {
+                let name = kernel
+                    .attribute("sym_name")
+                    .ok()
+                    .and_then(jitc_dialect::ops::string_attribute);
+                skipped.push((name.unwrap_or("?").to_owned(), reason));
+                continue;
+            }
+        };
+        lower_kernel(context, &lowered, kernel, &signature)?;
+        signatures.push(signature);
+    }
+    Ok(Lowered {
+        module: lowered,
+        signatures,
+        skipped,
+    })
+}
+
+fn lower_kernel<'c>(
+    context: &'c Context,
+    lowered: &Module<'c>,
+    kernel: OperationRef<'c, '_>,
+    signature: &KernelSignature,
+) -> Result<(), Error> {
+    let location = kernel.location();
+    let pointer = melior::dialect::llvm::r#type::pointer(context, 0);
+    let region = Region::new();
+    let entry = region.append_block(Block::new(&[(pointer, location)]));
+    // SAFETY: the block belongs to `region`, which the new function owns
+    // for as long as `lowered` lives.
+    let entry = unsafe { melior::ir::BlockRef::from_raw(entry.to_raw()) };
+    let top = Emitter {
+        context,
+        location,
+        block: entry,
+    };
+    let buffers: Value = entry
+        .argument(0)
+        .map_err(|_| Error::Lowering("no buffer argument".into()))?
+        .into();
+
+    // 1. Data pointers and index arguments.
+    let count = signature.inputs.len() + signature.outputs.len() + 1;
+    let i64_type: Type = melior::ir::r#type::IntegerType::new(context, 64).into();
+    let mut pointers = Vec::with_capacity(count);
+    for slot in 0..count {
+        let offset = top.int(i64_type, slot as i64)?;
+        let address = gep(&top, buffers, offset, pointer)?;
+        pointers.push(top.value("llvm.load", &[address], pointer)?);
+    }
+    let status = pointers[count - 1];
+    let body = kernel
+        .region(0)
+        .ok()
+        .and_then(|r| r.first_block())
+        .ok_or_else(|| Error::Lowering("empty kernel".into()))?;
+    let mut arguments = Vec::new();
+    for (i, input) in signature.inputs.iter().enumerate() {
+        let argument: Value = body
+            .argument(i)
+            .map_err(|_| Error::Lowering("missing argument".into()))?
+            .into();
+        let lowered = match input {
+            Buffer::Index => {
+                let raw = top.value("llvm.load", &[pointers[i]], i64_type)?;
+                ops::Arg::Index(top.value("arith.index_cast", &[raw], Type::index(context))?)
+            }
+            Buffer::Tensor(shape, element) => ops::Arg::Tensor {
+                pointer: pointers[i],
+                shape: shape.clone(),
+                element: *element,
+            },
+        };
+        arguments.push((argument, lowered));
+    }
+    let outputs: Vec<(Value, Vec<usize>, ElementType)> = signature
+        .outputs
+        .iter()
+        .enumerate()
+        .map(|(j, output)| match output {
+            Buffer::Tensor(shape, element) => {
+                Ok((pointers[signature.inputs.len() + j], shape.clone(), *element))
+            }
+            Buffer::Index => Err(Error::Lowering("a kernel returns an index".into())),
+        })
+        .collect::<Result<_, _>>()?;
+
+    let domain: Vec<i64> = kernel
+        .attribute("meta.domain")
+        .ok()
+        .and_then(|a| i64_array(a))
+        .ok_or_else(|| Error::Lowering("kernel without meta.domain".into()))?;
+    ops::emit_kernel(&top, body, &arguments, &outputs, status, &domain)?;
+    top.op("func.return", &[], &[], &[])?;
+
+    let name = &signature.name;
+    let function = func::func(
+        context,
+        StringAttribute::new(context, name),
+        TypeAttribute::new(FunctionType::new(context, &[pointer], &[]).into()),
+        region,
+        &[(
+            Identifier::new(context, "llvm.emit_c_interface"),
+            Attribute::unit(context),
+        )],
+        location,
+    );
+    lowered.body().append_operation(function);
+    Ok(())
+}
+
+pub(crate) fn gep<'c, 'a>(
+    at: &Emitter<'c, 'a>,
+    base: Value<'c, '_>,
+    offset: Value<'c, '_>,
+    element: Type<'c>,
+) -> Result<Value<'c, 'a>, Error> {
+    let pointer = melior::dialect::llvm::r#type::pointer(at.context, 0);
+    let op = melior::dialect::llvm::get_element_ptr_dynamic(
+        at.context,
+        base,
+        &[offset],
+        element,
+        pointer,
+        at.location,
+    );
+    let op = at.block.append_operation(op);
+    op.result(0)
+        .map(Into::into)
+        .map_err(|_| Error::Lowering("getelementptr".into()))
+}
+
+fn i64_array(attribute: Attribute) -> Option<Vec<i64>> {
+    use melior::ir::AttributeLike;
+    // SAFETY: `attribute` is live; elements are read below its count.
+    unsafe {
+        let raw = attribute.to_raw();
+        mlir_sys::mlirAttributeIsADenseI64Array(raw).then(|| {
+            (0..mlir_sys::mlirDenseArrayGetNumElements(raw))
+                .map(|i| mlir_sys::mlirDenseI64ArrayGetElement(raw, i))
+                .collect()
+        })
+    }
+}
+
+/// The type of a kernel value that lowering keeps, for checks.
+pub(crate) fn element_of(value: Value) -> Option<ElementType> {
+    tensor_type(value).and_then(|t| ElementType::from_type(t.element()))
+}
+
+pub(crate) use {gep as emit_gep, memory_type as memory, value_type as scalar};
