@@ -590,9 +590,39 @@ fn cast<'c, 'a>(
         (I32, I64) => at.value("arith.extsi", &[x], target),
         (I64, I32) => at.value("arith.trunci", &[x], target),
         (_, F32 | F64) => at.value("arith.sitofp", &[x], target),
-        // Truncates toward zero, saturates, and maps NaN to 0.
-        _ => at.value("llvm.intr.fptosi.sat", &[x], target),
+        _ => saturating_float_to_int(at, x, from, to),
     }
+}
+
+/// Float to integer as the interpreter casts: truncate toward zero,
+/// saturate at the integer's limits, NaN to 0. Plain `fptosi` would give
+/// poison outside the range, so out-of-range inputs never reach it.
+fn saturating_float_to_int<'c, 'a>(
+    at: &Emitter<'c, 'a>,
+    x: Value<'c, 'a>,
+    from: ElementType,
+    to: ElementType,
+) -> Result<Value<'c, 'a>, Error> {
+    let (bits, min, max) = match to {
+        ElementType::I32 => (31, i32::MIN as i64, i32::MAX as i64),
+        _ => (63, i64::MIN, i64::MAX),
+    };
+    let limit = 2f64.powi(bits);
+    let (high, low, zero) = (
+        constant(at, from, limit, 0)?,
+        constant(at, from, -limit, 0)?,
+        constant(at, from, 0.0, 0)?,
+    );
+    let is_nan = at.cmpf(14, x, x)?;
+    let too_big = at.cmpf(3, x, high)?;
+    let too_small = at.cmpf(4, x, low)?;
+    let i1 = at.i1();
+    let outside = at.value("arith.ori", &[is_nan, too_big], i1)?;
+    let outside = at.value("arith.ori", &[outside, too_small], i1)?;
+    let safe = at.select(outside, zero, x)?;
+    let converted = at.value("arith.fptosi", &[safe], scalar(at.context, to))?;
+    let converted = at.select(too_big, constant(at, to, 0.0, max)?, converted)?;
+    at.select(too_small, constant(at, to, 0.0, min)?, converted)
 }
 
 fn binary_op<'c, 'a>(
