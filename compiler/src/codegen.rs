@@ -55,23 +55,178 @@ impl CompiledKernels {
     }
 }
 
-/// The host's target machine.
-pub fn host_machine() -> Result<TargetMachine, Error> {
+/// The CPU to generate code for; `None` fields mean the host's.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CpuTarget {
+    /// An LLVM CPU name, e.g. `x86-64-v3`.
+    pub cpu: Option<String>,
+    /// LLVM target features, e.g. `+avx2,+fma`.
+    pub features: Option<String>,
+}
+
+/// CPU names `--cpu` accepts besides the host's own. LLVM's C API cannot
+/// tell whether a name is valid, and LLVM aborts on a bad one, so names are
+/// checked here first.
+pub const KNOWN_CPUS: &[&str] = &[
+    "x86-64",
+    "x86-64-v2",
+    "x86-64-v3",
+    "x86-64-v4",
+    "nehalem",
+    "westmere",
+    "sandybridge",
+    "ivybridge",
+    "haswell",
+    "broadwell",
+    "skylake",
+    "skylake-avx512",
+    "cascadelake",
+    "cooperlake",
+    "cannonlake",
+    "icelake-client",
+    "icelake-server",
+    "tigerlake",
+    "alderlake",
+    "raptorlake",
+    "meteorlake",
+    "sapphirerapids",
+    "emeraldrapids",
+    "graniterapids",
+    "znver1",
+    "znver2",
+    "znver3",
+    "znver4",
+    "znver5",
+];
+
+/// The target machine for `target` (the host's by default).
+pub fn target_machine(target: &CpuTarget) -> Result<TargetMachine, Error> {
+    if let Some(cpu) = &target.cpu {
+        let host = TargetMachine::get_host_cpu_name().to_string();
+        if !KNOWN_CPUS.contains(&cpu.as_str()) && *cpu != host {
+            return Err(Error::Codegen(format!(
+                "unknown CPU '{cpu}'; use this machine's ('{host}') or one of {}",
+                KNOWN_CPUS.join(", ")
+            )));
+        }
+    }
     Target::initialize_native(&InitializationConfig::default()).map_err(Error::Codegen)?;
     let triple = TargetMachine::get_default_triple();
-    let target = Target::from_triple(&triple).map_err(|e| Error::Codegen(e.to_string()))?;
-    let cpu = TargetMachine::get_host_cpu_name();
-    let features = TargetMachine::get_host_cpu_features();
-    target
+    let llvm_target = Target::from_triple(&triple).map_err(|e| Error::Codegen(e.to_string()))?;
+    let host_cpu = TargetMachine::get_host_cpu_name().to_string();
+    let host_features = TargetMachine::get_host_cpu_features().to_string();
+    let cpu = target.cpu.clone().unwrap_or(host_cpu);
+    let features = match (&target.features, &target.cpu) {
+        (Some(features), _) => features.clone(),
+        // A named CPU brings its own features; host features would leak
+        // this machine into the output.
+        (None, Some(_)) => String::new(),
+        (None, None) => host_features,
+    };
+    llvm_target
         .create_target_machine(
             &triple,
-            cpu.to_str().unwrap_or("generic"),
-            features.to_str().unwrap_or(""),
+            &cpu,
+            &features,
             OptimizationLevel::Aggressive,
             RelocMode::Default,
             CodeModel::JITDefault,
         )
-        .ok_or_else(|| Error::Codegen("no target machine for the host".into()))
+        .ok_or_else(|| Error::Codegen(format!("LLVM has no target machine for CPU '{cpu}'")))
+}
+
+/// The host's target machine.
+pub fn host_machine() -> Result<TargetMachine, Error> {
+    target_machine(&CpuTarget::default())
+}
+
+/// Lowers `module`'s kernels and converts them to the LLVM dialect.
+pub fn to_llvm_dialect<'c>(
+    context: &'c Context,
+    module: &Module<'c>,
+) -> Result<crate::lower::Lowered<'c>, Error> {
+    let mut lowered = crate::lower::lower(context, module)?;
+    let conversions = pipeline::build(context, &pipeline::parse(LLVM_PIPELINE)?)?;
+    conversions
+        .run(&mut lowered.module)
+        .map_err(|_| Error::Codegen("conversion to the LLVM dialect failed".into()))?;
+    Ok(lowered)
+}
+
+/// Translates an LLVM-dialect module into `llvm_context` and optimizes it
+/// with `default<O3>` for `machine`.
+pub fn to_llvm_ir<'l>(
+    lowered: &Module,
+    llvm_context: &'l LlvmContext,
+    machine: &TargetMachine,
+) -> Result<LlvmModule<'l>, Error> {
+    // SAFETY: the translated module is owned by the caller and lives in
+    // `llvm_context`, which outlives the returned module ('l).
+    let llvm_module = unsafe {
+        let raw = mlir_sys::mlirTranslateModuleToLLVMIR(
+            lowered.as_operation().to_raw(),
+            llvm_context.raw() as mlir_sys::LLVMContextRef,
+        );
+        if raw.is_null() {
+            return Err(Error::Codegen("translation to LLVM IR failed".into()));
+        }
+        LlvmModule::new(raw as inkwell::llvm_sys::prelude::LLVMModuleRef)
+    };
+    llvm_module.set_triple(&machine.get_triple());
+    llvm_module.set_data_layout(&machine.get_target_data().get_data_layout());
+    llvm_module
+        .run_passes("default<O3>", machine, PassBuilderOptions::create())
+        .map_err(|e| Error::Codegen(e.to_string()))?;
+    Ok(llvm_module)
+}
+
+/// What `jitc compile` emits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Emit {
+    /// The lowered kernels in MLIR (`scf`, `arith`, `math`, `llvm`).
+    Mlir,
+    /// Optimized LLVM IR.
+    Llvm,
+    /// Assembly.
+    Asm,
+    /// An ELF object file.
+    Obj,
+}
+
+/// Output of [`emit`]: the bytes, and the kernels that were not compiled
+/// with the reason.
+pub type Emitted = (Vec<u8>, Vec<(String, String)>);
+
+/// Compiles `module`'s kernels (fused already) to `emit` for `target`.
+pub fn emit(context: &Context, module: &Module, emit: Emit, target: &CpuTarget) -> Result<Emitted, Error> {
+    if emit == Emit::Mlir {
+        let lowered = crate::lower::lower(context, module)?;
+        return Ok((
+            format!("{}\n", lowered.module.as_operation()).into_bytes(),
+            lowered.skipped,
+        ));
+    }
+    let lowered = to_llvm_dialect(context, module)?;
+    let machine = target_machine(target)?;
+    let llvm_context = LlvmContext::create();
+    let llvm_module = to_llvm_ir(&lowered.module, &llvm_context, &machine)?;
+    let bytes = match emit {
+        Emit::Llvm => llvm_module.print_to_string().to_bytes().to_vec(),
+        Emit::Asm | Emit::Obj => {
+            let kind = if emit == Emit::Asm {
+                inkwell::targets::FileType::Assembly
+            } else {
+                inkwell::targets::FileType::Object
+            };
+            machine
+                .write_to_memory_buffer(&llvm_module, kind)
+                .map_err(|e| Error::Codegen(e.to_string()))?
+                .as_slice()
+                .to_vec()
+        }
+        Emit::Mlir => unreachable!("handled above"),
+    };
+    Ok((bytes, lowered.skipped))
 }
 
 /// Lowers, optimizes and JIT-compiles the `meta.fused` kernels of `module`.

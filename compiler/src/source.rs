@@ -1,6 +1,9 @@
 //! Input buffers: splitting at `// -----` and parsing into modules.
 
-use melior::{Context, ir::Module};
+use melior::{
+    Context,
+    ir::{Location, Module},
+};
 
 /// The marker `--split-input-file` splits at: a line starting with it.
 pub const SPLIT_MARKER: &str = "// -----";
@@ -54,9 +57,67 @@ pub fn parse_module<'c>(context: &'c Context, text: &str) -> Option<Module<'c>> 
         data: buffer.as_ptr().cast(),
         length: text.len(),
     };
+    // Count the errors MLIR reports; the handler passes them on.
+    let errors = std::rc::Rc::new(std::cell::Cell::new(0usize));
+    let counter = std::rc::Rc::clone(&errors);
+    let id = context.attach_diagnostic_handler(move |diagnostic| {
+        if matches!(
+            diagnostic.severity(),
+            melior::diagnostic::DiagnosticSeverity::Error
+        ) {
+            counter.set(counter.get() + 1);
+        }
+        false
+    });
     // SAFETY: `buffer` outlives the call and ends with the NUL the lexer
     // expects; the returned module is owned by the caller.
-    unsafe { Module::from_option_raw(mlir_sys::mlirModuleCreateParse(context.to_raw(), source)) }
+    let module =
+        unsafe { Module::from_option_raw(mlir_sys::mlirModuleCreateParse(context.to_raw(), source)) };
+    context.detach_diagnostic_handler(id);
+    if module.is_none() && errors.get() == 0 {
+        // MLIR fails silently on custom syntax for IRDL ops; say why.
+        let (line, column, message) = match custom_meta_op(&text) {
+            Some((line, column, op)) => (
+                line,
+                column,
+                format!(
+                    "'{op}' must be written in the generic form \"{op}\"(...); meta ops have no custom syntax"
+                ),
+            ),
+            None => (
+                1,
+                1,
+                "the input did not parse, and MLIR gave no reason".to_owned(),
+            ),
+        };
+        jitc_dialect::emit_error(Location::new(context, "", line, column), &message);
+    }
+    module
+}
+
+/// The first `meta.` op written in custom form (without quotes), outside
+/// comments: its line, column and name.
+fn custom_meta_op(text: &str) -> Option<(usize, usize, String)> {
+    for (index, line) in text.lines().enumerate() {
+        let code = line.split("//").next().unwrap_or("");
+        let mut search = 0;
+        while let Some(found) = code[search..].find("meta.") {
+            let at = search + found;
+            let quoted = code[..at].ends_with('"');
+            let name: String = code[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '.')
+                .collect();
+            let is_op = jitc_dialect::ops::PURE_OPS.contains(&name.as_str())
+                || name == jitc_dialect::ops::GuardOp::NAME
+                || name == jitc_dialect::ops::StateWriteOp::NAME;
+            if !quoted && is_op {
+                return Some((index + 1, code[..at].chars().count() + 1, name));
+            }
+            search = at + 5;
+        }
+    }
+    None
 }
 
 #[cfg(test)]

@@ -29,3 +29,7 @@
 
 // RUN: not jitc opt %t.does-not-exist.mlir 2>&1 | FileCheck %s --check-prefix=NOFILE
 // NOFILE: jitc opt: error: cannot read '{{.*}}does-not-exist.mlir': No such file or directory
+
+// MLIR fails silently on custom syntax for IRDL ops; jitc says why.
+// RUN: not jitc opt %S/Inputs/custom-syntax.mlir 2>&1 | FileCheck %s --check-prefix=CUSTOM
+// CUSTOM: custom-syntax.mlir:2:8: error: 'meta.unary' must be written in the generic form "meta.unary"(...); meta ops have no custom syntax

@@ -4,6 +4,7 @@
 //! own module; they print results to stdout, diagnostics to stderr, and exit
 //! 0 on success and 1 on any error, as `mlir-opt` does.
 
+mod compile;
 mod explain;
 mod input;
 mod opt;
@@ -34,6 +35,7 @@ enum Command {
     Opt(opt::OptArgs),
     Run(run::RunArgs),
     Explain(explain::ExplainArgs),
+    Compile(compile::CompileArgs),
 }
 
 fn main() -> ExitCode {
@@ -75,5 +77,6 @@ fn main() -> ExitCode {
         Command::Opt(args) => opt::run(&context, args, pass_flags),
         Command::Run(args) => run::run(&context, args),
         Command::Explain(args) => explain::run(&context, args),
+        Command::Compile(args) => compile::run(&context, args),
     }
 }

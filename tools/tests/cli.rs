@@ -64,6 +64,13 @@ fn explain_help() {
 }
 
 #[test]
+fn compile_help() {
+    let out = jitc(&["compile", "--help"], None);
+    assert!(out.status.success());
+    insta::assert_snapshot!(text(&out.stdout));
+}
+
+#[test]
 fn no_arguments_prints_help_and_fails() {
     let out = jitc(&[], None);
     assert_eq!(out.status.code(), Some(1));
