@@ -1,0 +1,168 @@
+//! CPU backend throughput against this machine's memory bandwidth.
+//!
+//! Run with `cargo bench -p jitc-runtime --bench cpu`. In one run it
+//! 1. measures memory bandwidth with a STREAM-style triad
+//!    (`a[i] = b[i] + s * c[i]`, 3 x 64 MiB of f64, single thread, and
+//!    with both cores);
+//! 2. times each workload through `CpuModule` (fuse, compile, run):
+//!    compile time once, then the median and minimum of several calls.
+//!    Timings include allocating the outputs and the interpreter's host
+//!    schedule around the kernels. Bytes moved are the inputs read plus the
+//!    outputs written once, so GB/s is a lower bound on the traffic.
+//!
+//! The kernels run on one core today (no thread pool yet), so compare them
+//! with the single-thread triad; the two-thread figure is the issue's
+//! target machine bandwidth.
+
+use jitc_compiler::{diagnostics::DiagnosticCollector, new_context, source::parse_module};
+use jitc_interp::{Scalar, StateStore, Tensor, Value};
+use jitc_runtime::CpuModule;
+use std::time::{Duration, Instant};
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+/// GB/s of the triad over `threads` threads.
+fn triad(threads: usize) -> f64 {
+    let n = 8 << 20;
+    let (mut a, b, c) = (vec![0.0f64; n], vec![1.0f64; n], vec![2.0f64; n]);
+    let mut samples = Vec::new();
+    for _ in 0..7 {
+        let start = Instant::now();
+        let chunk = n.div_ceil(threads);
+        std::thread::scope(|scope| {
+            for ((a, b), c) in a.chunks_mut(chunk).zip(b.chunks(chunk)).zip(c.chunks(chunk)) {
+                scope.spawn(move || {
+                    for i in 0..a.len() {
+                        a[i] = b[i] + 3.0 * c[i];
+                    }
+                });
+            }
+        });
+        samples.push(start.elapsed());
+        std::hint::black_box(&a);
+    }
+    (3 * n * 8) as f64 / median(samples).as_secs_f64() / 1e9
+}
+
+struct Workload {
+    name: &'static str,
+    source: String,
+    inputs: Vec<Vec<usize>>,
+}
+
+fn workloads() -> Vec<Workload> {
+    let sigmoid = |n: usize| {
+        format!(
+            r#"func.func @main(%x: tensor<{n}xf32>) -> tensor<{n}xf32> {{
+  %one = arith.constant dense<1.0> : tensor<f32>
+  %ones = "meta.reindex"(%one) {{indices = affine_map<(d0) -> ()>}} : (tensor<f32>) -> tensor<{n}xf32>
+  %e = "meta.unary"(%x) {{kind = "exp"}} : (tensor<{n}xf32>) -> tensor<{n}xf32>
+  %d = "meta.binary"(%e, %ones) {{kind = "add"}} : (tensor<{n}xf32>, tensor<{n}xf32>) -> tensor<{n}xf32>
+  %y = "meta.binary"(%e, %d) {{kind = "div"}} : (tensor<{n}xf32>, tensor<{n}xf32>) -> tensor<{n}xf32>
+  return %y : tensor<{n}xf32>
+}}"#
+        )
+    };
+    let softmax = |r: usize, c: usize| {
+        let t = format!("tensor<{r}x{c}xf32>");
+        let v = format!("tensor<{r}xf32>");
+        format!(
+            r#"func.func @main(%x: {t}) -> {t} {{
+  %max = "meta.reindex_reduce"(%x) {{kind = "max", indices = affine_map<(i, j) -> (i)>}} : ({t}) -> {v}
+  %max_b = "meta.reindex"(%max) {{indices = affine_map<(i, j) -> (i)>}} : ({v}) -> {t}
+  %s = "meta.binary"(%x, %max_b) {{kind = "sub"}} : ({t}, {t}) -> {t}
+  %e = "meta.unary"(%s) {{kind = "exp"}} : ({t}) -> {t}
+  %sum = "meta.reindex_reduce"(%e) {{kind = "add", indices = affine_map<(i, j) -> (i)>}} : ({t}) -> {v}
+  %sum_b = "meta.reindex"(%sum) {{indices = affine_map<(i, j) -> (i)>}} : ({v}) -> {t}
+  %y = "meta.binary"(%e, %sum_b) {{kind = "div"}} : ({t}, {t}) -> {t}
+  return %y : {t}
+}}"#
+        )
+    };
+    let add = |n: usize| {
+        format!(
+            r#"func.func @main(%x: tensor<{n}xf32>, %y: tensor<{n}xf32>) -> tensor<{n}xf32> {{
+  %s = "meta.binary"(%x, %y) {{kind = "add"}} : (tensor<{n}xf32>, tensor<{n}xf32>) -> tensor<{n}xf32>
+  return %s : tensor<{n}xf32>
+}}"#
+        )
+    };
+    vec![
+        Workload {
+            name: "add, 16M f32",
+            source: add(1 << 24),
+            inputs: vec![vec![1 << 24], vec![1 << 24]],
+        },
+        Workload {
+            name: "sigmoid, 16M f32",
+            source: sigmoid(1 << 24),
+            inputs: vec![vec![1 << 24]],
+        },
+        Workload {
+            name: "softmax, 4096x1024",
+            source: softmax(4096, 1024),
+            inputs: vec![vec![4096, 1024]],
+        },
+    ]
+}
+
+fn main() {
+    println!(
+        "memory bandwidth (STREAM triad): 1 thread {:.1} GB/s, 2 threads {:.1} GB/s",
+        triad(1),
+        triad(2)
+    );
+    let one_thread = triad(1);
+    println!(
+        "{:<22} {:>12} {:>12} {:>10} {:>9} {:>14}",
+        "workload", "compile (ms)", "median (ms)", "min (ms)", "GB/s", "of 1-thread bw"
+    );
+    for workload in workloads() {
+        let context = new_context().expect("context");
+        let _collector = DiagnosticCollector::attach(&context);
+        let mut module = parse_module(&context, &workload.source).expect("the workload parses");
+        let start = Instant::now();
+        let compiled = CpuModule::compile(&context, &mut module).expect("the workload compiles");
+        let compile = start.elapsed();
+        assert!(compiled.interpreted_kernels().is_empty(), "every kernel compiles");
+        let inputs: Vec<Tensor> = workload
+            .inputs
+            .iter()
+            .map(|s| Tensor::splat(s.clone(), Scalar::F32(0.5)))
+            .collect();
+        let bytes_in: usize = inputs.iter().map(|t| t.len() * 4).sum();
+        let mut samples = Vec::new();
+        let mut bytes_out = 0;
+        for repetition in 0..8 {
+            let args = inputs.iter().cloned().map(Value::tensor).collect();
+            let start = Instant::now();
+            let results = compiled
+                .run(&module, "main", args, &mut StateStore::new())
+                .expect("the workload runs");
+            let elapsed = start.elapsed();
+            bytes_out = results
+                .iter()
+                .map(|r| if let Value::Tensor(t) = r { t.len() * 4 } else { 0 })
+                .sum();
+            // The first call is a warm-up.
+            if repetition > 0 {
+                samples.push(elapsed);
+            }
+        }
+        let minimum = *samples.iter().min().unwrap();
+        let median = median(samples);
+        let gbs = (bytes_in + bytes_out) as f64 / median.as_secs_f64() / 1e9;
+        println!(
+            "{:<22} {:>12.1} {:>12.2} {:>10.2} {:>9.2} {:>13.0}%",
+            workload.name,
+            compile.as_secs_f64() * 1e3,
+            median.as_secs_f64() * 1e3,
+            minimum.as_secs_f64() * 1e3,
+            gbs,
+            100.0 * gbs / one_thread
+        );
+    }
+}
