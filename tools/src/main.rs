@@ -4,6 +4,7 @@
 //! own module; they print results to stdout, diagnostics to stderr, and exit
 //! 0 on success and 1 on any error, as `mlir-opt` does.
 
+mod bench;
 mod compile;
 mod explain;
 mod input;
@@ -36,6 +37,7 @@ enum Command {
     Run(run::RunArgs),
     Explain(explain::ExplainArgs),
     Compile(compile::CompileArgs),
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -78,5 +80,6 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(&context, args),
         Command::Explain(args) => explain::run(&context, args),
         Command::Compile(args) => compile::run(&context, args),
+        Command::Bench(args) => bench::run(&context, args),
     }
 }

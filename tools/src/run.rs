@@ -2,7 +2,7 @@
 //! following `iree-run-module`'s conventions.
 
 use clap::{Args, ValueEnum};
-use jitc_interp::{Interpreter, StateStore, Tensor, Value, ValueType, npy};
+use jitc_interp::{Interpreter, Signature, StateStore, Tensor, Value, ValueType, npy};
 use melior::Context;
 use std::{
     path::{Path, PathBuf},
@@ -64,9 +64,9 @@ pub struct RunArgs {
     print_max_elements: usize,
 }
 
-/// Executors of `jitc run`.
+/// Executors of `jitc run` and `jitc bench`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Backend {
+pub enum Backend {
     /// The reference interpreter: exact and slow.
     Interp,
     /// Native code: fused kernels compiled through MLIR and LLVM for this
@@ -145,38 +145,10 @@ fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
         })
         .collect::<Result<_, _>>()?;
 
-    let mut module = crate::input::load_module(context, &args.file)?;
-    let compiled = match args.backend {
-        Backend::Interp => None,
-        Backend::Cpu => {
-            let compiled =
-                jitc_runtime::CpuModule::compile(context, &mut module).map_err(|e| e.to_string())?;
-            for (kernel, reason) in compiled.interpreted_kernels() {
-                eprintln!("jitc run: note: kernel @{kernel} runs in the interpreter: {reason}");
-            }
-            Some(compiled)
-        }
-    };
-    let interpreter = match &compiled {
-        Some(compiled) => Interpreter::new(&module).with_kernels(compiled),
-        None => Interpreter::new(&module),
-    };
+    let program = Program::load(context, &args.file, args.backend, "run")?;
+    let interpreter = program.interpreter();
     let signature = interpreter.signature(&args.function).map_err(|e| e.to_string())?;
     let function = &args.function;
-    if args.inputs.len() != signature.inputs.len() {
-        return Err(format!(
-            "@{function} takes {} arguments ({}) but {} --input {} given",
-            signature.inputs.len(),
-            signature
-                .inputs
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", "),
-            args.inputs.len(),
-            if args.inputs.len() == 1 { "was" } else { "were" }
-        ));
-    }
     if outputs.len() > signature.results.len() {
         return Err(format!(
             "@{function} has {} results but {} --output paths were given",
@@ -184,29 +156,8 @@ fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
             outputs.len()
         ));
     }
-    let mut inputs = Vec::new();
-    for (i, (text, want)) in args.inputs.iter().zip(&signature.inputs).enumerate() {
-        let value = read_value(text, want).map_err(|e| format!("input {i} (`{text}`): {e}"))?;
-        if !want.accepts(&value) {
-            return Err(format!(
-                "input {i} (`{text}`) is {} but argument {i} of @{function} is {want}",
-                describe(&value)
-            ));
-        }
-        inputs.push(value);
-    }
-    let mut state = StateStore::new();
-    for entry in &args.states {
-        let (name, text) = entry
-            .split_once('=')
-            .ok_or_else(|| format!("--state takes `NAME=VALUE`, got `{entry}`"))?;
-        let tensor = match at_path(text) {
-            Some(path) => npy::read(path),
-            None => Tensor::parse_literal(text),
-        }
-        .map_err(|e| format!("state '{name}': {e}"))?;
-        state.insert(name, tensor);
-    }
+    let inputs = read_inputs(&signature, &args.inputs, function)?;
+    let mut state = read_states(&args.states)?;
 
     let results = interpreter
         .run(function, inputs, &mut state)
@@ -235,4 +186,94 @@ fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
         npy::write(path, value)?;
     }
     Ok(())
+}
+
+/// A module ready to execute: verified, and for `cpu` fused and compiled.
+pub struct Program<'c> {
+    /// The module (fused, for `cpu`).
+    pub module: melior::ir::Module<'c>,
+    /// Its compiled kernels, for `cpu`.
+    pub compiled: Option<jitc_runtime::CpuModule>,
+    /// How long fusing and compiling took.
+    pub compile_time: std::time::Duration,
+}
+
+impl<'c> Program<'c> {
+    /// Loads `file` for `backend`; `tool` names the subcommand in notes.
+    pub fn load(context: &'c Context, file: &Path, backend: Backend, tool: &str) -> Result<Self, String> {
+        let mut module = crate::input::load_module(context, file)?;
+        let start = std::time::Instant::now();
+        let compiled = match backend {
+            Backend::Interp => None,
+            Backend::Cpu => {
+                let compiled =
+                    jitc_runtime::CpuModule::compile(context, &mut module).map_err(|e| e.to_string())?;
+                for (kernel, reason) in compiled.interpreted_kernels() {
+                    eprintln!("jitc {tool}: note: kernel @{kernel} runs in the interpreter: {reason}");
+                }
+                Some(compiled)
+            }
+        };
+        Ok(Self {
+            module,
+            compiled,
+            compile_time: start.elapsed(),
+        })
+    }
+
+    /// An interpreter for the host schedule, handing kernels to native code
+    /// when there is some.
+    pub fn interpreter(&self) -> Interpreter<'c, '_> {
+        match &self.compiled {
+            Some(compiled) => Interpreter::new(&self.module).with_kernels(compiled),
+            None => Interpreter::new(&self.module),
+        }
+    }
+}
+
+/// Reads the `--input`s of `function`, checking count, shape and type.
+pub fn read_inputs(signature: &Signature, texts: &[String], function: &str) -> Result<Vec<Value>, String> {
+    if texts.len() != signature.inputs.len() {
+        return Err(format!(
+            "@{function} takes {} arguments ({}) but {} --input {} given",
+            signature.inputs.len(),
+            signature
+                .inputs
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            texts.len(),
+            if texts.len() == 1 { "was" } else { "were" }
+        ));
+    }
+    let mut inputs = Vec::new();
+    for (i, (text, want)) in texts.iter().zip(&signature.inputs).enumerate() {
+        let value = read_value(text, want).map_err(|e| format!("input {i} (`{text}`): {e}"))?;
+        if !want.accepts(&value) {
+            return Err(format!(
+                "input {i} (`{text}`) is {} but argument {i} of @{function} is {want}",
+                describe(&value)
+            ));
+        }
+        inputs.push(value);
+    }
+    Ok(inputs)
+}
+
+/// Reads `--state NAME=VALUE` entries.
+pub fn read_states(entries: &[String]) -> Result<StateStore, String> {
+    let mut state = StateStore::new();
+    for entry in entries {
+        let (name, text) = entry
+            .split_once('=')
+            .ok_or_else(|| format!("--state takes `NAME=VALUE`, got `{entry}`"))?;
+        let tensor = match at_path(text) {
+            Some(path) => npy::read(path),
+            None => Tensor::parse_literal(text),
+        }
+        .map_err(|e| format!("state '{name}': {e}"))?;
+        state.insert(name, tensor);
+    }
+    Ok(state)
 }

@@ -71,6 +71,13 @@ fn compile_help() {
 }
 
 #[test]
+fn bench_help() {
+    let out = jitc(&["bench", "--help"], None);
+    assert!(out.status.success());
+    insta::assert_snapshot!(text(&out.stdout));
+}
+
+#[test]
 fn no_arguments_prints_help_and_fails() {
     let out = jitc(&[], None);
     assert_eq!(out.status.code(), Some(1));

@@ -1,0 +1,131 @@
+//! `jitc bench`: times a function, as `iree-benchmark-module` does.
+
+use crate::run::{Backend, Program, read_inputs, read_states};
+use clap::Args;
+use jitc_interp::Value;
+use melior::Context;
+use std::{
+    path::PathBuf,
+    process::ExitCode,
+    time::{Duration, Instant},
+};
+
+/// Time a function: compile once, warm up, then repeat and report the
+/// median and minimum time per call, as iree-benchmark-module does.
+///
+/// Inputs and state are given as for `jitc run`. Every call gets fresh
+/// copies of the inputs and state (copied outside the timed region) and
+/// allocates its outputs, inside it. Bytes moved are the inputs read plus
+/// the results written once each: a lower bound on the memory traffic, so
+/// GB/s is meaningful for memory-bound functions.
+///
+/// Exit status: 0 on success, 1 on any error.
+#[derive(Debug, Args)]
+#[command(
+    after_long_help = "Example:\n  jitc bench examples/sigmoid.mlir --backend cpu --input 1024xf32=0.5 --repetitions 50"
+)]
+pub struct BenchArgs {
+    /// The module (.mlir); `-` reads standard input.
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+
+    /// The function to time.
+    #[arg(long, default_value = "main", value_name = "NAME")]
+    function: String,
+
+    /// An input, in argument order, as for `jitc run`.
+    #[arg(long = "input", value_name = "VALUE", allow_hyphen_values = true)]
+    inputs: Vec<String>,
+
+    /// Initial state, as for `jitc run`.
+    #[arg(long = "state", value_name = "NAME=VALUE", allow_hyphen_values = true)]
+    states: Vec<String>,
+
+    /// What executes the function.
+    #[arg(long, value_enum, default_value_t = Backend::Cpu)]
+    backend: Backend,
+
+    /// Untimed calls before measuring.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    warmup: usize,
+
+    /// Timed calls.
+    #[arg(long, default_value_t = 10, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    repetitions: u64,
+}
+
+/// Runs `jitc bench`.
+pub fn run(context: &Context, args: BenchArgs) -> ExitCode {
+    match bench(context, &args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("jitc bench: error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn bytes(values: &[Value]) -> usize {
+    values
+        .iter()
+        .map(|v| match v {
+            Value::Tensor(t) => t.len() * t.element_type().byte_width(),
+            Value::Scalar(s) => s.element_type().byte_width(),
+            Value::Index(_) => 8,
+        })
+        .sum()
+}
+
+fn milliseconds(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e3
+}
+
+fn bench(context: &Context, args: &BenchArgs) -> Result<(), String> {
+    let program = Program::load(context, &args.file, args.backend, "bench")?;
+    let interpreter = program.interpreter();
+    let signature = interpreter.signature(&args.function).map_err(|e| e.to_string())?;
+    let inputs = read_inputs(&signature, &args.inputs, &args.function)?;
+    let state = read_states(&args.states)?;
+    let mut samples = Vec::new();
+    let mut results = Vec::new();
+    for call in 0..args.warmup + args.repetitions as usize {
+        let (inputs, mut state) = (inputs.iter().map(|v| deep_copy(v)).collect(), state.clone());
+        let start = Instant::now();
+        results = interpreter
+            .run(&args.function, inputs, &mut state)
+            .map_err(|e| e.to_string())?;
+        let elapsed = start.elapsed();
+        if call >= args.warmup {
+            samples.push(elapsed);
+        }
+    }
+    samples.sort();
+    let median = samples[samples.len() / 2];
+    let moved = bytes(&inputs) + bytes(&results);
+    let backend = clap::ValueEnum::to_possible_value(&args.backend)
+        .map(|v| v.get_name().to_owned())
+        .unwrap_or_default();
+    println!("function: @{} ({backend} backend)", args.function);
+    println!("compile: {:.2} ms", milliseconds(program.compile_time));
+    println!(
+        "calls: {} timed after {} warm-up; median {:.3} ms, min {:.3} ms",
+        samples.len(),
+        args.warmup,
+        milliseconds(median),
+        milliseconds(samples[0])
+    );
+    println!(
+        "bytes moved: {moved} per call; {:.3} GB/s at the median",
+        moved as f64 / median.as_secs_f64() / 1e9
+    );
+    Ok(())
+}
+
+/// A copy that shares nothing with `value`, so no call sees another's
+/// buffers.
+fn deep_copy(value: &Value) -> Value {
+    match value {
+        Value::Tensor(t) => Value::tensor((**t).clone()),
+        other => other.clone(),
+    }
+}
