@@ -89,7 +89,7 @@ fn bench(context: &Context, args: &BenchArgs) -> Result<(), String> {
     let mut samples = Vec::new();
     let mut results = Vec::new();
     for call in 0..args.warmup + args.repetitions as usize {
-        let (inputs, mut state) = (inputs.iter().map(|v| deep_copy(v)).collect(), state.clone());
+        let (inputs, mut state) = (inputs.iter().map(deep_copy).collect(), state.clone());
         let start = Instant::now();
         results = interpreter
             .run(&args.function, inputs, &mut state)
