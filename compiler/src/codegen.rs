@@ -232,35 +232,17 @@ pub fn emit(context: &Context, module: &Module, emit: Emit, target: &CpuTarget) 
 /// Lowers, optimizes and JIT-compiles the `meta.fused` kernels of `module`.
 pub fn compile(context: &Context, module: &Module) -> Result<CompiledKernels, Error> {
     let crate::lower::Lowered {
-        module: mut lowered,
+        module: lowered,
         signatures,
         skipped,
-    } = crate::lower::lower(context, module)?;
-    let conversions = pipeline::build(context, &pipeline::parse(LLVM_PIPELINE)?)?;
-    conversions
-        .run(&mut lowered)
-        .map_err(|_| Error::Codegen("conversion to the LLVM dialect failed".into()))?;
-
+    } = to_llvm_dialect(context, module)?;
     let llvm_context = Box::new(LlvmContext::create());
-    // SAFETY: the translated module is owned by the caller and lives in
-    // `llvm_context`, which is kept alive (boxed, so it does not move) for
-    // as long as the engine below.
-    let llvm_module = unsafe {
-        let raw = mlir_sys::mlirTranslateModuleToLLVMIR(
-            lowered.as_operation().to_raw(),
-            llvm_context.raw() as mlir_sys::LLVMContextRef,
-        );
-        if raw.is_null() {
-            return Err(Error::Codegen("translation to LLVM IR failed".into()));
-        }
-        LlvmModule::new(raw as inkwell::llvm_sys::prelude::LLVMModuleRef)
-    };
+    // SAFETY: the context is boxed, so its address is stable when the box
+    // moves into `CompiledKernels`, which drops it after the engine that
+    // borrows it (field order).
+    let context_ref: &'static LlvmContext = unsafe { &*(llvm_context.as_ref() as *const LlvmContext) };
     let machine = host_machine()?;
-    llvm_module.set_triple(&machine.get_triple());
-    llvm_module.set_data_layout(&machine.get_target_data().get_data_layout());
-    llvm_module
-        .run_passes("default<O3>", &machine, PassBuilderOptions::create())
-        .map_err(|e| Error::Codegen(e.to_string()))?;
+    let llvm_module = to_llvm_ir(&lowered, context_ref, &machine)?;
     let llvm_ir = llvm_module.print_to_string().to_string();
     let engine = llvm_module
         .create_jit_execution_engine(OptimizationLevel::Aggressive)

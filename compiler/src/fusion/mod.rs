@@ -173,30 +173,10 @@ fn operands_within<'c, 'a>(op: OperationRef<'c, 'a>) -> Vec<Value<'c, 'a>> {
     let mut nested_operands = Vec::new();
     for nested in jitc_dialect::verify::collect_ops(op).into_iter().skip(1) {
         inner.insert(op_key(nested));
-        for region in nested.regions() {
-            let mut block = region.first_block();
-            while let Some(b) = block {
-                for i in 0..b.argument_count() {
-                    if let Ok(arg) = b.argument(i) {
-                        inner.insert(key(arg.into()));
-                    }
-                }
-                block = b.next_in_region();
-            }
-        }
+        insert_block_arguments(nested, &mut inner);
         nested_operands.extend(nested.operands());
     }
-    for region in op.regions() {
-        let mut block = region.first_block();
-        while let Some(b) = block {
-            for i in 0..b.argument_count() {
-                if let Ok(arg) = b.argument(i) {
-                    inner.insert(key(arg.into()));
-                }
-            }
-            block = b.next_in_region();
-        }
-    }
+    insert_block_arguments(op, &mut inner);
     for value in nested_operands {
         // SAFETY: `value` is live; the owner is only read for op results.
         let defined_inside = inner.contains(&key(value))
@@ -243,6 +223,21 @@ pub fn extract(ops: &[OperationRef], options: Options) -> (Vec<Node>, Vec<ValueU
             || v.consumers.iter().any(|&c| nodes[c].kind.fusable())
     });
     (nodes, values)
+}
+
+/// Adds the arguments of every block of `op`'s regions to `keys`.
+fn insert_block_arguments(op: OperationRef, keys: &mut HashSet<usize>) {
+    for region in op.regions() {
+        let mut block = region.first_block();
+        while let Some(b) = block {
+            keys.extend(
+                (0..b.argument_count())
+                    .filter_map(|i| b.argument(i).ok())
+                    .map(|a| key(a.into())),
+            );
+            block = b.next_in_region();
+        }
+    }
 }
 
 /// Builds the fuser's view of `ops` (one block) and plans it.
