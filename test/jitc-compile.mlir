@@ -7,8 +7,9 @@
 // RUN: llvm-objdump -t %t.o | FileCheck %s --check-prefix=OBJ
 // RUN: not jitc compile %s --cpu no-such-cpu 2>&1 | FileCheck %s --check-prefix=BADCPU
 
-// One kernel: a loop per domain dimension over raw buffers.
-// MLIR: func.func @main_fused_0(%{{.+}}: !llvm.ptr) attributes {llvm.emit_c_interface}
+// One kernel: a loop per domain dimension over raw buffers; the outermost
+// runs over the [begin, end) part the runtime gives it.
+// MLIR: func.func @main_fused_0(%{{.+}}: !llvm.ptr, %[[BEGIN:.+]]: i64, %[[END:.+]]: i64)
 // MLIR: scf.for
 // MLIR: scf.for
 // MLIR: arith.mulf

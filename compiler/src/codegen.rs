@@ -28,8 +28,9 @@ pub const LLVM_PIPELINE: &str = "builtin.module(func.func(arith-expand), convert
      convert-func-to-llvm, reconcile-unrealized-casts)";
 
 /// A compiled kernel: `buffers` points to one data pointer per argument,
-/// then per result, then to an i32 status word (see `lower`).
-pub type KernelFn = unsafe extern "C" fn(buffers: *const *mut u8);
+/// then per result, then to an i32 status word; it runs the part
+/// `[begin, end)` of the outermost domain dimension (see `lower`).
+pub type KernelFn = unsafe extern "C" fn(buffers: *const *mut u8, begin: i64, end: i64);
 
 /// Kernels compiled to native code, and the kernels that were not.
 pub struct CompiledKernels {

@@ -3,12 +3,63 @@
 use crate::Error;
 use jitc_compiler::{
     OptimizeOptions,
-    codegen::{self, CompiledKernels},
+    codegen::{self, CompiledKernels, KernelFn},
     lower::Buffer as Slot,
     optimize, pipeline,
 };
 use jitc_interp::{Interpreter, KernelRunner, Scalar, StateStore, Tensor, Value};
 use melior::{Context, ir::Module};
+
+/// Kernels with fewer output elements than this run on one thread: starting
+/// threads would cost more than the work.
+pub const PARALLEL_MIN_ELEMENTS: usize = 1 << 15;
+
+/// Threads a kernel's outermost loop is split across: `JITC_NUM_THREADS`,
+/// or every core.
+pub fn thread_count() -> usize {
+    std::env::var("JITC_NUM_THREADS")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Data pointers handed to another thread.
+struct Buffers(Vec<*mut u8>);
+
+// SAFETY: the pointers are only dereferenced by kernel code while the
+// buffers they point to are alive (the threads are scoped), and parallel
+// kernels write disjoint elements.
+unsafe impl Send for Buffers {}
+
+/// Runs a parallel kernel in `threads` contiguous parts of its outermost
+/// dimension, each with its own status word; returns the combined status.
+fn run_split(function: KernelFn, pointers: &[*mut u8], outer: i64, threads: usize) -> i32 {
+    let per_thread = (outer as usize).div_ceil(threads) as i64;
+    let statuses: Vec<i32> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads as i64)
+            .map(|t| (t * per_thread, ((t + 1) * per_thread).min(outer)))
+            .filter(|(begin, end)| begin < end)
+            .map(|(begin, end)| {
+                let own = Buffers(pointers.to_vec());
+                scope.spawn(move || {
+                    // Take the whole wrapper (not just its field) into the thread.
+                    let mut own = own;
+                    let mut status: i32 = 0;
+                    if let Some(last) = own.0.last_mut() {
+                        *last = (&mut status as *mut i32).cast();
+                    }
+                    // SAFETY: as for a whole-range call; this part writes
+                    // only the output elements of its outer indices.
+                    unsafe { function(own.0.as_ptr(), begin, end) };
+                    status
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap_or(1)).collect()
+    });
+    statuses.into_iter().fold(0, |a, b| a | b)
+}
 
 /// A module whose kernels run as native code.
 pub struct CpuModule {
@@ -96,10 +147,16 @@ impl KernelRunner for CpuModule {
             pointers.push(output.buffer_mut().as_mut_ptr());
         }
         pointers.push((&mut status as *mut i32).cast());
-        // SAFETY: `pointers` holds one live buffer per argument and result,
-        // shaped as the kernel was compiled for (checked above), then the
-        // status word; all outlive the call.
-        unsafe { function(pointers.as_ptr()) };
+        let elements: usize = outputs.iter().map(Tensor::len).sum();
+        let threads = thread_count().min(signature.outer.max(1) as usize);
+        if signature.parallel && threads > 1 && elements >= PARALLEL_MIN_ELEMENTS {
+            status = run_split(*function, &pointers, signature.outer, threads);
+        } else {
+            // SAFETY: `pointers` holds one live buffer per argument and
+            // result, shaped as the kernel was compiled for (checked above),
+            // then the status word; all outlive the call.
+            unsafe { function(pointers.as_ptr(), 0, signature.outer) };
+        }
         if status != 0 {
             return Some(Err("integer division by zero".into()));
         }

@@ -274,3 +274,22 @@ fn every_example_matches() {
         }
     }
 }
+
+/// Large element-wise kernels are split across threads (when the machine
+/// has several cores); the parts must add up to the interpreter's result.
+#[test]
+fn kernels_split_across_threads_match() {
+    let source = r#"func.func @main(%x: tensor<257x256xf32>, %y: tensor<257x256xf32>) -> (tensor<257x256xf32>, tensor<257xf32>) {
+  %t = "meta.unary"(%x) {kind = "tanh"} : (tensor<257x256xf32>) -> tensor<257x256xf32>
+  %f = "meta.reindex"(%y) {indices = affine_map<(i, j) -> (256 - i, 255 - j)>} : (tensor<257x256xf32>) -> tensor<257x256xf32>
+  %m = "meta.binary"(%t, %f) {kind = "lt"} : (tensor<257x256xf32>, tensor<257x256xf32>) -> tensor<257x256xi1>
+  %s = "meta.ternary"(%m, %t, %f) {kind = "select"} : (tensor<257x256xi1>, tensor<257x256xf32>, tensor<257x256xf32>) -> tensor<257x256xf32>
+  %r = "meta.reindex_reduce"(%x) {kind = "add", indices = affine_map<(i, j) -> (i)>} : (tensor<257x256xf32>) -> tensor<257xf32>
+  return %s, %r : tensor<257x256xf32>, tensor<257xf32>
+}"#;
+    assert!(jitc_runtime::cpu::thread_count() >= 1);
+    let inputs = vec![random(&[257, 256], 3), random(&[257, 256], 4)];
+    if let Some(difference) = differ(source, &inputs, &StateStore::new()) {
+        panic!("{difference}");
+    }
+}

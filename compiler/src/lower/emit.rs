@@ -118,7 +118,18 @@ impl<'c, 'a> Emitter<'c, 'a> {
     /// an emitter for its body (ended by `scf.yield` through [`Self::finish`])
     /// and the induction variable.
     pub fn for_loop(&self, extent: i64) -> Result<(Emitter<'c, 'a>, Value<'c, 'a>), Error> {
-        let (zero, upper, one) = (self.index(0)?, self.index(extent)?, self.index(1)?);
+        let (zero, upper) = (self.index(0)?, self.index(extent)?);
+        self.for_range(zero, upper)
+    }
+
+    /// An `scf.for` from `lower` to `upper` (index values), step 1; as
+    /// [`Self::for_loop`].
+    pub fn for_range(
+        &self,
+        lower: Value<'c, '_>,
+        upper: Value<'c, '_>,
+    ) -> Result<(Emitter<'c, 'a>, Value<'c, 'a>), Error> {
+        let (zero, one) = (lower, self.index(1)?);
         let body = Block::new(&[(Type::index(self.context), self.location)]);
         let region = Region::new();
         let body = region.append_block(body);

@@ -1,11 +1,15 @@
 //! Lowering `meta.fused` kernels to loop nests in the LLVM-ready dialects
 //! (`scf`, `arith`, `math`, `llvm`), ready for `convert-to-llvm`.
 //!
-//! Every kernel becomes `func.func @name(%buffers: !llvm.ptr)`: a pointer
-//! to an array of data pointers, one per kernel argument (index arguments
-//! point to an i64), then one per result, then one to an i32 status word
-//! that is set to 1 on an integer division by zero. Tensors are dense and
-//! row-major; `i1` elements are stored as bytes.
+//! Every kernel becomes `func.func @name(%buffers: !llvm.ptr, %begin: i64,
+//! %end: i64)`: a pointer to an array of data pointers, one per kernel
+//! argument (index arguments point to an i64), then one per result, then
+//! one to an i32 status word that is set to 1 on an integer division by
+//! zero; and the part `[begin, end)` of the outermost domain dimension to
+//! run. A kernel without reductions may be run in disjoint parts at once
+//! ([`KernelSignature::parallel`]); one with reductions must get the whole
+//! range in one call. Tensors are dense and row-major; `i1` elements are
+//! stored as bytes.
 //!
 //! Algorithm, per kernel:
 //! 1. load the data pointers; read index arguments;
@@ -60,6 +64,12 @@ pub struct KernelSignature {
     pub inputs: Vec<Buffer>,
     /// Results, in order.
     pub outputs: Vec<Buffer>,
+    /// The extent of the outermost domain dimension (1 for a scalar domain).
+    pub outer: i64,
+    /// Whether disjoint parts of the outermost dimension may run at once:
+    /// true when the kernel has no reduction, so every point writes only
+    /// its own output elements.
+    pub parallel: bool,
 }
 
 /// The element type as stored in memory.
@@ -119,7 +129,22 @@ pub fn signature(kernel: OperationRef) -> Result<KernelSignature, String> {
             .and_then(buffer_of)
             .ok_or_else(|| format!("@{name} has a dynamic or unsupported type"))
     };
+    let domain = kernel
+        .attribute("meta.domain")
+        .ok()
+        .and_then(i64_array)
+        .ok_or("the kernel has no meta.domain")?;
+    let body = kernel
+        .region(0)
+        .ok()
+        .and_then(|r| r.first_block())
+        .ok_or("the kernel has no body")?;
+    let has_reduction = crate::fusion::block_ops(body)
+        .iter()
+        .any(|op| op.name().as_string_ref().as_str() == Ok("meta.reindex_reduce"));
     Ok(KernelSignature {
+        outer: domain.first().copied().unwrap_or(1),
+        parallel: !has_reduction && !domain.is_empty(),
         inputs: (0..function_type.input_count())
             .map(|i| convert(function_type.input(i)))
             .collect::<Result<_, _>>()?,
@@ -189,8 +214,13 @@ fn lower_kernel<'c>(
 ) -> Result<(), Error> {
     let location = kernel.location();
     let pointer = melior::dialect::llvm::r#type::pointer(context, 0);
+    let i64_type: Type = melior::ir::r#type::IntegerType::new(context, 64).into();
     let region = Region::new();
-    let entry = region.append_block(Block::new(&[(pointer, location)]));
+    let entry = region.append_block(Block::new(&[
+        (pointer, location),
+        (i64_type, location),
+        (i64_type, location),
+    ]));
     // SAFETY: the block belongs to `region`, which the new function owns
     // for as long as `lowered` lives.
     let entry = unsafe { melior::ir::BlockRef::from_raw(entry.to_raw()) };
@@ -206,7 +236,6 @@ fn lower_kernel<'c>(
 
     // 1. Data pointers and index arguments.
     let count = signature.inputs.len() + signature.outputs.len() + 1;
-    let i64_type: Type = melior::ir::r#type::IntegerType::new(context, 64).into();
     let mut pointers = Vec::with_capacity(count);
     for slot in 0..count {
         let offset = top.int(i64_type, slot as i64)?;
@@ -255,14 +284,26 @@ fn lower_kernel<'c>(
         .ok()
         .and_then(|a| i64_array(a))
         .ok_or_else(|| Error::Lowering("kernel without meta.domain".into()))?;
-    ops::emit_kernel(&top, body, &arguments, &outputs, status, &domain)?;
+    let bound = |i: usize| -> Result<Value, Error> {
+        let raw: Value = entry
+            .argument(i)
+            .map_err(|_| Error::Lowering("no range argument".into()))?
+            .into();
+        top.value("arith.index_cast", &[raw], Type::index(context))
+    };
+    let range = if domain.is_empty() {
+        None
+    } else {
+        Some((bound(1)?, bound(2)?))
+    };
+    ops::emit_kernel(&top, body, &arguments, &outputs, status, &domain, range)?;
     top.op("func.return", &[], &[], &[])?;
 
     let name = &signature.name;
     let function = func::func(
         context,
         StringAttribute::new(context, name),
-        TypeAttribute::new(FunctionType::new(context, &[pointer], &[]).into()),
+        TypeAttribute::new(FunctionType::new(context, &[pointer, i64_type, i64_type], &[]).into()),
         region,
         &[(
             Identifier::new(context, "llvm.emit_c_interface"),

@@ -322,6 +322,7 @@ pub fn emit_kernel<'c, 'a>(
     outputs: &[(Value<'c, 'a>, Vec<usize>, ElementType)],
     status: Value<'c, 'a>,
     domain: &[i64],
+    outer_range: Option<(Value<'c, 'a>, Value<'c, 'a>)>,
 ) -> Result<(), Error> {
     let mut ops = Vec::new();
     let mut next = kernel_body.first_operation();
@@ -356,11 +357,16 @@ pub fn emit_kernel<'c, 'a>(
     let mut levels = Vec::new();
     let mut at = *top;
     let mut ivs = Vec::new();
-    for &extent in domain {
+    for (level, &extent) in domain.iter().enumerate() {
         if extent < 0 {
             return Err(error("dynamic domain"));
         }
-        let (inner, iv) = at.for_loop(extent)?;
+        // The outermost loop runs over the part [begin, end) the caller
+        // gives, so the runtime can split it across threads.
+        let (inner, iv) = match (level, outer_range) {
+            (0, Some((begin, end))) => at.for_range(begin, end)?,
+            _ => at.for_loop(extent)?,
+        };
         levels.push(inner);
         ivs.push(iv);
         at = inner;
