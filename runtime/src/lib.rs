@@ -6,8 +6,10 @@
 //! control flow, guards, state) runs in the reference interpreter, which
 //! hands every kernel call to the native code.
 //!
-//! Not here yet (DESIGN.md): the thread pool, the buffer pool, the
-//! executable cache, the lazy graph API, speculation, CUDA and the C ABI.
+//! Reduction-free kernels are split across threads (scoped threads started
+//! per call; [`cpu::thread_count`]). Not here yet (DESIGN.md): a persistent
+//! thread pool, parallel reductions, the buffer pool, the executable cache,
+//! the lazy graph API, speculation, CUDA and the C ABI.
 //! The runtime never reaches into the compiler's internals.
 
 pub mod cpu;
