@@ -90,6 +90,53 @@ fn workloads() -> Vec<Workload> {
 }}"#
         )
     };
+    let layer_norm_gelu = |r: usize, c: usize| {
+        let t = format!("tensor<{r}x{c}xf32>");
+        let v = format!("tensor<{r}xf32>");
+        let splat = |name: &str, value: f64| {
+            format!(
+                "  %{name}_s = arith.constant dense<{value:.10e}> : tensor<f32>\n  %{name} = \"meta.reindex\"(%{name}_s) {{indices = affine_map<(i, j) -> ()>}} : (tensor<f32>) -> {t}\n"
+            )
+        };
+        let mut body = String::new();
+        for (name, value) in [
+            ("n", c as f64),
+            ("eps", 1e-5),
+            ("half", 0.5),
+            ("one", 1.0),
+            ("k", 0.7978845608028654),
+            ("a", 0.044715),
+        ] {
+            body += &splat(name, value);
+        }
+        let bin = |out: &str, kind: &str, l: &str, r: &str| {
+            format!("  %{out} = \"meta.binary\"(%{l}, %{r}) {{kind = \"{kind}\"}} : ({t}, {t}) -> {t}\n")
+        };
+        let reduce_broadcast = |out: &str, input: &str| {
+            format!(
+                "  %{out}_r = \"meta.reindex_reduce\"(%{input}) {{kind = \"add\", indices = affine_map<(i, j) -> (i)>}} : ({t}) -> {v}\n  %{out} = \"meta.reindex\"(%{out}_r) {{indices = affine_map<(i, j) -> (i)>}} : ({v}) -> {t}\n"
+            )
+        };
+        body += &reduce_broadcast("sum", "x");
+        body += &bin("mean", "div", "sum", "n");
+        body += &bin("d", "sub", "x", "mean");
+        body += &bin("d2", "mul", "d", "d");
+        body += &reduce_broadcast("ssum", "d2");
+        body += &bin("var", "div", "ssum", "n");
+        body += &bin("ve", "add", "var", "eps");
+        body += &format!("  %std = \"meta.unary\"(%ve) {{kind = \"sqrt\"}} : ({t}) -> {t}\n");
+        body += &bin("y", "div", "d", "std");
+        body += &bin("y2", "mul", "y", "y");
+        body += &bin("y3", "mul", "y2", "y");
+        body += &bin("ay3", "mul", "a", "y3");
+        body += &bin("inner", "add", "y", "ay3");
+        body += &bin("scaled", "mul", "k", "inner");
+        body += &format!("  %th = \"meta.unary\"(%scaled) {{kind = \"tanh\"}} : ({t}) -> {t}\n");
+        body += &bin("p1", "add", "one", "th");
+        body += &bin("hy", "mul", "half", "y");
+        body += &bin("gelu", "mul", "hy", "p1");
+        format!("func.func @main(%x: {t}) -> {t} {{\n{body}  return %gelu : {t}\n}}\n")
+    };
     let examples = |name: &str| {
         std::fs::read_to_string(
             std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -133,6 +180,11 @@ fn workloads() -> Vec<Workload> {
             name: "instance norm",
             source: instance_norm,
             inputs: vec![vec![32, 64, 56, 56]],
+        },
+        Workload {
+            name: "layer norm + GELU",
+            source: layer_norm_gelu(8192, 1024),
+            inputs: vec![vec![8192, 1024]],
         },
         Workload {
             name: "conv 8x64x56x56",
