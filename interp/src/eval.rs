@@ -687,24 +687,18 @@ fn reindex(env: &Env, op: OperationRef) -> Result<Value, Error> {
     }
     .cast(element);
     let mut out = Buffer::filled(overflow, shape.iter().product());
-    if !out.is_empty() {
-        let mut index = vec![0i64; shape.len()];
-        let mut source = Vec::with_capacity(input.shape().len());
-        let mut position = 0;
-        loop {
-            if !any_contains(&sets, &index, &symbols, op)? {
-                map.eval_into(&index, &symbols, &mut source)
-                    .map_err(|e| eval_error(op, e))?;
-                if let Some(from) = flat(&source, input.shape()) {
-                    out.set(position, input.get(from));
-                }
-            }
-            position += 1;
-            if !advance(&mut index, &shape) {
-                break;
-            }
+    let mut mapped = Mapped {
+        map: &map,
+        sets: &sets,
+        symbols: &symbols,
+        op,
+    };
+    mapped.for_each(&shape, |position, source| {
+        if let Some(from) = flat(source, input.shape()) {
+            out.set(position, input.get(from));
         }
-    }
+        Ok(())
+    })?;
     Ok(Value::tensor(
         Tensor::new(shape, out).expect("the buffer was sized for the shape"),
     ))
@@ -722,29 +716,63 @@ fn reindex_reduce(env: &Env, op: OperationRef) -> Result<Value, Error> {
     let (shape, element) = result_shape(op, &sizes)?;
     let sets = conditions(op, view.overflow_conditions())?;
     let mut out = Buffer::filled(scalar::identity(kind, element), shape.iter().product());
-    if !input.is_empty() {
-        let mut index = vec![0i64; input.shape().len()];
-        let mut target = Vec::with_capacity(shape.len());
-        let mut position = 0;
-        loop {
-            if !any_contains(&sets, &index, &symbols, op)? {
-                map.eval_into(&index, &symbols, &mut target)
-                    .map_err(|e| eval_error(op, e))?;
-                if let Some(to) = flat(&target, &shape) {
-                    let value = scalar::reduce(kind, out.get(to), input.get(position))
-                        .map_err(|e| eval_error(op, e))?;
-                    out.set(to, value);
-                }
-            }
-            position += 1;
-            if !advance(&mut index, input.shape()) {
-                break;
-            }
+    let mut mapped = Mapped {
+        map: &map,
+        sets: &sets,
+        symbols: &symbols,
+        op,
+    };
+    mapped.for_each(input.shape(), |position, target| {
+        if let Some(to) = flat(target, &shape) {
+            let value =
+                scalar::reduce(kind, out.get(to), input.get(position)).map_err(|e| eval_error(op, e))?;
+            out.set(to, value);
         }
-    }
+        Ok(())
+    })?;
     Ok(Value::tensor(
         Tensor::new(shape, out).expect("the buffer was sized for the shape"),
     ))
+}
+
+/// An index map with its overflow conditions, walked over a shape: the
+/// iteration both `reindex` (over output indices) and `reindex_reduce`
+/// (over input indices) are made of.
+struct Mapped<'m, 'c, 'a> {
+    map: &'m Map,
+    sets: &'m [Set],
+    symbols: &'m [i64],
+    op: OperationRef<'c, 'a>,
+}
+
+impl Mapped<'_, '_, '_> {
+    /// Calls `visit(position, map(index))` for every index of `shape` in
+    /// row-major order (`position` is its flat position), skipping indices
+    /// that lie in an overflow condition.
+    fn for_each(
+        &mut self,
+        shape: &[usize],
+        mut visit: impl FnMut(usize, &[i64]) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        if shape.contains(&0) {
+            return Ok(());
+        }
+        let mut index = vec![0i64; shape.len()];
+        let mut mapped = Vec::with_capacity(self.map.results.len());
+        let mut position = 0;
+        loop {
+            if !any_contains(self.sets, &index, self.symbols, self.op)? {
+                self.map
+                    .eval_into(&index, self.symbols, &mut mapped)
+                    .map_err(|e| eval_error(self.op, e))?;
+                visit(position, &mapped)?;
+            }
+            position += 1;
+            if !advance(&mut index, shape) {
+                return Ok(());
+            }
+        }
+    }
 }
 
 fn elementwise(env: &Env, op: OperationRef) -> Result<Value, Error> {
