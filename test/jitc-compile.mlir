@@ -3,6 +3,8 @@
 // RUN: jitc compile %s --emit mlir | FileCheck %s --check-prefix=MLIR
 // RUN: jitc compile %s --emit llvm --cpu x86-64-v3 | FileCheck %s --check-prefix=LLVM
 // RUN: jitc compile %s --emit asm --cpu x86-64-v3 | FileCheck %s --check-prefix=ASM
+// RUN: jitc compile %s --emit llvm --cpu x86-64 | FileCheck %s --check-prefix=SSE
+// RUN: jitc compile %s --emit llvm --cpu x86-64 --target-features=+avx512f,+evex512 | FileCheck %s --check-prefix=AVX512
 // RUN: jitc compile %s --emit obj --cpu x86-64-v3 -o %t.o
 // RUN: llvm-objdump -t %t.o | FileCheck %s --check-prefix=OBJ
 // RUN: not jitc compile %s --cpu no-such-cpu 2>&1 | FileCheck %s --check-prefix=BADCPU
@@ -21,6 +23,8 @@
 // LLVM: define void @main_fused_0(ptr
 // LLVM: fmul <8 x float>
 // LLVM: fadd <8 x float>
+// SSE: fmul <4 x float>
+// AVX512: fmul <16 x float>
 // ASM: main_fused_0:
 // ASM: vmulps {{.*}}%ymm
 // OBJ: main_fused_0
