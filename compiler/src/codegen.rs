@@ -136,6 +136,15 @@ pub fn target_machine(target: &CpuTarget) -> Result<TargetMachine, Error> {
         .ok_or_else(|| Error::Codegen(format!("LLVM has no target machine for CPU '{cpu}'")))
 }
 
+/// Everything that decides the code [`compile`] and [`emit`] produce.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CodegenOptions {
+    /// The CPU (the host's by default).
+    pub target: CpuTarget,
+    /// How transcendental functions are computed.
+    pub math: crate::lower::MathMode,
+}
+
 /// The host's target machine.
 pub fn host_machine() -> Result<TargetMachine, Error> {
     target_machine(&CpuTarget::default())
@@ -145,8 +154,9 @@ pub fn host_machine() -> Result<TargetMachine, Error> {
 pub fn to_llvm_dialect<'c>(
     context: &'c Context,
     module: &Module<'c>,
+    math: crate::lower::MathMode,
 ) -> Result<crate::lower::Lowered<'c>, Error> {
-    let mut lowered = crate::lower::lower(context, module)?;
+    let mut lowered = crate::lower::lower(context, module, math)?;
     let conversions = pipeline::build(context, &pipeline::parse(LLVM_PIPELINE)?)?;
     conversions
         .run(&mut lowered.module)
@@ -198,17 +208,22 @@ pub enum Emit {
 /// with the reason.
 pub type Emitted = (Vec<u8>, Vec<(String, String)>);
 
-/// Compiles `module`'s kernels (fused already) to `emit` for `target`.
-pub fn emit(context: &Context, module: &Module, emit: Emit, target: &CpuTarget) -> Result<Emitted, Error> {
+/// Compiles `module`'s kernels (fused already) to `emit` as `options` say.
+pub fn emit(
+    context: &Context,
+    module: &Module,
+    emit: Emit,
+    options: &CodegenOptions,
+) -> Result<Emitted, Error> {
     if emit == Emit::Mlir {
-        let lowered = crate::lower::lower(context, module)?;
+        let lowered = crate::lower::lower(context, module, options.math)?;
         return Ok((
             format!("{}\n", lowered.module.as_operation()).into_bytes(),
             lowered.skipped,
         ));
     }
-    let lowered = to_llvm_dialect(context, module)?;
-    let machine = target_machine(target)?;
+    let lowered = to_llvm_dialect(context, module, options.math)?;
+    let machine = target_machine(&options.target)?;
     let llvm_context = LlvmContext::create();
     let llvm_module = to_llvm_ir(&lowered.module, &llvm_context, &machine)?;
     let bytes = match emit {
@@ -230,19 +245,20 @@ pub fn emit(context: &Context, module: &Module, emit: Emit, target: &CpuTarget) 
     Ok((bytes, lowered.skipped))
 }
 
-/// Lowers, optimizes and JIT-compiles the `meta.fused` kernels of `module`.
-pub fn compile(context: &Context, module: &Module) -> Result<CompiledKernels, Error> {
+/// Lowers, optimizes and JIT-compiles the `meta.fused` kernels of `module`
+/// for `options.target` (which must be the host or a CPU it can run).
+pub fn compile(context: &Context, module: &Module, options: &CodegenOptions) -> Result<CompiledKernels, Error> {
     let crate::lower::Lowered {
         module: lowered,
         signatures,
         skipped,
-    } = to_llvm_dialect(context, module)?;
+    } = to_llvm_dialect(context, module, options.math)?;
     let llvm_context = Box::new(LlvmContext::create());
     // SAFETY: the context is boxed, so its address is stable when the box
     // moves into `CompiledKernels`, which drops it after the engine that
     // borrows it (field order).
     let context_ref: &'static LlvmContext = unsafe { &*(llvm_context.as_ref() as *const LlvmContext) };
-    let machine = host_machine()?;
+    let machine = target_machine(&options.target)?;
     let llvm_module = to_llvm_ir(&lowered, context_ref, &machine)?;
     let llvm_ir = llvm_module.print_to_string().to_string();
     let engine = llvm_module

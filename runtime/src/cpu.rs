@@ -3,15 +3,15 @@
 use crate::Error;
 use jitc_compiler::{
     OptimizeOptions,
-    codegen::{self, CompiledKernels, KernelFn},
+    codegen::{self, CodegenOptions, CompiledKernels, KernelFn},
     lower::Buffer as Slot,
     optimize, pipeline,
 };
 use jitc_interp::{Interpreter, KernelRunner, Scalar, StateStore, Tensor, Value};
 use melior::{Context, ir::Module};
 
-/// Kernels with fewer output elements than this run on one thread: starting
-/// threads would cost more than the work.
+/// Kernels with fewer domain points than this run on one thread: handing
+/// out work would cost more than the work.
 pub const PARALLEL_MIN_ELEMENTS: usize = 1 << 15;
 
 /// Threads a kernel's outermost loop is split across: `JITC_NUM_THREADS`,
@@ -67,12 +67,18 @@ pub struct CpuModule {
 }
 
 impl CpuModule {
-    /// Fuses `module` (`meta-fuse`, in place) and compiles its kernels.
+    /// Fuses `module` (`meta-fuse`, in place) and compiles its kernels for
+    /// this machine.
     pub fn compile(context: &Context, module: &mut Module) -> Result<Self, Error> {
+        Self::compile_with(context, module, &CodegenOptions::default())
+    }
+
+    /// [`Self::compile`] with explicit code generation options.
+    pub fn compile_with(context: &Context, module: &mut Module, options: &CodegenOptions) -> Result<Self, Error> {
         let fuse = pipeline::parse("builtin.module(meta-fuse)")?;
         optimize(context, module, &fuse, &OptimizeOptions::default())?;
         Ok(Self {
-            kernels: codegen::compile(context, module)?,
+            kernels: codegen::compile(context, module, options)?,
         })
     }
 
@@ -147,9 +153,8 @@ impl KernelRunner for CpuModule {
             pointers.push(output.buffer_mut().as_mut_ptr());
         }
         pointers.push((&mut status as *mut i32).cast());
-        let elements: usize = outputs.iter().map(Tensor::len).sum();
         let threads = thread_count().min(signature.outer.max(1) as usize);
-        if signature.parallel && threads > 1 && elements >= PARALLEL_MIN_ELEMENTS {
+        if signature.parallel && threads > 1 && signature.points >= PARALLEL_MIN_ELEMENTS as u64 {
             status = run_split(*function, &pointers, signature.outer, threads);
         } else {
             // SAFETY: `pointers` holds one live buffer per argument and

@@ -3,7 +3,8 @@
 use clap::{Args, ValueEnum};
 use jitc_compiler::{
     OptimizeOptions,
-    codegen::{self, CpuTarget, Emit},
+    codegen::{self, CodegenOptions, CpuTarget, Emit},
+    lower::MathMode,
     optimize, pipeline,
 };
 use melior::Context;
@@ -40,6 +41,28 @@ pub struct CompileArgs {
     /// LLVM target features, e.g. `+avx2,+fma` (default: the CPU's own).
     #[arg(long, value_name = "FEATURES")]
     target_features: Option<String>,
+
+    /// How f32 exp, tanh and sigmoid are computed.
+    #[arg(long, value_enum, default_value_t = MathArg::Polynomial)]
+    math: MathArg,
+}
+
+/// `--math` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MathArg {
+    /// Polynomial approximations that vectorize (a few ulps from libm).
+    Polynomial,
+    /// libm calls: bit-identical to the interpreter, but scalar.
+    Libm,
+}
+
+impl From<MathArg> for MathMode {
+    fn from(value: MathArg) -> Self {
+        match value {
+            MathArg::Polynomial => MathMode::Polynomial,
+            MathArg::Libm => MathMode::Libm,
+        }
+    }
 }
 
 /// Forms of output.
@@ -76,11 +99,14 @@ fn compile(context: &Context, args: &CompileArgs) -> Result<(), String> {
         EmitKind::Asm => Emit::Asm,
         EmitKind::Obj => Emit::Obj,
     };
-    let target = CpuTarget {
-        cpu: args.cpu.clone(),
-        features: args.target_features.clone(),
+    let options = CodegenOptions {
+        target: CpuTarget {
+            cpu: args.cpu.clone(),
+            features: args.target_features.clone(),
+        },
+        math: args.math.into(),
     };
-    let (bytes, skipped) = codegen::emit(context, &module, emit, &target).map_err(|e| e.to_string())?;
+    let (bytes, skipped) = codegen::emit(context, &module, emit, &options).map_err(|e| e.to_string())?;
     for (kernel, reason) in skipped {
         eprintln!("jitc compile: note: kernel @{kernel} is not compiled: {reason}");
     }

@@ -146,6 +146,55 @@ impl<'c, 'a> Emitter<'c, 'a> {
         Ok((Emitter { block: body, ..*self }, iv))
     }
 
+    /// An `scf.for` from `lower` to `upper`, step 1, carrying `inits`;
+    /// returns an emitter for its body (ended by [`Self::yield_values`] with
+    /// the next values), the induction variable, the carried values inside
+    /// the body and the loop's results after it.
+    #[allow(clippy::type_complexity)]
+    pub fn for_carried(
+        &self,
+        lower: Value<'c, '_>,
+        upper: Value<'c, '_>,
+        inits: &[Value<'c, '_>],
+    ) -> Result<(Emitter<'c, 'a>, Value<'c, 'a>, Vec<Value<'c, 'a>>, Vec<Value<'c, 'a>>), Error> {
+        let one = self.index(1)?;
+        let types: Vec<Type<'c>> = inits.iter().map(|v| v.r#type()).collect();
+        let mut arguments = vec![(Type::index(self.context), self.location)];
+        arguments.extend(types.iter().map(|t| (*t, self.location)));
+        let region = Region::new();
+        let body = region.append_block(Block::new(&arguments));
+        let mut operands = vec![lower, upper, one];
+        operands.extend_from_slice(inits);
+        let op = OperationBuilder::new("scf.for", self.location)
+            .add_operands(&operands)
+            .add_results(&types)
+            .add_regions([region])
+            .build()
+            .map_err(|_| failed("scf.for"))?;
+        let op = self.block.append_operation(op);
+        // SAFETY: the block and the op now belong to the function being
+        // built, which outlives every use of these handles.
+        let body: BlockRef<'c, 'a> = unsafe { BlockRef::from_raw(body.to_raw()) };
+        let iv = body.argument(0).map_err(|_| failed("scf.for"))?.into();
+        let carried = (1..=inits.len())
+            .map(|i| body.argument(i).map(Into::into).map_err(|_| failed("scf.for")))
+            .collect::<Result<Vec<_>, _>>()?;
+        let results = (0..inits.len())
+            .map(|i| {
+                op.result(i)
+                    // SAFETY: as above.
+                    .map(|r| unsafe { Value::from_raw(r.to_raw()) })
+                    .map_err(|_| failed("scf.for"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((Emitter { block: body, ..*self }, iv, carried, results))
+    }
+
+    /// Ends an `scf.for` body with `scf.yield values`.
+    pub fn yield_values(&self, values: &[Value<'c, '_>]) -> Result<(), Error> {
+        self.op("scf.yield", values, &[], &[]).map(|_| ())
+    }
+
     /// An `scf.if` without results; returns an emitter for its then-block.
     pub fn if_then(&self, condition: Value<'c, '_>) -> Result<Emitter<'c, 'a>, Error> {
         let then_region = Region::new();

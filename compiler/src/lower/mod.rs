@@ -5,31 +5,40 @@
 //! %end: i64)`: a pointer to an array of data pointers, one per kernel
 //! argument (index arguments point to an i64), then one per result, then
 //! one to an i32 status word that is set to 1 on an integer division by
-//! zero; and the part `[begin, end)` of the outermost domain dimension to
-//! run. A kernel without reductions may be run in disjoint parts at once
-//! ([`KernelSignature::parallel`]); one with reductions must get the whole
+//! zero; and the part `[begin, end)` of the kernel's split dimension to run
+//! ([`KernelSignature::outer`]). When [`KernelSignature::parallel`] is set,
+//! disjoint parts may run at once; otherwise the kernel must get the whole
 //! range in one call. Tensors are dense and row-major; `i1` elements are
 //! stored as bytes.
 //!
 //! Algorithm, per kernel:
-//! 1. load the data pointers; read index arguments;
-//! 2. fill the results of reductions with their identity;
-//! 3. one `scf.for` per domain dimension, outermost first (row-major, so
-//!    the innermost loop walks contiguous memory for identity-like maps);
-//! 4. in the body, each op of the kernel in order: a reindex computes its
-//!    source index from the affine map, clamps it into bounds and selects
-//!    `overflow_value` where it was out of bounds or in an overflow
-//!    condition (branch-free, so loops stay vectorizable); element-wise ops
-//!    become `arith`/`math`; a reduction combines into its output where its
-//!    target index is in bounds;
-//! 5. results that are not reductions are stored at the loop index.
+//! 1. decide the schedule ([`schedule`]): loop order, split dimension,
+//!    register or memory accumulation, bounds checks and peeling;
+//! 2. load the data pointers; read index arguments;
+//! 3. fill the results of reductions that accumulate in memory with their
+//!    identity (the part this call owns);
+//! 4. one `scf.for` per domain dimension in the schedule's order; when
+//!    reductions accumulate in registers, the loops they fold over carry
+//!    the accumulators and the results are stored after them; when the
+//!    innermost loop is peeled, it becomes three loops: checked edge,
+//!    check-free interior, checked edge;
+//! 5. in the body, each op of the kernel in order: a reindex computes its
+//!    source index from the affine map and, where the index is not known to
+//!    be in bounds, clamps it and selects `overflow_value` when it was out
+//!    of bounds or in an overflow condition (branch-free, so loops stay
+//!    vectorizable); element-wise ops become `arith`/`math`; a reduction
+//!    combines into its accumulator or output;
+//! 6. results that are not reductions are stored at the point's index.
 //!
-//! The semantics are the interpreter's (`docs/semantics.md`): the domain is
-//! walked in row-major order, so reductions fold in the same order and give
-//! bit-identical results. Kernels with a dynamic domain are not lowered yet.
+//! The semantics are the interpreter's (`docs/semantics.md`). The loop order
+//! keeps the order of the dimensions every float `add`/`mul` reduction folds
+//! over, so each output folds its inputs in the interpreter's row-major
+//! order and results are bit-identical. Kernels with a dynamic domain are
+//! not lowered yet.
 
 mod emit;
 mod ops;
+pub mod schedule;
 
 use crate::Error;
 use emit::Emitter;
@@ -64,12 +73,15 @@ pub struct KernelSignature {
     pub inputs: Vec<Buffer>,
     /// Results, in order.
     pub outputs: Vec<Buffer>,
-    /// The extent of the outermost domain dimension (1 for a scalar domain).
+    /// The extent of the split dimension (1 for a scalar domain): the
+    /// kernel runs the part `[begin, end)` of it.
     pub outer: i64,
-    /// Whether disjoint parts of the outermost dimension may run at once:
-    /// true when the kernel has no reduction, so every point writes only
-    /// its own output elements.
+    /// Whether disjoint parts of the split dimension may run at once: every
+    /// point writes only outputs no other part writes
+    /// ([`schedule::Schedule::parallel`]).
     pub parallel: bool,
+    /// Points in the domain: the work of one whole call.
+    pub points: u64,
 }
 
 /// The element type as stored in memory.
@@ -139,12 +151,14 @@ pub fn signature(kernel: OperationRef) -> Result<KernelSignature, String> {
         .ok()
         .and_then(|r| r.first_block())
         .ok_or("the kernel has no body")?;
-    let has_reduction = crate::fusion::block_ops(body)
-        .iter()
-        .any(|op| op.name().as_string_ref().as_str() == Ok("meta.reindex_reduce"));
+    if domain.iter().any(|&d| d < 0) {
+        return Err("dynamic shapes are not lowered yet".into());
+    }
+    let schedule = schedule::schedule(body, &domain)?;
     Ok(KernelSignature {
-        outer: domain.first().copied().unwrap_or(1),
-        parallel: !has_reduction && !domain.is_empty(),
+        outer: domain.get(schedule.split).copied().unwrap_or(1),
+        parallel: schedule.parallel,
+        points: domain.iter().map(|&d| d as u64).product(),
         inputs: (0..function_type.input_count())
             .map(|i| convert(function_type.input(i)))
             .collect::<Result<_, _>>()?,
@@ -163,6 +177,19 @@ pub fn kernels<'c, 'a>(module: &'a Module<'c>) -> Vec<OperationRef<'c, 'a>> {
         .collect()
 }
 
+/// How transcendental functions are computed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum MathMode {
+    /// f32 `exp`, `tanh` and `sigmoid` as straight-line polynomial
+    /// approximations that vectorize (within a few ulps of libm; see
+    /// `docs/semantics.md`); everything else as libm calls.
+    #[default]
+    Polynomial,
+    /// Every transcendental function as a libm call, like the interpreter:
+    /// results match it bit for bit, but hot loops stay scalar.
+    Libm,
+}
+
 /// The result of [`lower`].
 pub struct Lowered<'c> {
     /// The lowered kernels, one function each.
@@ -175,7 +202,7 @@ pub struct Lowered<'c> {
 }
 
 /// Lowers the kernels of `module` that can be lowered into a new module.
-pub fn lower<'c>(context: &'c Context, module: &Module<'c>) -> Result<Lowered<'c>, Error> {
+pub fn lower<'c>(context: &'c Context, module: &Module<'c>, math: MathMode) -> Result<Lowered<'c>, Error> {
     // Types and ops of a dialect can only be built once it is loaded.
     for dialect in ["llvm", "scf", "arith", "math", "func", "cf", "index"] {
         context.get_or_load_dialect(dialect);
@@ -196,7 +223,7 @@ pub fn lower<'c>(context: &'c Context, module: &Module<'c>) -> Result<Lowered<'c
                 continue;
             }
         };
-        lower_kernel(context, &lowered, kernel, &signature)?;
+        lower_kernel(context, &lowered, kernel, &signature, math)?;
         signatures.push(signature);
     }
     Ok(Lowered {
@@ -211,6 +238,7 @@ fn lower_kernel<'c>(
     lowered: &Module<'c>,
     kernel: OperationRef<'c, '_>,
     signature: &KernelSignature,
+    math: MathMode,
 ) -> Result<(), Error> {
     let location = kernel.location();
     let pointer = melior::dialect::llvm::r#type::pointer(context, 0);
@@ -296,7 +324,8 @@ fn lower_kernel<'c>(
     } else {
         Some((bound(1)?, bound(2)?))
     };
-    ops::emit_kernel(&top, body, &arguments, &outputs, status, &domain, range)?;
+    let schedule = schedule::schedule(body, &domain).map_err(Error::Lowering)?;
+    ops::emit_kernel(&top, body, &arguments, &outputs, status, &domain, &schedule, range, math)?;
     top.op("func.return", &[], &[], &[])?;
 
     let name = &signature.name;

@@ -1,7 +1,10 @@
 //! The body of a lowered kernel: affine index arithmetic, reindex loads,
 //! element-wise ops and reductions, with the interpreter's semantics.
 
-use super::{Emitter, emit_gep, memory, scalar};
+use super::{
+    Emitter, MathMode, emit_gep, memory, scalar,
+    schedule::{Check, Checks, Schedule},
+};
 use crate::Error;
 use jitc_dialect::{
     kinds::{BinaryKind, ElementType, ReduceKind, UnaryKind},
@@ -87,6 +90,12 @@ struct Body<'c, 'a, 'k> {
     arguments: &'k [(Value<'c, 'k>, Arg<'c, 'a>)],
     scalars: HashMap<usize, Value<'c, 'a>>,
     status: Value<'c, 'a>,
+    schedule: &'k Schedule,
+    /// Inside the peeled interior: affine checks are known to hold.
+    interior: bool,
+    /// Register accumulators, one per reduction (register schedules only).
+    accumulators: Vec<Value<'c, 'a>>,
+    math: MathMode,
 }
 
 impl<'c, 'a> Body<'c, 'a, '_> {
@@ -131,65 +140,41 @@ impl<'c, 'a> Body<'c, 'a, '_> {
 
     /// An affine expression of the domain indices and `symbols`.
     fn affine(&self, expr: AffineExpr<'c>, symbols: &[Value<'c, 'a>]) -> Result<Value<'c, 'a>, Error> {
-        let at = &self.at;
-        let index = Type::index(at.context);
-        if expr.is_dim() {
-            return self
-                .ivs
-                .get(expr.dim_position())
-                .copied()
-                .ok_or_else(|| error("a map dimension has no loop"));
-        }
-        if expr.is_symbol() {
-            return symbols
-                .get(expr.symbol_position())
-                .copied()
-                .ok_or_else(|| error("a map symbol has no operand"));
-        }
-        if expr.is_constant() {
-            return at.index(expr.constant_value());
-        }
-        let (a, b) = (
-            self.affine(expr.lhs(), symbols)?,
-            self.affine(expr.rhs(), symbols)?,
-        );
-        if expr.is_add() {
-            at.value("arith.addi", &[a, b], index)
-        } else if expr.is_mul() {
-            at.value("arith.muli", &[a, b], index)
-        } else if expr.is_floor_div() {
-            at.value("arith.floordivsi", &[a, b], index)
-        } else if expr.is_ceil_div() {
-            at.value("arith.ceildivsi", &[a, b], index)
-        } else {
-            // `mod` is never negative in the affine dialect.
-            let r = at.value("arith.remsi", &[a, b], index)?;
-            let zero = at.index(0)?;
-            let negative = at.cmpi(2, r, zero)?;
-            let adjusted = at.value("arith.addi", &[r, b], index)?;
-            at.select(negative, adjusted, r)
-        }
+        affine_value(&self.at, &self.ivs, expr, symbols)
     }
 
-    /// The map's results at the current point, and whether they are inside
-    /// `shape` and outside every set of `conditions`.
+    /// The map's results at the current point, and, unless every index is
+    /// known to be in bounds here, whether they are inside the shape and
+    /// outside every set of `conditions`.
     fn indices(
         &self,
         map: AffineMap<'c>,
         symbols: &[Value<'c, 'a>],
-        shape: &[usize],
+        checks: &Checks,
         conditions: Option<Result<Vec<IntegerSet<'c>>, ()>>,
-    ) -> Result<(Vec<Value<'c, 'a>>, Value<'c, 'a>), Error> {
+    ) -> Result<(Vec<Value<'c, 'a>>, Option<Value<'c, 'a>>), Error> {
         let at = &self.at;
-        let mut inside = at.int(at.i1(), 1)?;
+        let mut inside: Option<Value<'c, 'a>> = None;
+        let mut and = |condition: Value<'c, 'a>| -> Result<(), Error> {
+            inside = Some(match inside {
+                None => condition,
+                Some(previous) => at.value("arith.andi", &[previous, condition], at.i1())?,
+            });
+            Ok(())
+        };
         let mut indices = Vec::new();
-        for (k, &extent) in shape.iter().enumerate() {
+        for (k, &extent) in checks.shape.iter().enumerate() {
             let index = self.affine(map.result(k).map_err(|_| error("map result"))?, symbols)?;
-            let (zero, bound) = (at.index(0)?, at.index(extent as i64)?);
-            let low = at.cmpi(5, index, zero)?;
-            let high = at.cmpi(2, index, bound)?;
-            inside = at.value("arith.andi", &[inside, low], at.i1())?;
-            inside = at.value("arith.andi", &[inside, high], at.i1())?;
+            let checked = match checks.indices.get(k) {
+                Some(Check::Proven) => false,
+                Some(Check::Affine(_)) => !self.interior,
+                _ => true,
+            };
+            if checked {
+                let (zero, bound) = (at.index(0)?, at.index(extent)?);
+                and(at.cmpi(5, index, zero)?)?;
+                and(at.cmpi(2, index, bound)?)?;
+            }
             indices.push(index);
         }
         let sets = match conditions {
@@ -205,29 +190,78 @@ impl<'c, 'a> Body<'c, 'a, '_> {
                 let satisfied = at.cmpi(if equality { 0 } else { 5 }, value, zero)?;
                 holds = at.value("arith.andi", &[holds, satisfied], at.i1())?;
             }
-            let outside = at.value("arith.xori", &[holds, at.int(at.i1(), 1)?], at.i1())?;
-            inside = at.value("arith.andi", &[inside, outside], at.i1())?;
+            and(at.value("arith.xori", &[holds, at.int(at.i1(), 1)?], at.i1())?)?;
         }
         Ok((indices, inside))
     }
 
-    /// `Σ index_k * stride_k` as an i64, with indices replaced by 0 where
-    /// `inside` is false, so the address is always valid.
+    /// `Σ index_k * stride_k`, with indices replaced by 0 where `inside` is
+    /// false, so the address is always valid.
     fn offset(
         &self,
         indices: &[Value<'c, 'a>],
-        inside: Value<'c, 'a>,
-        shape: &[usize],
+        inside: Option<Value<'c, 'a>>,
+        shape: &[i64],
     ) -> Result<Value<'c, 'a>, Error> {
         let at = &self.at;
         let index = Type::index(at.context);
+        let shape: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
         let mut offset = at.index(0)?;
-        for (value, stride) in indices.iter().zip(strides(shape)) {
-            let clamped = at.select(inside, *value, at.index(0)?)?;
+        for (value, stride) in indices.iter().zip(strides(&shape)) {
+            let clamped = match inside {
+                Some(inside) => at.select(inside, *value, at.index(0)?)?,
+                None => *value,
+            };
             let term = at.value("arith.muli", &[clamped, at.index(stride)?], index)?;
             offset = at.value("arith.addi", &[offset, term], index)?;
         }
         Ok(offset)
+    }
+}
+
+/// An affine expression of loop indices `ivs` (by domain dimension) and
+/// `symbols`.
+fn affine_value<'c, 'a>(
+    at: &Emitter<'c, 'a>,
+    ivs: &[Value<'c, 'a>],
+    expr: AffineExpr<'c>,
+    symbols: &[Value<'c, 'a>],
+) -> Result<Value<'c, 'a>, Error> {
+    let index = Type::index(at.context);
+    if expr.is_dim() {
+        return ivs
+            .get(expr.dim_position())
+            .copied()
+            .ok_or_else(|| error("a map dimension has no loop"));
+    }
+    if expr.is_symbol() {
+        return symbols
+            .get(expr.symbol_position())
+            .copied()
+            .ok_or_else(|| error("a map symbol has no operand"));
+    }
+    if expr.is_constant() {
+        return at.index(expr.constant_value());
+    }
+    let (a, b) = (
+        affine_value(at, ivs, expr.lhs(), symbols)?,
+        affine_value(at, ivs, expr.rhs(), symbols)?,
+    );
+    if expr.is_add() {
+        at.value("arith.addi", &[a, b], index)
+    } else if expr.is_mul() {
+        at.value("arith.muli", &[a, b], index)
+    } else if expr.is_floor_div() {
+        at.value("arith.floordivsi", &[a, b], index)
+    } else if expr.is_ceil_div() {
+        at.value("arith.ceildivsi", &[a, b], index)
+    } else {
+        // `mod` is never negative in the affine dialect.
+        let r = at.value("arith.remsi", &[a, b], index)?;
+        let zero = at.index(0)?;
+        let negative = at.cmpi(2, r, zero)?;
+        let adjusted = at.value("arith.addi", &[r, b], index)?;
+        at.select(negative, adjusted, r)
     }
 }
 
@@ -314,15 +348,38 @@ fn identity<'c, 'a>(
     }
 }
 
-/// Emits the whole kernel: identity fills, the loop nest and its body.
+/// A kernel result: its data pointer, shape and element type.
+pub type Output<'c, 'a> = (Value<'c, 'a>, Vec<usize>, ElementType);
+
+/// What every part of a kernel's loop nest needs.
+struct Kernel<'c, 'a, 'k> {
+    ops: Vec<OperationRef<'c, 'k>>,
+    output_of: HashMap<usize, usize>,
+    outputs: &'k [Output<'c, 'a>],
+    arguments: &'k [(Value<'c, 'k>, Arg<'c, 'a>)],
+    status: Value<'c, 'a>,
+    domain: &'k [i64],
+    schedule: &'k Schedule,
+    range: Option<(Value<'c, 'a>, Value<'c, 'a>)>,
+    /// Reductions that accumulate in registers: the op, its output, kind and
+    /// element type.
+    registers: Vec<(OperationRef<'c, 'k>, usize, ReduceKind, ElementType)>,
+    math: MathMode,
+}
+
+/// Emits the whole kernel: identity fills, the loop nest and its body, as
+/// `schedule` says.
+#[allow(clippy::too_many_arguments)]
 pub fn emit_kernel<'c, 'a>(
     top: &Emitter<'c, 'a>,
     kernel_body: BlockRef<'c, '_>,
     arguments: &[(Value<'c, '_>, Arg<'c, 'a>)],
-    outputs: &[(Value<'c, 'a>, Vec<usize>, ElementType)],
+    outputs: &[Output<'c, 'a>],
     status: Value<'c, 'a>,
     domain: &[i64],
-    outer_range: Option<(Value<'c, 'a>, Value<'c, 'a>)>,
+    schedule: &Schedule,
+    range: Option<(Value<'c, 'a>, Value<'c, 'a>)>,
+    math: MathMode,
 ) -> Result<(), Error> {
     let mut ops = Vec::new();
     let mut next = kernel_body.first_operation();
@@ -336,76 +393,288 @@ pub fn emit_kernel<'c, 'a>(
         .enumerate()
         .map(|(j, v)| (key(v), j))
         .collect();
-
-    // 2. Reductions start from their identity.
-    for op in &ops {
-        let Some(reduce) = ReindexReduceOp::cast(*op) else {
-            continue;
-        };
-        let Some(&j) = reduce.result().and_then(|r| output_of.get(&key(r))) else {
-            continue;
-        };
-        let (pointer, shape, element) = &outputs[j];
-        let kind = reduce.kind().ok_or_else(|| error("unknown reduction"))?;
-        let (fill, i) = top.for_loop(shape.iter().product::<usize>() as i64)?;
-        let value = identity(&fill, kind, *element)?;
-        store_at(&fill, *pointer, i, value, *element)?;
-        fill.finish()?;
-    }
-
-    // 3. The loop nest, outermost dimension first.
-    let mut levels = Vec::new();
-    let mut at = *top;
-    let mut ivs = Vec::new();
-    for (level, &extent) in domain.iter().enumerate() {
-        if extent < 0 {
-            return Err(error("dynamic domain"));
-        }
-        // The outermost loop runs over the part [begin, end) the caller
-        // gives, so the runtime can split it across threads.
-        let (inner, iv) = match (level, outer_range) {
-            (0, Some((begin, end))) => at.for_range(begin, end)?,
-            _ => at.for_loop(extent)?,
-        };
-        levels.push(inner);
-        ivs.push(iv);
-        at = inner;
-    }
-    let shape: Vec<usize> = domain.iter().map(|&d| d as usize).collect();
-    let index = Type::index(at.context);
-    let mut linear = at.index(0)?;
-    for (iv, stride) in ivs.iter().zip(strides(&shape)) {
-        let term = at.value("arith.muli", &[*iv, at.index(stride)?], index)?;
-        linear = at.value("arith.addi", &[linear, term], index)?;
+    if domain.iter().any(|&d| d < 0) {
+        return Err(error("dynamic domain"));
     }
     // SAFETY: `arguments` refers to kernel values that outlive this call.
     let arguments: &[(Value<'c, '_>, Arg<'c, 'a>)] = unsafe { std::mem::transmute(arguments) };
-    let mut body = Body {
-        at,
-        ivs,
-        linear,
+    let mut kernel = Kernel {
+        ops,
+        output_of,
+        outputs,
         arguments,
-        scalars: HashMap::new(),
         status,
+        domain,
+        schedule,
+        range,
+        registers: Vec::new(),
+        math,
     };
-
-    // 4. Each op of the kernel at the current point.
-    for op in &ops {
-        let result = op.result(0).ok().map(Value::from);
-        let value = emit_op(&mut body, *op, &output_of, outputs)?;
-        // 5. Results that leave the kernel are stored at the loop index.
-        if let (Some(value), Some(result)) = (value, result) {
-            body.scalars.insert(key(result), value);
-            if let Some(&j) = output_of.get(&key(result)) {
-                let (pointer, _, element) = &outputs[j];
-                store_at(&body.at, *pointer, body.linear, value, *element)?;
-            }
+    for op in &kernel.ops {
+        let Some(reduce) = ReindexReduceOp::cast(*op) else {
+            continue;
+        };
+        let result = reduce.result().ok_or_else(|| error("reduce result"))?;
+        let Some(&j) = kernel.output_of.get(&key(result)) else {
+            continue;
+        };
+        let kind = reduce.kind().ok_or_else(|| error("unknown reduction"))?;
+        if schedule.registers > 0 {
+            kernel.registers.push((*op, j, kind, outputs[j].2));
+        } else {
+            // Reductions in memory start from their identity.
+            kernel.fill(top, reduce, j, kind)?;
         }
     }
-    for level in levels.iter().rev() {
-        level.finish()?;
-    }
+    let mut ivs = vec![None; domain.len()];
+    let left = kernel.level(0, top, &mut ivs, Vec::new())?;
+    debug_assert!(left.is_empty());
     Ok(())
+}
+
+impl<'c, 'a> Kernel<'c, 'a, '_> {
+    /// The loop bounds of domain dimension `d`.
+    fn bounds(&self, at: &Emitter<'c, 'a>, d: usize) -> Result<(Value<'c, 'a>, Value<'c, 'a>), Error> {
+        match self.range {
+            Some(range) if d == self.schedule.split => Ok(range),
+            _ => Ok((at.index(0)?, at.index(self.domain[d])?)),
+        }
+    }
+
+    /// Fills the part of reduction output `j` this call owns with the
+    /// identity: all of it, or when the kernel is split, the outputs of its
+    /// `[begin, end)` of the split dimension (the last part also owns
+    /// outputs past the domain's extent).
+    fn fill(
+        &self,
+        top: &Emitter<'c, 'a>,
+        reduce: ReindexReduceOp<'c, '_>,
+        j: usize,
+        kind: ReduceKind,
+    ) -> Result<(), Error> {
+        let (pointer, shape, element) = &self.outputs[j];
+        let total = shape.iter().product::<usize>() as i64;
+        let map = reduce.indices().ok_or_else(|| error("reduce map"))?;
+        let split = self.schedule.split;
+        let owned = (0..map.result_count()).find(|&k| {
+            map.result(k)
+                .is_ok_and(|e| e.is_dim() && e.dim_position() == split)
+        });
+        let (Some((begin, end)), true, Some(q)) = (self.range, self.schedule.parallel, owned) else {
+            let (fill, i) = top.for_loop(total)?;
+            let value = identity(&fill, kind, *element)?;
+            store_at(&fill, *pointer, i, value, *element)?;
+            return fill.finish();
+        };
+        let index = Type::index(top.context);
+        let outer: usize = shape[..q].iter().product();
+        let inner: usize = shape[q + 1..].iter().product();
+        let extent = top.index(shape[q] as i64)?;
+        let first = top.value("arith.minsi", &[begin, extent], index)?;
+        let clipped = top.value("arith.minsi", &[end, extent], index)?;
+        let last_part = top.cmpi(0, end, top.index(self.domain[split])?)?;
+        let last = top.select(last_part, extent, clipped)?;
+        let (o_loop, o) = top.for_loop(outer as i64)?;
+        let (m_loop, m) = o_loop.for_range(first, last)?;
+        let (n_loop, n) = m_loop.for_loop(inner as i64)?;
+        let row = n_loop.value("arith.muli", &[o, extent], index)?;
+        let row = n_loop.value("arith.addi", &[row, m], index)?;
+        let offset = n_loop.value("arith.muli", &[row, n_loop.index(inner as i64)?], index)?;
+        let offset = n_loop.value("arith.addi", &[offset, n], index)?;
+        let value = identity(&n_loop, kind, *element)?;
+        store_at(&n_loop, *pointer, offset, value, *element)?;
+        n_loop.finish()?;
+        m_loop.finish()?;
+        o_loop.finish()
+    }
+
+    /// Emits loop `level` of the schedule's order and everything inside;
+    /// `accumulators` are carried through it; returns their final values.
+    fn level(
+        &self,
+        level: usize,
+        at: &Emitter<'c, 'a>,
+        ivs: &mut Vec<Option<Value<'c, 'a>>>,
+        accumulators: Vec<Value<'c, 'a>>,
+    ) -> Result<Vec<Value<'c, 'a>>, Error> {
+        let depth = self.schedule.order.len();
+        if depth == 0 {
+            return self.point(at, ivs, accumulators, false);
+        }
+        if self.schedule.registers > 0 && level == depth - self.schedule.registers {
+            // Reductions start from their identity in registers, fold over
+            // the innermost loops and are stored once.
+            let inits = self
+                .registers
+                .iter()
+                .map(|(_, _, kind, element)| identity(at, *kind, *element))
+                .collect::<Result<Vec<_>, _>>()?;
+            let results = self.loops(level, at, ivs, inits)?;
+            for ((op, j, _, _), result) in self.registers.iter().zip(results) {
+                let (pointer, shape, element) = &self.outputs[*j];
+                let map = ReindexReduceOp::cast(*op)
+                    .and_then(|r| r.indices())
+                    .ok_or_else(|| error("reduce map"))?;
+                let mut offset = at.index(0)?;
+                for (k, stride) in strides(shape).into_iter().enumerate() {
+                    let d = map.result(k).map_err(|_| error("map result"))?.dim_position();
+                    let iv = ivs[d].ok_or_else(|| error("an output index has no loop"))?;
+                    let term = at.value("arith.muli", &[iv, at.index(stride)?], Type::index(at.context))?;
+                    offset = at.value("arith.addi", &[offset, term], Type::index(at.context))?;
+                }
+                store_at(at, *pointer, offset, result, *element)?;
+            }
+            return Ok(Vec::new());
+        }
+        self.loops(level, at, ivs, accumulators)
+    }
+
+    /// The loop(s) of `level`: one loop, or for a peeled innermost loop the
+    /// checked edge, the check-free interior and the checked edge.
+    fn loops(
+        &self,
+        level: usize,
+        at: &Emitter<'c, 'a>,
+        ivs: &mut Vec<Option<Value<'c, 'a>>>,
+        accumulators: Vec<Value<'c, 'a>>,
+    ) -> Result<Vec<Value<'c, 'a>>, Error> {
+        let d = self.schedule.order[level];
+        let innermost = level + 1 == self.schedule.order.len();
+        let (lower, upper) = self.bounds(at, d)?;
+        if innermost && self.schedule.peel {
+            let (low, high) = self.interior(at, ivs, d, lower, upper)?;
+            let mut carried = accumulators;
+            for (from, to, interior) in [(lower, low, false), (low, high, true), (high, upper, false)] {
+                let (body, iv, inside, results) = at.for_carried(from, to, &carried)?;
+                ivs[d] = Some(iv);
+                let next = self.point(&body, ivs, inside, interior)?;
+                body.yield_values(&next)?;
+                carried = results;
+            }
+            return Ok(carried);
+        }
+        let (body, iv, inside, results) = at.for_carried(lower, upper, &accumulators)?;
+        ivs[d] = Some(iv);
+        let next = if innermost {
+            self.point(&body, ivs, inside, false)?
+        } else {
+            self.level(level + 1, &body, ivs, inside)?
+        };
+        body.yield_values(&next)?;
+        Ok(results)
+    }
+
+    /// The interior `[low, high)` of innermost dimension `d` within `[lower,
+    /// upper)`, where every affine check holds, given the outer indices.
+    fn interior(
+        &self,
+        at: &Emitter<'c, 'a>,
+        ivs: &[Option<Value<'c, 'a>>],
+        d: usize,
+        lower: Value<'c, 'a>,
+        upper: Value<'c, 'a>,
+    ) -> Result<(Value<'c, 'a>, Value<'c, 'a>), Error> {
+        let index = Type::index(at.context);
+        let (mut low, mut high) = (lower, upper);
+        let mut holds: Option<Value<'c, 'a>> = None;
+        let one = at.index(1)?;
+        for (_, checks) in &self.schedule.checks {
+            for (k, check) in checks.indices.iter().enumerate() {
+                let Check::Affine(form) = check else { continue };
+                let extent = checks.shape[k];
+                let mut rest = at.index(form.constant)?;
+                for (dim, &c) in form.coefficients.iter().enumerate() {
+                    if dim == d || c == 0 {
+                        continue;
+                    }
+                    let iv = ivs[dim].ok_or_else(|| error("an outer index has no loop"))?;
+                    let term = at.value("arith.muli", &[iv, at.index(c)?], index)?;
+                    rest = at.value("arith.addi", &[rest, term], index)?;
+                }
+                let c = form.coefficients[d];
+                if c == 0 {
+                    let low_ok = at.cmpi(5, rest, at.index(0)?)?;
+                    let high_ok = at.cmpi(2, rest, at.index(extent)?)?;
+                    let both = at.value("arith.andi", &[low_ok, high_ok], at.i1())?;
+                    holds = Some(match holds {
+                        None => both,
+                        Some(h) => at.value("arith.andi", &[h, both], at.i1())?,
+                    });
+                    continue;
+                }
+                // 0 <= c*i + rest < extent, solved for i.
+                let (first, past) = if c > 0 {
+                    let negated = at.value("arith.subi", &[at.index(0)?, rest], index)?;
+                    let first = at.value("arith.ceildivsi", &[negated, at.index(c)?], index)?;
+                    let top_value = at.value("arith.subi", &[at.index(extent - 1)?, rest], index)?;
+                    let last = at.value("arith.floordivsi", &[top_value, at.index(c)?], index)?;
+                    (first, at.value("arith.addi", &[last, one], index)?)
+                } else {
+                    let m = at.index(-c)?;
+                    let last = at.value("arith.floordivsi", &[rest, m], index)?;
+                    let shifted = at.value("arith.subi", &[rest, at.index(extent - 1)?], index)?;
+                    let first = at.value("arith.ceildivsi", &[shifted, m], index)?;
+                    (first, at.value("arith.addi", &[last, one], index)?)
+                };
+                low = at.value("arith.maxsi", &[low, first], index)?;
+                high = at.value("arith.minsi", &[high, past], index)?;
+            }
+        }
+        let low = at.value("arith.minsi", &[low, upper], index)?;
+        let high = at.value("arith.maxsi", &[high, low], index)?;
+        Ok(match holds {
+            Some(holds) => (at.select(holds, low, upper)?, at.select(holds, high, upper)?),
+            None => (low, high),
+        })
+    }
+
+    /// The kernel's ops at one point of the domain; returns the register
+    /// accumulators after it.
+    fn point(
+        &self,
+        at: &Emitter<'c, 'a>,
+        ivs: &[Option<Value<'c, 'a>>],
+        accumulators: Vec<Value<'c, 'a>>,
+        interior: bool,
+    ) -> Result<Vec<Value<'c, 'a>>, Error> {
+        let ivs: Vec<Value<'c, 'a>> = ivs
+            .iter()
+            .map(|iv| iv.ok_or_else(|| error("a domain dimension has no loop")))
+            .collect::<Result<_, _>>()?;
+        let shape: Vec<usize> = self.domain.iter().map(|&d| d as usize).collect();
+        let index = Type::index(at.context);
+        let mut linear = at.index(0)?;
+        for (iv, stride) in ivs.iter().zip(strides(&shape)) {
+            let term = at.value("arith.muli", &[*iv, at.index(stride)?], index)?;
+            linear = at.value("arith.addi", &[linear, term], index)?;
+        }
+        let mut body = Body {
+            at: *at,
+            ivs,
+            linear,
+            arguments: self.arguments,
+            scalars: HashMap::new(),
+            status: self.status,
+            schedule: self.schedule,
+            interior,
+            accumulators,
+            math: self.math,
+        };
+        for op in &self.ops {
+            let result = op.result(0).ok().map(Value::from);
+            let register = self.registers.iter().position(|(r, _, _, _)| r == op);
+            let value = emit_op(&mut body, *op, &self.output_of, self.outputs, register)?;
+            // Results that leave the kernel are stored at the loop index.
+            if let (Some(value), Some(result)) = (value, result) {
+                body.scalars.insert(key(result), value);
+                if let Some(&j) = self.output_of.get(&key(result)) {
+                    let (pointer, _, element) = &self.outputs[j];
+                    store_at(&body.at, *pointer, body.linear, value, *element)?;
+                }
+            }
+        }
+        Ok(body.accumulators)
+    }
 }
 
 /// Emits one op; returns its element value, `None` for reductions.
@@ -413,7 +682,8 @@ fn emit_op<'c, 'a>(
     body: &mut Body<'c, 'a, '_>,
     op: OperationRef<'c, '_>,
     output_of: &HashMap<usize, usize>,
-    outputs: &[(Value<'c, 'a>, Vec<usize>, ElementType)],
+    outputs: &[Output<'c, 'a>],
+    register: Option<usize>,
 ) -> Result<Option<Value<'c, 'a>>, Error> {
     let at = body.at;
     let element_of =
@@ -475,10 +745,18 @@ fn emit_op<'c, 'a>(
                 return Ok(Some(overflow));
             }
             let map = reindex.indices().ok_or_else(|| error("reindex map"))?;
-            let (indices, inside) = body.indices(map, &symbols, &shape, reindex.overflow_conditions())?;
-            let offset = body.offset(&indices, inside, &shape)?;
+            let checks = body
+                .schedule
+                .checks_of(op)
+                .ok_or_else(|| error("a reindex without a schedule"))?
+                .clone();
+            let (indices, inside) = body.indices(map, &symbols, &checks, reindex.overflow_conditions())?;
+            let offset = body.offset(&indices, inside, &checks.shape)?;
             let loaded = body.load(pointer, offset, element)?;
-            at.select(inside, loaded, overflow).map(Some)
+            match inside {
+                Some(inside) => at.select(inside, loaded, overflow).map(Some),
+                None => Ok(Some(loaded)),
+            }
         }
         "meta.reindex_reduce" => {
             let reduce = ReindexReduceOp::cast(op).ok_or_else(|| error("reduce"))?;
@@ -486,22 +764,37 @@ fn emit_op<'c, 'a>(
             let Some(&j) = output_of.get(&key(result)) else {
                 return Ok(None);
             };
-            let (pointer, shape, element) = (outputs[j].0, outputs[j].1.clone(), outputs[j].2);
+            let (pointer, element) = (outputs[j].0, outputs[j].2);
             let kind = reduce.kind().ok_or_else(|| error("unknown reduction"))?;
             let x = body.scalar(reduce.input().ok_or_else(|| error("reduce input"))?)?;
+            if let Some(r) = register {
+                let acc = body.accumulators[r];
+                body.accumulators[r] = combine(&at, kind, acc, x, element)?;
+                return Ok(None);
+            }
             let symbols = reduce
                 .index_operands()
                 .into_iter()
                 .map(|v| body.index_of(v))
                 .collect::<Result<Vec<_>, _>>()?;
             let map = reduce.indices().ok_or_else(|| error("reduce map"))?;
-            let (indices, inside) = body.indices(map, &symbols, &shape, reduce.overflow_conditions())?;
-            let offset = body.offset(&indices, inside, &shape)?;
-            let then = at.if_then(inside)?;
+            let checks = body
+                .schedule
+                .checks_of(op)
+                .ok_or_else(|| error("a reduction without a schedule"))?
+                .clone();
+            let (indices, inside) = body.indices(map, &symbols, &checks, reduce.overflow_conditions())?;
+            let offset = body.offset(&indices, inside, &checks.shape)?;
+            let then = match inside {
+                Some(inside) => at.if_then(inside)?,
+                None => at,
+            };
             let acc = load_at(&then, pointer, offset, element)?;
             let combined = combine(&then, kind, acc, x, element)?;
             store_at(&then, pointer, offset, combined, element)?;
-            then.finish()?;
+            if inside.is_some() {
+                then.finish()?;
+            }
             Ok(None)
         }
         "meta.unary" => {
@@ -512,7 +805,8 @@ fn emit_op<'c, 'a>(
                 element_of(unary.result().ok_or_else(|| error("unary result"))?)?,
             );
             let x = body.scalar(input)?;
-            unary_op(&at, unary.kind().ok_or_else(|| error("unary kind"))?, x, from, to).map(Some)
+            let kind = unary.kind().ok_or_else(|| error("unary kind"))?;
+            unary_op(&at, kind, x, from, to, body.math).map(Some)
         }
         "meta.binary" => {
             let binary = BinaryOp::cast(op).ok_or_else(|| error("binary"))?;
@@ -541,15 +835,18 @@ fn unary_op<'c, 'a>(
     x: Value<'c, 'a>,
     from: ElementType,
     to: ElementType,
+    math_mode: MathMode,
 ) -> Result<Value<'c, 'a>, Error> {
     let t = x.r#type();
     let math = |name: &str| at.value(name, &[x], t);
     let one = || constant(at, from, 1.0, 1);
+    let polynomial = math_mode == MathMode::Polynomial && from == ElementType::F32;
     match kind {
         UnaryKind::Neg if from.is_float() => math("arith.negf"),
         UnaryKind::Neg => at.value("arith.subi", &[constant(at, from, 0.0, 0)?, x], t),
         UnaryKind::Abs if from.is_float() => math("math.absf"),
         UnaryKind::Abs => math("math.absi"),
+        UnaryKind::Exp if polynomial => exp_f32(at, x),
         UnaryKind::Exp => math("math.exp"),
         UnaryKind::Log => math("math.log"),
         UnaryKind::Sqrt => math("math.sqrt"),
@@ -559,11 +856,16 @@ fn unary_op<'c, 'a>(
         }
         UnaryKind::Sin => math("math.sin"),
         UnaryKind::Cos => math("math.cos"),
+        UnaryKind::Tanh if polynomial => tanh_f32(at, x),
         UnaryKind::Tanh => math("math.tanh"),
         UnaryKind::Erf => math("math.erf"),
         UnaryKind::Sigmoid => {
             let negated = math("arith.negf")?;
-            let e = at.value("math.exp", &[negated], t)?;
+            let e = if polynomial {
+                exp_f32(at, negated)?
+            } else {
+                at.value("math.exp", &[negated], t)?
+            };
             let denominator = at.value("arith.addf", &[one()?, e], t)?;
             at.value("arith.divf", &[one()?, denominator], t)
         }
@@ -573,6 +875,100 @@ fn unary_op<'c, 'a>(
         UnaryKind::Not => at.value("arith.xori", &[x, constant(at, from, 0.0, -1)?], t),
         UnaryKind::Cast => cast(at, x, from, to),
     }
+}
+
+/// `p[0]*x^(n-1) + ... + p[n-1]` by Horner's rule, in plain multiplies and
+/// adds (an `fma` would become a libm call on CPUs without FMA).
+fn horner<'c, 'a>(at: &Emitter<'c, 'a>, x: Value<'c, 'a>, p: &[f64]) -> Result<Value<'c, 'a>, Error> {
+    let t = x.r#type();
+    let mut y = at.float(t, p[0])?;
+    for &c in &p[1..] {
+        y = at.value("arith.mulf", &[y, x], t)?;
+        y = at.value("arith.addf", &[y, at.float(t, c)?], t)?;
+    }
+    Ok(y)
+}
+
+/// `e^x` for f32 in straight-line arithmetic that vectorizes (Cody-Waite
+/// range reduction and a degree-7 polynomial, as in Cephes `expf`):
+/// `x = n ln2 + r` with `|r| <= ln2/2`, `e^x = 2^n e^r`, and `2^n` applied
+/// as two exponent-field scalings so results that underflow to subnormals
+/// and overflow to infinity come out right. NaN is passed through.
+fn exp_f32<'c, 'a>(at: &Emitter<'c, 'a>, x: Value<'c, 'a>) -> Result<Value<'c, 'a>, Error> {
+    let t = x.r#type();
+    let i32_type: Type = melior::ir::r#type::IntegerType::new(at.context, 32).into();
+    let c = |v: f64| at.float(t, v);
+    // maxnum/minnum ignore NaN, so the clamped value is finite.
+    let clamped = at.value("arith.minnumf", &[x, c(88.8)?], t)?;
+    let clamped = at.value("arith.maxnumf", &[clamped, c(-104.0)?], t)?;
+    let scaled = at.value("arith.mulf", &[clamped, c(std::f64::consts::LOG2_E)?], t)?;
+    let scaled = at.value("arith.addf", &[scaled, c(0.5)?], t)?;
+    let n = at.value("math.floor", &[scaled], t)?;
+    let high = at.value("arith.mulf", &[n, c(0.693359375)?], t)?;
+    let low = at.value("arith.mulf", &[n, c(-2.12194440e-4)?], t)?;
+    let r = at.value("arith.subf", &[clamped, high], t)?;
+    let r = at.value("arith.subf", &[r, low], t)?;
+    let p = horner(
+        at,
+        r,
+        &[
+            1.9875691500e-4,
+            1.3981999507e-3,
+            8.3334519073e-3,
+            4.1665795894e-2,
+            1.6666665459e-1,
+            5.0000001201e-1,
+        ],
+    )?;
+    let r2 = at.value("arith.mulf", &[r, r], t)?;
+    let y = at.value("arith.mulf", &[p, r2], t)?;
+    let y = at.value("arith.addf", &[y, r], t)?;
+    let y = at.value("arith.addf", &[y, c(1.0)?], t)?;
+    // n is in [-150, 128]: split it in two halves that are each a normal
+    // exponent.
+    let n = at.value("arith.fptosi", &[n], i32_type)?;
+    let half = at.value("arith.shrsi", &[n, at.int(i32_type, 1)?], i32_type)?;
+    let rest = at.value("arith.subi", &[n, half], i32_type)?;
+    let power = |e: Value<'c, 'a>| -> Result<Value<'c, 'a>, Error> {
+        let biased = at.value("arith.addi", &[e, at.int(i32_type, 127)?], i32_type)?;
+        let bits = at.value("arith.shli", &[biased, at.int(i32_type, 23)?], i32_type)?;
+        at.value("arith.bitcast", &[bits], t)
+    };
+    let y = at.value("arith.mulf", &[y, power(half)?], t)?;
+    let y = at.value("arith.mulf", &[y, power(rest)?], t)?;
+    let is_nan = at.cmpf(14, x, x)?;
+    at.select(is_nan, x, y)
+}
+
+/// `tanh x` for f32: an odd polynomial below 0.625 (Cephes `tanhf`), and
+/// `1 - 2 / (e^(2|x|) + 1)` with the sign of `x` above.
+fn tanh_f32<'c, 'a>(at: &Emitter<'c, 'a>, x: Value<'c, 'a>) -> Result<Value<'c, 'a>, Error> {
+    let t = x.r#type();
+    let c = |v: f64| at.float(t, v);
+    let z = at.value("arith.mulf", &[x, x], t)?;
+    let p = horner(
+        at,
+        z,
+        &[
+            -5.70498872745e-3,
+            2.06390887954e-2,
+            -5.37397155531e-2,
+            1.33314422036e-1,
+            -3.33332819422e-1,
+        ],
+    )?;
+    let small = at.value("arith.mulf", &[p, z], t)?;
+    let small = at.value("arith.mulf", &[small, x], t)?;
+    let small = at.value("arith.addf", &[small, x], t)?;
+    let magnitude = at.value("math.absf", &[x], t)?;
+    let doubled = at.value("arith.addf", &[magnitude, magnitude], t)?;
+    let e = exp_f32(at, doubled)?;
+    let denominator = at.value("arith.addf", &[e, c(1.0)?], t)?;
+    let quotient = at.value("arith.divf", &[c(2.0)?, denominator], t)?;
+    let large = at.value("arith.subf", &[c(1.0)?, quotient], t)?;
+    let large = at.value("math.copysign", &[large, x], t)?;
+    let is_small = at.cmpf(4, magnitude, c(0.625)?)?;
+    at.select(is_small, small, large)
 }
 
 fn cast<'c, 'a>(

@@ -1,0 +1,457 @@
+//! The loop schedule of a kernel, decided before any IR is built: the loop
+//! order, the dimension the runtime splits across threads, where reductions
+//! accumulate, and which bounds checks can be dropped.
+//!
+//! Rules, in order:
+//! 1. **Loop order.** Each domain dimension is costed as the innermost
+//!    loop: every memory access adds 0 when it does not move with the
+//!    dimension (it stays in a register or cache line), 1 when its fastest
+//!    index moves by ±1 (contiguous), and 4 when it moves by any other
+//!    stride. Element-wise operands and results are indexed by the domain
+//!    itself, so they are contiguous in the last domain dimension and
+//!    strided in the others. The cheapest dimension (then the longest, then
+//!    the later) becomes the innermost loop; the others keep their order. A dimension may only move
+//!    if that keeps the order of the dimensions an order-sensitive (float
+//!    `add`/`mul`) reduction folds over, so every output still folds its
+//!    inputs in the interpreter's row-major order, bit for bit.
+//! 2. **Split dimension.** The outermost loop (in the chosen order, longer
+//!    than 1) that every reduction keeps as a plain output index: disjoint
+//!    ranges of it write disjoint outputs, so the runtime may run them at
+//!    once, reductions included. When every dimension is reduced somewhere,
+//!    the kernel runs in one piece.
+//! 3. **Registers.** When every reduction keeps its output dimensions as
+//!    plain indices in bounds, they all fold over the same dimensions, and
+//!    those are the innermost loops, each output is accumulated in a
+//!    register (an `scf.for` iteration argument) and stored once. Otherwise
+//!    reductions accumulate in their output buffer, filled with the
+//!    identity first.
+//! 4. **Bounds checks.** An index whose range over the domain (interval
+//!    arithmetic on the affine expression) stays inside its tensor is never
+//!    checked. The others are checked, and when they are all affine in the
+//!    loop indices, the innermost loop is peeled: the interior range, where
+//!    every index is in bounds, is computed at run time from the outer
+//!    indices and runs without checks; the edges before and after it run
+//!    with them.
+
+use jitc_dialect::{
+    kinds::{ElementType, ReduceKind},
+    ops::{ReindexOp, ReindexReduceOp, tensor_type},
+};
+use melior::ir::{
+    AffineExpr, AffineMap, BlockLike, BlockRef, OperationRef, ValueLike, operation::OperationLike,
+    r#type::ShapedTypeLike,
+};
+use std::collections::HashSet;
+
+/// Cost of an access that moves by ±1 element with the innermost loop.
+const CONTIGUOUS: i64 = 1;
+/// Cost of an access that moves by another stride with it.
+const STRIDED: i64 = 4;
+
+/// A value's affine form: one coefficient per domain dimension, plus a
+/// constant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Linear {
+    /// Coefficient of each domain dimension.
+    pub coefficients: Vec<i64>,
+    /// The constant term.
+    pub constant: i64,
+}
+
+/// The affine form of `expr` over `dims` dimensions; `None` for symbols,
+/// `floordiv`, `ceildiv`, `mod` and products of two non-constants.
+pub fn linear(expr: AffineExpr, dims: usize) -> Option<Linear> {
+    if expr.is_dim() {
+        let mut coefficients = vec![0; dims];
+        *coefficients.get_mut(expr.dim_position())? = 1;
+        return Some(Linear {
+            coefficients,
+            constant: 0,
+        });
+    }
+    if expr.is_constant() {
+        return Some(Linear {
+            coefficients: vec![0; dims],
+            constant: expr.constant_value(),
+        });
+    }
+    if expr.is_add() {
+        let (a, b) = (linear(expr.lhs(), dims)?, linear(expr.rhs(), dims)?);
+        return Some(Linear {
+            coefficients: a
+                .coefficients
+                .iter()
+                .zip(&b.coefficients)
+                .map(|(x, y)| x.checked_add(*y))
+                .collect::<Option<_>>()?,
+            constant: a.constant.checked_add(b.constant)?,
+        });
+    }
+    if expr.is_mul() {
+        let (a, b) = (linear(expr.lhs(), dims)?, linear(expr.rhs(), dims)?);
+        let (form, factor) = if a.coefficients.iter().all(|&c| c == 0) {
+            (b, a.constant)
+        } else if b.coefficients.iter().all(|&c| c == 0) {
+            (a, b.constant)
+        } else {
+            return None;
+        };
+        return Some(Linear {
+            coefficients: form
+                .coefficients
+                .iter()
+                .map(|c| c.checked_mul(factor))
+                .collect::<Option<_>>()?,
+            constant: form.constant.checked_mul(factor)?,
+        });
+    }
+    None
+}
+
+/// The smallest and largest value of `expr` over the box `0 <= d_i <
+/// extents[i]`; `None` when it depends on a symbol or overflows.
+pub fn range(expr: AffineExpr, extents: &[i64]) -> Option<(i64, i64)> {
+    if expr.is_dim() {
+        let extent = *extents.get(expr.dim_position())?;
+        return Some((0, (extent - 1).max(0)));
+    }
+    if expr.is_constant() {
+        let c = expr.constant_value();
+        return Some((c, c));
+    }
+    if expr.is_symbol() {
+        return None;
+    }
+    let (a, b) = (range(expr.lhs(), extents)?, range(expr.rhs(), extents)?);
+    if expr.is_add() {
+        return Some((a.0.checked_add(b.0)?, a.1.checked_add(b.1)?));
+    }
+    if expr.is_mul() {
+        let corners = [
+            a.0.checked_mul(b.0)?,
+            a.0.checked_mul(b.1)?,
+            a.1.checked_mul(b.0)?,
+            a.1.checked_mul(b.1)?,
+        ];
+        return Some((*corners.iter().min()?, *corners.iter().max()?));
+    }
+    // The remaining kinds divide by a constant (the affine dialect requires
+    // it); anything else is unknown.
+    if b.0 != b.1 || b.0 <= 0 {
+        return None;
+    }
+    let c = b.0;
+    if expr.is_floor_div() {
+        Some((a.0.div_euclid(c), a.1.div_euclid(c)))
+    } else if expr.is_ceil_div() {
+        Some((-((-a.0).div_euclid(c)), -((-a.1).div_euclid(c))))
+    } else if a.0 >= 0 && a.1 < c {
+        Some(a)
+    } else {
+        Some((0, c - 1))
+    }
+}
+
+/// How one index of an access is bounds-checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Check {
+    /// In bounds everywhere in the domain: never checked.
+    Proven,
+    /// Checked; in the peeled interior it is known in bounds.
+    Affine(Linear),
+    /// Checked everywhere.
+    Always,
+}
+
+/// The bounds checks of one `meta.reindex` read or `meta.reindex_reduce`
+/// target: one per index, and whether overflow conditions apply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checks {
+    /// One per result of the map.
+    pub indices: Vec<Check>,
+    /// The op has `overflow_conditions`, which are always evaluated.
+    pub conditions: bool,
+    /// The extents the indices must stay below.
+    pub shape: Vec<i64>,
+}
+
+impl Checks {
+    /// Whether nothing at all is checked.
+    pub fn none(&self) -> bool {
+        !self.conditions && self.indices.iter().all(|c| *c == Check::Proven)
+    }
+}
+
+fn map_checks(map: AffineMap, shape: &[i64], conditions: bool, domain: &[i64]) -> Checks {
+    let indices = shape
+        .iter()
+        .enumerate()
+        .map(|(k, &extent)| {
+            let Ok(expr) = map.result(k) else {
+                return Check::Always;
+            };
+            match range(expr, domain) {
+                Some((low, high)) if low >= 0 && high < extent => Check::Proven,
+                _ => linear(expr, domain.len()).map_or(Check::Always, Check::Affine),
+            }
+        })
+        .collect();
+    Checks {
+        indices,
+        conditions,
+        shape: shape.to_vec(),
+    }
+}
+
+/// The loop schedule of a kernel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Schedule {
+    /// Domain dimensions in loop order, outermost first.
+    pub order: Vec<usize>,
+    /// The domain dimension whose `[begin, end)` the caller passes.
+    pub split: usize,
+    /// Whether disjoint parts of `split` may run at once.
+    pub parallel: bool,
+    /// How many innermost loops reductions accumulate over in registers (0:
+    /// they accumulate in their output buffers).
+    pub registers: usize,
+    /// Bounds checks per `meta.reindex`/`meta.reindex_reduce`, in op
+    /// order, keyed by [`op_key`].
+    pub checks: Vec<(usize, Checks)>,
+    /// Whether the innermost loop is peeled into edges and a check-free
+    /// interior.
+    pub peel: bool,
+}
+
+impl Schedule {
+    /// The checks of `op`.
+    pub fn checks_of(&self, op: OperationRef) -> Option<&Checks> {
+        let key = op_key(op);
+        self.checks.iter().find(|(k, _)| *k == key).map(|(_, c)| c)
+    }
+}
+
+/// The key of an op in [`Schedule::checks`].
+pub fn op_key(op: OperationRef) -> usize {
+    op.to_raw().ptr as usize
+}
+
+struct Reduction<'c> {
+    map: AffineMap<'c>,
+    kind: ReduceKind,
+    element: ElementType,
+    shape: Vec<i64>,
+    conditions: bool,
+}
+
+impl Reduction<'_> {
+    /// Results that are a plain dimension.
+    fn plain_dims(&self) -> Vec<Option<usize>> {
+        (0..self.map.result_count())
+            .map(|k| {
+                self.map
+                    .result(k)
+                    .ok()
+                    .filter(|e| e.is_dim())
+                    .map(|e| e.dim_position())
+            })
+            .collect()
+    }
+
+    /// Dimensions whose order decides the order of the fold.
+    fn folded(&self, dims: usize) -> Vec<usize> {
+        let plain: HashSet<usize> = self.plain_dims().into_iter().flatten().collect();
+        (0..dims).filter(|d| !plain.contains(d)).collect()
+    }
+
+    fn order_sensitive(&self) -> bool {
+        self.element.is_float() && matches!(self.kind, ReduceKind::Add | ReduceKind::Mul)
+    }
+
+    /// Whether every output index is a distinct plain dimension in bounds.
+    fn projection(&self, domain: &[i64]) -> bool {
+        let plain = self.plain_dims();
+        let dims: HashSet<usize> = plain.iter().flatten().copied().collect();
+        !self.conditions
+            && dims.len() == plain.len()
+            && plain
+                .iter()
+                .zip(&self.shape)
+                .all(|(d, &extent)| d.is_some_and(|d| domain[d] == extent))
+    }
+}
+
+fn shape_of(value: melior::ir::Value) -> Option<Vec<i64>> {
+    let tensor = tensor_type(value)?;
+    (0..tensor.rank())
+        .map(|d| match tensor.dim_size(d) {
+            Ok(melior::ir::r#type::DimSize::Static(n)) => Some(n as i64),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The schedule of the kernel whose body is `body`, over `domain`.
+pub fn schedule(body: BlockRef, domain: &[i64]) -> Result<Schedule, String> {
+    let dims = domain.len();
+    let arguments: HashSet<usize> = (0..body.argument_count())
+        .filter_map(|i| body.argument(i).ok())
+        .map(|a| a.to_raw().ptr as usize)
+        .collect();
+    let is_argument = |v: melior::ir::Value| arguments.contains(&(v.to_raw().ptr as usize));
+    let mut cost = vec![0i64; dims];
+    let add_access = |map: AffineMap, cost: &mut Vec<i64>| {
+        let rank = map.result_count();
+        for d in 0..dims {
+            let mut moves = false;
+            let mut contiguous = false;
+            for k in 0..rank {
+                let Ok(expr) = map.result(k) else { continue };
+                if expr.is_function_of_dim(d) {
+                    moves = true;
+                    if k + 1 == rank {
+                        contiguous = linear(expr, dims).is_some_and(|l| l.coefficients[d].abs() == 1)
+                            && (0..k).all(|j| map.result(j).is_ok_and(|e| !e.is_function_of_dim(d)));
+                    }
+                }
+            }
+            cost[d] += match (moves, contiguous) {
+                (false, _) => 0,
+                (true, true) => CONTIGUOUS,
+                (true, false) => STRIDED,
+            };
+        }
+    };
+    let mut reductions = Vec::new();
+    let mut checks = Vec::new();
+    let mut domain_accesses = 0i64;
+    let mut reduced_values = HashSet::new();
+    let mut op = body.first_operation();
+    let mut terminator = None;
+    while let Some(current) = op {
+        op = current.next_in_block();
+        if let Some(reindex) = ReindexOp::cast(current) {
+            let map = reindex.indices().ok_or("a reindex without a map")?;
+            let shape = reindex
+                .input()
+                .and_then(shape_of)
+                .ok_or("a reindex of a dynamic tensor")?;
+            add_access(map, &mut cost);
+            let conditions = reindex.overflow_conditions().is_some();
+            checks.push((op_key(current), map_checks(map, &shape, conditions, domain)));
+            continue;
+        }
+        if let Some(reduce) = ReindexReduceOp::cast(current) {
+            let map = reduce.indices().ok_or("a reduction without a map")?;
+            let result = reduce.result().ok_or("a reduction without a result")?;
+            let shape = shape_of(result).ok_or("a reduction to a dynamic tensor")?;
+            let element = crate::lower::element_of(result).ok_or("a reduction of an unsupported type")?;
+            let conditions = reduce.overflow_conditions().is_some();
+            if reduce.input().is_some_and(is_argument) {
+                domain_accesses += 1;
+            }
+            reduced_values.insert(result.to_raw().ptr as usize);
+            add_access(map, &mut cost);
+            checks.push((op_key(current), map_checks(map, &shape, conditions, domain)));
+            reductions.push(Reduction {
+                map,
+                kind: reduce.kind().ok_or("an unknown reduction")?,
+                element,
+                shape,
+                conditions,
+            });
+            continue;
+        }
+        if current.name().as_string_ref().as_str() == Ok("func.return") {
+            terminator = Some(current);
+            continue;
+        }
+        domain_accesses += current.operands().filter(|v| is_argument(*v)).count() as i64;
+    }
+    if let Some(terminator) = terminator {
+        domain_accesses += terminator
+            .operands()
+            .filter(|v| !reduced_values.contains(&(v.to_raw().ptr as usize)))
+            .count() as i64;
+    }
+    if dims == 0 {
+        return Ok(Schedule {
+            order: Vec::new(),
+            split: 0,
+            parallel: false,
+            registers: 0,
+            checks,
+            peel: false,
+        });
+    }
+    for (d, cost) in cost.iter_mut().enumerate() {
+        *cost += domain_accesses * if d + 1 == dims { CONTIGUOUS } else { STRIDED };
+    }
+
+    // 1. Loop order.
+    let sensitive: Vec<Vec<usize>> = reductions
+        .iter()
+        .filter(|r| r.order_sensitive())
+        .map(|r| r.folded(dims))
+        .collect();
+    let may_move_last = |d: usize| {
+        sensitive
+            .iter()
+            .all(|folded| !folded.contains(&d) || folded.iter().all(|&f| f <= d))
+    };
+    let innermost = (0..dims)
+        .filter(|&d| may_move_last(d) && domain[d] > 1)
+        .min_by_key(|&d| (cost[d], -domain[d], std::cmp::Reverse(d)))
+        .unwrap_or(dims - 1);
+    let mut order: Vec<usize> = (0..dims).filter(|&d| d != innermost).collect();
+    order.push(innermost);
+
+    // 2. Split dimension.
+    let plain: Vec<HashSet<usize>> = reductions
+        .iter()
+        .map(|r| r.plain_dims().into_iter().flatten().collect())
+        .collect();
+    let safe = |d: usize| plain.iter().all(|p| p.contains(&d));
+    let (split, parallel) = match order.iter().copied().find(|&d| domain[d] > 1 && safe(d)) {
+        Some(d) => (d, true),
+        None => (order[0], false),
+    };
+
+    // 3. Registers.
+    let mut registers = 0;
+    if let Some(first) = reductions.first() {
+        let folded = first.folded(dims);
+        let all_alike = reductions
+            .iter()
+            .all(|r| r.projection(domain) && r.folded(dims) == folded);
+        let suffix: HashSet<usize> = order[dims - folded.len()..].iter().copied().collect();
+        if all_alike && !folded.is_empty() && folded.iter().all(|d| suffix.contains(d)) {
+            registers = folded.len();
+        }
+    }
+    // 4. Peeling: every checked index is affine, no overflow conditions,
+    // and some check moves with the innermost loop.
+    let relevant = checks.iter().map(|(_, c)| c).filter(|c| !c.none());
+    let mut peel = false;
+    let mut peelable = true;
+    for c in relevant {
+        if c.conditions {
+            peelable = false;
+        }
+        for check in &c.indices {
+            match check {
+                Check::Always => peelable = false,
+                Check::Affine(l) if l.coefficients[innermost] != 0 => peel = true,
+                _ => {}
+            }
+        }
+    }
+    Ok(Schedule {
+        order,
+        split,
+        parallel,
+        registers,
+        checks,
+        peel: peel && peelable,
+    })
+}

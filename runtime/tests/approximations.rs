@@ -1,0 +1,105 @@
+//! The polynomial f32 `exp`, `tanh` and `sigmoid` of compiled code against
+//! the interpreter (libm), value by value, over a sweep of the whole useful
+//! range plus the special values: the largest error in ulps is bounded, and
+//! infinities, NaN, overflow and underflow come out as libm's.
+
+use jitc_compiler::{diagnostics::DiagnosticCollector, new_context, source::parse_module};
+use jitc_interp::{Buffer, Interpreter, StateStore, Tensor, Value};
+use jitc_runtime::CpuModule;
+
+/// Distance in representable f32 values (0 when equal, NaN equals NaN).
+fn ulps(a: f32, b: f32) -> u64 {
+    if a == b || (a.is_nan() && b.is_nan()) {
+        return 0;
+    }
+    if a.is_nan() || b.is_nan() {
+        return u64::MAX;
+    }
+    // Map the floats onto a line of integers ordered like the reals.
+    let key = |x: f32| {
+        let bits = x.to_bits() as i64;
+        if bits < 0x8000_0000 { bits } else { 0x8000_0000 - bits }
+    };
+    key(a).abs_diff(key(b))
+}
+
+fn inputs() -> Vec<f32> {
+    let mut values = vec![
+        0.0,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        f32::MIN_POSITIVE,
+        88.72,
+        88.73,
+        -87.3,
+        -103.0,
+        -104.5,
+        1e-8,
+        -1e-8,
+        0.625,
+        -0.625,
+        9.0,
+    ];
+    let n = 1 << 16;
+    for i in 0..n {
+        values.push(-110.0 + 200.0 * i as f32 / n as f32);
+        values.push((-3.0 + 6.0 * i as f32 / n as f32) * 1.0e-3);
+    }
+    values
+}
+
+/// The largest ulp error of the compiled `kind` over [`inputs`].
+fn worst(kind: &str) -> (u64, f32, f32, f32) {
+    let values = inputs();
+    let n = values.len();
+    let source = format!(
+        "func.func @main(%x: tensor<{n}xf32>) -> tensor<{n}xf32> {{\n  %y = \"meta.unary\"(%x) {{kind = \"{kind}\"}} : (tensor<{n}xf32>) -> tensor<{n}xf32>\n  return %y : tensor<{n}xf32>\n}}\n"
+    );
+    let context = new_context().unwrap();
+    let collector = DiagnosticCollector::attach(&context);
+    let mut module = parse_module(&context, &source).unwrap_or_else(|| panic!("{:?}", collector.take()));
+    let input = Tensor::new(vec![n], Buffer::F32(values.clone())).unwrap();
+    let expected = Interpreter::new(&module)
+        .run("main", vec![Value::tensor(input.clone())], &mut StateStore::new())
+        .unwrap();
+    let compiled = CpuModule::compile(&context, &mut module).unwrap();
+    assert!(compiled.interpreted_kernels().is_empty());
+    let actual = compiled
+        .run(&module, "main", vec![Value::tensor(input)], &mut StateStore::new())
+        .unwrap();
+    let (Value::Tensor(expected), Value::Tensor(actual)) = (&expected[0], &actual[0]) else {
+        panic!("not tensors")
+    };
+    let mut worst = (0, 0.0, 0.0, 0.0);
+    for (i, x) in values.iter().enumerate() {
+        let (e, a) = (expected.get(i).as_f64() as f32, actual.get(i).as_f64() as f32);
+        let d = ulps(e, a);
+        if d > worst.0 {
+            worst = (d, *x, e, a);
+        }
+    }
+    worst
+}
+
+#[test]
+fn exp_is_within_two_ulps() {
+    let (ulps, x, expected, actual) = worst("exp");
+    eprintln!("exp: at most {ulps} ulps (at {x})");
+    assert!(ulps <= 2, "exp({x}) = {actual}, libm {expected}: {ulps} ulps");
+}
+
+#[test]
+fn tanh_is_within_four_ulps() {
+    let (ulps, x, expected, actual) = worst("tanh");
+    eprintln!("tanh: at most {ulps} ulps (at {x})");
+    assert!(ulps <= 4, "tanh({x}) = {actual}, libm {expected}: {ulps} ulps");
+}
+
+#[test]
+fn sigmoid_is_within_four_ulps() {
+    let (ulps, x, expected, actual) = worst("sigmoid");
+    eprintln!("sigmoid: at most {ulps} ulps (at {x})");
+    assert!(ulps <= 4, "sigmoid({x}) = {actual}, libm {expected}: {ulps} ulps");
+}
