@@ -1,0 +1,35 @@
+// The sigmoid kernel's inner loop is vectorized: exp is the straight-line
+// polynomial (no libm call), so the whole body runs on 8 x f32 (AVX2) or
+// 16 x f32 (AVX-512). With --math libm, exp stays a scalar call.
+// RUN: jitc compile %s --emit llvm --cpu x86-64-v3 | FileCheck %s --check-prefix=LLVM
+// RUN: jitc compile %s --emit asm --cpu x86-64-v3 | FileCheck %s --check-prefix=ASM
+// RUN: jitc compile %s --emit asm --cpu x86-64 --target-features=+avx512f,+evex512 | FileCheck %s --check-prefix=AVX512
+// RUN: jitc compile %s --emit llvm --cpu x86-64-v3 --math libm | FileCheck %s --check-prefix=LIBM
+
+// LLVM-LABEL: define void @main_fused_0(
+// LLVM-NOT: call {{.*}}@expf
+// LLVM: vector.body:
+// LLVM: load <8 x float>
+// LLVM: call <8 x float> @llvm.floor.v8f32
+// LLVM: fdiv <8 x float>
+// LLVM: store <8 x float>
+// LLVM-NOT: call {{.*}}@expf
+// LLVM: ret void
+
+// ASM-LABEL: main_fused_0:
+// ASM-NOT: call
+// ASM: vroundps {{.*}}%ymm
+// ASM: vdivps {{.*}}%ymm
+// ASM-NOT: call
+// ASM: retq
+
+// AVX512-LABEL: main_fused_0:
+// AVX512: vrndscaleps {{.*}}%zmm
+// AVX512: vdivps {{.*}}%zmm
+
+// LIBM: call float @expf(
+
+func.func @main(%x: tensor<4096xf32>) -> tensor<4096xf32> {
+  %e = "meta.unary"(%x) {kind = "sigmoid"} : (tensor<4096xf32>) -> tensor<4096xf32>
+  return %e : tensor<4096xf32>
+}
