@@ -145,6 +145,15 @@ pub struct CodegenOptions {
     pub math: crate::lower::MathMode,
 }
 
+/// The host CPU's name and features, for cache keys.
+pub fn host_description() -> String {
+    format!(
+        "{} {}",
+        TargetMachine::get_host_cpu_name(),
+        TargetMachine::get_host_cpu_features()
+    )
+}
+
 /// The host's target machine.
 pub fn host_machine() -> Result<TargetMachine, Error> {
     target_machine(&CpuTarget::default())

@@ -19,6 +19,7 @@ mod arith;
 mod eval;
 pub mod npy;
 pub mod scalar;
+pub mod storage;
 pub mod tensor;
 mod tensor_ops;
 

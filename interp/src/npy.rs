@@ -30,11 +30,11 @@ pub fn read(path: &Path) -> Result<Tensor, String> {
     };
     let bad = |e: std::io::Error| format!("'{}' is truncated or corrupt: {e}", path.display());
     let buffer = match descr.as_str() {
-        "<f4" => Buffer::F32(npy.into_vec().map_err(bad)?),
-        "<f8" => Buffer::F64(npy.into_vec().map_err(bad)?),
-        "<i4" => Buffer::I32(npy.into_vec().map_err(bad)?),
-        "<i8" => Buffer::I64(npy.into_vec().map_err(bad)?),
-        "|b1" => Buffer::I1(npy.into_vec().map_err(bad)?),
+        "<f4" => Buffer::F32(npy.into_vec().map_err(bad)?.into()),
+        "<f8" => Buffer::F64(npy.into_vec().map_err(bad)?.into()),
+        "<i4" => Buffer::I32(npy.into_vec().map_err(bad)?.into()),
+        "<i8" => Buffer::I64(npy.into_vec().map_err(bad)?.into()),
+        "|b1" => Buffer::I1(npy.into_vec().map_err(bad)?.into()),
         other => {
             return Err(format!(
                 "'{}' has dtype '{other}'; expected float32, float64, int32, int64 or bool",

@@ -2,34 +2,46 @@
 //! literal syntax `2x3xf32=[1 2 3][4 5 6]` used by `jitc run` for printing
 //! and for inline inputs (as `iree-run-module` does).
 
-use crate::scalar::Scalar;
+use crate::{scalar::Scalar, storage::Storage};
 use jitc_dialect::kinds::ElementType;
 use std::fmt;
 
-/// The elements of a tensor, row-major.
+/// The elements of a tensor, row-major, in aligned pooled storage.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Buffer {
     /// `f32` elements.
-    F32(Vec<f32>),
+    F32(Storage<f32>),
     /// `f64` elements.
-    F64(Vec<f64>),
+    F64(Storage<f64>),
     /// `i32` elements.
-    I32(Vec<i32>),
+    I32(Storage<i32>),
     /// `i64` elements.
-    I64(Vec<i64>),
+    I64(Storage<i64>),
     /// `i1` elements.
-    I1(Vec<bool>),
+    I1(Storage<bool>),
 }
 
 impl Buffer {
     /// `len` copies of `value`.
     pub fn filled(value: Scalar, len: usize) -> Self {
         match value {
-            Scalar::F32(v) => Self::F32(vec![v; len]),
-            Scalar::F64(v) => Self::F64(vec![v; len]),
-            Scalar::I32(v) => Self::I32(vec![v; len]),
-            Scalar::I64(v) => Self::I64(vec![v; len]),
-            Scalar::I1(v) => Self::I1(vec![v; len]),
+            Scalar::F32(v) => Self::F32(Storage::filled(v, len)),
+            Scalar::F64(v) => Self::F64(Storage::filled(v, len)),
+            Scalar::I32(v) => Self::I32(Storage::filled(v, len)),
+            Scalar::I64(v) => Self::I64(Storage::filled(v, len)),
+            Scalar::I1(v) => Self::I1(Storage::filled(v, len)),
+        }
+    }
+
+    /// `len` elements of `element` with valid but unspecified values, to be
+    /// overwritten (see [`Storage::for_overwrite`]).
+    pub fn for_overwrite(element: ElementType, len: usize) -> Self {
+        match element {
+            ElementType::F32 => Self::F32(Storage::for_overwrite(len)),
+            ElementType::F64 => Self::F64(Storage::for_overwrite(len)),
+            ElementType::I32 => Self::I32(Storage::for_overwrite(len)),
+            ElementType::I64 => Self::I64(Storage::for_overwrite(len)),
+            ElementType::I1 => Self::I1(Storage::for_overwrite(len)),
         }
     }
 
@@ -126,6 +138,16 @@ impl Tensor {
         Self {
             shape,
             buffer: Buffer::filled(value, len),
+        }
+    }
+
+    /// A tensor of `shape` whose elements are valid but unspecified, to be
+    /// overwritten (by a compiled kernel).
+    pub fn for_overwrite(shape: Vec<usize>, element: ElementType) -> Self {
+        let len = shape.iter().product();
+        Self {
+            shape,
+            buffer: Buffer::for_overwrite(element, len),
         }
     }
 

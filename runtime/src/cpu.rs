@@ -7,8 +7,13 @@ use jitc_compiler::{
     lower::Buffer as Slot,
     optimize, pipeline,
 };
-use jitc_interp::{Interpreter, KernelRunner, Scalar, StateStore, Tensor, Value};
+use jitc_interp::{Interpreter, KernelRunner, StateStore, Tensor, Value};
 use melior::{Context, ir::Module};
+use rayon::prelude::*;
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, OnceLock},
+};
 
 /// Kernels with fewer domain points than this run on one thread: handing
 /// out work would cost more than the work.
@@ -24,46 +29,109 @@ pub fn thread_count() -> usize {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
-/// Data pointers handed to another thread.
+/// Data pointers handed to worker threads.
 struct Buffers(Vec<*mut u8>);
 
 // SAFETY: the pointers are only dereferenced by kernel code while the
-// buffers they point to are alive (the threads are scoped), and parallel
-// kernels write disjoint elements.
+// buffers they point to are alive (the caller blocks until every part has
+// run), and parts of a parallel kernel write disjoint elements.
 unsafe impl Send for Buffers {}
+// SAFETY: as above; the vector itself is only read.
+unsafe impl Sync for Buffers {}
 
-/// Runs a parallel kernel in `threads` contiguous parts of its outermost
-/// dimension, each with its own status word; returns the combined status.
-fn run_split(function: KernelFn, pointers: &[*mut u8], outer: i64, threads: usize) -> i32 {
-    let per_thread = (outer as usize).div_ceil(threads) as i64;
-    let statuses: Vec<i32> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads as i64)
-            .map(|t| (t * per_thread, ((t + 1) * per_thread).min(outer)))
+/// The process's worker threads: [`thread_count`] of them, started on
+/// first use and kept for the life of the process (`JITC_NUM_THREADS` is
+/// read once).
+fn workers() -> Option<&'static rayon::ThreadPool> {
+    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(thread_count())
+            .thread_name(|i| format!("jitc-worker-{i}"))
+            .build()
+            .ok()
+    })
+    .as_ref()
+}
+
+/// Runs a parallel kernel in `parts` contiguous ranges of its split
+/// dimension on the worker threads, each with its own status word; returns
+/// the combined status. Falls back to one call when the pool could not be
+/// started.
+fn run_split(function: KernelFn, pointers: &[*mut u8], outer: i64, parts: usize) -> i32 {
+    let Some(pool) = workers() else {
+        let mut status = 0i32;
+        let mut own = pointers.to_vec();
+        if let Some(last) = own.last_mut() {
+            *last = (&mut status as *mut i32).cast();
+        }
+        // SAFETY: as for a whole-range call in `run_kernel`.
+        unsafe { function(own.as_ptr(), 0, outer) };
+        return status;
+    };
+    let per_part = (outer as usize).div_ceil(parts) as i64;
+    let shared = Buffers(pointers.to_vec());
+    let shared = &shared;
+    let statuses: Vec<i32> = pool.install(|| {
+        (0..parts as i64)
+            .into_par_iter()
+            .map(|t| (t * per_part, ((t + 1) * per_part).min(outer)))
             .filter(|(begin, end)| begin < end)
             .map(|(begin, end)| {
-                let own = Buffers(pointers.to_vec());
-                scope.spawn(move || {
-                    // Take the whole wrapper (not just its field) into the thread.
-                    let mut own = own;
-                    let mut status: i32 = 0;
-                    if let Some(last) = own.0.last_mut() {
-                        *last = (&mut status as *mut i32).cast();
-                    }
-                    // SAFETY: as for a whole-range call; this part writes
-                    // only the output elements of its outer indices.
-                    unsafe { function(own.0.as_ptr(), begin, end) };
-                    status
-                })
+                let mut own = shared.0.clone();
+                let mut status: i32 = 0;
+                if let Some(last) = own.last_mut() {
+                    *last = (&mut status as *mut i32).cast();
+                }
+                // SAFETY: as for a whole-range call; this part writes only
+                // the outputs of its range of the split dimension.
+                unsafe { function(own.as_ptr(), begin, end) };
+                status
             })
-            .collect();
-        workers.into_iter().map(|w| w.join().unwrap_or(1)).collect()
+            .collect()
     });
     statuses.into_iter().fold(0, |a, b| a | b)
 }
 
+/// Compiled kernels shared between the cache and modules.
+struct Shared(Arc<CompiledKernels>);
+
+// SAFETY: compiled kernels are immutable after compilation: callers only
+// read function pointers and signatures; the LLVM context and engine inside
+// are touched again only when the last `Arc` drops, by one thread.
+unsafe impl Send for Shared {}
+// SAFETY: as above.
+unsafe impl Sync for Shared {}
+
+/// The in-memory cache of compiled kernels, keyed by the fused module's
+/// canonical text (printed without locations), the code generation options
+/// and the host CPU.
+fn cache() -> &'static Mutex<HashMap<String, Shared>> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Shared>>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Drops every cached compilation (modules that hold one keep it).
+pub fn clear_cache() {
+    if let Ok(mut cache) = cache().lock() {
+        cache.clear();
+    }
+}
+
+/// Compiled kernels kept in the cache.
+pub fn cached_compilations() -> usize {
+    cache().lock().map_or(0, |c| c.len())
+}
+
+fn cache_key(module: &Module, options: &CodegenOptions) -> String {
+    let host = codegen::host_description();
+    format!("{options:?}\n{host}\n{}", module.as_operation())
+}
+
 /// A module whose kernels run as native code.
 pub struct CpuModule {
-    kernels: CompiledKernels,
+    kernels: Shared,
+    cache_hit: bool,
 }
 
 impl CpuModule {
@@ -73,24 +141,43 @@ impl CpuModule {
         Self::compile_with(context, module, &CodegenOptions::default())
     }
 
-    /// [`Self::compile`] with explicit code generation options.
+    /// [`Self::compile`] with explicit code generation options. Kernels
+    /// already compiled for the same fused module, options and host come
+    /// from the in-memory cache ([`Self::cache_hit`]).
     pub fn compile_with(context: &Context, module: &mut Module, options: &CodegenOptions) -> Result<Self, Error> {
         let fuse = pipeline::parse("builtin.module(meta-fuse)")?;
         optimize(context, module, &fuse, &OptimizeOptions::default())?;
+        let key = cache_key(module, options);
+        if let Some(hit) = cache().lock().ok().and_then(|c| c.get(&key).map(|s| Arc::clone(&s.0))) {
+            return Ok(Self {
+                kernels: Shared(hit),
+                cache_hit: true,
+            });
+        }
+        let kernels = Arc::new(codegen::compile(context, module, options)?);
+        if let Ok(mut cache) = cache().lock() {
+            cache.insert(key, Shared(Arc::clone(&kernels)));
+        }
         Ok(Self {
-            kernels: codegen::compile(context, module, options)?,
+            kernels: Shared(kernels),
+            cache_hit: false,
         })
+    }
+
+    /// Whether the kernels came from the cache.
+    pub fn cache_hit(&self) -> bool {
+        self.cache_hit
     }
 
     /// Kernels that could not be compiled (they run in the interpreter),
     /// with the reason.
     pub fn interpreted_kernels(&self) -> &[(String, String)] {
-        &self.kernels.skipped
+        &self.kernels.0.skipped
     }
 
     /// The optimized LLVM IR of the kernels.
     pub fn llvm_ir(&self) -> &str {
-        &self.kernels.llvm_ir
+        &self.kernels.0.llvm_ir
     }
 
     /// Runs function `name` of `module` (the module given to
@@ -110,7 +197,7 @@ impl CpuModule {
 
 impl KernelRunner for CpuModule {
     fn run_kernel(&self, name: &str, args: &[Value]) -> Option<Result<Vec<Value>, String>> {
-        let (function, signature) = self.kernels.get(name)?;
+        let (function, signature) = self.kernels.0.get(name)?;
         let mut indices: Vec<i64> = Vec::with_capacity(args.len());
         for (arg, slot) in args.iter().zip(&signature.inputs) {
             if let (Value::Index(i), Slot::Index) = (arg, slot) {
@@ -121,7 +208,7 @@ impl KernelRunner for CpuModule {
         for slot in &signature.outputs {
             match slot {
                 Slot::Tensor(shape, element) => {
-                    outputs.push(Tensor::splat(shape.clone(), Scalar::zero(*element)))
+                    outputs.push(Tensor::for_overwrite(shape.clone(), *element))
                 }
                 Slot::Index => return Some(Err("a kernel that returns an index".into())),
             }

@@ -60,7 +60,7 @@ fn worst(kind: &str) -> (u64, f32, f32, f32) {
     let context = new_context().unwrap();
     let collector = DiagnosticCollector::attach(&context);
     let mut module = parse_module(&context, &source).unwrap_or_else(|| panic!("{:?}", collector.take()));
-    let input = Tensor::new(vec![n], Buffer::F32(values.clone())).unwrap();
+    let input = Tensor::new(vec![n], Buffer::F32(values.as_slice().iter().copied().collect())).unwrap();
     let expected = Interpreter::new(&module)
         .run("main", vec![Value::tensor(input.clone())], &mut StateStore::new())
         .unwrap();

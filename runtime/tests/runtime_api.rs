@@ -1,0 +1,85 @@
+//! The runtime as a frontend uses it from Rust: parse, compile, run on
+//! buffers, errors as values; the kernel cache and the buffer pool.
+
+use jitc_compiler::{diagnostics::DiagnosticCollector, new_context, source::parse_module};
+use jitc_interp::{Buffer, StateStore, Tensor, Value, storage};
+use jitc_runtime::{CpuModule, cpu};
+
+const ADD: &str = r#"func.func @main(%x: tensor<512x512xf32>, %y: tensor<512x512xf32>) -> tensor<512x512xf32> {
+  %s = "meta.binary"(%x, %y) {kind = "add"} : (tensor<512x512xf32>, tensor<512x512xf32>) -> tensor<512x512xf32>
+  return %s : tensor<512x512xf32>
+}"#;
+
+fn tensor(n: usize, f: impl Fn(usize) -> f32) -> Tensor {
+    Tensor::new(vec![512, 512], Buffer::F32((0..n).map(f).collect())).unwrap()
+}
+
+#[test]
+fn a_second_compile_of_the_same_module_hits_the_cache() {
+    let compile = || {
+        let context = new_context().unwrap();
+        let mut module = parse_module(&context, ADD).unwrap();
+        let compiled = CpuModule::compile(&context, &mut module).unwrap();
+        let (x, y) = (tensor(512 * 512, |i| i as f32), tensor(512 * 512, |i| 2.0 * i as f32));
+        let out = compiled
+            .run(&module, "main", vec![Value::tensor(x), Value::tensor(y)], &mut StateStore::new())
+            .unwrap();
+        (compiled.cache_hit(), out)
+    };
+    let (_, first) = compile();
+    let (hit, second) = compile();
+    assert!(hit, "the second compile should come from the cache");
+    assert!(cpu::cached_compilations() >= 1);
+    assert_eq!(first, second);
+    let Value::Tensor(t) = &first[0] else { panic!() };
+    assert_eq!(t.get(1000).as_f64(), 3000.0);
+}
+
+#[test]
+fn outputs_reuse_pooled_buffers() {
+    let context = new_context().unwrap();
+    let mut module = parse_module(&context, ADD).unwrap();
+    let compiled = CpuModule::compile(&context, &mut module).unwrap();
+    let run = || {
+        let (x, y) = (tensor(512 * 512, |i| i as f32), tensor(512 * 512, |_| 1.0));
+        compiled
+            .run(&module, "main", vec![Value::tensor(x), Value::tensor(y)], &mut StateStore::new())
+            .unwrap()
+    };
+    drop(run());
+    let before = storage::pool_stats().reused;
+    let out = run();
+    assert!(storage::pool_stats().reused > before, "{:?}", storage::pool_stats());
+    let Value::Tensor(t) = &out[0] else { panic!() };
+    assert_eq!(t.buffer().as_ptr() as usize % storage::ALIGNMENT, 0);
+    assert_eq!(t.get(7).as_f64(), 8.0);
+}
+
+#[test]
+fn run_time_errors_are_values() {
+    let source = r#"func.func @main(%x: tensor<4xi32>, %y: tensor<4xi32>) -> tensor<4xi32> {
+  %q = "meta.binary"(%x, %y) {kind = "div"} : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  return %q : tensor<4xi32>
+}"#;
+    let context = new_context().unwrap();
+    let collector = DiagnosticCollector::attach(&context);
+    let mut module = parse_module(&context, source).unwrap_or_else(|| panic!("{:?}", collector.take()));
+    let compiled = CpuModule::compile(&context, &mut module).unwrap();
+    let x = Tensor::parse_literal("4xi32=1 2 3 4").unwrap();
+    let y = Tensor::parse_literal("4xi32=1 0 1 1").unwrap();
+    let error = compiled
+        .run(&module, "main", vec![Value::tensor(x), Value::tensor(y)], &mut StateStore::new())
+        .unwrap_err();
+    assert!(error.to_string().contains("division by zero"), "{error}");
+    // A wrong argument is an error too, not a crash.
+    let wrong = Tensor::parse_literal("3xi32=1 2 3").unwrap();
+    let error = compiled
+        .run(
+            &module,
+            "main",
+            vec![Value::tensor(wrong.clone()), Value::tensor(wrong)],
+            &mut StateStore::new(),
+        )
+        .unwrap_err();
+    assert!(!error.to_string().is_empty());
+}
