@@ -194,6 +194,20 @@ pub fn to_llvm_ir<'l>(
     };
     llvm_module.set_triple(&machine.get_triple());
     llvm_module.set_data_layout(&machine.get_target_data().get_data_layout());
+    // MCJIT builds its own target machine for a generic CPU; code generation
+    // follows each function's own attributes, so pin the CPU there.
+    let cpu = machine.get_cpu().to_string();
+    let features = machine.get_feature_string().to_string_lossy().into_owned();
+    for function in llvm_module.get_functions() {
+        for (key, value) in [("target-cpu", cpu.as_str()), ("target-features", features.as_str())] {
+            if !value.is_empty() {
+                function.add_attribute(
+                    inkwell::attributes::AttributeLoc::Function,
+                    llvm_context.create_string_attribute(key, value),
+                );
+            }
+        }
+    }
     llvm_module
         .run_passes("default<O3>", machine, PassBuilderOptions::create())
         .map_err(|e| Error::Codegen(e.to_string()))?;

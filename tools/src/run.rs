@@ -1,6 +1,7 @@
 //! `jitc run`: runs a function on inputs and prints or saves its results,
 //! following `iree-run-module`'s conventions.
 
+use crate::compile::MathArg;
 use clap::{Args, ValueEnum};
 use jitc_interp::{Interpreter, Signature, StateStore, Tensor, Value, ValueType, npy};
 use melior::Context;
@@ -55,8 +56,13 @@ pub struct RunArgs {
     state_outputs: Vec<String>,
 
     /// What executes the function.
-    #[arg(long, value_enum, default_value_t = Backend::Interp)]
+    #[arg(long, value_enum, default_value_t = Backend::Cpu)]
     backend: Backend,
+
+    /// With `--backend cpu`: how f32 exp, tanh and sigmoid are computed
+    /// (`libm` matches the interpreter bit for bit).
+    #[arg(long, value_enum, default_value_t = MathArg::Polynomial)]
+    math: MathArg,
 
     /// Print at most this many elements of a value; larger ones are
     /// summarized (save them with --output).
@@ -69,8 +75,10 @@ pub struct RunArgs {
 pub enum Backend {
     /// The reference interpreter: exact and slow.
     Interp,
-    /// Native code: fused kernels compiled through MLIR and LLVM for this
-    /// CPU; the host schedule around them runs in the interpreter.
+    /// Native code (the default): fused kernels compiled through MLIR and
+    /// LLVM for this CPU; the host schedule around them runs in the
+    /// interpreter, as do kernels that cannot be compiled yet (dynamic
+    /// shapes).
     Cpu,
 }
 
@@ -145,7 +153,7 @@ fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
         })
         .collect::<Result<_, _>>()?;
 
-    let program = Program::load(context, &args.file, args.backend, "run")?;
+    let program = Program::load(context, &args.file, args.backend, args.math, "run")?;
     let interpreter = program.interpreter();
     let signature = interpreter.signature(&args.function).map_err(|e| e.to_string())?;
     let function = &args.function;
@@ -200,14 +208,24 @@ pub struct Program<'c> {
 
 impl<'c> Program<'c> {
     /// Loads `file` for `backend`; `tool` names the subcommand in notes.
-    pub fn load(context: &'c Context, file: &Path, backend: Backend, tool: &str) -> Result<Self, String> {
+    pub fn load(
+        context: &'c Context,
+        file: &Path,
+        backend: Backend,
+        math: MathArg,
+        tool: &str,
+    ) -> Result<Self, String> {
         let mut module = crate::input::load_module(context, file)?;
         let start = std::time::Instant::now();
         let compiled = match backend {
             Backend::Interp => None,
             Backend::Cpu => {
-                let compiled =
-                    jitc_runtime::CpuModule::compile(context, &mut module).map_err(|e| e.to_string())?;
+                let options = jitc_compiler::codegen::CodegenOptions {
+                    math: math.into(),
+                    ..Default::default()
+                };
+                let compiled = jitc_runtime::CpuModule::compile_with(context, &mut module, &options)
+                    .map_err(|e| e.to_string())?;
                 for (kernel, reason) in compiled.interpreted_kernels() {
                     eprintln!("jitc {tool}: note: kernel @{kernel} runs in the interpreter: {reason}");
                 }
