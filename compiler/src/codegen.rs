@@ -44,6 +44,14 @@ pub struct CompiledKernels {
     pub llvm_ir: String,
 }
 
+// SAFETY: after `compile` returns, nothing mutates the kernels: callers only
+// read function pointers and signatures, and the kernels are pure code over
+// the buffers each call passes. The LLVM context and engine are touched
+// again only when the value drops, which happens once, on one thread.
+unsafe impl Send for CompiledKernels {}
+// SAFETY: as above; shared access never reaches the LLVM objects.
+unsafe impl Sync for CompiledKernels {}
+
 impl CompiledKernels {
     /// The compiled kernel `name` and its calling convention.
     pub fn get(&self, name: &str) -> Option<&(KernelFn, KernelSignature)> {
@@ -199,7 +207,10 @@ pub fn to_llvm_ir<'l>(
     let cpu = machine.get_cpu().to_string();
     let features = machine.get_feature_string().to_string_lossy().into_owned();
     for function in llvm_module.get_functions() {
-        for (key, value) in [("target-cpu", cpu.as_str()), ("target-features", features.as_str())] {
+        for (key, value) in [
+            ("target-cpu", cpu.as_str()),
+            ("target-features", features.as_str()),
+        ] {
             if !value.is_empty() {
                 function.add_attribute(
                     inkwell::attributes::AttributeLoc::Function,
@@ -270,7 +281,11 @@ pub fn emit(
 
 /// Lowers, optimizes and JIT-compiles the `meta.fused` kernels of `module`
 /// for `options.target` (which must be the host or a CPU it can run).
-pub fn compile(context: &Context, module: &Module, options: &CodegenOptions) -> Result<CompiledKernels, Error> {
+pub fn compile(
+    context: &Context,
+    module: &Module,
+    options: &CodegenOptions,
+) -> Result<CompiledKernels, Error> {
     let crate::lower::Lowered {
         module: lowered,
         signatures,

@@ -121,9 +121,8 @@ pub fn clear_pool() {
 fn layout(bytes: usize) -> Layout {
     // Sizes come from a `len * size_of` that fits in memory, and 64 is a
     // power of two, so this cannot fail for a live allocation.
-    Layout::from_size_align(bytes, ALIGNMENT).unwrap_or_else(|_| std::alloc::handle_alloc_error(
-        Layout::new::<[u8; ALIGNMENT]>(),
-    ))
+    Layout::from_size_align(bytes, ALIGNMENT)
+        .unwrap_or_else(|_| std::alloc::handle_alloc_error(Layout::new::<[u8; ALIGNMENT]>()))
 }
 
 /// `len` elements of `T`, 64-byte aligned, owned.

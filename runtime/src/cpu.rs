@@ -96,18 +96,17 @@ fn run_split(function: KernelFn, pointers: &[*mut u8], outer: i64, parts: usize)
 /// Compiled kernels shared between the cache and modules.
 struct Shared(Arc<CompiledKernels>);
 
-// SAFETY: compiled kernels are immutable after compilation: callers only
-// read function pointers and signatures; the LLVM context and engine inside
-// are touched again only when the last `Arc` drops, by one thread.
-unsafe impl Send for Shared {}
-// SAFETY: as above.
-unsafe impl Sync for Shared {}
+/// A cached compilation: the fused module's text and its kernels.
+struct Entry {
+    fused: String,
+    kernels: Arc<CompiledKernels>,
+}
 
-/// The in-memory cache of compiled kernels, keyed by the fused module's
-/// canonical text (printed without locations), the code generation options
-/// and the host CPU.
-fn cache() -> &'static Mutex<HashMap<String, Shared>> {
-    static CACHE: OnceLock<Mutex<HashMap<String, Shared>>> = OnceLock::new();
+/// The in-memory cache of compilations, keyed by the module's canonical
+/// text before fusion (printed without locations), the code generation
+/// options and the host CPU.
+fn cache() -> &'static Mutex<HashMap<String, Entry>> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Entry>>> = OnceLock::new();
     CACHE.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
@@ -137,26 +136,47 @@ pub struct CpuModule {
 impl CpuModule {
     /// Fuses `module` (`meta-fuse`, in place) and compiles its kernels for
     /// this machine.
-    pub fn compile(context: &Context, module: &mut Module) -> Result<Self, Error> {
+    pub fn compile<'c>(context: &'c Context, module: &mut Module<'c>) -> Result<Self, Error> {
         Self::compile_with(context, module, &CodegenOptions::default())
     }
 
-    /// [`Self::compile`] with explicit code generation options. Kernels
-    /// already compiled for the same fused module, options and host come
-    /// from the in-memory cache ([`Self::cache_hit`]).
-    pub fn compile_with(context: &Context, module: &mut Module, options: &CodegenOptions) -> Result<Self, Error> {
-        let fuse = pipeline::parse("builtin.module(meta-fuse)")?;
-        optimize(context, module, &fuse, &OptimizeOptions::default())?;
+    /// [`Self::compile`] with explicit code generation options.
+    ///
+    /// Compilations are cached in memory, keyed by the module's canonical
+    /// text before fusion, the options and the host CPU. On a hit
+    /// ([`Self::cache_hit`]) `module` is replaced by the cached fused module
+    /// (the same text fusion would produce) and nothing is recompiled.
+    pub fn compile_with<'c>(
+        context: &'c Context,
+        module: &mut Module<'c>,
+        options: &CodegenOptions,
+    ) -> Result<Self, Error> {
         let key = cache_key(module, options);
-        if let Some(hit) = cache().lock().ok().and_then(|c| c.get(&key).map(|s| Arc::clone(&s.0))) {
+        let hit = cache()
+            .lock()
+            .ok()
+            .and_then(|c| c.get(&key).map(|e| (e.fused.clone(), Arc::clone(&e.kernels))));
+        if let Some((fused, kernels)) = hit
+            && let Some(parsed) = jitc_compiler::source::parse_module(context, &fused)
+        {
+            *module = parsed;
             return Ok(Self {
-                kernels: Shared(hit),
+                kernels: Shared(kernels),
                 cache_hit: true,
             });
         }
+        let fuse = pipeline::parse("builtin.module(meta-fuse)")?;
+        optimize(context, module, &fuse, &OptimizeOptions::default())?;
         let kernels = Arc::new(codegen::compile(context, module, options)?);
         if let Ok(mut cache) = cache().lock() {
-            cache.insert(key, Shared(Arc::clone(&kernels)));
+            let fused = module.as_operation().to_string();
+            cache.insert(
+                key,
+                Entry {
+                    fused,
+                    kernels: Arc::clone(&kernels),
+                },
+            );
         }
         Ok(Self {
             kernels: Shared(kernels),
@@ -207,9 +227,7 @@ impl KernelRunner for CpuModule {
         let mut outputs: Vec<Tensor> = Vec::with_capacity(signature.outputs.len());
         for slot in &signature.outputs {
             match slot {
-                Slot::Tensor(shape, element) => {
-                    outputs.push(Tensor::for_overwrite(shape.clone(), *element))
-                }
+                Slot::Tensor(shape, element) => outputs.push(Tensor::for_overwrite(shape.clone(), *element)),
                 Slot::Index => return Some(Err("a kernel that returns an index".into())),
             }
         }

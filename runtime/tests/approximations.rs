@@ -18,7 +18,11 @@ fn ulps(a: f32, b: f32) -> u64 {
     // Map the floats onto a line of integers ordered like the reals.
     let key = |x: f32| {
         let bits = x.to_bits() as i64;
-        if bits < 0x8000_0000 { bits } else { 0x8000_0000 - bits }
+        if bits < 0x8000_0000 {
+            bits
+        } else {
+            0x8000_0000 - bits
+        }
     };
     key(a).abs_diff(key(b))
 }
@@ -67,7 +71,12 @@ fn worst(kind: &str) -> (u64, f32, f32, f32) {
     let compiled = CpuModule::compile(&context, &mut module).unwrap();
     assert!(compiled.interpreted_kernels().is_empty());
     let actual = compiled
-        .run(&module, "main", vec![Value::tensor(input)], &mut StateStore::new())
+        .run(
+            &module,
+            "main",
+            vec![Value::tensor(input)],
+            &mut StateStore::new(),
+        )
         .unwrap();
     let (Value::Tensor(expected), Value::Tensor(actual)) = (&expected[0], &actual[0]) else {
         panic!("not tensors")

@@ -20,9 +20,17 @@ fn a_second_compile_of_the_same_module_hits_the_cache() {
         let context = new_context().unwrap();
         let mut module = parse_module(&context, ADD).unwrap();
         let compiled = CpuModule::compile(&context, &mut module).unwrap();
-        let (x, y) = (tensor(512 * 512, |i| i as f32), tensor(512 * 512, |i| 2.0 * i as f32));
+        let (x, y) = (
+            tensor(512 * 512, |i| i as f32),
+            tensor(512 * 512, |i| 2.0 * i as f32),
+        );
         let out = compiled
-            .run(&module, "main", vec![Value::tensor(x), Value::tensor(y)], &mut StateStore::new())
+            .run(
+                &module,
+                "main",
+                vec![Value::tensor(x), Value::tensor(y)],
+                &mut StateStore::new(),
+            )
             .unwrap();
         (compiled.cache_hit(), out)
     };
@@ -43,13 +51,22 @@ fn outputs_reuse_pooled_buffers() {
     let run = || {
         let (x, y) = (tensor(512 * 512, |i| i as f32), tensor(512 * 512, |_| 1.0));
         compiled
-            .run(&module, "main", vec![Value::tensor(x), Value::tensor(y)], &mut StateStore::new())
+            .run(
+                &module,
+                "main",
+                vec![Value::tensor(x), Value::tensor(y)],
+                &mut StateStore::new(),
+            )
             .unwrap()
     };
     drop(run());
     let before = storage::pool_stats().reused;
     let out = run();
-    assert!(storage::pool_stats().reused > before, "{:?}", storage::pool_stats());
+    assert!(
+        storage::pool_stats().reused > before,
+        "{:?}",
+        storage::pool_stats()
+    );
     let Value::Tensor(t) = &out[0] else { panic!() };
     assert_eq!(t.buffer().as_ptr() as usize % storage::ALIGNMENT, 0);
     assert_eq!(t.get(7).as_f64(), 8.0);
@@ -68,7 +85,12 @@ fn run_time_errors_are_values() {
     let x = Tensor::parse_literal("4xi32=1 2 3 4").unwrap();
     let y = Tensor::parse_literal("4xi32=1 0 1 1").unwrap();
     let error = compiled
-        .run(&module, "main", vec![Value::tensor(x), Value::tensor(y)], &mut StateStore::new())
+        .run(
+            &module,
+            "main",
+            vec![Value::tensor(x), Value::tensor(y)],
+            &mut StateStore::new(),
+        )
         .unwrap_err();
     assert!(error.to_string().contains("division by zero"), "{error}");
     // A wrong argument is an error too, not a crash.

@@ -81,7 +81,7 @@ fn milliseconds(duration: Duration) -> f64 {
 }
 
 fn bench(context: &Context, args: &BenchArgs) -> Result<(), String> {
-    let math = crate::compile::MathArg::Polynomial;
+    let math = crate::compile::MathArg::Fast;
     let program = Program::load(context, &args.file, args.backend, math, "bench")?;
     // Compiling the same module again is served by the kernel cache.
     let cached = match args.backend {
@@ -114,7 +114,7 @@ fn bench(context: &Context, args: &BenchArgs) -> Result<(), String> {
     println!("function: @{} ({backend} backend)", args.function);
     match cached {
         Some(hit) => println!(
-            "compile: {:.2} ms cold, {:.3} ms from the cache (fusion included)",
+            "compile: {:.2} ms cold, {:.3} ms from the cache",
             milliseconds(program.compile_time),
             milliseconds(hit)
         ),

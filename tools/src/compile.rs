@@ -42,25 +42,27 @@ pub struct CompileArgs {
     #[arg(long, value_name = "FEATURES")]
     target_features: Option<String>,
 
-    /// How f32 exp, tanh and sigmoid are computed.
-    #[arg(long, value_enum, default_value_t = MathArg::Polynomial)]
+    /// How closely float arithmetic follows the interpreter.
+    #[arg(long, value_enum, default_value_t = MathArg::Fast)]
     math: MathArg,
 }
 
 /// `--math` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum MathArg {
-    /// Polynomial approximations that vectorize (a few ulps from libm).
-    Polynomial,
-    /// libm calls: bit-identical to the interpreter, but scalar.
-    Libm,
+    /// Vectorizable: polynomial f32 exp/tanh/sigmoid (1-3 ulps from libm)
+    /// and reassociated float sums kept in registers.
+    Fast,
+    /// Bit-identical to the interpreter: libm calls, strictly ordered
+    /// reductions; hot loops may stay scalar.
+    Exact,
 }
 
 impl From<MathArg> for MathMode {
     fn from(value: MathArg) -> Self {
         match value {
-            MathArg::Polynomial => MathMode::Polynomial,
-            MathArg::Libm => MathMode::Libm,
+            MathArg::Fast => MathMode::Fast,
+            MathArg::Exact => MathMode::Exact,
         }
     }
 }

@@ -59,9 +59,9 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = Backend::Cpu)]
     backend: Backend,
 
-    /// With `--backend cpu`: how f32 exp, tanh and sigmoid are computed
-    /// (`libm` matches the interpreter bit for bit).
-    #[arg(long, value_enum, default_value_t = MathArg::Polynomial)]
+    /// With `--backend cpu`: how closely float arithmetic follows the
+    /// interpreter (`exact` matches it bit for bit).
+    #[arg(long, value_enum, default_value_t = MathArg::Fast)]
     math: MathArg,
 
     /// Print at most this many elements of a value; larger ones are

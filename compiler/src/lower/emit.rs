@@ -156,7 +156,15 @@ impl<'c, 'a> Emitter<'c, 'a> {
         lower: Value<'c, '_>,
         upper: Value<'c, '_>,
         inits: &[Value<'c, '_>],
-    ) -> Result<(Emitter<'c, 'a>, Value<'c, 'a>, Vec<Value<'c, 'a>>, Vec<Value<'c, 'a>>), Error> {
+    ) -> Result<
+        (
+            Emitter<'c, 'a>,
+            Value<'c, 'a>,
+            Vec<Value<'c, 'a>>,
+            Vec<Value<'c, 'a>>,
+        ),
+        Error,
+    > {
         let one = self.index(1)?;
         let types: Vec<Type<'c>> = inits.iter().map(|v| v.r#type()).collect();
         let mut arguments = vec![(Type::index(self.context), self.location)];

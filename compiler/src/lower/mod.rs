@@ -177,17 +177,19 @@ pub fn kernels<'c, 'a>(module: &'a Module<'c>) -> Vec<OperationRef<'c, 'a>> {
         .collect()
 }
 
-/// How transcendental functions are computed.
+/// How closely compiled float arithmetic follows the interpreter.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum MathMode {
-    /// f32 `exp`, `tanh` and `sigmoid` as straight-line polynomial
-    /// approximations that vectorize (within a few ulps of libm; see
-    /// `docs/semantics.md`); everything else as libm calls.
+    /// Vectorizable: f32 `exp`, `tanh` and `sigmoid` are straight-line
+    /// polynomial approximations (within 1-3 ulps of libm; see
+    /// `docs/semantics.md`), and float `add`/`mul` reductions that
+    /// accumulate in registers may be reassociated, so the loop vectorizer
+    /// can keep partial sums. Everything else is exact.
     #[default]
-    Polynomial,
-    /// Every transcendental function as a libm call, like the interpreter:
-    /// results match it bit for bit, but hot loops stay scalar.
-    Libm,
+    Fast,
+    /// Bit-identical to the interpreter: libm calls and reductions folded
+    /// strictly in row-major order, at the cost of scalar hot loops.
+    Exact,
 }
 
 /// The result of [`lower`].
@@ -325,7 +327,9 @@ fn lower_kernel<'c>(
         Some((bound(1)?, bound(2)?))
     };
     let schedule = schedule::schedule(body, &domain).map_err(Error::Lowering)?;
-    ops::emit_kernel(&top, body, &arguments, &outputs, status, &domain, &schedule, range, math)?;
+    ops::emit_kernel(
+        &top, body, &arguments, &outputs, status, &domain, &schedule, range, math,
+    )?;
     top.op("func.return", &[], &[], &[])?;
 
     let name = &signature.name;

@@ -769,7 +769,8 @@ fn emit_op<'c, 'a>(
             let x = body.scalar(reduce.input().ok_or_else(|| error("reduce input"))?)?;
             if let Some(r) = register {
                 let acc = body.accumulators[r];
-                body.accumulators[r] = combine(&at, kind, acc, x, element)?;
+                let reassociate = body.math == MathMode::Fast;
+                body.accumulators[r] = combine(&at, kind, acc, x, element, reassociate)?;
                 return Ok(None);
             }
             let symbols = reduce
@@ -790,7 +791,7 @@ fn emit_op<'c, 'a>(
                 None => at,
             };
             let acc = load_at(&then, pointer, offset, element)?;
-            let combined = combine(&then, kind, acc, x, element)?;
+            let combined = combine(&then, kind, acc, x, element, false)?;
             store_at(&then, pointer, offset, combined, element)?;
             if inside.is_some() {
                 then.finish()?;
@@ -840,7 +841,7 @@ fn unary_op<'c, 'a>(
     let t = x.r#type();
     let math = |name: &str| at.value(name, &[x], t);
     let one = || constant(at, from, 1.0, 1);
-    let polynomial = math_mode == MathMode::Polynomial && from == ElementType::F32;
+    let polynomial = math_mode == MathMode::Fast && from == ElementType::F32;
     match kind {
         UnaryKind::Neg if from.is_float() => math("arith.negf"),
         UnaryKind::Neg => at.value("arith.subi", &[constant(at, from, 0.0, 0)?, x], t),
@@ -1107,14 +1108,30 @@ fn integer_division<'c, 'a>(
     }
 }
 
+/// `acc <kind> x`; with `reassociate`, float `add`/`mul` carry the
+/// `reassoc` fast-math flag so a loop of them may be vectorized into
+/// partial results.
 fn combine<'c, 'a>(
     at: &Emitter<'c, 'a>,
     kind: ReduceKind,
     acc: Value<'c, 'a>,
     x: Value<'c, '_>,
     element: ElementType,
+    reassociate: bool,
 ) -> Result<Value<'c, 'a>, Error> {
     let float = element.is_float();
+    if reassociate && float && matches!(kind, ReduceKind::Add | ReduceKind::Mul) {
+        let name = if kind == ReduceKind::Add {
+            "arith.addf"
+        } else {
+            "arith.mulf"
+        };
+        let flags = melior::ir::Attribute::parse(at.context, "#arith.fastmath<reassoc>")
+            .ok_or_else(|| error("fast-math flags"))?;
+        return at
+            .op(name, &[acc, x], &[acc.r#type()], &[("fastmath", flags)])?
+            .ok_or_else(|| error("reduction"));
+    }
     let name = match kind {
         ReduceKind::Add => {
             if float {

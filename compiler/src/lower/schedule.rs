@@ -302,7 +302,7 @@ pub fn schedule(body: BlockRef, domain: &[i64]) -> Result<Schedule, String> {
     let mut cost = vec![0i64; dims];
     let add_access = |map: AffineMap, cost: &mut Vec<i64>| {
         let rank = map.result_count();
-        for d in 0..dims {
+        for (d, cost) in cost.iter_mut().enumerate() {
             let mut moves = false;
             let mut contiguous = false;
             for k in 0..rank {
@@ -315,7 +315,7 @@ pub fn schedule(body: BlockRef, domain: &[i64]) -> Result<Schedule, String> {
                     }
                 }
             }
-            cost[d] += match (moves, contiguous) {
+            *cost += match (moves, contiguous) {
                 (false, _) => 0,
                 (true, true) => CONTIGUOUS,
                 (true, false) => STRIDED,
