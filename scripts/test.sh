@@ -31,4 +31,7 @@ echo "lit: ${passed:-0} passed, ${failed:-0} failed"
 if [ "$status" -ne 0 ]; then exit "$status"; fi
 
 step "numpy cross-check of the interpreter"
-.venv/bin/python test/numpy/crosscheck.py "$target_dir/debug/jitc"
+.venv/bin/python test/numpy/crosscheck.py "$target_dir/debug/jitc" --backend interp
+
+step "numpy cross-check of compiled code"
+.venv/bin/python test/numpy/crosscheck.py "$target_dir/debug/jitc" --backend cpu --cases 100

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Cross-checks `jitc run --backend interp` against NumPy.
+"""Cross-checks `jitc run` (the interpreter, or compiled code) against NumPy.
 
 Runs the convolution, instance norm, softmax and matmul examples on random
 inputs, and a few hundred random reindex / reindex_reduce programs (padding,
@@ -8,9 +8,10 @@ then compares each result with a NumPy reference.
 
 Tolerance: float32 results must satisfy |jitc - numpy| <= ATOL + RTOL * |numpy|
 with RTOL = 1e-5 and ATOL = 1e-5 (the interpreter sums in row-major order,
-NumPy pairwise); integer and boolean results must be equal.
+NumPy pairwise; compiled code may reassociate sums kept in registers);
+integer and boolean results must be equal.
 
-Usage: crosscheck.py JITC_BINARY [--cases N] [--seed S]
+Usage: crosscheck.py JITC_BINARY [--backend interp|cpu] [--cases N] [--seed S]
 """
 
 import argparse
@@ -29,8 +30,9 @@ EXAMPLES = ROOT / "examples"
 
 
 class Runner:
-    def __init__(self, jitc, workdir):
+    def __init__(self, jitc, workdir, backend):
         self.jitc = jitc
+        self.backend = backend
         self.workdir = pathlib.Path(workdir)
         self.count = 0
 
@@ -44,7 +46,8 @@ class Runner:
             path.write_text(module)
         else:
             path = module
-        args = [self.jitc, "run", str(path), "--function", function, "--output", f"@{case / 'out.npy'}"]
+        args = [self.jitc, "run", str(path), "--backend", self.backend, "--function", function]
+        args += ["--output", f"@{case / 'out.npy'}"]
         for i, array in enumerate(inputs):
             np.save(case / f"in{i}.npy", array)
             args += ["--input", f"@{case / f'in{i}.npy'}"]
@@ -219,13 +222,14 @@ def random_reindex_reduce(rng):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("jitc", help="path to the jitc binary")
+    parser.add_argument("--backend", choices=["interp", "cpu"], default="interp", help="what runs (default interp)")
     parser.add_argument("--cases", type=int, default=300, help="random programs to generate (default 300)")
     parser.add_argument("--seed", type=int, default=20261121, help="random seed (default 20261121)")
     options = parser.parse_args()
     rng = np.random.default_rng(options.seed)
     passed, failed = 0, 0
     with tempfile.TemporaryDirectory(prefix="jitc-crosscheck-") as workdir:
-        runner = Runner(os.path.abspath(options.jitc), workdir)
+        runner = Runner(os.path.abspath(options.jitc), workdir, options.backend)
         cases = list(example_cases(rng))
         for n in range(options.cases):
             make = random_reindex if n % 2 == 0 else random_reindex_reduce
@@ -244,7 +248,9 @@ def main():
                 print(f"FAIL {name}: {detail}")
                 if isinstance(module, str):
                     print(module)
-    print(f"numpy cross-check: {len(cases)} programs, rtol {RTOL}, atol {ATOL}, seed {options.seed}")
+    print(
+        f"numpy cross-check ({options.backend}): {len(cases)} programs, rtol {RTOL}, atol {ATOL}, seed {options.seed}"
+    )
     print(f"crosscheck: {passed} passed, {failed} failed")
     return 1 if failed else 0
 
