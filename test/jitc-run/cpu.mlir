@@ -1,5 +1,11 @@
 // --backend cpu: fused kernels run as native code and give the
 // interpreter's results.
+// The cpu backend is the default; --math exact and fast both run it.
+// RUN: jitc run %examples/softmax.mlir --input 4x8xf32=1 --math exact | FileCheck %s --check-prefix=SOFTMAX
+// RUN: jitc run %examples/softmax.mlir --input 4x8xf32=1 --math fast | FileCheck %s --check-prefix=SOFTMAX
+// SOFTMAX: result[0]: 4x8xf32=[0.125 0.125 0.125 0.125 0.125 0.125 0.125 0.125]
+// RUN: not jitc run %s --math sloppy 2>&1 | FileCheck %s --check-prefix=BADMATH
+// BADMATH: error: invalid value 'sloppy' for '--math <MATH>'
 // RUN: jitc run %examples/conv.mlir --backend cpu --input 2x3x5x5xf32=1 --input 4x3x3x3xf32=1 | FileCheck %s --check-prefix=CONV
 // CONV: result[0]: 2x4x5x5xf32=[{{\[}}[12 18 18 18 12][18 27 27 27 18]
 // RUN: jitc run %examples/rnn.mlir --backend cpu --input 5x4x6xf32=1 --input 6x8xf32=0 --input 8x8xf32=0 --state rnn.h=4x8xf32=7 | FileCheck %s --check-prefix=RNN
