@@ -23,11 +23,18 @@
 //!    are checked for every edge the merge would make internal, not only
 //!    the candidate's;
 //! 4. rule 3 is a depth-first search over group successor lists, pruned by
-//!    block position: a group that starts after the target ends cannot
-//!    reach it. Union-find keeps groups, and successor lists are merged
-//!    small into large, so a plan is near-linear for DL graphs.
+//!    a topological order of the groups: a group ordered after the target
+//!    cannot reach it. Block position is not such an order once groups
+//!    interleave (a path may enter a group at a late op and leave it from
+//!    an early one), so the order is kept per group and repaired on every
+//!    merge by Pearce and Kelly's method: between the two merged groups,
+//!    the groups that reach the later one move before the merged group and
+//!    the groups the earlier one reaches move after it, reusing their
+//!    numbers. Union-find keeps groups, and successor and predecessor
+//!    lists are merged small into large.
 
 use petgraph::{graph::DiGraph, unionfind::UnionFind};
+
 use std::collections::HashMap;
 
 /// Bytes assumed for each `?` dimension when weighing an edge.
@@ -176,9 +183,11 @@ enum Candidate {
 
 struct Groups {
     sets: UnionFind<usize>,
-    first: Vec<usize>,
-    last: Vec<usize>,
+    /// A topological order of the groups (per root): every edge between
+    /// groups goes from a lower to a higher number.
+    topo: Vec<usize>,
     successors: Vec<Vec<usize>>,
+    predecessors: Vec<Vec<usize>>,
     /// Members that constrain merges: reindexes (no producer may join) and
     /// reductions (no consumer may join), per group root.
     guarded: Vec<Vec<usize>>,
@@ -196,20 +205,18 @@ impl Groups {
     fn indirect_path(&mut self, a: usize, b: usize) -> bool {
         self.epoch += 1;
         let (a, b) = (self.root(a), self.root(b));
-        let limit = self.last[b];
+        let limit = self.topo[b];
         let mut stack: Vec<usize> = self.successors[a].clone();
         while let Some(node) = stack.pop() {
             let g = self.root(node);
-            if g == a || self.seen[g] == self.epoch {
-                continue;
-            }
-            if g == b {
-                // Direct edges from `a` into `b` are fine; only paths through
-                // a third group count, and those arrive from `g != a`.
+            // Direct edges from `a` into `b` are fine; only paths through a
+            // third group count, and those arrive from `g != a`.
+            if g == a || g == b || self.seen[g] == self.epoch {
                 continue;
             }
             self.seen[g] = self.epoch;
-            if self.first[g] > limit {
+            // A group ordered after `b` cannot reach it.
+            if self.topo[g] > limit {
                 continue;
             }
             for &next in &self.successors[g] {
@@ -222,26 +229,90 @@ impl Groups {
         false
     }
 
+    /// The groups reachable from group `start` along successors
+    /// (`forward`) or predecessors whose order number lies strictly between
+    /// `low` and `high`. Paths to them only pass through such groups, so
+    /// the search stops at any other.
+    fn between(&mut self, start: usize, forward: bool, low: usize, high: usize) -> Vec<usize> {
+        self.epoch += 1;
+        fn list(groups: &Groups, forward: bool, g: usize) -> &[usize] {
+            if forward {
+                &groups.successors[g]
+            } else {
+                &groups.predecessors[g]
+            }
+        }
+        let mut stack: Vec<usize> = list(self, forward, start).to_vec();
+        let mut found = Vec::new();
+        while let Some(node) = stack.pop() {
+            let g = self.root(node);
+            if g == start || self.seen[g] == self.epoch {
+                continue;
+            }
+            self.seen[g] = self.epoch;
+            if self.topo[g] <= low || self.topo[g] >= high {
+                continue;
+            }
+            found.push(g);
+            stack.extend_from_slice(list(self, forward, g));
+        }
+        found
+    }
+
+    /// Merges the groups of `a` and `b`, which no indirect path joins, and
+    /// keeps `topo` a topological order (Pearce and Kelly's reordering):
+    /// between the two, the groups that reach the later one move before
+    /// the merged group and the groups the earlier one reaches move after
+    /// it, reusing their order numbers.
     fn merge(&mut self, a: usize, b: usize) {
         let (ra, rb) = (self.root(a), self.root(b));
         if ra == rb {
             return;
         }
+        let (early, late) = if self.topo[ra] < self.topo[rb] {
+            (ra, rb)
+        } else {
+            (rb, ra)
+        };
+        let (low, high) = (self.topo[early], self.topo[late]);
+        let mut forward = self.between(early, true, low, high);
+        let mut backward = self.between(late, false, low, high);
+        debug_assert!(
+            forward.iter().all(|g| !backward.contains(g)),
+            "merged groups joined by an indirect path"
+        );
+        forward.sort_by_key(|&g| self.topo[g]);
+        backward.sort_by_key(|&g| self.topo[g]);
+        let mut numbers: Vec<usize> = backward
+            .iter()
+            .chain(&forward)
+            .map(|&g| self.topo[g])
+            .chain([low, high])
+            .collect();
+        numbers.sort_unstable();
+
         self.sets.union(ra, rb);
         let root = self.root(ra);
         let other = if root == ra { rb } else { ra };
-        self.first[root] = self.first[ra].min(self.first[rb]);
-        self.last[root] = self.last[ra].max(self.last[rb]);
-        let mut moved = std::mem::take(&mut self.successors[other]);
-        let mut kept = std::mem::take(&mut self.successors[root]);
-        if kept.len() < moved.len() {
-            std::mem::swap(&mut kept, &mut moved);
+        for (g, number) in backward.iter().zip(&numbers) {
+            self.topo[*g] = *number;
         }
-        kept.extend(moved);
-        kept.retain(|&n| self.sets.find(n) != root);
-        kept.sort_unstable();
-        kept.dedup();
-        self.successors[root] = kept;
+        self.topo[root] = numbers[backward.len()];
+        for (g, number) in forward.iter().zip(&numbers[backward.len() + 2..]) {
+            self.topo[*g] = *number;
+        }
+        for lists in [&mut self.successors, &mut self.predecessors] {
+            let mut moved = std::mem::take(&mut lists[other]);
+            let mut kept = std::mem::take(&mut lists[root]);
+            if kept.len() < moved.len() {
+                std::mem::swap(&mut kept, &mut moved);
+            }
+            kept.extend(moved);
+            kept.retain(|&n| self.sets.find(n) != root);
+            kept.sort_unstable();
+            kept.dedup();
+            lists[root] = kept;
+        }
         let moved = std::mem::take(&mut self.guarded[other]);
         self.guarded[root].extend(moved);
     }
@@ -290,10 +361,18 @@ pub fn plan(nodes: Vec<Node>, values: &[ValueUse], options: Options) -> Plan {
     }
     let mut groups = Groups {
         sets: UnionFind::new(n),
-        first: (0..n).collect(),
-        last: (0..n).collect(),
+        // Block order is topological: a definition precedes its uses.
+        topo: (0..n).collect(),
         successors: (0..n)
             .map(|i| graph.neighbors(indices[i]).map(|s| graph[s]).collect::<Vec<_>>())
+            .collect(),
+        predecessors: (0..n)
+            .map(|i| {
+                graph
+                    .neighbors_directed(indices[i], petgraph::Direction::Incoming)
+                    .map(|s| graph[s])
+                    .collect::<Vec<_>>()
+            })
             .collect(),
         guarded: (0..n)
             .map(|i| {
