@@ -153,13 +153,16 @@ pub struct CodegenOptions {
     pub math: crate::lower::MathMode,
 }
 
-/// The host CPU's name and features, for cache keys.
-pub fn host_description() -> String {
-    format!(
-        "{} {}",
-        TargetMachine::get_host_cpu_name(),
-        TargetMachine::get_host_cpu_features()
-    )
+/// The host CPU's name and features, for cache keys (asked of LLVM once).
+pub fn host_description() -> &'static str {
+    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HOST.get_or_init(|| {
+        format!(
+            "{} {}",
+            TargetMachine::get_host_cpu_name(),
+            TargetMachine::get_host_cpu_features()
+        )
+    })
 }
 
 /// The host's target machine.

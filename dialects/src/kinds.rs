@@ -266,6 +266,20 @@ kinds! {
     }
 }
 
+impl ReduceKind {
+    /// The element-wise op one reduction step applies: `acc step x`.
+    pub fn step(self) -> BinaryKind {
+        match self {
+            Self::Add => BinaryKind::Add,
+            Self::Mul => BinaryKind::Mul,
+            Self::Max => BinaryKind::Max,
+            Self::Min => BinaryKind::Min,
+            Self::And => BinaryKind::And,
+            Self::Or => BinaryKind::Or,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -361,15 +361,7 @@ pub fn identity(kind: ReduceKind, element: ElementType) -> Scalar {
 
 /// One reduction step, `acc kind x`.
 pub fn reduce(kind: ReduceKind, acc: Scalar, x: Scalar) -> Result<Scalar, ScalarError> {
-    let as_binary = match kind {
-        ReduceKind::Add => BinaryKind::Add,
-        ReduceKind::Mul => BinaryKind::Mul,
-        ReduceKind::Max => BinaryKind::Max,
-        ReduceKind::Min => BinaryKind::Min,
-        ReduceKind::And => BinaryKind::And,
-        ReduceKind::Or => BinaryKind::Or,
-    };
-    binary(as_binary, acc, x)
+    binary(kind.step(), acc, x)
 }
 
 #[cfg(test)]

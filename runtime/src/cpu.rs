@@ -54,20 +54,26 @@ fn workers() -> Option<&'static rayon::ThreadPool> {
     .as_ref()
 }
 
+/// Runs `[begin, end)` of `function` with its own status word in place of
+/// the last pointer; returns that status.
+fn run_part(function: KernelFn, pointers: &[*mut u8], begin: i64, end: i64) -> i32 {
+    let mut own = pointers.to_vec();
+    let mut status: i32 = 0;
+    if let Some(last) = own.last_mut() {
+        *last = (&mut status as *mut i32).cast();
+    }
+    // SAFETY: as for a whole-range call in `run_kernel`; a part writes only
+    // the outputs of its range of the split dimension.
+    unsafe { function(own.as_ptr(), begin, end) };
+    status
+}
+
 /// Runs a parallel kernel in `parts` contiguous ranges of its split
-/// dimension on the worker threads, each with its own status word; returns
-/// the combined status. Falls back to one call when the pool could not be
-/// started.
+/// dimension on the worker threads; returns the combined status. Falls
+/// back to one call when the pool could not be started.
 fn run_split(function: KernelFn, pointers: &[*mut u8], outer: i64, parts: usize) -> i32 {
     let Some(pool) = workers() else {
-        let mut status = 0i32;
-        let mut own = pointers.to_vec();
-        if let Some(last) = own.last_mut() {
-            *last = (&mut status as *mut i32).cast();
-        }
-        // SAFETY: as for a whole-range call in `run_kernel`.
-        unsafe { function(own.as_ptr(), 0, outer) };
-        return status;
+        return run_part(function, pointers, 0, outer);
     };
     let per_part = (outer as usize).div_ceil(parts) as i64;
     let shared = Buffers(pointers.to_vec());
@@ -77,24 +83,11 @@ fn run_split(function: KernelFn, pointers: &[*mut u8], outer: i64, parts: usize)
             .into_par_iter()
             .map(|t| (t * per_part, ((t + 1) * per_part).min(outer)))
             .filter(|(begin, end)| begin < end)
-            .map(|(begin, end)| {
-                let mut own = shared.0.clone();
-                let mut status: i32 = 0;
-                if let Some(last) = own.last_mut() {
-                    *last = (&mut status as *mut i32).cast();
-                }
-                // SAFETY: as for a whole-range call; this part writes only
-                // the outputs of its range of the split dimension.
-                unsafe { function(own.as_ptr(), begin, end) };
-                status
-            })
+            .map(|(begin, end)| run_part(function, &shared.0, begin, end))
             .collect()
     });
     statuses.into_iter().fold(0, |a, b| a | b)
 }
-
-/// Compiled kernels shared between the cache and modules.
-struct Shared(Arc<CompiledKernels>);
 
 /// A cached compilation: the fused module's text and its kernels.
 struct Entry {
@@ -129,7 +122,7 @@ fn cache_key(module: &Module, options: &CodegenOptions) -> String {
 
 /// A module whose kernels run as native code.
 pub struct CpuModule {
-    kernels: Shared,
+    kernels: Arc<CompiledKernels>,
     cache_hit: bool,
 }
 
@@ -161,7 +154,7 @@ impl CpuModule {
         {
             *module = parsed;
             return Ok(Self {
-                kernels: Shared(kernels),
+                kernels,
                 cache_hit: true,
             });
         }
@@ -179,7 +172,7 @@ impl CpuModule {
             );
         }
         Ok(Self {
-            kernels: Shared(kernels),
+            kernels,
             cache_hit: false,
         })
     }
@@ -192,12 +185,12 @@ impl CpuModule {
     /// Kernels that could not be compiled (they run in the interpreter),
     /// with the reason.
     pub fn interpreted_kernels(&self) -> &[(String, String)] {
-        &self.kernels.0.skipped
+        &self.kernels.skipped
     }
 
     /// The optimized LLVM IR of the kernels.
     pub fn llvm_ir(&self) -> &str {
-        &self.kernels.0.llvm_ir
+        &self.kernels.llvm_ir
     }
 
     /// Runs function `name` of `module` (the module given to
@@ -217,7 +210,7 @@ impl CpuModule {
 
 impl KernelRunner for CpuModule {
     fn run_kernel(&self, name: &str, args: &[Value]) -> Option<Result<Vec<Value>, String>> {
-        let (function, signature) = self.kernels.0.get(name)?;
+        let (function, signature) = self.kernels.get(name)?;
         let mut indices: Vec<i64> = Vec::with_capacity(args.len());
         for (arg, slot) in args.iter().zip(&signature.inputs) {
             if let (Value::Index(i), Slot::Index) = (arg, slot) {

@@ -99,6 +99,19 @@ impl<'c, 'a> Emitter<'c, 'a> {
             .ok_or_else(|| failed("arith.cmpf"))
     }
 
+    /// `acc && condition` as an `i1`, or `condition` itself when there is no
+    /// `acc` yet.
+    pub fn and_maybe(
+        &self,
+        acc: Option<Value<'c, '_>>,
+        condition: Value<'c, 'a>,
+    ) -> Result<Value<'c, 'a>, Error> {
+        match acc {
+            None => Ok(condition),
+            Some(acc) => self.value("arith.andi", &[acc, condition], self.i1()),
+        }
+    }
+
     /// `arith.select`.
     pub fn select(
         &self,
@@ -129,21 +142,8 @@ impl<'c, 'a> Emitter<'c, 'a> {
         lower: Value<'c, '_>,
         upper: Value<'c, '_>,
     ) -> Result<(Emitter<'c, 'a>, Value<'c, 'a>), Error> {
-        let (zero, one) = (lower, self.index(1)?);
-        let body = Block::new(&[(Type::index(self.context), self.location)]);
-        let region = Region::new();
-        let body = region.append_block(body);
-        let op = OperationBuilder::new("scf.for", self.location)
-            .add_operands(&[zero, upper, one])
-            .add_regions([region])
-            .build()
-            .map_err(|_| failed("scf.for"))?;
-        self.block.append_operation(op);
-        // SAFETY: the block now belongs to the appended loop, which lives as
-        // long as the function being built.
-        let body: BlockRef<'c, 'a> = unsafe { BlockRef::from_raw(body.to_raw()) };
-        let iv = body.argument(0).map_err(|_| failed("scf.for"))?.into();
-        Ok((Emitter { block: body, ..*self }, iv))
+        let (body, iv, _, _) = self.for_carried(lower, upper, &[])?;
+        Ok((body, iv))
     }
 
     /// An `scf.for` from `lower` to `upper`, step 1, carrying `inits`;

@@ -140,7 +140,44 @@ impl<'c, 'a> Body<'c, 'a, '_> {
 
     /// An affine expression of the domain indices and `symbols`.
     fn affine(&self, expr: AffineExpr<'c>, symbols: &[Value<'c, 'a>]) -> Result<Value<'c, 'a>, Error> {
-        affine_value(&self.at, &self.ivs, expr, symbols)
+        let at = &self.at;
+        let index = Type::index(at.context);
+        if expr.is_dim() {
+            return self
+                .ivs
+                .get(expr.dim_position())
+                .copied()
+                .ok_or_else(|| error("a map dimension has no loop"));
+        }
+        if expr.is_symbol() {
+            return symbols
+                .get(expr.symbol_position())
+                .copied()
+                .ok_or_else(|| error("a map symbol has no operand"));
+        }
+        if expr.is_constant() {
+            return at.index(expr.constant_value());
+        }
+        let (a, b) = (
+            self.affine(expr.lhs(), symbols)?,
+            self.affine(expr.rhs(), symbols)?,
+        );
+        if expr.is_add() {
+            at.value("arith.addi", &[a, b], index)
+        } else if expr.is_mul() {
+            at.value("arith.muli", &[a, b], index)
+        } else if expr.is_floor_div() {
+            at.value("arith.floordivsi", &[a, b], index)
+        } else if expr.is_ceil_div() {
+            at.value("arith.ceildivsi", &[a, b], index)
+        } else {
+            // `mod` is never negative in the affine dialect.
+            let r = at.value("arith.remsi", &[a, b], index)?;
+            let zero = at.index(0)?;
+            let negative = at.cmpi(2, r, zero)?;
+            let adjusted = at.value("arith.addi", &[r, b], index)?;
+            at.select(negative, adjusted, r)
+        }
     }
 
     /// The map's results at the current point, and, unless every index is
@@ -156,10 +193,7 @@ impl<'c, 'a> Body<'c, 'a, '_> {
         let at = &self.at;
         let mut inside: Option<Value<'c, 'a>> = None;
         let mut and = |condition: Value<'c, 'a>| -> Result<(), Error> {
-            inside = Some(match inside {
-                None => condition,
-                Some(previous) => at.value("arith.andi", &[previous, condition], at.i1())?,
-            });
+            inside = Some(at.and_maybe(inside, condition)?);
             Ok(())
         };
         let mut indices = Vec::new();
@@ -195,8 +229,8 @@ impl<'c, 'a> Body<'c, 'a, '_> {
         Ok((indices, inside))
     }
 
-    /// `Σ index_k * stride_k`, with indices replaced by 0 where `inside` is
-    /// false, so the address is always valid.
+    /// The row-major offset of `indices` in `shape`, with indices replaced
+    /// by 0 where `inside` is false, so the address is always valid.
     fn offset(
         &self,
         indices: &[Value<'c, 'a>],
@@ -204,65 +238,31 @@ impl<'c, 'a> Body<'c, 'a, '_> {
         shape: &[i64],
     ) -> Result<Value<'c, 'a>, Error> {
         let at = &self.at;
-        let index = Type::index(at.context);
+        let clamped = match inside {
+            Some(inside) => indices
+                .iter()
+                .map(|value| at.select(inside, *value, at.index(0)?))
+                .collect::<Result<Vec<_>, _>>()?,
+            None => indices.to_vec(),
+        };
         let shape: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
-        let mut offset = at.index(0)?;
-        for (value, stride) in indices.iter().zip(strides(&shape)) {
-            let clamped = match inside {
-                Some(inside) => at.select(inside, *value, at.index(0)?)?,
-                None => *value,
-            };
-            let term = at.value("arith.muli", &[clamped, at.index(stride)?], index)?;
-            offset = at.value("arith.addi", &[offset, term], index)?;
-        }
-        Ok(offset)
+        row_major(at, &clamped, &shape)
     }
 }
 
-/// An affine expression of loop indices `ivs` (by domain dimension) and
-/// `symbols`.
-fn affine_value<'c, 'a>(
+/// `Σ index_k * stride_k`: the offset of `indices` in a row-major `shape`.
+fn row_major<'c, 'a>(
     at: &Emitter<'c, 'a>,
-    ivs: &[Value<'c, 'a>],
-    expr: AffineExpr<'c>,
-    symbols: &[Value<'c, 'a>],
+    indices: &[Value<'c, 'a>],
+    shape: &[usize],
 ) -> Result<Value<'c, 'a>, Error> {
     let index = Type::index(at.context);
-    if expr.is_dim() {
-        return ivs
-            .get(expr.dim_position())
-            .copied()
-            .ok_or_else(|| error("a map dimension has no loop"));
+    let mut offset = at.index(0)?;
+    for (value, stride) in indices.iter().zip(strides(shape)) {
+        let term = at.value("arith.muli", &[*value, at.index(stride)?], index)?;
+        offset = at.value("arith.addi", &[offset, term], index)?;
     }
-    if expr.is_symbol() {
-        return symbols
-            .get(expr.symbol_position())
-            .copied()
-            .ok_or_else(|| error("a map symbol has no operand"));
-    }
-    if expr.is_constant() {
-        return at.index(expr.constant_value());
-    }
-    let (a, b) = (
-        affine_value(at, ivs, expr.lhs(), symbols)?,
-        affine_value(at, ivs, expr.rhs(), symbols)?,
-    );
-    if expr.is_add() {
-        at.value("arith.addi", &[a, b], index)
-    } else if expr.is_mul() {
-        at.value("arith.muli", &[a, b], index)
-    } else if expr.is_floor_div() {
-        at.value("arith.floordivsi", &[a, b], index)
-    } else if expr.is_ceil_div() {
-        at.value("arith.ceildivsi", &[a, b], index)
-    } else {
-        // `mod` is never negative in the affine dialect.
-        let r = at.value("arith.remsi", &[a, b], index)?;
-        let zero = at.index(0)?;
-        let negative = at.cmpi(2, r, zero)?;
-        let adjusted = at.value("arith.addi", &[r, b], index)?;
-        at.select(negative, adjusted, r)
-    }
+    Ok(offset)
 }
 
 fn load_at<'c, 'a>(
@@ -515,13 +515,13 @@ impl<'c, 'a> Kernel<'c, 'a, '_> {
                 let map = ReindexReduceOp::cast(*op)
                     .and_then(|r| r.indices())
                     .ok_or_else(|| error("reduce map"))?;
-                let mut offset = at.index(0)?;
-                for (k, stride) in strides(shape).into_iter().enumerate() {
-                    let d = map.result(k).map_err(|_| error("map result"))?.dim_position();
-                    let iv = ivs[d].ok_or_else(|| error("an output index has no loop"))?;
-                    let term = at.value("arith.muli", &[iv, at.index(stride)?], Type::index(at.context))?;
-                    offset = at.value("arith.addi", &[offset, term], Type::index(at.context))?;
-                }
+                let indices = (0..shape.len())
+                    .map(|k| {
+                        let d = map.result(k).map_err(|_| error("map result"))?.dim_position();
+                        ivs[d].ok_or_else(|| error("an output index has no loop"))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                let offset = row_major(at, &indices, shape)?;
                 store_at(at, *pointer, offset, result, *element)?;
             }
             return Ok(Vec::new());
@@ -596,10 +596,7 @@ impl<'c, 'a> Kernel<'c, 'a, '_> {
                     let low_ok = at.cmpi(5, rest, at.index(0)?)?;
                     let high_ok = at.cmpi(2, rest, at.index(extent)?)?;
                     let both = at.value("arith.andi", &[low_ok, high_ok], at.i1())?;
-                    holds = Some(match holds {
-                        None => both,
-                        Some(h) => at.value("arith.andi", &[h, both], at.i1())?,
-                    });
+                    holds = Some(at.and_maybe(holds, both)?);
                     continue;
                 }
                 // 0 <= c*i + rest < extent, solved for i.
@@ -642,12 +639,7 @@ impl<'c, 'a> Kernel<'c, 'a, '_> {
             .map(|iv| iv.ok_or_else(|| error("a domain dimension has no loop")))
             .collect::<Result<_, _>>()?;
         let shape: Vec<usize> = self.domain.iter().map(|&d| d as usize).collect();
-        let index = Type::index(at.context);
-        let mut linear = at.index(0)?;
-        for (iv, stride) in ivs.iter().zip(strides(&shape)) {
-            let term = at.value("arith.muli", &[*iv, at.index(stride)?], index)?;
-            linear = at.value("arith.addi", &[linear, term], index)?;
-        }
+        let linear = row_major(at, &ivs, &shape)?;
         let mut body = Body {
             at: *at,
             ivs,
@@ -745,12 +737,11 @@ fn emit_op<'c, 'a>(
                 return Ok(Some(overflow));
             }
             let map = reindex.indices().ok_or_else(|| error("reindex map"))?;
-            let checks = body
-                .schedule
+            let schedule = body.schedule;
+            let checks = schedule
                 .checks_of(op)
-                .ok_or_else(|| error("a reindex without a schedule"))?
-                .clone();
-            let (indices, inside) = body.indices(map, &symbols, &checks, reindex.overflow_conditions())?;
+                .ok_or_else(|| error("a reindex without a schedule"))?;
+            let (indices, inside) = body.indices(map, &symbols, checks, reindex.overflow_conditions())?;
             let offset = body.offset(&indices, inside, &checks.shape)?;
             let loaded = body.load(pointer, offset, element)?;
             match inside {
@@ -770,7 +761,7 @@ fn emit_op<'c, 'a>(
             if let Some(r) = register {
                 let acc = body.accumulators[r];
                 let reassociate = body.math == MathMode::Fast;
-                body.accumulators[r] = combine(&at, kind, acc, x, element, reassociate)?;
+                body.accumulators[r] = combine(&at, kind, acc, x, element, body.status, reassociate)?;
                 return Ok(None);
             }
             let symbols = reduce
@@ -779,19 +770,18 @@ fn emit_op<'c, 'a>(
                 .map(|v| body.index_of(v))
                 .collect::<Result<Vec<_>, _>>()?;
             let map = reduce.indices().ok_or_else(|| error("reduce map"))?;
-            let checks = body
-                .schedule
+            let schedule = body.schedule;
+            let checks = schedule
                 .checks_of(op)
-                .ok_or_else(|| error("a reduction without a schedule"))?
-                .clone();
-            let (indices, inside) = body.indices(map, &symbols, &checks, reduce.overflow_conditions())?;
+                .ok_or_else(|| error("a reduction without a schedule"))?;
+            let (indices, inside) = body.indices(map, &symbols, checks, reduce.overflow_conditions())?;
             let offset = body.offset(&indices, inside, &checks.shape)?;
             let then = match inside {
                 Some(inside) => at.if_then(inside)?,
                 None => at,
             };
             let acc = load_at(&then, pointer, offset, element)?;
-            let combined = combine(&then, kind, acc, x, element, false)?;
+            let combined = combine(&then, kind, acc, x, element, body.status, false)?;
             store_at(&then, pointer, offset, combined, element)?;
             if inside.is_some() {
                 then.finish()?;
@@ -1108,19 +1098,20 @@ fn integer_division<'c, 'a>(
     }
 }
 
-/// `acc <kind> x`; with `reassociate`, float `add`/`mul` carry the
-/// `reassoc` fast-math flag so a loop of them may be vectorized into
+/// `acc <kind> x`, the same op as the element-wise kind a reduction step
+/// is ([`ReduceKind::step`]); with `reassociate`, float `add`/`mul` carry
+/// the `reassoc` fast-math flag so a loop of them may be vectorized into
 /// partial results.
 fn combine<'c, 'a>(
     at: &Emitter<'c, 'a>,
     kind: ReduceKind,
     acc: Value<'c, 'a>,
-    x: Value<'c, '_>,
+    x: Value<'c, 'a>,
     element: ElementType,
+    status: Value<'c, 'a>,
     reassociate: bool,
 ) -> Result<Value<'c, 'a>, Error> {
-    let float = element.is_float();
-    if reassociate && float && matches!(kind, ReduceKind::Add | ReduceKind::Mul) {
+    if reassociate && element.is_float() && matches!(kind, ReduceKind::Add | ReduceKind::Mul) {
         let name = if kind == ReduceKind::Add {
             "arith.addf"
         } else {
@@ -1132,37 +1123,5 @@ fn combine<'c, 'a>(
             .op(name, &[acc, x], &[acc.r#type()], &[("fastmath", flags)])?
             .ok_or_else(|| error("reduction"));
     }
-    let name = match kind {
-        ReduceKind::Add => {
-            if float {
-                "arith.addf"
-            } else {
-                "arith.addi"
-            }
-        }
-        ReduceKind::Mul => {
-            if float {
-                "arith.mulf"
-            } else {
-                "arith.muli"
-            }
-        }
-        ReduceKind::Max => {
-            if float {
-                "arith.maximumf"
-            } else {
-                "arith.maxsi"
-            }
-        }
-        ReduceKind::Min => {
-            if float {
-                "arith.minimumf"
-            } else {
-                "arith.minsi"
-            }
-        }
-        ReduceKind::And => "arith.andi",
-        ReduceKind::Or => "arith.ori",
-    };
-    at.value(name, &[acc, x], acc.r#type())
+    binary_op(at, kind.step(), acc, x, element, status)
 }

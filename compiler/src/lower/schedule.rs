@@ -35,11 +35,10 @@
 
 use jitc_dialect::{
     kinds::{ElementType, ReduceKind},
-    ops::{ReindexOp, ReindexReduceOp, tensor_type},
+    ops::{ReindexOp, ReindexReduceOp},
 };
 use melior::ir::{
     AffineExpr, AffineMap, BlockLike, BlockRef, OperationRef, ValueLike, operation::OperationLike,
-    r#type::ShapedTypeLike,
 };
 use std::collections::HashSet;
 
@@ -236,32 +235,19 @@ pub fn op_key(op: OperationRef) -> usize {
     op.to_raw().ptr as usize
 }
 
-struct Reduction<'c> {
-    map: AffineMap<'c>,
+struct Reduction {
+    /// Per output index, the domain dimension it is, when it is a plain one.
+    plain: Vec<Option<usize>>,
     kind: ReduceKind,
     element: ElementType,
     shape: Vec<i64>,
     conditions: bool,
 }
 
-impl Reduction<'_> {
-    /// Results that are a plain dimension.
-    fn plain_dims(&self) -> Vec<Option<usize>> {
-        (0..self.map.result_count())
-            .map(|k| {
-                self.map
-                    .result(k)
-                    .ok()
-                    .filter(|e| e.is_dim())
-                    .map(|e| e.dim_position())
-            })
-            .collect()
-    }
-
+impl Reduction {
     /// Dimensions whose order decides the order of the fold.
     fn folded(&self, dims: usize) -> Vec<usize> {
-        let plain: HashSet<usize> = self.plain_dims().into_iter().flatten().collect();
-        (0..dims).filter(|d| !plain.contains(d)).collect()
+        (0..dims).filter(|d| !self.plain.contains(&Some(*d))).collect()
     }
 
     fn order_sensitive(&self) -> bool {
@@ -270,11 +256,11 @@ impl Reduction<'_> {
 
     /// Whether every output index is a distinct plain dimension in bounds.
     fn projection(&self, domain: &[i64]) -> bool {
-        let plain = self.plain_dims();
-        let dims: HashSet<usize> = plain.iter().flatten().copied().collect();
+        let dims: HashSet<usize> = self.plain.iter().flatten().copied().collect();
         !self.conditions
-            && dims.len() == plain.len()
-            && plain
+            && dims.len() == self.plain.len()
+            && self
+                .plain
                 .iter()
                 .zip(&self.shape)
                 .all(|(d, &extent)| d.is_some_and(|d| domain[d] == extent))
@@ -282,13 +268,8 @@ impl Reduction<'_> {
 }
 
 fn shape_of(value: melior::ir::Value) -> Option<Vec<i64>> {
-    let tensor = tensor_type(value)?;
-    (0..tensor.rank())
-        .map(|d| match tensor.dim_size(d) {
-            Ok(melior::ir::r#type::DimSize::Static(n)) => Some(n as i64),
-            _ => None,
-        })
-        .collect()
+    let (shape, _) = super::static_shape(value.r#type())?;
+    Some(shape.into_iter().map(|d| d as i64).collect())
 }
 
 /// The schedule of the kernel whose body is `body`, over `domain`.
@@ -335,7 +316,7 @@ pub fn schedule(body: BlockRef, domain: &[i64]) -> Result<Schedule, String> {
             let shape = reindex
                 .input()
                 .and_then(shape_of)
-                .ok_or("a reindex of a dynamic tensor")?;
+                .ok_or("a reindex of a dynamic or unsupported tensor")?;
             add_access(map, &mut cost);
             let conditions = reindex.overflow_conditions().is_some();
             checks.push((op_key(current), map_checks(map, &shape, conditions, domain)));
@@ -344,7 +325,7 @@ pub fn schedule(body: BlockRef, domain: &[i64]) -> Result<Schedule, String> {
         if let Some(reduce) = ReindexReduceOp::cast(current) {
             let map = reduce.indices().ok_or("a reduction without a map")?;
             let result = reduce.result().ok_or("a reduction without a result")?;
-            let shape = shape_of(result).ok_or("a reduction to a dynamic tensor")?;
+            let shape = shape_of(result).ok_or("a reduction to a dynamic or unsupported tensor")?;
             let element = crate::lower::element_of(result).ok_or("a reduction of an unsupported type")?;
             let conditions = reduce.overflow_conditions().is_some();
             if reduce.input().is_some_and(is_argument) {
@@ -354,7 +335,14 @@ pub fn schedule(body: BlockRef, domain: &[i64]) -> Result<Schedule, String> {
             add_access(map, &mut cost);
             checks.push((op_key(current), map_checks(map, &shape, conditions, domain)));
             reductions.push(Reduction {
-                map,
+                plain: (0..map.result_count())
+                    .map(|k| {
+                        map.result(k)
+                            .ok()
+                            .filter(|e| e.is_dim())
+                            .map(|e| e.dim_position())
+                    })
+                    .collect(),
                 kind: reduce.kind().ok_or("an unknown reduction")?,
                 element,
                 shape,
@@ -407,11 +395,7 @@ pub fn schedule(body: BlockRef, domain: &[i64]) -> Result<Schedule, String> {
     order.push(innermost);
 
     // 2. Split dimension.
-    let plain: Vec<HashSet<usize>> = reductions
-        .iter()
-        .map(|r| r.plain_dims().into_iter().flatten().collect())
-        .collect();
-    let safe = |d: usize| plain.iter().all(|p| p.contains(&d));
+    let safe = |d: usize| reductions.iter().all(|r| r.plain.contains(&Some(d)));
     let (split, parallel) = match order.iter().copied().find(|&d| domain[d] > 1 && safe(d)) {
         Some(d) => (d, true),
         None => (order[0], false),
