@@ -15,6 +15,7 @@ pub mod fusion;
 pub mod lower;
 pub mod passes;
 pub mod pipeline;
+pub mod rewrite;
 pub mod source;
 pub mod transforms;
 pub mod verify_diagnostics;

@@ -3,7 +3,10 @@
 
 use crate::{
     Error,
-    transforms::{cse::Cse, dce::Dce, fuse::Fuse, verify::Verify},
+    transforms::{
+        cse::Cse, dce::Dce, fuse::Fuse, inline::Inline, refine::Refine, specialize::Specialize, unroll::Unroll,
+        verify::Verify,
+    },
 };
 use jitc_dialect::{emit_error, verify::verify};
 use melior::{
@@ -47,7 +50,16 @@ pub struct PassInfo {
 }
 
 /// Every jitc pass, in `--list-passes` order.
-pub static PASSES: &[PassInfo] = &[Cse::INFO, Dce::INFO, Fuse::INFO, Verify::INFO];
+pub static PASSES: &[PassInfo] = &[
+    Cse::INFO,
+    Dce::INFO,
+    Fuse::INFO,
+    Inline::INFO,
+    Refine::INFO,
+    Specialize::INFO,
+    Unroll::INFO,
+    Verify::INFO,
+];
 
 /// Finds a jitc pass by its argument.
 pub fn find(argument: &str) -> Option<&'static PassInfo> {

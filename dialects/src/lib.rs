@@ -16,6 +16,7 @@ mod context;
 mod diag;
 pub mod kinds;
 pub mod ops;
+pub mod profile;
 pub mod verify;
 
 pub use context::{IRDL_SOURCE, new_context};

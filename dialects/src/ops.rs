@@ -515,6 +515,14 @@ impl<'c, 'a> StateWriteOp<'c, 'a> {
     }
 }
 
+/// Sets attribute `name` of `op` (which a [`OperationRef`] cannot do
+/// through melior).
+pub fn set_attribute(op: OperationRef, name: &str, attribute: Attribute) {
+    let name = melior::StringRef::new(name);
+    // SAFETY: `op` and `attribute` are live, and `name` outlives the call.
+    unsafe { mlir_sys::mlirOperationSetAttributeByName(op.to_raw(), name.to_raw(), attribute.to_raw()) }
+}
+
 /// Names of the `meta` ops without side effects. `meta.state_read` is among
 /// them: writes are deferred to the end of a run, so within a run every read
 /// of a name sees the same value.

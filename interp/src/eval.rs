@@ -17,6 +17,7 @@ use jitc_dialect::{
         BinaryOp, GuardOp, IntegerSet, ReindexOp, ReindexReduceOp, StateReadOp, StateWriteOp, TernaryOp,
         UnaryOp, string_attribute, tensor_type,
     },
+    profile::{ArgumentProfile, Observed, Profile, site_id},
     verify::location_line,
 };
 use melior::ir::{
@@ -192,6 +193,8 @@ struct Run<'s> {
     state: &'s StateStore,
     pending: Vec<(String, Tensor)>,
     depth: usize,
+    /// What this run observed, when profiling.
+    profile: Option<Profile>,
 }
 
 type Env = HashMap<usize, Value>;
@@ -291,6 +294,81 @@ impl<'c, 'a> Interpreter<'c, 'a> {
     /// Runs function `name` on `args`. State writes are committed to `state`
     /// only when the whole run succeeds; a failed guard changes nothing.
     pub fn run(&self, name: &str, args: Vec<Value>, state: &mut StateStore) -> Result<Vec<Value>, Error> {
+        self.run_with(name, args, state, None).map(|(results, _)| results)
+    }
+
+    /// [`Self::run`], also recording into `profile` what the run observed:
+    /// the arguments of `name`, the direction of every `scf.if`, the trip
+    /// count of every `scf.for` and `scf.while`, and the callee of every
+    /// `func.call` (calls of `meta.fused` kernels are not user calls and are
+    /// not recorded). A run that fails records nothing.
+    pub fn run_profiled(
+        &self,
+        name: &str,
+        args: Vec<Value>,
+        state: &mut StateStore,
+        profile: &mut Profile,
+    ) -> Result<Vec<Value>, Error> {
+        let mut observed = Profile::new();
+        observed.runs = 1;
+        observed.record_entry(name, self.argument_profiles(name, &args)?);
+        let (results, observed) = self.run_with(name, args, state, Some(observed))?;
+        if let Some(observed) = observed {
+            profile
+                .merge(&observed)
+                .map_err(|e| Error::Arguments(format!("the profile is of another program: {e}")))?;
+        }
+        Ok(results)
+    }
+
+    fn argument_profiles(&self, name: &str, args: &[Value]) -> Result<Vec<ArgumentProfile>, Error> {
+        let function = self.function(name)?;
+        let function_type = function
+            .attribute("function_type")
+            .ok()
+            .and_then(|a| TypeAttribute::try_from(a).ok())
+            .and_then(|t| FunctionType::try_from(t.value()).ok())
+            .ok_or_else(|| eval_error(function, "has no function type"))?;
+        Ok(args
+            .iter()
+            .enumerate()
+            .map(|(i, arg)| {
+                let declared = function_type.input(i).map(|t| t.to_string()).unwrap_or_default();
+                let scalar = |s: Scalar| match s {
+                    Scalar::F32(x) => Observed::Float(x as f64),
+                    Scalar::F64(x) => Observed::Float(x),
+                    Scalar::I32(x) => Observed::Int(x as i64),
+                    Scalar::I64(x) => Observed::Int(x),
+                    Scalar::I1(x) => Observed::Int(x as i64),
+                };
+                match arg {
+                    Value::Tensor(t) => ArgumentProfile {
+                        r#type: declared,
+                        shape: t.shape().iter().map(|&d| Some(d as u64)).collect(),
+                        value: t.shape().is_empty().then(|| scalar(t.get(0))),
+                    },
+                    Value::Scalar(s) => ArgumentProfile {
+                        r#type: declared,
+                        shape: Vec::new(),
+                        value: Some(scalar(*s)),
+                    },
+                    Value::Index(n) => ArgumentProfile {
+                        r#type: declared,
+                        shape: Vec::new(),
+                        value: Some(Observed::Int(*n)),
+                    },
+                }
+            })
+            .collect())
+    }
+
+    fn run_with(
+        &self,
+        name: &str,
+        args: Vec<Value>,
+        state: &mut StateStore,
+        profile: Option<Profile>,
+    ) -> Result<(Vec<Value>, Option<Profile>), Error> {
         let signature = self.signature(name)?;
         if args.len() != signature.inputs.len() {
             return Err(Error::Arguments(format!(
@@ -310,13 +388,15 @@ impl<'c, 'a> Interpreter<'c, 'a> {
             state,
             pending: Vec::new(),
             depth: 0,
+            profile,
         };
         let results = self.call(&mut run, name, args)?;
         let pending = std::mem::take(&mut run.pending);
+        let profile = run.profile.take();
         for (name, value) in pending {
             state.insert(name, value);
         }
-        Ok(results)
+        Ok((results, profile))
     }
 
     fn call(&self, run: &mut Run, name: &str, args: Vec<Value>) -> Result<Vec<Value>, Error> {
@@ -416,6 +496,11 @@ impl<'c, 'a> Interpreter<'c, 'a> {
                         id: guard.id().unwrap_or(-1),
                         reason: guard.reason().unwrap_or_default().to_owned(),
                         line: location_line(op.location()),
+                        site: op
+                            .attribute("site")
+                            .ok()
+                            .and_then(string_attribute)
+                            .map(str::to_owned),
                     });
                 }
                 Ok(Vec::new())
@@ -447,11 +532,19 @@ impl<'c, 'a> Interpreter<'c, 'a> {
                     .and_then(|a| melior::ir::attribute::FlatSymbolRefAttribute::try_from(a).ok())
                     .map(|a| a.value().to_owned())
                     .ok_or_else(|| eval_error(op, "has no callee"))?;
+                if let Some(profile) = &mut run.profile
+                    && !self.function(&callee)?.has_attribute("meta.fused")
+                {
+                    profile.record_call(site_id(op), &callee);
+                }
                 self.call(run, &callee, operands(env, op)?)
             }
             "scf.for" => self.scf_for(run, env, op),
             "scf.if" => {
                 let condition = as_bool(op, &operand(env, op, 0)?)?;
+                if let Some(profile) = &mut run.profile {
+                    profile.record_branch(site_id(op), condition);
+                }
                 let region = op
                     .region(if condition { 0 } else { 1 })
                     .map_err(|e| eval_error(op, e))?;
@@ -485,7 +578,9 @@ impl<'c, 'a> Interpreter<'c, 'a> {
         }
         let body = op.region(0).map_err(|e| eval_error(op, e))?;
         let mut iv = lower;
+        let mut trips = 0;
         while iv < upper {
+            trips += 1;
             let mut args = vec![values[0].clone_as_index(iv)];
             args.extend(carried);
             carried = match self.region(run, env, op, body, args)? {
@@ -496,6 +591,9 @@ impl<'c, 'a> Interpreter<'c, 'a> {
                 .checked_add(step)
                 .ok_or_else(|| eval_error(op, "induction variable overflows"))?;
         }
+        if let Some(profile) = &mut run.profile {
+            profile.record_loop(site_id(op), trips);
+        }
         Ok(carried)
     }
 
@@ -503,14 +601,19 @@ impl<'c, 'a> Interpreter<'c, 'a> {
         let mut values = operands(env, op)?;
         let before = op.region(0).map_err(|e| eval_error(op, e))?;
         let after = op.region(1).map_err(|e| eval_error(op, e))?;
+        let mut trips = 0;
         loop {
             let (go, forwarded) = match self.region(run, env, op, before, values)? {
                 Flow::Condition(go, forwarded) => (go, forwarded),
                 _ => return Err(eval_error(op, "'before' region does not end in scf.condition")),
             };
             if !go {
+                if let Some(profile) = &mut run.profile {
+                    profile.record_loop(site_id(op), trips);
+                }
                 return Ok(forwarded);
             }
+            trips += 1;
             values = match self.region(run, env, op, after, forwarded)? {
                 Flow::Yield(values) => values,
                 _ => return Err(eval_error(op, "'after' region does not end in scf.yield")),

@@ -49,6 +49,9 @@ pub enum Error {
         reason: String,
         /// Its line.
         line: Option<usize>,
+        /// The profile site it speculates on (its `site` attribute), when
+        /// `meta-specialize` or `meta-unroll` made it.
+        site: Option<String>,
     },
     /// A `meta.state_read` of a name the store lacks.
     StateMissing {
@@ -95,7 +98,7 @@ impl fmt::Display for Error {
                 )
             }
             Self::Arguments(message) => f.write_str(message),
-            Self::GuardFailed { id, reason, line } => write!(f, "guard {id} failed{}: {reason}", at(line)),
+            Self::GuardFailed { id, reason, line, .. } => write!(f, "guard {id} failed{}: {reason}", at(line)),
             Self::StateMissing { name, line } => {
                 write!(
                     f,

@@ -1,5 +1,6 @@
 //! The `tensor` ops the interpreter accepts: `dim`, `extract`,
-//! `from_elements`, `extract_slice` and `splat`.
+//! `from_elements`, `extract_slice`, `splat` and `cast` (which
+//! `meta-specialize` emits after a shape guard).
 
 use crate::{
     Error,
@@ -116,6 +117,13 @@ pub fn eval(op: OperationRef, args: &[Value]) -> Result<Value, Error> {
             )
         }
         "tensor.extract_slice" => extract_slice(op, args)?,
+        "tensor.cast" => {
+            // A cast changes only what the type says about the shape; the
+            // shape itself must fit the new type.
+            let value = arg(0)?.clone();
+            check_result(op, 0, &value)?;
+            value
+        }
         _ => return Err(unsupported(op)),
     };
     check_result(op, 0, &value)?;

@@ -13,8 +13,10 @@
 //! The runtime never reaches into the compiler's internals.
 
 pub mod cpu;
+pub mod session;
 
 pub use cpu::CpuModule;
+pub use session::{Event, Session, SessionOptions, Stats};
 
 /// Errors of the runtime.
 #[derive(Debug, thiserror::Error)]

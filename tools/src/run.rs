@@ -3,6 +3,7 @@
 
 use crate::compile::MathArg;
 use clap::{Args, ValueEnum};
+use jitc_dialect::profile::Profile;
 use jitc_interp::{Interpreter, Signature, StateStore, Tensor, Value, ValueType, npy};
 use melior::Context;
 use std::{
@@ -63,6 +64,13 @@ pub struct RunArgs {
     /// interpreter (`exact` matches it bit for bit).
     #[arg(long, value_enum, default_value_t = MathArg::Fast)]
     math: MathArg,
+
+    /// Record what the run observes (argument shapes and scalar values,
+    /// branch directions, trip counts, callees) into this profile JSON
+    /// file, merging with what the file already holds. Feed it to
+    /// `jitc opt --meta-specialize=profile=FILE`.
+    #[arg(long, value_name = "FILE")]
+    profile_out: Option<PathBuf>,
 
     /// Print at most this many elements of a value; larger ones are
     /// summarized (save them with --output).
@@ -154,6 +162,11 @@ fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
         .collect::<Result<_, _>>()?;
 
     let program = Program::load(context, &args.file, args.backend, args.math, "run")?;
+    if args.profile_out.is_some() {
+        // Sites are named by where ops sit in the file; pin them before any
+        // pass could move an op.
+        jitc_dialect::profile::pin_sites(program.module.as_operation());
+    }
     let interpreter = program.interpreter();
     let signature = interpreter.signature(&args.function).map_err(|e| e.to_string())?;
     let function = &args.function;
@@ -167,9 +180,24 @@ fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
     let inputs = read_inputs(&signature, &args.inputs, function)?;
     let mut state = read_states(&args.states)?;
 
-    let results = interpreter
-        .run(function, inputs, &mut state)
-        .map_err(|e| e.to_string())?;
+    let results = match &args.profile_out {
+        None => interpreter.run(function, inputs, &mut state),
+        Some(path) => {
+            // Read the old profile first: a bad file is reported, never
+            // overwritten.
+            let mut profile = if path.exists() {
+                Profile::load(path).map_err(|e| e.to_string())?
+            } else {
+                Profile::new()
+            };
+            let results = interpreter.run_profiled(function, inputs, &mut state, &mut profile);
+            if results.is_ok() {
+                profile.save(path).map_err(|e| e.to_string())?;
+            }
+            results
+        }
+    }
+    .map_err(|e| e.to_string())?;
     for (i, value) in results.iter().enumerate() {
         println!("result[{i}]: {}", show(value, args.print_max_elements));
     }

@@ -24,12 +24,16 @@
 //! 3. stop when the worklist is empty. Each op is erased at most once, so
 //!    the pass is linear in the number of ops and operands.
 //!
+//! A `meta.guard` whose condition is the constant `dense<true>` checks
+//! nothing and is erased too (specialization leaves such guards when one
+//! assumption implies another, e.g. a branch on a specialized flag).
+//!
 //! Dead upstream ops (an `arith.constant` that fed only erased ops) are left
 //! to `canonicalize`.
 
 use crate::passes::{Options, PassInfo, erase, is_pure, results_unused};
 use jitc_dialect::verify::collect_ops;
-use melior::ir::{OperationRef, ValueLike, operation::OperationLike};
+use melior::ir::{AttributeLike, OperationRef, ValueLike, operation::OperationLike};
 use std::collections::HashSet;
 
 /// The `meta-dce` pass.
@@ -49,6 +53,12 @@ impl Dce {
 
     /// Runs the pass on everything nested in `root`.
     pub fn run(root: OperationRef, _options: &Options) -> bool {
+        for op in collect_ops(root) {
+            if jitc_dialect::ops::GuardOp::cast(op).is_some() && op.operand(0).is_ok_and(is_true) {
+                // SAFETY: a guard has no results, and `op` is not used again.
+                unsafe { erase(op) };
+            }
+        }
         let mut worklist: Vec<OperationRef> =
             collect_ops(root).into_iter().filter(|op| is_pure(*op)).collect();
         let mut erased = HashSet::new();
@@ -72,5 +82,30 @@ impl Dce {
             unsafe { erase(op) };
         }
         true
+    }
+}
+
+/// Whether `value` is the constant `dense<true>`.
+fn is_true(value: melior::ir::Value) -> bool {
+    // SAFETY: reading the defining op and attribute of a live value.
+    unsafe {
+        if !mlir_sys::mlirValueIsAOpResult(value.to_raw()) {
+            return false;
+        }
+        let op = OperationRef::from_raw(mlir_sys::mlirOpResultGetOwner(value.to_raw()));
+        if op.name().as_string_ref().as_str() != Ok("arith.constant") {
+            return false;
+        }
+        let Ok(attribute) = op.attribute("value") else {
+            return false;
+        };
+        let raw = attribute.to_raw();
+        if !mlir_sys::mlirAttributeIsADenseElements(raw) || !mlir_sys::mlirDenseElementsAttrIsSplat(raw) {
+            return false;
+        }
+        let element = mlir_sys::mlirShapedTypeGetElementType(mlir_sys::mlirAttributeGetType(raw));
+        mlir_sys::mlirTypeIsAInteger(element)
+            && mlir_sys::mlirIntegerTypeGetWidth(element) == 1
+            && mlir_sys::mlirDenseElementsAttrGetBoolSplatValue(raw) != 0
     }
 }

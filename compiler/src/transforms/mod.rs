@@ -3,4 +3,8 @@
 pub mod cse;
 pub mod dce;
 pub mod fuse;
+pub mod inline;
+pub mod refine;
+pub mod specialize;
+pub mod unroll;
 pub mod verify;

@@ -1,0 +1,335 @@
+//! IR surgery shared by the speculation passes (`meta-specialize`,
+//! `meta-unroll`, `meta-inline`, `meta-refine`): building small host ops in
+//! front of an anchor op, cloning ops under a value mapping, replacing uses
+//! and retyping values.
+//!
+//! melior 0.27 has no rewriter, so these go through MLIR's C API. Builders
+//! return `None` rather than panic when MLIR rejects an op.
+
+use jitc_dialect::{
+    ops::{GuardOp, set_attribute, string_attribute},
+    profile::SITE_ATTRIBUTE,
+    verify::{collect_ops, op_name},
+};
+use melior::{
+    Context,
+    ir::{
+        Attribute, AttributeLike, BlockLike, BlockRef, Identifier, Location, Operation, OperationRef, Type, TypeLike, Value,
+        ValueLike,
+        attribute::{DenseElementsAttribute, IntegerAttribute, StringAttribute},
+        operation::{OperationBuilder, OperationLike},
+        r#type::{IntegerType, RankedTensorType, ShapedTypeLike},
+    },
+};
+use std::collections::HashMap;
+
+/// Builds ops right before `anchor`, at `anchor`'s location.
+pub struct Builder<'c, 'a> {
+    context: &'c Context,
+    anchor: OperationRef<'c, 'a>,
+    block: BlockRef<'c, 'a>,
+    location: Location<'c>,
+}
+
+impl<'c, 'a> Builder<'c, 'a> {
+    /// A builder inserting before `anchor`; `None` when it is in no block.
+    pub fn before(context: &'c Context, anchor: OperationRef<'c, 'a>) -> Option<Self> {
+        // The ops built here may be the module's first of their dialects.
+        for dialect in ["arith", "tensor"] {
+            context.get_or_load_dialect(dialect);
+        }
+        Some(Self {
+            context,
+            anchor,
+            block: anchor.block()?,
+            location: anchor.location(),
+        })
+    }
+
+    /// The context.
+    pub fn context(&self) -> &'c Context {
+        self.context
+    }
+
+    /// Inserts `op` before the anchor.
+    pub fn insert(&self, op: Operation<'c>) -> OperationRef<'c, 'a> {
+        self.block.insert_operation_before(self.anchor, op)
+    }
+
+    /// Builds and inserts an op with one result.
+    fn one(
+        &self,
+        name: &str,
+        operands: &[Value<'c, '_>],
+        result: Type<'c>,
+        attributes: &[(&str, Attribute<'c>)],
+    ) -> Option<Value<'c, 'a>> {
+        let attributes: Vec<(Identifier, Attribute)> = attributes
+            .iter()
+            .map(|(n, a)| (Identifier::new(self.context, n), *a))
+            .collect();
+        let op = OperationBuilder::new(name, self.location)
+            .add_operands(operands)
+            .add_results(&[result])
+            .add_attributes(&attributes)
+            .build()
+            .ok()?;
+        self.insert(op).result(0).ok().map(Into::into)
+    }
+
+    /// `arith.constant n : index`.
+    pub fn index(&self, n: i64) -> Option<Value<'c, 'a>> {
+        let index = Type::index(self.context);
+        self.one(
+            "arith.constant",
+            &[],
+            index,
+            &[("value", IntegerAttribute::new(index, n).into())],
+        )
+    }
+
+    /// `arith.constant` of a typed attribute.
+    pub fn constant(&self, value: Attribute<'c>) -> Option<Value<'c, 'a>> {
+        self.one("arith.constant", &[], value.r#type(), &[("value", value)])
+    }
+
+    /// `tensor.dim %tensor, <dim> : index`.
+    pub fn dim(&self, tensor: Value<'c, '_>, dim: usize) -> Option<Value<'c, 'a>> {
+        let index = self.index(dim as i64)?;
+        self.one("tensor.dim", &[tensor, index], Type::index(self.context), &[])
+    }
+
+    /// `arith.cmpi` or `arith.cmpf` with `predicate`, giving an i1.
+    pub fn compare(
+        &self,
+        name: &str,
+        predicate: i64,
+        lhs: Value<'c, '_>,
+        rhs: Value<'c, '_>,
+    ) -> Option<Value<'c, 'a>> {
+        let i64_type = IntegerType::new(self.context, 64).into();
+        self.one(
+            name,
+            &[lhs, rhs],
+            IntegerType::new(self.context, 1).into(),
+            &[("predicate", IntegerAttribute::new(i64_type, predicate).into())],
+        )
+    }
+
+    /// A binary `arith` op whose result has `lhs`'s type.
+    pub fn arith(&self, name: &str, lhs: Value<'c, '_>, rhs: Value<'c, '_>) -> Option<Value<'c, 'a>> {
+        self.one(name, &[lhs, rhs], lhs.r#type(), &[])
+    }
+
+    /// `tensor.from_elements %scalar : tensor<T>`.
+    pub fn to_tensor(&self, scalar: Value<'c, '_>) -> Option<Value<'c, 'a>> {
+        let r#type = RankedTensorType::new(&[], scalar.r#type(), None).into();
+        self.one("tensor.from_elements", &[scalar], r#type, &[])
+    }
+
+    /// `tensor.extract %t[] ` of a rank-0 tensor.
+    pub fn extract(&self, tensor: Value<'c, '_>) -> Option<Value<'c, 'a>> {
+        let element = RankedTensorType::try_from(tensor.r#type()).ok()?.element();
+        self.one("tensor.extract", &[tensor], element, &[])
+    }
+
+    /// `tensor.cast %value : ... to <r#type>`.
+    pub fn cast(&self, value: Value<'c, '_>, r#type: Type<'c>) -> Option<Value<'c, 'a>> {
+        self.one("tensor.cast", &[value], r#type, &[])
+    }
+
+    /// A dense splat constant of `r#type` holding `element`.
+    pub fn splat(&self, r#type: Type<'c>, element: Attribute<'c>) -> Option<Value<'c, 'a>> {
+        let value = DenseElementsAttribute::new(r#type, &[element]).ok()?;
+        self.constant(value.into())
+    }
+
+    /// `meta.guard` on the i1 scalar `condition`, with a fresh id from
+    /// `ids`, a reason and the site it speculates on.
+    pub fn guard(&self, condition: Value<'c, '_>, ids: &mut GuardIds, reason: &str, site: &str) -> Option<i64> {
+        let condition = self.to_tensor(condition)?;
+        let id = ids.fresh();
+        let guard = GuardOp::build(self.context, self.location, condition, id, reason).ok()?;
+        let guard = self.insert(guard);
+        set_attribute(guard, "site", StringAttribute::new(self.context, site).into());
+        Some(id)
+    }
+}
+
+/// Hands out guard ids unique within one function.
+#[derive(Debug, Clone)]
+pub struct GuardIds {
+    next: i64,
+}
+
+impl GuardIds {
+    /// Ids after every guard already in `function`.
+    pub fn of(function: OperationRef) -> Self {
+        let max = collect_ops(function)
+            .into_iter()
+            .filter_map(GuardOp::cast)
+            .filter_map(|g| g.id())
+            .max()
+            .unwrap_or(0);
+        Self { next: max + 1 }
+    }
+
+    /// The next unused id.
+    pub fn fresh(&mut self) -> i64 {
+        let id = self.next;
+        self.next += 1;
+        id
+    }
+}
+
+/// The raw handle of a value, as a map key.
+pub fn key(value: Value) -> usize {
+    value.to_raw().ptr as usize
+}
+
+/// Values of the original ops mapped to their replacements.
+pub type Mapping = HashMap<usize, mlir_sys::MlirValue>;
+
+/// Clones `ops` (in order) before `anchor`, replacing every use of a value
+/// in `mapping` (including uses inside nested regions) and extending
+/// `mapping` with the clones' results. Cloned guards get fresh ids from
+/// `ids`.
+pub fn clone_before<'c, 'a>(
+    context: &'c Context,
+    ops: &[OperationRef<'c, '_>],
+    anchor: OperationRef<'c, 'a>,
+    mapping: &mut Mapping,
+    ids: &mut GuardIds,
+) -> Option<()> {
+    let block = anchor.block()?;
+    for op in ops {
+        // SAFETY: `op` is live; the clone is owned until the block takes it.
+        let clone = unsafe { mlir_sys::mlirOperationClone(op.to_raw()) };
+        // SAFETY: `anchor` is in `block`, and the block takes ownership.
+        unsafe { mlir_sys::mlirBlockInsertOwnedOperationBefore(block.to_raw(), anchor.to_raw(), clone) };
+        // SAFETY: the clone is now owned by `block`, which outlives `'a`.
+        let clone = unsafe { OperationRef::from_raw(clone) };
+        for nested in collect_ops(clone) {
+            remap_operands(nested, mapping);
+            if GuardOp::cast(nested).is_some() {
+                let id = ids.fresh();
+                let i64_type = IntegerType::new(context, 64).into();
+                set_attribute(nested, "id", IntegerAttribute::new(i64_type, id).into());
+            }
+        }
+        for i in 0..op.result_count() {
+            let (Ok(old), Ok(new)) = (op.result(i), clone.result(i)) else {
+                return None;
+            };
+            mapping.insert(key(old.into()), new.to_raw());
+        }
+    }
+    Some(())
+}
+
+/// Replaces operands of `op` found in `mapping`.
+pub fn remap_operands(op: OperationRef, mapping: &Mapping) {
+    for i in 0..op.operand_count() {
+        // SAFETY: `i` is below the operand count of the live `op`.
+        let operand = unsafe { mlir_sys::mlirOperationGetOperand(op.to_raw(), i as isize) };
+        if let Some(new) = mapping.get(&(operand.ptr as usize)) {
+            // SAFETY: as above; `new` is a live value.
+            unsafe { mlir_sys::mlirOperationSetOperand(op.to_raw(), i as isize, *new) };
+        }
+    }
+}
+
+/// The value `mapping` gives for `value`, or `value` itself.
+pub fn mapped<'c, 'a>(mapping: &Mapping, value: Value<'c, 'a>) -> Value<'c, 'a> {
+    match mapping.get(&key(value)) {
+        // SAFETY: mapped values are live results of ops in the same region
+        // tree as `value`.
+        Some(new) => unsafe { Value::from_raw(*new) },
+        None => value,
+    }
+}
+
+/// Replaces every use of `old` with `new`.
+pub fn replace_uses(old: Value, new: Value) {
+    // SAFETY: both values are live.
+    unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(old.to_raw(), new.to_raw()) }
+}
+
+/// Sets the type of `value` (its users must accept the new type).
+pub fn set_type(value: Value, r#type: Type) {
+    // SAFETY: both are live.
+    unsafe { mlir_sys::mlirValueSetType(value.to_raw(), r#type.to_raw()) }
+}
+
+/// The ops using `value`, with the operand number of each use.
+pub fn uses<'c, 'a>(value: Value<'c, 'a>) -> Vec<(OperationRef<'c, 'a>, usize)> {
+    let mut out = Vec::new();
+    // SAFETY: walking the use list of a live value.
+    unsafe {
+        let mut operand = mlir_sys::mlirValueGetFirstUse(value.to_raw());
+        while !mlir_sys::mlirOpOperandIsNull(operand) {
+            out.push((
+                OperationRef::from_raw(mlir_sys::mlirOpOperandGetOwner(operand)),
+                mlir_sys::mlirOpOperandGetOperandNumber(operand) as usize,
+            ));
+            operand = mlir_sys::mlirOpOperandGetNextUse(operand);
+        }
+    }
+    out
+}
+
+/// Sets operand `index` of `op` to `value`.
+pub fn set_operand(op: OperationRef, index: usize, value: Value) {
+    // SAFETY: `op` and `value` are live; callers pass an index in range.
+    unsafe { mlir_sys::mlirOperationSetOperand(op.to_raw(), index as isize, value.to_raw()) }
+}
+
+/// Replaces all operands of `op`.
+pub fn set_operands(op: OperationRef, values: &[Value]) {
+    let raw: Vec<mlir_sys::MlirValue> = values.iter().map(|v| v.to_raw()).collect();
+    // SAFETY: `op` and the values are live.
+    unsafe { mlir_sys::mlirOperationSetOperands(op.to_raw(), raw.len() as isize, raw.as_ptr()) }
+}
+
+/// Erases `op` and everything nested in it; its results must be unused.
+///
+/// # Safety
+/// No handle to `op` or to anything nested in it may be used afterwards.
+pub unsafe fn erase(op: OperationRef) {
+    // SAFETY: forwarded to the caller.
+    unsafe { mlir_sys::mlirOperationDestroy(op.to_raw()) }
+}
+
+/// The ops of `block` except its terminator, in order.
+pub fn body_ops<'c, 'a>(block: BlockRef<'c, 'a>) -> Vec<OperationRef<'c, 'a>> {
+    let mut ops = Vec::new();
+    let mut next = block.first_operation();
+    while let Some(op) = next {
+        next = op.next_in_block();
+        if next.is_some() {
+            ops.push(op);
+        }
+    }
+    ops
+}
+
+/// The value of an `arith.constant` of index or integer type.
+pub fn constant_int(value: Value) -> Option<i64> {
+    // SAFETY: reading the defining op of a live value.
+    if !unsafe { mlir_sys::mlirValueIsAOpResult(value.to_raw()) } {
+        return None;
+    }
+    // SAFETY: `value` is an op result, so it has an owner.
+    let op = unsafe { OperationRef::from_raw(mlir_sys::mlirOpResultGetOwner(value.to_raw())) };
+    if op_name(op) != "arith.constant" {
+        return None;
+    }
+    IntegerAttribute::try_from(op.attribute("value").ok()?)
+        .ok()
+        .map(|a| a.value())
+}
+
+/// The site id recorded on `op` (`meta.site`), if any.
+pub fn pinned_site<'c>(op: OperationRef<'c, '_>) -> Option<&'c str> {
+    op.attribute(SITE_ATTRIBUTE).ok().and_then(string_attribute)
+}

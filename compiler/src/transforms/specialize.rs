@@ -1,0 +1,393 @@
+//! `meta-specialize`: turns what earlier runs observed into assumptions,
+//! each under a `meta.guard` (JANUS §3).
+//!
+//! It reads a profile (`profile=FILE`, written by `jitc run --profile-out`;
+//! see `jitc_dialect::profile`) and, for every site whose observations
+//! agree, makes one assumption and guards it. Each guard has a fresh id, a
+//! readable reason and a `site` attribute naming the profile entry it
+//! relies on, so a failure can be traced and relaxed.
+//!
+//! ```mlir
+//! // profile: @main's %arg0 was always 4x8, the branch at 7:8 always taken
+//! func.func @main(%x: tensor<?x8xf32>, %c: i1) -> tensor<?x8xf32> {
+//!   %d = tensor.dim %x, %c0 : tensor<?x8xf32>
+//!   %ok = arith.cmpi eq, %d, %c4 : index
+//!   %t = tensor.from_elements %ok : tensor<i1>
+//!   "meta.guard"(%t) {id = 1 : i64, reason = "shape(%arg0)[0] == 4", site = "@main(%arg0)"} : (tensor<i1>) -> ()
+//!   %xs = tensor.cast %x : tensor<?x8xf32> to tensor<4x8xf32>
+//!   ... uses of %x now use %xs; the branch's ops follow its guard inline ...
+//! ```
+//!
+//! Algorithm, per function:
+//! 1. **Arguments** (entry guards, placed before every other op so that they
+//!    are checked before anything runs):
+//!    - a dynamic dimension always seen with one size gets a guard
+//!      `shape(%argN)[d] == n`; the argument is then `tensor.cast` to the
+//!      more static type and every use takes the cast;
+//!    - a scalar (rank-0 tensor, index or arith scalar) always seen with one
+//!      value gets a guard `value(%argN) == v` and every use takes a
+//!      constant. Float zeros are not specialized: `oeq` cannot tell 0.0
+//!      from -0.0. NaNs never agree, so they are never specialized either;
+//!    - dtypes are fixed by the function's signature, which every run
+//!      checks, so they need no guard.
+//! 2. **Branches**: an `scf.if` that always went one way is replaced by that
+//!    way's ops, after a guard on its condition (`branch at S taken` / `not
+//!    taken`). Inner branches are handled before outer ones.
+//! 3. **Loops**: an `scf.for` or `scf.while` that always ran the same number
+//!    of times is marked `meta.unroll = n` (and its site pinned in
+//!    `meta.site`); `meta-unroll` unrolls it and guards the trip count.
+//!
+//! Sites the caller lists as given up (the runtime's speculation manager
+//! does, after repeated failures) are left generic. Shapes made static here
+//! spread through the function with `meta-refine`.
+
+use crate::{
+    passes::{Options, PassInfo, PassOption},
+    rewrite::{self, Builder, GuardIds, body_ops, replace_uses, set_operand, uses},
+};
+use jitc_dialect::{
+    emit_error,
+    ops::{set_attribute, string_attribute},
+    profile::{Observed, Profile, SITE_ATTRIBUTE, SiteProfile, site_id},
+    verify::{collect_ops, op_name},
+};
+use melior::{
+    Context,
+    ir::{
+        Attribute, BlockLike, OperationRef, RegionLike, Type, TypeLike, Value, ValueLike,
+        attribute::{FloatAttribute, IntegerAttribute, StringAttribute},
+        operation::OperationLike,
+        r#type::{DimSize, IntegerType, RankedTensorType, ShapedTypeLike},
+    },
+};
+use std::collections::BTreeSet;
+
+/// The `meta-specialize` pass.
+pub struct Specialize;
+
+impl Specialize {
+    /// Registry entry.
+    pub const INFO: PassInfo = PassInfo {
+        argument: "meta-specialize",
+        name: "Specialize",
+        summary: "Assume what a profile observed (shapes, values, branches, trip counts), under guards",
+        options: &[PassOption {
+            name: "profile",
+            description: "the profile JSON file to specialize for (required)",
+            default: "",
+        }],
+        source_file: "compiler/src/transforms/specialize.rs",
+        source: include_str!("specialize.rs"),
+        run: Self::run,
+    };
+
+    /// Runs the pass on a module.
+    pub fn run(root: OperationRef, options: &Options) -> bool {
+        let path = options.get("profile").map(String::as_str).unwrap_or("");
+        if path.is_empty() {
+            emit_error(
+                root.location(),
+                "meta-specialize needs a profile: meta-specialize{profile=FILE} (write one with `jitc run --profile-out FILE`)",
+            );
+            return false;
+        }
+        let profile = match Profile::load(std::path::Path::new(path)) {
+            Ok(profile) => profile,
+            Err(e) => {
+                emit_error(root.location(), &format!("meta-specialize: {e}"));
+                return false;
+            }
+        };
+        let context_ref = root.context();
+        // SAFETY: `to_ref` hands out a reference into `context_ref`, which
+        // lives until the end of this function.
+        let context = unsafe { context_ref.to_ref() };
+        match specialize(context, root, &profile, &SpecializeOptions::default()) {
+            Ok(_) => true,
+            Err(message) => {
+                emit_error(root.location(), &format!("meta-specialize: {message}"));
+                false
+            }
+        }
+    }
+}
+
+/// How [`specialize`] runs.
+#[derive(Debug, Clone, Default)]
+pub struct SpecializeOptions {
+    /// Sites never to speculate on: argument sites (`@main(%arg0)`) and
+    /// control-flow sites (as in the profile).
+    pub given_up: BTreeSet<String>,
+}
+
+/// One assumption made, and the guard that checks it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Assumption {
+    /// The function it is in.
+    pub function: String,
+    /// The guard's id (0 for a loop mark, whose guard `meta-unroll` adds).
+    pub guard: i64,
+    /// The site it relies on.
+    pub site: String,
+    /// What it assumes.
+    pub reason: String,
+}
+
+/// The site id of argument `index` of `function`.
+pub fn argument_site(function: &str, index: usize) -> String {
+    format!("@{function}(%arg{index})")
+}
+
+/// Specializes every function of `module` for `profile`; returns the
+/// assumptions made.
+pub fn specialize(
+    context: &Context,
+    module: OperationRef,
+    profile: &Profile,
+    options: &SpecializeOptions,
+) -> Result<Vec<Assumption>, String> {
+    let mut made = Vec::new();
+    let Some(body) = module.region(0).ok().and_then(|r| r.first_block()) else {
+        return Ok(made);
+    };
+    let mut next = body.first_operation();
+    while let Some(function) = next {
+        next = function.next_in_block();
+        if op_name(function) != "func.func" || function.has_attribute("meta.fused") {
+            continue;
+        }
+        let Some(name) = function
+            .attribute("sym_name")
+            .ok()
+            .and_then(string_attribute)
+            .map(str::to_owned)
+        else {
+            continue;
+        };
+        let Some(entry) = function.region(0).ok().and_then(|r| r.first_block()) else {
+            continue;
+        };
+        let mut ids = GuardIds::of(function);
+        let mut specializer = Specializer {
+            context,
+            function: &name,
+            ids: &mut ids,
+            made: &mut made,
+        };
+        if let Some(observed) = profile.functions.get(&name)
+            && observed.arguments.len() == entry.argument_count()
+            && let Some(first) = entry.first_operation()
+        {
+            for (index, argument) in observed.arguments.iter().enumerate() {
+                let site = argument_site(&name, index);
+                if options.given_up.contains(&site) {
+                    continue;
+                }
+                let value: Value = entry.argument(index).map_err(|e| e.to_string())?.into();
+                specializer
+                    .argument(first, value, index, &site, &argument.shape, argument.value)
+                    .ok_or_else(|| format!("could not specialize argument {index} of @{name}"))?;
+            }
+        }
+        // Inner ops before outer ones: each op comes after its parent in
+        // pre-order.
+        let ops = collect_ops(function);
+        for &op in ops.iter().rev() {
+            let kind = op_name(op);
+            if !matches!(kind.as_str(), "scf.if" | "scf.for" | "scf.while") {
+                continue;
+            }
+            let site = site_id(op);
+            if options.given_up.contains(&site) {
+                continue;
+            }
+            match (kind.as_str(), profile.sites.get(&site)) {
+                ("scf.if", Some(&SiteProfile::If { then, r#else })) if (then == 0) != (r#else == 0) => {
+                    specializer
+                        .branch(op, then > 0, &site)
+                        .ok_or_else(|| format!("could not inline the branch at {site}"))?;
+                }
+                (
+                    "scf.for" | "scf.while",
+                    Some(&SiteProfile::Loop {
+                        trips: Some(trips), ..
+                    }),
+                ) => specializer.mark_loop(op, trips, &site),
+                _ => {}
+            }
+        }
+    }
+    Ok(made)
+}
+
+struct Specializer<'s> {
+    context: &'s Context,
+    function: &'s str,
+    ids: &'s mut GuardIds,
+    made: &'s mut Vec<Assumption>,
+}
+
+impl Specializer<'_> {
+    fn record(&mut self, guard: i64, site: &str, reason: String) {
+        self.made.push(Assumption {
+            function: self.function.to_owned(),
+            guard,
+            site: site.to_owned(),
+            reason,
+        });
+    }
+
+    /// Entry guards for argument `value`, inserted before `first`.
+    fn argument<'c, 'a>(
+        &mut self,
+        first: OperationRef<'c, 'a>,
+        value: Value<'c, 'a>,
+        index: usize,
+        site: &str,
+        shape: &[Option<u64>],
+        observed: Option<Observed>,
+    ) -> Option<()> {
+        let context = self.context;
+        let builder = Builder::before(context, first)?;
+        let r#type = value.r#type();
+        let users = uses(value);
+        if let Ok(tensor) = RankedTensorType::try_from(r#type) {
+            if tensor.rank() == 0 {
+                let Some(attribute) = observed.and_then(|o| scalar_attribute(context, tensor.element(), o))
+                else {
+                    return Some(());
+                };
+                let scalar = builder.extract(value)?;
+                let reason = format!("value(%arg{index}) == {}", show(observed?));
+                let ok = self.equal(&builder, scalar, attribute)?;
+                let id = builder.guard(ok, self.ids, &reason, site)?;
+                self.record(id, site, reason);
+                let constant = builder.splat(r#type, attribute)?;
+                for (user, operand) in users {
+                    set_operand(user, operand, constant);
+                }
+                return Some(());
+            }
+            // MLIR's marker for a `?` dimension.
+            const DYNAMIC: u64 = i64::MIN as u64;
+            let mut dims: Vec<u64> = Vec::with_capacity(tensor.rank());
+            for d in 0..tensor.rank() {
+                let (dynamic, declared) = match tensor.dim_size(d).ok()? {
+                    DimSize::Static(n) => (false, n),
+                    DimSize::Dynamic => (true, DYNAMIC),
+                };
+                match shape.get(d).copied().flatten() {
+                    Some(size) if dynamic => {
+                        let actual = builder.dim(value, d)?;
+                        let expected = builder.index(size as i64)?;
+                        let ok = builder.compare("arith.cmpi", 0, actual, expected)?;
+                        let reason = format!("shape(%arg{index})[{d}] == {size}");
+                        let id = builder.guard(ok, self.ids, &reason, site)?;
+                        self.record(id, site, reason);
+                        dims.push(size);
+                    }
+                    _ => dims.push(declared),
+                }
+            }
+            let refined: Type = RankedTensorType::new(&dims, tensor.element(), None).into();
+            if refined != r#type {
+                let cast = builder.cast(value, refined)?;
+                for (user, operand) in users {
+                    set_operand(user, operand, cast);
+                }
+            }
+            return Some(());
+        }
+        // An index or arith scalar argument.
+        let Some(attribute) = observed.and_then(|o| scalar_attribute(context, r#type, o)) else {
+            return Some(());
+        };
+        let reason = format!("value(%arg{index}) == {}", show(observed?));
+        let ok = self.equal(&builder, value, attribute)?;
+        let id = builder.guard(ok, self.ids, &reason, site)?;
+        self.record(id, site, reason);
+        let constant = builder.constant(attribute)?;
+        for (user, operand) in users {
+            set_operand(user, operand, constant);
+        }
+        Some(())
+    }
+
+    /// `scalar == attribute` as an i1.
+    fn equal<'c, 'a>(
+        &self,
+        builder: &Builder<'c, 'a>,
+        scalar: Value<'c, 'a>,
+        attribute: Attribute<'c>,
+    ) -> Option<Value<'c, 'a>> {
+        let expected = builder.constant(attribute)?;
+        if scalar.r#type().is_float() {
+            builder.compare("arith.cmpf", 1, scalar, expected)
+        } else {
+            builder.compare("arith.cmpi", 0, scalar, expected)
+        }
+    }
+
+    /// Inlines the way `branch` always went, after a guard on its condition.
+    fn branch(&mut self, branch: OperationRef, taken: bool, site: &str) -> Option<()> {
+        let builder = Builder::before(self.context, branch)?;
+        let condition: Value = branch.operand(0).ok()?;
+        let (holds, reason) = if taken {
+            (condition, format!("branch at {site} taken"))
+        } else {
+            let one = builder.constant(IntegerAttribute::new(IntegerType::new(self.context, 1).into(), 1).into())?;
+            let negated = builder.arith("arith.xori", condition, one)?;
+            (negated, format!("branch at {site} not taken"))
+        };
+        let id = builder.guard(holds, self.ids, &reason, site)?;
+        self.record(id, site, reason);
+        let region = branch.region(if taken { 0 } else { 1 }).ok()?;
+        if let Some(block) = region.first_block() {
+            for op in body_ops(block) {
+                // SAFETY: both ops are live and `branch` is in a block.
+                unsafe { mlir_sys::mlirOperationMoveBefore(op.to_raw(), branch.to_raw()) };
+            }
+            let terminator = block.terminator()?;
+            for i in 0..branch.result_count() {
+                replace_uses(branch.result(i).ok()?.into(), terminator.operand(i).ok()?);
+            }
+        }
+        if branch.results().any(|r| !uses(r.into()).is_empty()) {
+            return None;
+        }
+        // SAFETY: its results are unused and nothing refers to it again.
+        unsafe { rewrite::erase(branch) };
+        Some(())
+    }
+
+    /// Marks a loop for `meta-unroll`.
+    fn mark_loop(&mut self, op: OperationRef, trips: u64, site: &str) {
+        let i64_type = IntegerType::new(self.context, 64).into();
+        set_attribute(op, "meta.unroll", IntegerAttribute::new(i64_type, trips as i64).into());
+        set_attribute(op, SITE_ATTRIBUTE, StringAttribute::new(self.context, site).into());
+        self.record(0, site, format!("trip count of the loop at {site} == {trips}"));
+    }
+}
+
+/// The constant for an observed scalar of type `r#type`, when it may be
+/// assumed.
+fn scalar_attribute<'c>(context: &'c Context, r#type: Type<'c>, observed: Observed) -> Option<Attribute<'c>> {
+    match observed {
+        Observed::Varied => None,
+        Observed::Float(x) if r#type.is_float() && x != 0.0 && !x.is_nan() => {
+            Some(FloatAttribute::new(context, r#type, x).into())
+        }
+        Observed::Int(n) if r#type.is_index() || r#type.is_integer() => {
+            Some(IntegerAttribute::new(r#type, n).into())
+        }
+        _ => None,
+    }
+}
+
+fn show(observed: Observed) -> String {
+    match observed {
+        Observed::Int(n) => n.to_string(),
+        Observed::Float(x) => format!("{x:?}"),
+        Observed::Varied => "?".to_owned(),
+    }
+}

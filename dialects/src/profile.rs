@@ -1,0 +1,409 @@
+//! Profiles: what earlier runs of a program observed, as `meta-specialize`
+//! and the runtime's speculation manager read it (JANUS §3).
+//!
+//! A profile is a join-semilattice. Each fact is either one value seen on
+//! every observation, or "varied"; merging two profiles joins fact by fact,
+//! so `(4, 8)` and `(3, 8)` become `(?, 8)`, a scalar seen as `2` and `3`
+//! loses its value, a branch seen both ways keeps both counts, and a loop
+//! whose trip count changed loses its count. Merging is how a profile is
+//! relaxed after a guard fails, and how profiles of several runs combine.
+//!
+//! Observations are keyed by a stable *site id* ([`site_id`]): the op's
+//! `meta.site` attribute when it has one, else `line:col` of its file
+//! location, else its position (`@fn/2.0.5`).
+//!
+//! Saved as JSON (`jitc run --profile-out`):
+//!
+//! ```json
+//! {"version": 1, "runs": 3,
+//!  "functions": {"main": {"calls": 3, "arguments": [
+//!     {"type": "tensor<?x8xf32>", "shape": [4, 8]},
+//!     {"type": "tensor<f32>", "shape": [], "value": {"float": 0.5}}]}},
+//!  "sites": {"12:5": {"kind": "if", "then": 3, "else": 0},
+//!            "14:10": {"kind": "loop", "trips": 32, "runs": 3},
+//!            "20:7": {"kind": "call", "callee": "cell", "calls": 96}}}
+//! ```
+
+use melior::ir::{Location, OperationRef, operation::OperationLike};
+use serde::{Deserialize, Serialize};
+use std::{collections::BTreeMap, fmt, path::Path};
+
+/// The profile format written by this version.
+pub const PROFILE_VERSION: u32 = 1;
+
+/// What earlier runs observed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    /// The format version ([`PROFILE_VERSION`]).
+    pub version: u32,
+    /// How many runs were merged into this profile.
+    pub runs: u64,
+    /// Entry functions, by name.
+    #[serde(default)]
+    pub functions: BTreeMap<String, FunctionProfile>,
+    /// Control-flow and call sites, by site id.
+    #[serde(default)]
+    pub sites: BTreeMap<String, SiteProfile>,
+}
+
+impl Default for Profile {
+    fn default() -> Self {
+        Self {
+            version: PROFILE_VERSION,
+            runs: 0,
+            functions: BTreeMap::new(),
+            sites: BTreeMap::new(),
+        }
+    }
+}
+
+/// The arguments an entry function was called with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionProfile {
+    /// Calls observed.
+    pub calls: u64,
+    /// One entry per argument.
+    pub arguments: Vec<ArgumentProfile>,
+}
+
+/// One argument of an entry function.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArgumentProfile {
+    /// The declared type, e.g. `tensor<?x8xf32>` or `index`. Its element
+    /// type is the argument's dtype, which a function fixes.
+    #[serde(rename = "type")]
+    pub r#type: String,
+    /// Observed sizes, `null` where they varied; empty for scalars and
+    /// indices.
+    pub shape: Vec<Option<u64>>,
+    /// The value of a scalar (rank-0 tensor) or index argument.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Observed>,
+}
+
+/// A scalar value seen on every observation, or `varied`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Observed {
+    /// An integer, index or i1 (as 0 or 1).
+    Int(i64),
+    /// A float, exactly (f32 values convert to f64 without loss).
+    Float(f64),
+    /// Not always the same.
+    Varied,
+}
+
+impl Observed {
+    fn join(self, other: Self) -> Self {
+        match (self, other) {
+            (Self::Int(a), Self::Int(b)) if a == b => self,
+            // Bitwise, so that 0.0 and -0.0 differ.
+            (Self::Float(a), Self::Float(b)) if a.to_bits() == b.to_bits() => self,
+            _ => Self::Varied,
+        }
+    }
+}
+
+/// What one site observed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SiteProfile {
+    /// An `scf.if`: how often each way was taken.
+    If {
+        /// Times the condition was true.
+        then: u64,
+        /// Times it was false.
+        #[serde(rename = "else")]
+        r#else: u64,
+    },
+    /// An `scf.for` or `scf.while`: its trip count, `null` once it varied.
+    Loop {
+        /// The trip count seen every time.
+        trips: Option<u64>,
+        /// Times the loop ran.
+        runs: u64,
+    },
+    /// A `func.call`: its callee, `null` once it varied.
+    Call {
+        /// The callee seen every time.
+        callee: Option<String>,
+        /// Calls observed.
+        calls: u64,
+    },
+}
+
+impl SiteProfile {
+    fn kind(&self) -> &'static str {
+        match self {
+            Self::If { .. } => "if",
+            Self::Loop { .. } => "loop",
+            Self::Call { .. } => "call",
+        }
+    }
+
+    /// Joins `other` into `self`.
+    fn join(&mut self, other: &Self) -> Result<(), String> {
+        match (self, other) {
+            (Self::If { then, r#else }, Self::If { then: t, r#else: e }) => {
+                *then += t;
+                *r#else += e;
+            }
+            (Self::Loop { trips, runs }, Self::Loop { trips: t, runs: r }) => {
+                if *trips != *t {
+                    *trips = None;
+                }
+                *runs += r;
+            }
+            (Self::Call { callee, calls }, Self::Call { callee: c, calls: n }) => {
+                if *callee != *c {
+                    *callee = None;
+                }
+                *calls += n;
+            }
+            (this, other) => {
+                return Err(format!("it is a {} in one and a {} in the other", this.kind(), other.kind()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why a profile could not be read or merged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProfileError(pub String);
+
+impl fmt::Display for ProfileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ProfileError {}
+
+impl Profile {
+    /// An empty profile.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Parses a profile from JSON.
+    pub fn from_json(text: &str) -> Result<Self, ProfileError> {
+        let profile: Self =
+            serde_json::from_str(text).map_err(|e| ProfileError(format!("not a jitc profile: {e}")))?;
+        if profile.version != PROFILE_VERSION {
+            return Err(ProfileError(format!(
+                "profile version {} is not supported (this jitc writes version {PROFILE_VERSION})",
+                profile.version
+            )));
+        }
+        Ok(profile)
+    }
+
+    /// Reads a profile file.
+    pub fn load(path: &Path) -> Result<Self, ProfileError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ProfileError(format!("cannot read profile {}: {e}", path.display())))?;
+        Self::from_json(&text).map_err(|e| ProfileError(format!("{}: {e}", path.display())))
+    }
+
+    /// The profile as pretty-printed JSON.
+    pub fn to_json(&self) -> String {
+        // Serializing these types cannot fail: every map key is a string.
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Writes the profile to `path`.
+    pub fn save(&self, path: &Path) -> Result<(), ProfileError> {
+        std::fs::write(path, self.to_json() + "\n")
+            .map_err(|e| ProfileError(format!("cannot write profile {}: {e}", path.display())))
+    }
+
+    /// Joins `other` into `self`: facts that disagree become varied and
+    /// counts add up. Fails, leaving `self` unchanged, when the two
+    /// profiles describe different programs.
+    pub fn merge(&mut self, other: &Profile) -> Result<(), ProfileError> {
+        let mut merged = self.clone();
+        merged.runs += other.runs;
+        for (name, theirs) in &other.functions {
+            match merged.functions.get_mut(name) {
+                None => {
+                    merged.functions.insert(name.clone(), theirs.clone());
+                }
+                Some(ours) => {
+                    if ours.arguments.len() != theirs.arguments.len() {
+                        return Err(ProfileError(format!(
+                            "@{name} takes {} arguments in one profile and {} in the other",
+                            ours.arguments.len(),
+                            theirs.arguments.len()
+                        )));
+                    }
+                    ours.calls += theirs.calls;
+                    for (i, (a, b)) in ours.arguments.iter_mut().zip(&theirs.arguments).enumerate() {
+                        if a.r#type != b.r#type || a.shape.len() != b.shape.len() {
+                            return Err(ProfileError(format!(
+                                "argument {i} of @{name} is {} in one profile and {} in the other",
+                                a.r#type, b.r#type
+                            )));
+                        }
+                        for (x, y) in a.shape.iter_mut().zip(&b.shape) {
+                            if *x != *y {
+                                *x = None;
+                            }
+                        }
+                        a.value = match (a.value, b.value) {
+                            (Some(x), Some(y)) => Some(x.join(y)),
+                            (x, y) => x.or(y),
+                        };
+                    }
+                }
+            }
+        }
+        for (site, theirs) in &other.sites {
+            match merged.sites.get_mut(site) {
+                None => {
+                    merged.sites.insert(site.clone(), theirs.clone());
+                }
+                Some(ours) => ours
+                    .join(theirs)
+                    .map_err(|e| ProfileError(format!("site {site} differs: {e}")))?,
+            }
+        }
+        *self = merged;
+        Ok(())
+    }
+
+    /// Records one execution of an `scf.if` at `site`.
+    pub fn record_branch(&mut self, site: String, taken: bool) {
+        let entry = self.sites.entry(site).or_insert(SiteProfile::If { then: 0, r#else: 0 });
+        if let SiteProfile::If { then, r#else } = entry {
+            *if taken { then } else { r#else } += 1;
+        } else {
+            *entry = SiteProfile::If { then: 0, r#else: 0 };
+        }
+    }
+
+    /// Records one execution of a loop at `site` that ran `trips` times.
+    pub fn record_loop(&mut self, site: String, trips: u64) {
+        let fresh = SiteProfile::Loop {
+            trips: Some(trips),
+            runs: 1,
+        };
+        match self.sites.get_mut(&site) {
+            Some(existing) => {
+                if existing.join(&fresh).is_err() {
+                    *existing = fresh;
+                }
+            }
+            None => {
+                self.sites.insert(site, fresh);
+            }
+        }
+    }
+
+    /// Records one call at `site` to `callee`.
+    pub fn record_call(&mut self, site: String, callee: &str) {
+        let fresh = SiteProfile::Call {
+            callee: Some(callee.to_owned()),
+            calls: 1,
+        };
+        match self.sites.get_mut(&site) {
+            Some(existing) => {
+                if existing.join(&fresh).is_err() {
+                    *existing = fresh;
+                }
+            }
+            None => {
+                self.sites.insert(site, fresh);
+            }
+        }
+    }
+
+    /// Records a call of entry function `name` with these arguments.
+    pub fn record_entry(&mut self, name: &str, arguments: Vec<ArgumentProfile>) {
+        let fresh = Profile {
+            functions: BTreeMap::from([(name.to_owned(), FunctionProfile { calls: 1, arguments })]),
+            ..Profile::default()
+        };
+        if self.merge(&fresh).is_err() {
+            // The function changed signature: start its record again.
+            self.functions.insert(name.to_owned(), fresh.functions[name].clone());
+        }
+    }
+}
+
+/// The attribute that pins an op's site id, so that it survives fusion,
+/// unrolling and inlining whatever its location.
+pub const SITE_ATTRIBUTE: &str = "meta.site";
+
+/// The stable id of `op`'s site: its `meta.site` string attribute, else
+/// `line:col` of its file location, else its position in its function
+/// (`@main/1.0.3`: op 1 of the body, its region 0, op 3).
+pub fn site_id(op: OperationRef) -> String {
+    if let Some(site) = op.attribute(SITE_ATTRIBUTE).ok().and_then(crate::ops::string_attribute) {
+        return site.to_owned();
+    }
+    if let Some(site) = file_position(op.location()) {
+        return site;
+    }
+    position(op)
+}
+
+fn file_position(location: Location) -> Option<String> {
+    location.is_file_line_col_range().then(|| {
+        format!(
+            "{}:{}",
+            location.file_line_col_range_start_line(),
+            location.file_line_col_range_start_column()
+        )
+    })
+}
+
+fn position(op: OperationRef) -> String {
+    let mut path = Vec::new();
+    let mut current = op;
+    loop {
+        let mut index = 0;
+        let mut previous = current.previous_in_block();
+        while let Some(p) = previous {
+            index += 1;
+            previous = p.previous_in_block();
+        }
+        path.push(index.to_string());
+        let Some(parent) = current.parent_operation() else {
+            break;
+        };
+        if crate::verify::op_name(parent) == "func.func" {
+            let name = parent
+                .attribute("sym_name")
+                .ok()
+                .and_then(crate::ops::string_attribute)
+                .unwrap_or("?");
+            path.reverse();
+            return format!("@{name}/{}", path.join("."));
+        }
+        current = parent;
+    }
+    path.reverse();
+    format!("/{}", path.join("."))
+}
+
+/// Pins the site id of every `scf.if`, `scf.for`, `scf.while` and
+/// `func.call` under `root` as a `meta.site` attribute, so that it survives
+/// what changes locations or positions: printing and re-parsing (the kernel
+/// cache does), fusion, unrolling and inlining.
+pub fn pin_sites(root: OperationRef) {
+    for op in crate::verify::collect_ops(root) {
+        let name = crate::verify::op_name(op);
+        if matches!(name.as_str(), "scf.if" | "scf.for" | "scf.while" | "func.call")
+            && op.attribute(SITE_ATTRIBUTE).is_err()
+        {
+            let site = site_id(op);
+            let context_ref = op.context();
+            // SAFETY: `to_ref` hands out a reference into `context_ref`,
+            // which lives until the end of this block.
+            let context = unsafe { context_ref.to_ref() };
+            let attribute = melior::ir::attribute::StringAttribute::new(context, &site);
+            crate::ops::set_attribute(op, SITE_ATTRIBUTE, attribute.into());
+        }
+    }
+}
