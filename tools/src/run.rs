@@ -69,8 +69,15 @@ pub struct RunArgs {
     /// branch directions, trip counts, callees) into this profile JSON
     /// file, merging with what the file already holds. Feed it to
     /// `jitc opt --meta-specialize=profile=FILE`.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "speculate")]
     profile_out: Option<PathBuf>,
+
+    /// Run speculatively: specialize the function for this profile (shapes,
+    /// scalar values, branches and trip counts made constant under guards),
+    /// and if a guard fails, re-run the call on the generic program and say
+    /// which assumption broke. Decisions are printed on stderr.
+    #[arg(long, value_name = "PROFILE")]
+    speculate: Option<PathBuf>,
 
     /// Print at most this many elements of a value; larger ones are
     /// summarized (save them with --output).
@@ -180,9 +187,26 @@ fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
     let inputs = read_inputs(&signature, &args.inputs, function)?;
     let mut state = read_states(&args.states)?;
 
-    let results = match &args.profile_out {
-        None => interpreter.run(function, inputs, &mut state),
-        Some(path) => {
+    let results = match (&args.profile_out, &args.speculate) {
+        (_, Some(path)) => {
+            let profile = Profile::load(path).map_err(|e| e.to_string())?;
+            let (_, text) = crate::input::read_source(&args.file)?;
+            let options = jitc_runtime::SessionOptions {
+                codegen: jitc_compiler::codegen::CodegenOptions {
+                    math: args.math.into(),
+                    ..Default::default()
+                },
+                compile: args.backend == Backend::Cpu,
+                log: true,
+                ..Default::default()
+            };
+            let mut session = jitc_runtime::Session::new(context, &text, function, options)
+                .map_err(|e| e.to_string())?
+                .with_profile(profile);
+            return finish(args, session.call(inputs, &mut state).map_err(|e| e.to_string())?, state, &outputs, &state_outputs);
+        }
+        (None, None) => interpreter.run(function, inputs, &mut state),
+        (Some(path), None) => {
             // Read the old profile first: a bad file is reported, never
             // overwritten.
             let mut profile = if path.exists() {
@@ -198,6 +222,17 @@ fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
         }
     }
     .map_err(|e| e.to_string())?;
+    finish(args, results, state, &outputs, &state_outputs)
+}
+
+/// Prints and saves results and state.
+fn finish(
+    args: &RunArgs,
+    results: Vec<Value>,
+    state: StateStore,
+    outputs: &[&Path],
+    state_outputs: &[(&str, &Path)],
+) -> Result<(), String> {
     for (i, value) in results.iter().enumerate() {
         println!("result[{i}]: {}", show(value, args.print_max_elements));
     }
@@ -207,7 +242,7 @@ fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
             show(&Value::tensor(value.clone()), args.print_max_elements)
         );
     }
-    for (value, path) in results.iter().zip(&outputs) {
+    for (value, path) in results.iter().zip(outputs) {
         let tensor = match value {
             Value::Tensor(t) => (**t).clone(),
             Value::Scalar(s) => Tensor::scalar(*s),
@@ -215,7 +250,7 @@ fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
         };
         npy::write(path, &tensor)?;
     }
-    for (name, path) in state_outputs {
+    for &(name, path) in state_outputs {
         let value = state
             .get(name)
             .ok_or_else(|| format!("--state-output names '{name}', which the run never set"))?;
