@@ -12,6 +12,7 @@
 pub mod codegen;
 pub mod diagnostics;
 pub mod fusion;
+pub mod guards;
 pub mod lower;
 pub mod passes;
 pub mod pipeline;

@@ -32,6 +32,7 @@ use jitc_compiler::{
     codegen::CodegenOptions,
     optimize, pipeline,
     source::parse_module,
+    guards::{ArgumentCheck, EntryGuard, take_entry_guards},
     transforms::specialize::{Assumption, SpecializeOptions, specialize},
 };
 use jitc_dialect::profile::{Observed, Profile, SiteProfile, pin_sites};
@@ -60,6 +61,9 @@ pub struct SessionOptions {
     pub compile: bool,
     /// Print every event on stderr as it happens.
     pub log: bool,
+    /// Speculate at all (`false`: every call runs the generic executable,
+    /// unprofiled).
+    pub speculate: bool,
 }
 
 impl Default for SessionOptions {
@@ -71,6 +75,7 @@ impl Default for SessionOptions {
             codegen: CodegenOptions::default(),
             compile: true,
             log: false,
+            speculate: true,
         }
     }
 }
@@ -170,6 +175,28 @@ struct Executable<'c> {
     module: Module<'c>,
     kernels: Option<CpuModule>,
     assumptions: Vec<Assumption>,
+    /// Entry guards checked natively before the host schedule runs (and
+    /// taken out of `module`).
+    entry: Vec<EntryGuard>,
+}
+
+/// Whether `check` holds for `args`.
+fn holds(check: &ArgumentCheck, args: &[Value]) -> bool {
+        let scalar = |arg: usize| match args.get(arg) {
+            Some(Value::Scalar(s)) => Some(*s),
+            Some(Value::Tensor(t)) if t.shape().is_empty() => Some(t.get(0)),
+            _ => None,
+        };
+        match *check {
+            ArgumentCheck::Dim { arg, dim, size } => {
+                matches!(args.get(arg), Some(Value::Tensor(t)) if t.shape().get(dim) == Some(&size))
+            }
+            ArgumentCheck::Int { arg, value } => match args.get(arg) {
+                Some(Value::Index(i)) => *i == value,
+                _ => scalar(arg).is_some_and(|s| s.as_i64() == value),
+            },
+            ArgumentCheck::Float { arg, value } => scalar(arg).is_some_and(|s| s.as_f64() == value),
+        }
 }
 
 impl<'c> Executable<'c> {
@@ -180,6 +207,16 @@ impl<'c> Executable<'c> {
         state: &mut StateStore,
         profile: Option<&mut Profile>,
     ) -> Result<Vec<Value>, jitc_interp::Error> {
+        for entry in &self.entry {
+            if !holds(&entry.check, &args) {
+                return Err(jitc_interp::Error::GuardFailed {
+                    id: entry.id,
+                    reason: entry.reason.clone(),
+                    line: None,
+                    site: entry.site.clone(),
+                });
+            }
+        }
         let interpreter = match &self.kernels {
             Some(kernels) => Interpreter::new(&self.module).with_kernels(kernels),
             None => Interpreter::new(&self.module),
@@ -226,6 +263,7 @@ impl<'c> Session<'c> {
                 module: Module::new(melior::ir::Location::unknown(context)),
                 kernels: None,
                 assumptions: Vec::new(),
+                entry: Vec::new(),
             },
             options,
             profile: Profile::new(),
@@ -270,6 +308,7 @@ impl<'c> Session<'c> {
             module,
             kernels,
             assumptions,
+            entry: Vec::new(),
         })
     }
 
@@ -298,7 +337,9 @@ impl<'c> Session<'c> {
                     &pipeline::parse(&passes)?,
                     &OptimizeOptions::default(),
                 )?;
-                let executable = Rc::new(self.build(module, assumptions)?);
+                let mut executable = self.build(module, assumptions)?;
+                executable.entry = take_entry_guards(self.context, &mut executable.module, &self.function)?;
+                let executable = Rc::new(executable);
                 self.cache.insert(key.clone(), Rc::clone(&executable));
                 (executable, false)
             }
@@ -327,6 +368,9 @@ impl<'c> Session<'c> {
     /// Calls the function on `args`, reading and writing `state`.
     pub fn call(&mut self, args: Vec<Value>, state: &mut StateStore) -> Result<Vec<Value>, Error> {
         self.stats.calls += 1;
+        if !self.options.speculate {
+            return Ok(self.generic.run(&self.function, args, state, None)?);
+        }
         if self.stats.profiled < self.options.profile_runs as u64 {
             self.stats.profiled += 1;
             let mut observed = Profile::new();
@@ -443,6 +487,21 @@ impl<'c> Session<'c> {
     /// The assumptions of the executable serving calls now, if one is built.
     pub fn assumptions(&self) -> Option<&[Assumption]> {
         self.current.as_ref().map(|e| e.assumptions.as_slice())
+    }
+
+    /// Whether `args` pass the entry guards of the executable serving calls
+    /// now, checked natively as [`Self::call`] checks them (`None` before
+    /// one is built). Every other guard is checked in the graph.
+    pub fn entry_guards_pass(&self, args: &[Value]) -> Option<bool> {
+        self.current
+            .as_ref()
+            .map(|e| e.entry.iter().all(|guard| holds(&guard.check, args)))
+    }
+
+    /// How many entry guards the executable serving calls now checks
+    /// natively.
+    pub fn entry_guard_count(&self) -> usize {
+        self.current.as_ref().map_or(0, |e| e.entry.len())
     }
 
     /// The text of the specialized module serving calls now (fused).

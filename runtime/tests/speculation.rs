@@ -9,8 +9,9 @@ use jitc_interp::{Buffer, Interpreter, Scalar, StateStore, Tensor, Value};
 use jitc_runtime::{Event, Session, SessionOptions};
 
 /// Arguments: a dynamic batch (shape site), a scale (value site), a flag
-/// (drives the branch at 16:8) and a count in a rank-1 tensor (drives the
-/// loop at 24:8 and is not itself a scalar argument). The state `acc` is
+/// (drives the branch at 14:8 through a computed `not not flag`, so that
+/// the branch guard tests a value computed in the graph) and a count in a rank-1 tensor (drives the
+/// loop at 23:8 and is not itself a scalar argument). The state `acc` is
 /// written *before* the branch, so a failed branch guard comes after the
 /// write has executed, and must still leave `acc` untouched.
 const PROGRAM: &str = r#"func.func @main(%x: tensor<?x8xf32>, %s: tensor<f32>, %flag: tensor<i1>, %cnt: tensor<1xi64>) -> tensor<?x8xf32> {
@@ -23,7 +24,9 @@ const PROGRAM: &str = r#"func.func @main(%x: tensor<?x8xf32>, %s: tensor<f32>, %
   %d = tensor.dim %x, %c0 : tensor<?x8xf32>
   %sb = "meta.reindex"(%s, %d) {indices = affine_map<(d0, d1) -> ()>} : (tensor<f32>, index) -> tensor<?x8xf32>
   %y = "meta.binary"(%x, %sb) {kind = "mul"} : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
-  %f = tensor.extract %flag[] : tensor<i1>
+  %nf = "meta.unary"(%flag) {kind = "not"} : (tensor<i1>) -> tensor<i1>
+  %nnf = "meta.unary"(%nf) {kind = "not"} : (tensor<i1>) -> tensor<i1>
+  %f = tensor.extract %nnf[] : tensor<i1>
   %z = scf.if %f -> (tensor<?x8xf32>) {
     %e = "meta.unary"(%y) {kind = "exp"} : (tensor<?x8xf32>) -> tensor<?x8xf32>
     scf.yield %e : tensor<?x8xf32>
@@ -130,8 +133,8 @@ fn stable_calls_are_served_specialized_without_fallback() {
         "shape(%arg0)[0] == 4",
         "value(%arg1) == 0.5",
         "value(%arg2) == 1",
-        "branch at 12:8 taken",
-        "trip count of the loop at 21:8 == 3",
+        "branch at 14:8 taken",
+        "trip count of the loop at 23:8 == 3",
     ] {
         assert!(
             assumptions.iter().any(|a| a == expected),
@@ -225,7 +228,7 @@ fn a_branch_flip_behind_a_computed_condition_fails_its_in_graph_guard() {
         assert_eq!(got, want);
         assert_eq!(state, expected_state);
     }
-    assert_eq!(fallbacks(session.events()), vec!["branch at 12:8 taken"]);
+    assert_eq!(fallbacks(session.events()), vec!["branch at 14:8 taken"]);
     assert_eq!(session.stats().fallbacks, 1);
 }
 
@@ -239,7 +242,7 @@ fn a_failed_guard_commits_no_state() {
     session.call(args(BASE), &mut state).unwrap();
     let ir = session.specialized_ir().unwrap();
     let write = ir.find("meta.state_write").unwrap();
-    let guard = ir.find("branch at 12:8 taken").unwrap();
+    let guard = ir.find("branch at 14:8 taken").unwrap();
     assert!(write < guard, "the write should come before the branch guard:\n{ir}");
     let specialized_context = new_context().unwrap();
     let specialized = parse_module(&specialized_context, &ir).unwrap();
@@ -248,7 +251,7 @@ fn a_failed_guard_commits_no_state() {
         .run("main", args(Call { flag: false, ..BASE }), &mut state)
         .unwrap_err();
     assert!(
-        matches!(&error, jitc_interp::Error::GuardFailed { reason, .. } if reason == "branch at 12:8 taken"),
+        matches!(&error, jitc_interp::Error::GuardFailed { reason, .. } if reason == "branch at 14:8 taken"),
         "{error}"
     );
     assert_eq!(state, before, "a failed guard changed the state");
@@ -259,7 +262,7 @@ fn a_trip_count_change_falls_back_then_keeps_the_loop() {
     one_change(
         Call { count: 5, ..BASE },
         Call { count: 2, ..BASE },
-        "trip count of the loop at 21:8 == 3",
+        "trip count of the loop at 23:8 == 3",
         "trip count",
     );
 }

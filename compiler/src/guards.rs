@@ -1,0 +1,223 @@
+//! Entry guards as native checks.
+//!
+//! `meta-specialize` guards argument facts (sizes, scalar values) at the top
+//! of a function. The runtime checks those before anything runs; making
+//! them as [`ArgumentCheck`]s in Rust costs nanoseconds, where the host
+//! schedule's interpreter spends microseconds on the five ops behind each
+//! guard. [`take_entry_guards`] recognizes the forms `meta-specialize`
+//! writes and moves them out of the module; any other guard stays in the IR
+//! and is checked where it is.
+
+use crate::{Error, OptimizeOptions, optimize, pipeline};
+use jitc_dialect::{
+    ops::{GuardOp, string_attribute},
+    verify::op_name,
+};
+use melior::{
+    Context,
+    ir::{
+        BlockLike, BlockRef, Module, OperationRef, RegionLike, Value, ValueLike,
+        attribute::{FloatAttribute, IntegerAttribute},
+        operation::OperationLike,
+    },
+};
+
+/// What an entry guard checks, on the arguments alone.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ArgumentCheck {
+    /// `shape(arg)[dim] == size`.
+    Dim {
+        /// The argument.
+        arg: usize,
+        /// The dimension.
+        dim: usize,
+        /// Its size.
+        size: usize,
+    },
+    /// An integer, index or i1 scalar (or rank-0 tensor) argument's value.
+    Int {
+        /// The argument.
+        arg: usize,
+        /// Its value (i1: 0 or 1).
+        value: i64,
+    },
+    /// A float scalar (or rank-0 tensor) argument's value, compared as
+    /// `arith.cmpf oeq` compares.
+    Float {
+        /// The argument.
+        arg: usize,
+        /// Its value.
+        value: f64,
+    },
+}
+
+/// An entry guard taken out of the IR.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EntryGuard {
+    /// What it checks.
+    pub check: ArgumentCheck,
+    /// The guard's id.
+    pub id: i64,
+    /// Its reason.
+    pub reason: String,
+    /// The profile site it speculates on.
+    pub site: Option<String>,
+}
+
+/// Takes the entry guards of `function` that test only its arguments out of
+/// `module` and returns them as checks for the runtime to make natively,
+/// before anything runs. Guards of other forms stay in the module.
+/// `canonicalize` then drops the ops that only fed the guards taken out.
+pub fn take_entry_guards(context: &Context, module: &mut Module, function: &str) -> Result<Vec<EntryGuard>, Error> {
+    let mut checks = Vec::new();
+    let mut next = module.body().first_operation();
+    let mut entry_block = None;
+    while let Some(op) = next {
+        next = op.next_in_block();
+        if op_name(op) == "func.func" && op.attribute("sym_name").ok().and_then(string_attribute) == Some(function)
+        {
+            entry_block = op.region(0).ok().and_then(|r| r.first_block());
+        }
+    }
+    let Some(block) = entry_block else {
+        return Ok(checks);
+    };
+    let mut guards = Vec::new();
+    let mut next = block.first_operation();
+    while let Some(op) = next {
+        next = op.next_in_block();
+        if let Some(guard) = GuardOp::cast(op)
+            && let Some(condition) = guard.condition()
+            && let Some(check) = entry_check(block, condition)
+        {
+            checks.push(EntryGuard {
+                check,
+                id: guard.id().unwrap_or(-1),
+                reason: guard.reason().unwrap_or_default().to_owned(),
+                site: op.attribute("site").ok().and_then(string_attribute).map(str::to_owned),
+            });
+            guards.push(op);
+        }
+    }
+    if guards.is_empty() {
+        return Ok(checks);
+    }
+    for guard in guards {
+        // SAFETY: a guard has no results, and it is not used again.
+        unsafe { mlir_sys::mlirOperationDestroy(guard.to_raw()) };
+    }
+    optimize(
+        context,
+        module,
+        &pipeline::parse("builtin.module(canonicalize)")?,
+        &OptimizeOptions::default(),
+    )?;
+    Ok(checks)
+}
+
+/// Recognizes the conditions `meta-specialize` writes for arguments (after
+/// `canonicalize`): `from_elements` of `dim(arg) == n`, `arg == c`,
+/// `extract(arg) == c`, `extract(arg)` or `extract(arg) xor true`.
+fn entry_check(block: BlockRef, condition: Value) -> Option<ArgumentCheck> {
+    fn producer<'c, 'a>(value: Value<'c, 'a>) -> Option<(String, OperationRef<'c, 'a>)> {
+        // SAFETY: reading the defining op of a live value.
+        unsafe {
+            if !mlir_sys::mlirValueIsAOpResult(value.to_raw()) {
+                return None;
+            }
+            let op = OperationRef::from_raw(mlir_sys::mlirOpResultGetOwner(value.to_raw()));
+            Some((op_name(op), op))
+        }
+    }
+    let argument = |value: Value| -> Option<usize> {
+        // SAFETY: reading a block argument's owner and number.
+        unsafe {
+            let raw = value.to_raw();
+            (mlir_sys::mlirValueIsABlockArgument(raw)
+                && mlir_sys::mlirBlockArgumentGetOwner(raw).ptr == block.to_raw().ptr)
+                .then(|| mlir_sys::mlirBlockArgumentGetArgNumber(raw) as usize)
+        }
+    };
+    enum Constant {
+        Int(i64),
+        Float(f64),
+    }
+    let constant = |value: Value| -> Option<Constant> {
+        let (name, op) = producer(value)?;
+        if name != "arith.constant" {
+            return None;
+        }
+        let attribute = op.attribute("value").ok()?;
+        if let Ok(i) = IntegerAttribute::try_from(attribute) {
+            return Some(Constant::Int(i.value()));
+        }
+        FloatAttribute::try_from(attribute).ok().map(|f| Constant::Float(f.value()))
+    };
+    // The argument read by `extract(arg)` of a rank-0 tensor, or the argument
+    // itself when it is a scalar.
+    let scalar_argument = |value: Value| -> Option<usize> {
+        argument(value).or_else(|| {
+            let (name, op) = producer(value)?;
+            (name == "tensor.extract" && op.operand_count() == 1)
+                .then(|| op.operand(0).ok().and_then(argument))
+                .flatten()
+        })
+    };
+    let (name, op) = producer(condition)?;
+    if name != "tensor.from_elements" || op.operand_count() != 1 {
+        return None;
+    }
+    let bit: Value = op.operand(0).ok()?;
+    if let Some(arg) = scalar_argument(bit) {
+        return Some(ArgumentCheck::Int { arg, value: 1 });
+    }
+    let (name, op) = producer(bit)?;
+    let predicate = op
+        .attribute("predicate")
+        .ok()
+        .and_then(|a| IntegerAttribute::try_from(a).ok())
+        .map(|a| a.value());
+    let (lhs, rhs): (Value, Value) = (op.operand(0).ok()?, op.operand(1).ok()?);
+    match (name.as_str(), predicate) {
+        ("arith.xori", _) => match constant(rhs)? {
+            Constant::Int(1) | Constant::Int(-1) => Some(ArgumentCheck::Int {
+                arg: scalar_argument(lhs)?,
+                value: 0,
+            }),
+            _ => None,
+        },
+        // eq
+        ("arith.cmpi", Some(0)) => {
+            let Constant::Int(value) = constant(rhs)? else {
+                return None;
+            };
+            if let Some(arg) = scalar_argument(lhs) {
+                return Some(ArgumentCheck::Int { arg, value });
+            }
+            let (name, dim) = producer(lhs)?;
+            if name != "tensor.dim" {
+                return None;
+            }
+            let Constant::Int(index) = constant(dim.operand(1).ok()?)? else {
+                return None;
+            };
+            Some(ArgumentCheck::Dim {
+                arg: argument(dim.operand(0).ok()?)?,
+                dim: usize::try_from(index).ok()?,
+                size: usize::try_from(value).ok()?,
+            })
+        }
+        // oeq
+        ("arith.cmpf", Some(1)) => {
+            let Constant::Float(value) = constant(rhs)? else {
+                return None;
+            };
+            Some(ArgumentCheck::Float {
+                arg: scalar_argument(lhs)?,
+                value,
+            })
+        }
+        _ => None,
+    }
+}
+
