@@ -68,13 +68,18 @@ pub struct EntryGuard {
 /// `module` and returns them as checks for the runtime to make natively,
 /// before anything runs. Guards of other forms stay in the module.
 /// `canonicalize` then drops the ops that only fed the guards taken out.
-pub fn take_entry_guards(context: &Context, module: &mut Module, function: &str) -> Result<Vec<EntryGuard>, Error> {
+pub fn take_entry_guards(
+    context: &Context,
+    module: &mut Module,
+    function: &str,
+) -> Result<Vec<EntryGuard>, Error> {
     let mut checks = Vec::new();
     let mut next = module.body().first_operation();
     let mut entry_block = None;
     while let Some(op) = next {
         next = op.next_in_block();
-        if op_name(op) == "func.func" && op.attribute("sym_name").ok().and_then(string_attribute) == Some(function)
+        if op_name(op) == "func.func"
+            && op.attribute("sym_name").ok().and_then(string_attribute) == Some(function)
         {
             entry_block = op.region(0).ok().and_then(|r| r.first_block());
         }
@@ -94,7 +99,11 @@ pub fn take_entry_guards(context: &Context, module: &mut Module, function: &str)
                 check,
                 id: guard.id().unwrap_or(-1),
                 reason: guard.reason().unwrap_or_default().to_owned(),
-                site: op.attribute("site").ok().and_then(string_attribute).map(str::to_owned),
+                site: op
+                    .attribute("site")
+                    .ok()
+                    .and_then(string_attribute)
+                    .map(str::to_owned),
             });
             guards.push(op);
         }
@@ -151,7 +160,9 @@ fn entry_check(block: BlockRef, condition: Value) -> Option<ArgumentCheck> {
         if let Ok(i) = IntegerAttribute::try_from(attribute) {
             return Some(Constant::Int(i.value()));
         }
-        FloatAttribute::try_from(attribute).ok().map(|f| Constant::Float(f.value()))
+        FloatAttribute::try_from(attribute)
+            .ok()
+            .map(|f| Constant::Float(f.value()))
     };
     // The argument read by `extract(arg)` of a rank-0 tensor, or the argument
     // itself when it is a scalar.
@@ -220,4 +231,3 @@ fn entry_check(block: BlockRef, condition: Value) -> Option<ArgumentCheck> {
         _ => None,
     }
 }
-

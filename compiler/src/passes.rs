@@ -4,8 +4,8 @@
 use crate::{
     Error,
     transforms::{
-        cse::Cse, dce::Dce, fuse::Fuse, inline::Inline, refine::Refine, specialize::Specialize, unroll::Unroll,
-        verify::Verify,
+        cse::Cse, dce::Dce, fuse::Fuse, inline::Inline, refine::Refine, specialize::Specialize,
+        unroll::Unroll, verify::Verify,
     },
 };
 use jitc_dialect::{emit_error, verify::verify};
@@ -167,9 +167,14 @@ pub fn list() -> String {
     for pass in PASSES {
         out.push_str(&format!("  --{:<24}{}\n", pass.argument, pass.summary));
         for option in pass.options {
+            let default = if option.default.is_empty() {
+                String::new()
+            } else {
+                format!(" (default: {})", option.default)
+            };
             out.push_str(&format!(
-                "      {}=<value>  {} (default: {})\n",
-                option.name, option.description, option.default
+                "      {}=<value>  {}{default}\n",
+                option.name, option.description
             ));
         }
     }

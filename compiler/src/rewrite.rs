@@ -14,8 +14,8 @@ use jitc_dialect::{
 use melior::{
     Context,
     ir::{
-        Attribute, AttributeLike, BlockLike, BlockRef, Identifier, Location, Operation, OperationRef, Type, TypeLike, Value,
-        ValueLike,
+        Attribute, AttributeLike, BlockLike, BlockRef, Identifier, Location, Operation, OperationRef, Type,
+        TypeLike, Value, ValueLike,
         attribute::{DenseElementsAttribute, IntegerAttribute, StringAttribute},
         operation::{OperationBuilder, OperationLike},
         r#type::{IntegerType, RankedTensorType, ShapedTypeLike},
@@ -146,7 +146,13 @@ impl<'c, 'a> Builder<'c, 'a> {
 
     /// `meta.guard` on the i1 scalar `condition`, with a fresh id from
     /// `ids`, a reason and the site it speculates on.
-    pub fn guard(&self, condition: Value<'c, '_>, ids: &mut GuardIds, reason: &str, site: &str) -> Option<i64> {
+    pub fn guard(
+        &self,
+        condition: Value<'c, '_>,
+        ids: &mut GuardIds,
+        reason: &str,
+        site: &str,
+    ) -> Option<i64> {
         let condition = self.to_tensor(condition)?;
         let id = ids.fresh();
         let guard = GuardOp::build(self.context, self.location, condition, id, reason).ok()?;

@@ -161,7 +161,11 @@ impl SiteProfile {
                 *calls += n;
             }
             (this, other) => {
-                return Err(format!("it is a {} in one and a {} in the other", this.kind(), other.kind()));
+                return Err(format!(
+                    "it is an {} in one and a {} in the other",
+                    this.kind(),
+                    other.kind()
+                ));
             }
         }
         Ok(())
@@ -274,7 +278,10 @@ impl Profile {
 
     /// Records one execution of an `scf.if` at `site`.
     pub fn record_branch(&mut self, site: String, taken: bool) {
-        let entry = self.sites.entry(site).or_insert(SiteProfile::If { then: 0, r#else: 0 });
+        let entry = self
+            .sites
+            .entry(site)
+            .or_insert(SiteProfile::If { then: 0, r#else: 0 });
         if let SiteProfile::If { then, r#else } = entry {
             *if taken { then } else { r#else } += 1;
         } else {
@@ -326,7 +333,8 @@ impl Profile {
         };
         if self.merge(&fresh).is_err() {
             // The function changed signature: start its record again.
-            self.functions.insert(name.to_owned(), fresh.functions[name].clone());
+            self.functions
+                .insert(name.to_owned(), fresh.functions[name].clone());
         }
     }
 }
@@ -339,7 +347,11 @@ pub const SITE_ATTRIBUTE: &str = "meta.site";
 /// `line:col` of its file location, else its position in its function
 /// (`@main/1.0.3`: op 1 of the body, its region 0, op 3).
 pub fn site_id(op: OperationRef) -> String {
-    if let Some(site) = op.attribute(SITE_ATTRIBUTE).ok().and_then(crate::ops::string_attribute) {
+    if let Some(site) = op
+        .attribute(SITE_ATTRIBUTE)
+        .ok()
+        .and_then(crate::ops::string_attribute)
+    {
         return site.to_owned();
     }
     if let Some(site) = file_position(op.location()) {
@@ -405,5 +417,98 @@ pub fn pin_sites(root: OperationRef) {
             let attribute = melior::ir::attribute::StringAttribute::new(context, &site);
             crate::ops::set_attribute(op, SITE_ATTRIBUTE, attribute.into());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(shape: &[u64], value: Option<Observed>) -> Profile {
+        let mut profile = Profile {
+            runs: 1,
+            ..Profile::default()
+        };
+        profile.record_entry(
+            "main",
+            vec![ArgumentProfile {
+                r#type: "tensor<?x8xf32>".into(),
+                shape: shape.iter().map(|&d| Some(d)).collect(),
+                value,
+            }],
+        );
+        profile
+    }
+
+    #[test]
+    fn merging_walks_up_the_lattice() {
+        let mut profile = entry(&[4, 8], None);
+        profile.merge(&entry(&[4, 8], None)).unwrap();
+        assert_eq!(
+            profile.functions["main"].arguments[0].shape,
+            vec![Some(4), Some(8)]
+        );
+        profile.merge(&entry(&[3, 8], None)).unwrap();
+        assert_eq!(profile.functions["main"].arguments[0].shape, vec![None, Some(8)]);
+        assert_eq!(profile.functions["main"].calls, 3);
+        assert_eq!(profile.runs, 3);
+
+        let mut value = entry(&[], Some(Observed::Float(0.5)));
+        value.merge(&entry(&[], Some(Observed::Float(0.5)))).unwrap();
+        assert_eq!(
+            value.functions["main"].arguments[0].value,
+            Some(Observed::Float(0.5))
+        );
+        value.merge(&entry(&[], Some(Observed::Float(-0.0)))).unwrap();
+        assert_eq!(value.functions["main"].arguments[0].value, Some(Observed::Varied));
+
+        let mut sites = Profile::new();
+        sites.record_branch("3:5".into(), true);
+        sites.record_loop("4:5".into(), 7);
+        sites.record_loop("4:5".into(), 7);
+        sites.record_call("5:5".into(), "f");
+        assert_eq!(
+            sites.sites["4:5"],
+            SiteProfile::Loop {
+                trips: Some(7),
+                runs: 2
+            }
+        );
+        sites.record_branch("3:5".into(), false);
+        sites.record_loop("4:5".into(), 8);
+        assert_eq!(sites.sites["3:5"], SiteProfile::If { then: 1, r#else: 1 });
+        assert_eq!(sites.sites["4:5"], SiteProfile::Loop { trips: None, runs: 3 });
+    }
+
+    #[test]
+    fn json_round_trips_and_bad_profiles_are_errors() {
+        let mut profile = entry(&[4, 8], Some(Observed::Int(3)));
+        profile.record_loop("4:5".into(), 7);
+        let text = profile.to_json();
+        assert_eq!(Profile::from_json(&text).unwrap(), profile);
+
+        let error = Profile::from_json("{\"version\": 9, \"runs\": 1}").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "profile version 9 is not supported (this jitc writes version 1)"
+        );
+        assert!(
+            Profile::from_json("\"a string\"")
+                .unwrap_err()
+                .to_string()
+                .starts_with("not a jitc profile")
+        );
+
+        let mut a = Profile::new();
+        a.record_branch("3:5".into(), true);
+        let mut b = Profile::new();
+        b.record_loop("3:5".into(), 2);
+        let before = a.clone();
+        let error = a.merge(&b).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "site 3:5 differs: it is `if` in one and `loop` in the other"
+        );
+        assert_eq!(a, before, "a failed merge changes nothing");
     }
 }

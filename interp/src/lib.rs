@@ -98,7 +98,9 @@ impl fmt::Display for Error {
                 )
             }
             Self::Arguments(message) => f.write_str(message),
-            Self::GuardFailed { id, reason, line, .. } => write!(f, "guard {id} failed{}: {reason}", at(line)),
+            Self::GuardFailed { id, reason, line, .. } => {
+                write!(f, "guard {id} failed{}: {reason}", at(line))
+            }
             Self::StateMissing { name, line } => {
                 write!(
                     f,

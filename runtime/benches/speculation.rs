@@ -30,7 +30,12 @@ fn median(mut samples: Vec<Duration>) -> Duration {
     samples[samples.len() / 2]
 }
 
-fn time_calls(session: &mut Session, args: &dyn Fn() -> Vec<Value>, state: &mut StateStore, n: usize) -> Duration {
+fn time_calls(
+    session: &mut Session,
+    args: &dyn Fn() -> Vec<Value>,
+    state: &mut StateStore,
+    n: usize,
+) -> Duration {
     let mut samples = Vec::with_capacity(n);
     for _ in 0..n {
         let args = args();
@@ -60,7 +65,8 @@ fn rnn() {
     // A profile of three calls, as a session records it.
     let profile = {
         let context = new_context().expect("context");
-        let mut session = Session::new(&context, &source, "main", SessionOptions::default()).expect("session");
+        let mut session =
+            Session::new(&context, &source, "main", SessionOptions::default()).expect("session");
         let mut state = fresh_state();
         for _ in 0..3 {
             session.call(args(), &mut state).expect("profiling call");
@@ -97,7 +103,9 @@ fn rnn() {
         if name == "generic" {
             generic_time = time;
         }
-        let kernels = session.specialized_ir().map_or(0, |ir| ir.matches("meta.fused").count());
+        let kernels = session
+            .specialized_ir()
+            .map_or(0, |ir| ir.matches("meta.fused").count());
         println!(
             "  {name:<12} {:>9.3} ms   {:>5.1}x vs generic   {}",
             time.as_secs_f64() * 1e3,

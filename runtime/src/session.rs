@@ -30,9 +30,9 @@ use crate::{CpuModule, Error};
 use jitc_compiler::{
     OptimizeOptions,
     codegen::CodegenOptions,
+    guards::{ArgumentCheck, EntryGuard, take_entry_guards},
     optimize, pipeline,
     source::parse_module,
-    guards::{ArgumentCheck, EntryGuard, take_entry_guards},
     transforms::specialize::{Assumption, SpecializeOptions, specialize},
 };
 use jitc_dialect::profile::{Observed, Profile, SiteProfile, pin_sites};
@@ -182,21 +182,21 @@ struct Executable<'c> {
 
 /// Whether `check` holds for `args`.
 fn holds(check: &ArgumentCheck, args: &[Value]) -> bool {
-        let scalar = |arg: usize| match args.get(arg) {
-            Some(Value::Scalar(s)) => Some(*s),
-            Some(Value::Tensor(t)) if t.shape().is_empty() => Some(t.get(0)),
-            _ => None,
-        };
-        match *check {
-            ArgumentCheck::Dim { arg, dim, size } => {
-                matches!(args.get(arg), Some(Value::Tensor(t)) if t.shape().get(dim) == Some(&size))
-            }
-            ArgumentCheck::Int { arg, value } => match args.get(arg) {
-                Some(Value::Index(i)) => *i == value,
-                _ => scalar(arg).is_some_and(|s| s.as_i64() == value),
-            },
-            ArgumentCheck::Float { arg, value } => scalar(arg).is_some_and(|s| s.as_f64() == value),
+    let scalar = |arg: usize| match args.get(arg) {
+        Some(Value::Scalar(s)) => Some(*s),
+        Some(Value::Tensor(t)) if t.shape().is_empty() => Some(t.get(0)),
+        _ => None,
+    };
+    match *check {
+        ArgumentCheck::Dim { arg, dim, size } => {
+            matches!(args.get(arg), Some(Value::Tensor(t)) if t.shape().get(dim) == Some(&size))
         }
+        ArgumentCheck::Int { arg, value } => match args.get(arg) {
+            Some(Value::Index(i)) => *i == value,
+            _ => scalar(arg).is_some_and(|s| s.as_i64() == value),
+        },
+        ArgumentCheck::Float { arg, value } => scalar(arg).is_some_and(|s| s.as_f64() == value),
+    }
 }
 
 impl<'c> Executable<'c> {
@@ -300,7 +300,11 @@ impl<'c> Session<'c> {
 
     fn build(&self, mut module: Module<'c>, assumptions: Vec<Assumption>) -> Result<Executable<'c>, Error> {
         let kernels = if self.options.compile {
-            Some(CpuModule::compile_with(self.context, &mut module, &self.options.codegen)?)
+            Some(CpuModule::compile_with(
+                self.context,
+                &mut module,
+                &self.options.codegen,
+            )?)
         } else {
             None
         };
@@ -345,7 +349,7 @@ impl<'c> Session<'c> {
             }
         };
         self.stats.specializations += 1;
-        let why = std::mem::replace(&mut self.pending_reason, String::new());
+        let why = std::mem::take(&mut self.pending_reason);
         if why != "after profiling" && why != "from the given profile" {
             self.stats.recompiles += 1;
         }

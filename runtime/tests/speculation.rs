@@ -2,9 +2,7 @@
 //! results and state must equal a plain interpreter run of the original
 //! program, whether the call was profiled, specialized, or fell back.
 
-use jitc_compiler::{
-    codegen::CodegenOptions, lower::MathMode, new_context, source::parse_module,
-};
+use jitc_compiler::{codegen::CodegenOptions, lower::MathMode, new_context, source::parse_module};
 use jitc_interp::{Buffer, Interpreter, Scalar, StateStore, Tensor, Value};
 use jitc_runtime::{Event, Session, SessionOptions};
 
@@ -188,11 +186,26 @@ fn a_branch_flip_falls_back_then_keeps_the_branch() {
     // The flag is a scalar argument too: its value guard is the one that
     // fails first, and relaxing it leaves the branch to its own guard,
     // which the fallback's observation relaxes at the same time.
-    let calls = [BASE, BASE, BASE, BASE, Call { flag: false, ..BASE }, Call { flag: false, ..BASE }, BASE];
+    let calls = [
+        BASE,
+        BASE,
+        BASE,
+        BASE,
+        Call { flag: false, ..BASE },
+        Call { flag: false, ..BASE },
+        BASE,
+    ];
     let (events, stats, assumptions) = check(&calls, options());
-    assert_eq!(fallbacks(&events), vec!["value(%arg2) == 1"], "events: {events:#?}");
+    assert_eq!(
+        fallbacks(&events),
+        vec!["value(%arg2) == 1"],
+        "events: {events:#?}"
+    );
     assert_eq!(stats.fallbacks, 1);
-    assert!(!assumptions.iter().any(|a| a.starts_with("branch at")), "{assumptions:?}");
+    assert!(
+        !assumptions.iter().any(|a| a.starts_with("branch at")),
+        "{assumptions:?}"
+    );
 }
 
 /// A session started from a profile of three `BASE` calls in which the
@@ -222,7 +235,12 @@ fn a_branch_flip_behind_a_computed_condition_fails_its_in_graph_guard() {
     let reference = parse_module(&reference_context, PROGRAM).unwrap();
     let interpreter = Interpreter::new(&reference);
     let (mut state, mut expected_state) = (initial_state(), initial_state());
-    for call in [BASE, Call { flag: false, ..BASE }, Call { flag: false, ..BASE }, BASE] {
+    for call in [
+        BASE,
+        Call { flag: false, ..BASE },
+        Call { flag: false, ..BASE },
+        BASE,
+    ] {
         let got = session.call(args(call), &mut state).unwrap();
         let want = interpreter.run("main", args(call), &mut expected_state).unwrap();
         assert_eq!(got, want);
@@ -243,7 +261,10 @@ fn a_failed_guard_commits_no_state() {
     let ir = session.specialized_ir().unwrap();
     let write = ir.find("meta.state_write").unwrap();
     let guard = ir.find("branch at 14:8 taken").unwrap();
-    assert!(write < guard, "the write should come before the branch guard:\n{ir}");
+    assert!(
+        write < guard,
+        "the write should come before the branch guard:\n{ir}"
+    );
     let specialized_context = new_context().unwrap();
     let specialized = parse_module(&specialized_context, &ir).unwrap();
     let before = state.clone();
@@ -273,13 +294,25 @@ fn a_site_that_keeps_failing_is_given_up() {
         give_up_after: 1,
         ..options()
     };
-    let calls = [BASE, BASE, BASE, Call { rows: 3, ..BASE }, Call { rows: 6, ..BASE }, BASE];
+    let calls = [
+        BASE,
+        BASE,
+        BASE,
+        Call { rows: 3, ..BASE },
+        Call { rows: 6, ..BASE },
+        BASE,
+    ];
     let (events, stats, assumptions) = check(&calls, options);
     assert_eq!(stats.given_up, 1);
-    assert!(events
-        .iter()
-        .any(|e| matches!(e, Event::GaveUp { site, .. } if site == "@main(%arg0)")));
-    assert!(!assumptions.iter().any(|a| a.contains("%arg0")), "{assumptions:?}");
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::GaveUp { site, .. } if site == "@main(%arg0)"))
+    );
+    assert!(
+        !assumptions.iter().any(|a| a.contains("%arg0")),
+        "{assumptions:?}"
+    );
     assert_eq!(stats.fallbacks, 1);
 }
 

@@ -203,7 +203,13 @@ fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
             let mut session = jitc_runtime::Session::new(context, &text, function, options)
                 .map_err(|e| e.to_string())?
                 .with_profile(profile);
-            return finish(args, session.call(inputs, &mut state).map_err(|e| e.to_string())?, state, &outputs, &state_outputs);
+            return finish(
+                args,
+                session.call(inputs, &mut state).map_err(|e| e.to_string())?,
+                state,
+                &outputs,
+                &state_outputs,
+            );
         }
         (None, None) => interpreter.run(function, inputs, &mut state),
         (Some(path), None) => {

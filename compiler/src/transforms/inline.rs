@@ -40,7 +40,10 @@ use jitc_dialect::{
 };
 use melior::{
     Context,
-    ir::{BlockLike, OperationRef, RegionLike, ValueLike, attribute::FlatSymbolRefAttribute, operation::OperationLike},
+    ir::{
+        BlockLike, OperationRef, RegionLike, ValueLike, attribute::FlatSymbolRefAttribute,
+        operation::OperationLike,
+    },
 };
 use petgraph::{algo::tarjan_scc, graphmap::DiGraphMap};
 use std::collections::{BTreeMap, HashSet};

@@ -335,7 +335,8 @@ impl Specializer<'_> {
         let (holds, reason) = if taken {
             (condition, format!("branch at {site} taken"))
         } else {
-            let one = builder.constant(IntegerAttribute::new(IntegerType::new(self.context, 1).into(), 1).into())?;
+            let one = builder
+                .constant(IntegerAttribute::new(IntegerType::new(self.context, 1).into(), 1).into())?;
             let negated = builder.arith("arith.xori", condition, one)?;
             (negated, format!("branch at {site} not taken"))
         };
@@ -363,8 +364,16 @@ impl Specializer<'_> {
     /// Marks a loop for `meta-unroll`.
     fn mark_loop(&mut self, op: OperationRef, trips: u64, site: &str) {
         let i64_type = IntegerType::new(self.context, 64).into();
-        set_attribute(op, "meta.unroll", IntegerAttribute::new(i64_type, trips as i64).into());
-        set_attribute(op, SITE_ATTRIBUTE, StringAttribute::new(self.context, site).into());
+        set_attribute(
+            op,
+            "meta.unroll",
+            IntegerAttribute::new(i64_type, trips as i64).into(),
+        );
+        set_attribute(
+            op,
+            SITE_ATTRIBUTE,
+            StringAttribute::new(self.context, site).into(),
+        );
         self.record(0, site, format!("trip count of the loop at {site} == {trips}"));
     }
 }

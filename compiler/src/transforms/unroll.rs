@@ -46,10 +46,8 @@ use jitc_dialect::{
 use melior::{
     Context,
     ir::{
-        BlockLike, OperationRef, RegionLike, Value, ValueLike,
-        attribute::IntegerAttribute,
-        operation::OperationLike,
-        r#type::IntegerType,
+        BlockLike, OperationRef, RegionLike, Value, ValueLike, attribute::IntegerAttribute,
+        operation::OperationLike, r#type::IntegerType,
     },
 };
 
@@ -148,7 +146,8 @@ fn reason(site: &str, trips: i64) -> String {
 
 fn unroll_for(context: &Context, op: OperationRef, trips: i64, site: &str, ids: &mut GuardIds) -> Option<()> {
     let builder = Builder::before(context, op)?;
-    let (lower, upper, step): (Value, Value, Value) = (op.operand(0).ok()?, op.operand(1).ok()?, op.operand(2).ok()?);
+    let (lower, upper, step): (Value, Value, Value) =
+        (op.operand(0).ok()?, op.operand(1).ok()?, op.operand(2).ok()?);
     let constant_trips = match (constant_int(lower), constant_int(upper), constant_int(step)) {
         (Some(l), Some(u), Some(s)) if s > 0 => Some(((u - l).max(0) + s - 1) / s),
         _ => None,
@@ -165,7 +164,10 @@ fn unroll_for(context: &Context, op: OperationRef, trips: i64, site: &str, ids: 
     let body = op.region(0).ok()?.first_block()?;
     let ops = body_ops(body);
     let yield_op = body.terminator()?;
-    let mut carried: Vec<Value> = (3..op.operand_count()).map(|i| op.operand(i)).collect::<Result<_, _>>().ok()?;
+    let mut carried: Vec<Value> = (3..op.operand_count())
+        .map(|i| op.operand(i))
+        .collect::<Result<_, _>>()
+        .ok()?;
     for i in 0..trips {
         let iv = match (constant_int(lower), constant_int(step)) {
             (Some(l), Some(s)) => builder.index(l + i * s)?,
@@ -186,7 +188,13 @@ fn unroll_for(context: &Context, op: OperationRef, trips: i64, site: &str, ids: 
     finish(op, &carried)
 }
 
-fn unroll_while(context: &Context, op: OperationRef, trips: i64, site: &str, ids: &mut GuardIds) -> Option<()> {
+fn unroll_while(
+    context: &Context,
+    op: OperationRef,
+    trips: i64,
+    site: &str,
+    ids: &mut GuardIds,
+) -> Option<()> {
     let builder = Builder::before(context, op)?;
     let before = op.region(0).ok()?.first_block()?;
     let after = op.region(1).ok()?.first_block()?;
@@ -201,7 +209,11 @@ fn unroll_while(context: &Context, op: OperationRef, trips: i64, site: &str, ids
         }
         clone_before(context, &before_ops, op, &mut mapping, ids)?;
         let go = mapped(&mapping, condition.operand(0).ok()?);
-        let forwarded: Vec<Value> = condition.operands().skip(1).map(|v| mapped(&mapping, v)).collect();
+        let forwarded: Vec<Value> = condition
+            .operands()
+            .skip(1)
+            .map(|v| mapped(&mapping, v))
+            .collect();
         let holds = if i < trips {
             go
         } else {
