@@ -162,7 +162,7 @@ impl SiteProfile {
             }
             (this, other) => {
                 return Err(format!(
-                    "it is an {} in one and a {} in the other",
+                    "it is `{}` in one and `{}` in the other",
                     this.kind(),
                     other.kind()
                 ));
