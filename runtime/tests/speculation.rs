@@ -337,3 +337,50 @@ fn a_program_guard_that_fails_is_an_error_even_after_fallback() {
     assert!(error.contains("x must hold"), "{error}");
     assert_eq!(fallbacks(session.events()), vec!["value(%arg0) == 1"]);
 }
+
+/// Random call sequences (xorshift, fixed seeds): whatever mix of shape,
+/// value, branch and trip-count changes arrives, every call matches the
+/// interpreter and the state never diverges. Kernels run in the interpreter
+/// here (this checks the transformations and the manager; the compiled
+/// path is covered above), with a small give-up limit so that give-ups are
+/// exercised too.
+#[test]
+fn random_call_sequences_match_the_interpreter() {
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let mut fallbacks_seen = 0;
+    for sequence in 0..24u64 {
+        let options = SessionOptions {
+            compile: false,
+            give_up_after: 2,
+            profile_runs: 1 + next(3) as usize,
+            ..options()
+        };
+        let calls: Vec<Call> = (0..10)
+            .map(|i| {
+                // Mostly stable, with occasional changes of each kind.
+                let other_rows = 1 + next(6);
+                let other_count = next(5);
+                Call {
+                    rows: if next(4) == 0 { other_rows } else { 4 } as usize,
+                    scale: if next(5) == 0 { 0.25 } else { 0.5 },
+                    flag: next(6) != 0,
+                    count: if next(4) == 0 { other_count } else { 3 } as i64,
+                    seed: (sequence * 10 + i) as usize,
+                }
+            })
+            .collect();
+        let (events, stats, _) = check(&calls, options);
+        fallbacks_seen += stats.fallbacks;
+        assert_eq!(fallbacks(&events).len() as u64, stats.fallbacks);
+    }
+    assert!(
+        fallbacks_seen > 10,
+        "the sequences should exercise fallbacks ({fallbacks_seen})"
+    );
+}
