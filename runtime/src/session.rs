@@ -369,6 +369,23 @@ impl<'c> Session<'c> {
         self.events.push(event);
     }
 
+    /// Runs the generic executable, merging what it observed into the
+    /// profile.
+    fn run_generic_profiled(
+        &mut self,
+        args: Vec<Value>,
+        state: &mut StateStore,
+    ) -> Result<Vec<Value>, Error> {
+        let mut observed = Profile::new();
+        let results = self
+            .generic
+            .run(&self.function, args, state, Some(&mut observed))?;
+        self.profile
+            .merge(&observed)
+            .map_err(|e| Error::Run(jitc_interp::Error::Arguments(e.to_string())))?;
+        Ok(results)
+    }
+
     /// Calls the function on `args`, reading and writing `state`.
     pub fn call(&mut self, args: Vec<Value>, state: &mut StateStore) -> Result<Vec<Value>, Error> {
         self.stats.calls += 1;
@@ -377,14 +394,7 @@ impl<'c> Session<'c> {
         }
         if self.stats.profiled < self.options.profile_runs as u64 {
             self.stats.profiled += 1;
-            let mut observed = Profile::new();
-            let results = self
-                .generic
-                .run(&self.function, args, state, Some(&mut observed))?;
-            self.profile
-                .merge(&observed)
-                .map_err(|e| Error::Run(jitc_interp::Error::Arguments(e.to_string())))?;
-            return Ok(results);
+            return self.run_generic_profiled(args, state);
         }
         let executable = self.specialized()?;
         match executable.run(&self.function, args.clone(), state, None) {
@@ -401,14 +411,8 @@ impl<'c> Session<'c> {
                     site: site.clone(),
                     reason: reason.clone(),
                 });
-                let mut observed = Profile::new();
-                let results = self
-                    .generic
-                    .run(&self.function, args, state, Some(&mut observed))?;
                 // Joining what this call saw relaxes the broken fact.
-                self.profile
-                    .merge(&observed)
-                    .map_err(|e| Error::Run(jitc_interp::Error::Arguments(e.to_string())))?;
+                let results = self.run_generic_profiled(args, state)?;
                 let failures = self.failures.entry(site.clone()).or_insert(0);
                 *failures += 1;
                 let failures = *failures;
