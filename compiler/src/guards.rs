@@ -8,7 +8,10 @@
 //! writes and moves them out of the module; any other guard stays in the IR
 //! and is checked where it is.
 
-use crate::{Error, OptimizeOptions, optimize, pipeline};
+use crate::{
+    Error, OptimizeOptions, optimize, pipeline,
+    rewrite::{constant_attribute, defining_op, erase, functions},
+};
 use jitc_dialect::{
     ops::{GuardOp, string_attribute},
     verify::op_name,
@@ -74,17 +77,11 @@ pub fn take_entry_guards(
     function: &str,
 ) -> Result<Vec<EntryGuard>, Error> {
     let mut checks = Vec::new();
-    let mut next = module.body().first_operation();
-    let mut entry_block = None;
-    while let Some(op) = next {
-        next = op.next_in_block();
-        if op_name(op) == "func.func"
-            && op.attribute("sym_name").ok().and_then(string_attribute) == Some(function)
-        {
-            entry_block = op.region(0).ok().and_then(|r| r.first_block());
-        }
-    }
-    let Some(block) = entry_block else {
+    let Some(block) = functions(module.body())
+        .get(function)
+        .and_then(|f| f.region(0).ok())
+        .and_then(|r| r.first_block())
+    else {
         return Ok(checks);
     };
     let mut guards = Vec::new();
@@ -113,7 +110,7 @@ pub fn take_entry_guards(
     }
     for guard in guards {
         // SAFETY: a guard has no results, and it is not used again.
-        unsafe { mlir_sys::mlirOperationDestroy(guard.to_raw()) };
+        unsafe { erase(guard) };
     }
     optimize(
         context,
@@ -129,14 +126,7 @@ pub fn take_entry_guards(
 /// `extract(arg) == c`, `extract(arg)` or `extract(arg) xor true`.
 fn entry_check(block: BlockRef, condition: Value) -> Option<ArgumentCheck> {
     fn producer<'c, 'a>(value: Value<'c, 'a>) -> Option<(String, OperationRef<'c, 'a>)> {
-        // SAFETY: reading the defining op of a live value.
-        unsafe {
-            if !mlir_sys::mlirValueIsAOpResult(value.to_raw()) {
-                return None;
-            }
-            let op = OperationRef::from_raw(mlir_sys::mlirOpResultGetOwner(value.to_raw()));
-            Some((op_name(op), op))
-        }
+        defining_op(value).map(|op| (op_name(op), op))
     }
     let argument = |value: Value| -> Option<usize> {
         // SAFETY: reading a block argument's owner and number.
@@ -152,11 +142,7 @@ fn entry_check(block: BlockRef, condition: Value) -> Option<ArgumentCheck> {
         Float(f64),
     }
     let constant = |value: Value| -> Option<Constant> {
-        let (name, op) = producer(value)?;
-        if name != "arith.constant" {
-            return None;
-        }
-        let attribute = op.attribute("value").ok()?;
+        let attribute = constant_attribute(value)?;
         if let Ok(i) = IntegerAttribute::try_from(attribute) {
             return Some(Constant::Int(i.value()));
         }

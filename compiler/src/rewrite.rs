@@ -18,10 +18,10 @@ use melior::{
         TypeLike, Value, ValueLike,
         attribute::{DenseElementsAttribute, IntegerAttribute, StringAttribute},
         operation::{OperationBuilder, OperationLike},
-        r#type::{IntegerType, RankedTensorType, ShapedTypeLike},
+        r#type::{DimSize, IntegerType, RankedTensorType, ShapedTypeLike},
     },
 };
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Builds ops right before `anchor`, at `anchor`'s location.
 pub struct Builder<'c, 'a> {
@@ -34,10 +34,6 @@ pub struct Builder<'c, 'a> {
 impl<'c, 'a> Builder<'c, 'a> {
     /// A builder inserting before `anchor`; `None` when it is in no block.
     pub fn before(context: &'c Context, anchor: OperationRef<'c, 'a>) -> Option<Self> {
-        // The ops built here may be the module's first of their dialects.
-        for dialect in ["arith", "tensor"] {
-            context.get_or_load_dialect(dialect);
-        }
         Some(Self {
             context,
             anchor,
@@ -319,20 +315,61 @@ pub fn body_ops<'c, 'a>(block: BlockRef<'c, 'a>) -> Vec<OperationRef<'c, 'a>> {
     ops
 }
 
+/// The op that defines `value`, when it is an op result.
+pub fn defining_op<'c, 'a>(value: Value<'c, 'a>) -> Option<OperationRef<'c, 'a>> {
+    // SAFETY: reading the owner of a live value, only when it is an op
+    // result (which has one).
+    unsafe {
+        mlir_sys::mlirValueIsAOpResult(value.to_raw())
+            .then(|| OperationRef::from_raw(mlir_sys::mlirOpResultGetOwner(value.to_raw())))
+    }
+}
+
+/// The `value` attribute of the `arith.constant` that defines `value`.
+pub fn constant_attribute<'c>(value: Value<'c, '_>) -> Option<Attribute<'c>> {
+    let op = defining_op(value).filter(|op| op_name(*op) == "arith.constant")?;
+    op.attribute("value").ok()
+}
+
 /// The value of an `arith.constant` of index or integer type.
 pub fn constant_int(value: Value) -> Option<i64> {
-    // SAFETY: reading the defining op of a live value.
-    if !unsafe { mlir_sys::mlirValueIsAOpResult(value.to_raw()) } {
-        return None;
-    }
-    // SAFETY: `value` is an op result, so it has an owner.
-    let op = unsafe { OperationRef::from_raw(mlir_sys::mlirOpResultGetOwner(value.to_raw())) };
-    if op_name(op) != "arith.constant" {
-        return None;
-    }
-    IntegerAttribute::try_from(op.attribute("value").ok()?)
+    IntegerAttribute::try_from(constant_attribute(value)?)
         .ok()
         .map(|a| a.value())
+}
+
+/// The `func.func`s in a module's body, by name.
+pub fn functions<'c, 'a>(module_body: BlockRef<'c, 'a>) -> BTreeMap<String, OperationRef<'c, 'a>> {
+    let mut functions = BTreeMap::new();
+    let mut next = module_body.first_operation();
+    while let Some(op) = next {
+        next = op.next_in_block();
+        if op_name(op) == "func.func"
+            && let Some(name) = op.attribute("sym_name").ok().and_then(string_attribute)
+        {
+            functions.insert(name.to_owned(), op);
+        }
+    }
+    functions
+}
+
+/// MLIR's marker for a `?` dimension.
+pub const DYNAMIC: i64 = i64::MIN;
+
+/// The sizes of a ranked tensor type, [`DYNAMIC`] for `?`.
+pub fn dims(r#type: RankedTensorType) -> Vec<i64> {
+    (0..r#type.rank())
+        .map(|d| match r#type.dim_size(d) {
+            Ok(DimSize::Static(n)) => n as i64,
+            _ => DYNAMIC,
+        })
+        .collect()
+}
+
+/// `r#type` with the sizes `sizes` ([`DYNAMIC`] for `?`).
+pub fn with_dims<'c>(r#type: RankedTensorType<'c>, sizes: &[i64]) -> Type<'c> {
+    let sizes: Vec<u64> = sizes.iter().map(|&d| d as u64).collect();
+    RankedTensorType::new(&sizes, r#type.element(), None).into()
 }
 
 /// The site id recorded on `op` (`meta.site`), if any.

@@ -11,7 +11,9 @@ use melior::{
 /// The IRDL declaration of the `meta` dialect, `dialects/irdl/meta.irdl.mlir`.
 pub const IRDL_SOURCE: &str = include_str!("../irdl/meta.irdl.mlir");
 
-/// Creates a context with all upstream dialects registered and `meta` loaded.
+/// Creates a context with all upstream dialects registered, and `meta` and
+/// the upstream dialects of the textual contract (`func`, `scf`, `arith`,
+/// `tensor`) loaded, so that passes may build their ops in any module.
 ///
 /// Multithreading is off: diagnostics then arrive in a deterministic order,
 /// and Rust passes run inside MLIR's pass manager need not be `Sync`.
@@ -20,6 +22,9 @@ pub fn new_context() -> Result<Context, Error> {
     register_all_dialects(&registry);
     let context = Context::new_with_registry(&registry, false);
     register_all_llvm_translations(&context);
+    for dialect in ["func", "scf", "arith", "tensor"] {
+        context.get_or_load_dialect(dialect);
+    }
     let declaration = Module::parse(&context, IRDL_SOURCE)
         .ok_or_else(|| Error::IrdlLoad("meta.irdl.mlir does not parse".into()))?;
     if !load_irdl_dialects(&declaration) {

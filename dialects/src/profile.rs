@@ -278,41 +278,40 @@ impl Profile {
 
     /// Records one execution of an `scf.if` at `site`.
     pub fn record_branch(&mut self, site: String, taken: bool) {
-        let entry = self
-            .sites
-            .entry(site)
-            .or_insert(SiteProfile::If { then: 0, r#else: 0 });
-        if let SiteProfile::If { then, r#else } = entry {
-            *if taken { then } else { r#else } += 1;
-        } else {
-            *entry = SiteProfile::If { then: 0, r#else: 0 };
-        }
+        self.record_site(
+            site,
+            SiteProfile::If {
+                then: u64::from(taken),
+                r#else: u64::from(!taken),
+            },
+        );
     }
 
     /// Records one execution of a loop at `site` that ran `trips` times.
     pub fn record_loop(&mut self, site: String, trips: u64) {
-        let fresh = SiteProfile::Loop {
-            trips: Some(trips),
-            runs: 1,
-        };
-        match self.sites.get_mut(&site) {
-            Some(existing) => {
-                if existing.join(&fresh).is_err() {
-                    *existing = fresh;
-                }
-            }
-            None => {
-                self.sites.insert(site, fresh);
-            }
-        }
+        self.record_site(
+            site,
+            SiteProfile::Loop {
+                trips: Some(trips),
+                runs: 1,
+            },
+        );
     }
 
     /// Records one call at `site` to `callee`.
     pub fn record_call(&mut self, site: String, callee: &str) {
-        let fresh = SiteProfile::Call {
-            callee: Some(callee.to_owned()),
-            calls: 1,
-        };
+        self.record_site(
+            site,
+            SiteProfile::Call {
+                callee: Some(callee.to_owned()),
+                calls: 1,
+            },
+        );
+    }
+
+    /// Joins one observation into `site`; one of another kind replaces it
+    /// (the program changed).
+    fn record_site(&mut self, site: String, fresh: SiteProfile) {
         match self.sites.get_mut(&site) {
             Some(existing) => {
                 if existing.join(&fresh).is_err() {

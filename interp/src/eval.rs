@@ -205,6 +205,16 @@ fn key(value: MlirValue) -> usize {
 
 pub(crate) use jitc_dialect::verify::op_name;
 
+/// The type of a `func.func`.
+fn function_type<'c>(function: OperationRef<'c, '_>) -> Result<FunctionType<'c>, Error> {
+    function
+        .attribute("function_type")
+        .ok()
+        .and_then(|a| TypeAttribute::try_from(a).ok())
+        .and_then(|t| FunctionType::try_from(t.value()).ok())
+        .ok_or_else(|| eval_error(function, "has no function type"))
+}
+
 /// The error for an op the interpreter does not run.
 pub(crate) fn unsupported(op: OperationRef) -> Error {
     Error::Unsupported {
@@ -265,12 +275,7 @@ impl<'c, 'a> Interpreter<'c, 'a> {
     /// The signature of function `name`.
     pub fn signature(&self, name: &str) -> Result<Signature, Error> {
         let function = self.function(name)?;
-        let function_type = function
-            .attribute("function_type")
-            .ok()
-            .and_then(|a| TypeAttribute::try_from(a).ok())
-            .and_then(|t| FunctionType::try_from(t.value()).ok())
-            .ok_or_else(|| eval_error(function, "has no function type"))?;
+        let function_type = function_type(function)?;
         let classify = |t: Result<Type, _>| {
             t.ok()
                 .and_then(|t| ValueType::from_mlir(t).ok_or_else(|| t.to_string()).ok())
@@ -323,12 +328,7 @@ impl<'c, 'a> Interpreter<'c, 'a> {
 
     fn argument_profiles(&self, name: &str, args: &[Value]) -> Result<Vec<ArgumentProfile>, Error> {
         let function = self.function(name)?;
-        let function_type = function
-            .attribute("function_type")
-            .ok()
-            .and_then(|a| TypeAttribute::try_from(a).ok())
-            .and_then(|t| FunctionType::try_from(t.value()).ok())
-            .ok_or_else(|| eval_error(function, "has no function type"))?;
+        let function_type = function_type(function)?;
         Ok(args
             .iter()
             .enumerate()

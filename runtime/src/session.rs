@@ -348,11 +348,13 @@ impl<'c> Session<'c> {
                 (executable, false)
             }
         };
-        self.stats.specializations += 1;
-        let why = std::mem::take(&mut self.pending_reason);
-        if why != "after profiling" && why != "from the given profile" {
+        // Only a failed guard drops the executable serving calls, so every
+        // build after the first is a recompile.
+        if self.stats.specializations > 0 {
             self.stats.recompiles += 1;
         }
+        self.stats.specializations += 1;
+        let why = std::mem::take(&mut self.pending_reason);
         self.event(Event::Specialized {
             assumptions: key,
             cached,

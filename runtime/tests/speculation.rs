@@ -92,6 +92,16 @@ fn options() -> SessionOptions {
 fn check(calls: &[Call], options: SessionOptions) -> (Vec<Event>, jitc_runtime::Stats, Vec<String>) {
     let context = new_context().unwrap();
     let mut session = Session::new(&context, PROGRAM, "main", options).unwrap();
+    check_session(&mut session, calls);
+    let assumptions = session
+        .assumptions()
+        .map(|a| a.iter().map(|a| a.reason.clone()).collect())
+        .unwrap_or_default();
+    (session.events().to_vec(), session.stats(), assumptions)
+}
+
+/// [`check`]'s comparison with the interpreter, for a given session.
+fn check_session(session: &mut Session, calls: &[Call]) {
     let reference_context = new_context().unwrap();
     let reference = parse_module(&reference_context, PROGRAM).unwrap();
     let interpreter = Interpreter::new(&reference);
@@ -102,11 +112,6 @@ fn check(calls: &[Call], options: SessionOptions) -> (Vec<Event>, jitc_runtime::
         assert_eq!(got, want, "results of call {i}");
         assert_eq!(state, expected_state, "state after call {i}");
     }
-    let assumptions = session
-        .assumptions()
-        .map(|a| a.iter().map(|a| a.reason.clone()).collect())
-        .unwrap_or_default();
-    (session.events().to_vec(), session.stats(), assumptions)
 }
 
 fn fallbacks(events: &[Event]) -> Vec<&str> {
@@ -231,21 +236,8 @@ fn branch_only_session(context: &melior::Context) -> Session<'_> {
 fn a_branch_flip_behind_a_computed_condition_fails_its_in_graph_guard() {
     let context = new_context().unwrap();
     let mut session = branch_only_session(&context);
-    let reference_context = new_context().unwrap();
-    let reference = parse_module(&reference_context, PROGRAM).unwrap();
-    let interpreter = Interpreter::new(&reference);
-    let (mut state, mut expected_state) = (initial_state(), initial_state());
-    for call in [
-        BASE,
-        Call { flag: false, ..BASE },
-        Call { flag: false, ..BASE },
-        BASE,
-    ] {
-        let got = session.call(args(call), &mut state).unwrap();
-        let want = interpreter.run("main", args(call), &mut expected_state).unwrap();
-        assert_eq!(got, want);
-        assert_eq!(state, expected_state);
-    }
+    let flipped = Call { flag: false, ..BASE };
+    check_session(&mut session, &[BASE, flipped, flipped, BASE]);
     assert_eq!(fallbacks(session.events()), vec!["branch at 14:8 taken"]);
     assert_eq!(session.stats().fallbacks, 1);
 }

@@ -31,9 +31,12 @@
 //! Dead upstream ops (an `arith.constant` that fed only erased ops) are left
 //! to `canonicalize`.
 
-use crate::passes::{Options, PassInfo, erase, is_pure, results_unused};
+use crate::{
+    passes::{Options, PassInfo, erase, is_pure, results_unused},
+    rewrite::{constant_attribute, defining_op},
+};
 use jitc_dialect::verify::collect_ops;
-use melior::ir::{AttributeLike, OperationRef, ValueLike, operation::OperationLike};
+use melior::ir::{AttributeLike, OperationRef, operation::OperationLike};
 use std::collections::HashSet;
 
 /// The `meta-dce` pass.
@@ -67,14 +70,8 @@ impl Dce {
                 continue;
             }
             for operand in op.operands() {
-                // SAFETY: `operand` is a live value.
-                if unsafe { mlir_sys::mlirValueIsAOpResult(operand.to_raw()) } {
-                    // SAFETY: `operand` is an op result, so it has an owner.
-                    let producer =
-                        unsafe { OperationRef::from_raw(mlir_sys::mlirOpResultGetOwner(operand.to_raw())) };
-                    if is_pure(producer) {
-                        worklist.push(producer);
-                    }
+                if let Some(producer) = defining_op(operand).filter(|p| is_pure(*p)) {
+                    worklist.push(producer);
                 }
             }
             erased.insert(op.to_raw().ptr);
@@ -87,18 +84,11 @@ impl Dce {
 
 /// Whether `value` is the constant `dense<true>`.
 fn is_true(value: melior::ir::Value) -> bool {
-    // SAFETY: reading the defining op and attribute of a live value.
+    let Some(attribute) = constant_attribute(value) else {
+        return false;
+    };
+    // SAFETY: reading a live attribute, as a dense one only once checked.
     unsafe {
-        if !mlir_sys::mlirValueIsAOpResult(value.to_raw()) {
-            return false;
-        }
-        let op = OperationRef::from_raw(mlir_sys::mlirOpResultGetOwner(value.to_raw()));
-        if op.name().as_string_ref().as_str() != Ok("arith.constant") {
-            return false;
-        }
-        let Ok(attribute) = op.attribute("value") else {
-            return false;
-        };
         let raw = attribute.to_raw();
         if !mlir_sys::mlirAttributeIsADenseElements(raw) || !mlir_sys::mlirDenseElementsAttrIsSplat(raw) {
             return false;

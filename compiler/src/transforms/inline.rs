@@ -35,7 +35,6 @@ use crate::{
 };
 use jitc_dialect::{
     emit_error,
-    ops::string_attribute,
     verify::{collect_ops, enclosing_function, op_name},
 };
 use melior::{
@@ -91,16 +90,7 @@ pub fn inline(context: &Context, module: OperationRef) -> Result<usize, String> 
     let Some(body) = module.region(0).ok().and_then(|r| r.first_block()) else {
         return Ok(0);
     };
-    let mut functions: BTreeMap<String, OperationRef> = BTreeMap::new();
-    let mut next = body.first_operation();
-    while let Some(op) = next {
-        next = op.next_in_block();
-        if op_name(op) == "func.func"
-            && let Some(name) = op.attribute("sym_name").ok().and_then(string_attribute)
-        {
-            functions.insert(name.to_owned(), op);
-        }
-    }
+    let functions = rewrite::functions(body);
     let recursive = recursive_functions(&functions);
     let mut inlined = 0;
     for _round in 0..64 {

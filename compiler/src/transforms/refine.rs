@@ -33,7 +33,10 @@
 
 use crate::{
     passes::{Options, PassInfo},
-    rewrite::{self, Builder, constant_int, replace_uses, set_operand, set_operands, set_type, uses},
+    rewrite::{
+        self, Builder, DYNAMIC, constant_int, dims, replace_uses, set_operand, set_operands, set_type, uses,
+        with_dims,
+    },
 };
 use jitc_dialect::{
     emit_error,
@@ -41,11 +44,7 @@ use jitc_dialect::{
 };
 use melior::{
     Context,
-    ir::{
-        OperationRef, Type, Value, ValueLike,
-        operation::OperationLike,
-        r#type::{DimSize, RankedTensorType, ShapedTypeLike},
-    },
+    ir::{OperationRef, Type, Value, ValueLike, operation::OperationLike, r#type::RankedTensorType},
 };
 
 /// The `meta-refine` pass.
@@ -77,24 +76,6 @@ impl Refine {
             }
         }
     }
-}
-
-/// MLIR's marker for a `?` dimension.
-const DYNAMIC: i64 = i64::MIN;
-
-/// The sizes of a ranked tensor type, [`DYNAMIC`] for `?`.
-fn dims(r#type: RankedTensorType) -> Vec<i64> {
-    (0..r#type.rank())
-        .map(|d| match r#type.dim_size(d) {
-            Ok(DimSize::Static(n)) => n as i64,
-            _ => DYNAMIC,
-        })
-        .collect()
-}
-
-fn with_dims<'c>(r#type: RankedTensorType<'c>, sizes: &[i64]) -> Type<'c> {
-    let sizes: Vec<u64> = sizes.iter().map(|&d| d as u64).collect();
-    RankedTensorType::new(&sizes, r#type.element(), None).into()
 }
 
 /// Refines every op under `root`; returns how many types changed.

@@ -43,7 +43,7 @@
 
 use crate::{
     passes::{Options, PassInfo, PassOption},
-    rewrite::{self, Builder, GuardIds, body_ops, replace_uses, set_operand, uses},
+    rewrite::{self, Builder, DYNAMIC, GuardIds, body_ops, dims, replace_uses, set_operand, uses, with_dims},
 };
 use jitc_dialect::{
     emit_error,
@@ -57,7 +57,7 @@ use melior::{
         Attribute, BlockLike, OperationRef, RegionLike, Type, TypeLike, Value, ValueLike,
         attribute::{FloatAttribute, IntegerAttribute, StringAttribute},
         operation::OperationLike,
-        r#type::{DimSize, IntegerType, RankedTensorType, ShapedTypeLike},
+        r#type::{IntegerType, RankedTensorType, ShapedTypeLike},
     },
 };
 use std::collections::BTreeSet;
@@ -268,28 +268,21 @@ impl Specializer<'_> {
                 }
                 return Some(());
             }
-            // MLIR's marker for a `?` dimension.
-            const DYNAMIC: u64 = i64::MIN as u64;
-            let mut dims: Vec<u64> = Vec::with_capacity(tensor.rank());
-            for d in 0..tensor.rank() {
-                let (dynamic, declared) = match tensor.dim_size(d).ok()? {
-                    DimSize::Static(n) => (false, n),
-                    DimSize::Dynamic => (true, DYNAMIC),
-                };
-                match shape.get(d).copied().flatten() {
-                    Some(size) if dynamic => {
-                        let actual = builder.dim(value, d)?;
-                        let expected = builder.index(size as i64)?;
-                        let ok = builder.compare("arith.cmpi", 0, actual, expected)?;
-                        let reason = format!("shape(%arg{index})[{d}] == {size}");
-                        let id = builder.guard(ok, self.ids, &reason, site)?;
-                        self.record(id, site, reason);
-                        dims.push(size);
-                    }
-                    _ => dims.push(declared),
+            let mut sizes = dims(tensor);
+            for (d, size) in sizes.iter_mut().enumerate() {
+                if *size == DYNAMIC
+                    && let Some(observed) = shape.get(d).copied().flatten()
+                {
+                    let actual = builder.dim(value, d)?;
+                    let expected = builder.index(observed as i64)?;
+                    let ok = builder.compare("arith.cmpi", 0, actual, expected)?;
+                    let reason = format!("shape(%arg{index})[{d}] == {observed}");
+                    let id = builder.guard(ok, self.ids, &reason, site)?;
+                    self.record(id, site, reason);
+                    *size = observed as i64;
                 }
             }
-            let refined: Type = RankedTensorType::new(&dims, tensor.element(), None).into();
+            let refined = with_dims(tensor, &sizes);
             if refined != r#type {
                 let cast = builder.cast(value, refined)?;
                 for (user, operand) in users {
