@@ -28,3 +28,10 @@ for tool in ("FileCheck", "not", "mlir-opt"):
 config.environment["PATH"] = os.pathsep.join([jitc_dir, llvm_dir, config.environment.get("PATH", os.environ["PATH"])])
 config.substitutions.append(("%irdl", os.path.join(root, "dialects", "irdl", "meta.irdl.mlir")))
 config.substitutions.append(("%examples", os.path.join(root, "examples")))
+
+# A machine with the CUDA driver runs `--backend cuda` for real; tests of
+# the no-driver message are unsupported there.
+import ctypes.util
+
+if ctypes.util.find_library("cuda"):
+    config.available_features.add("cuda-driver")

@@ -191,6 +191,20 @@ pub fn to_llvm_ir<'l>(
     llvm_context: &'l LlvmContext,
     machine: &TargetMachine,
 ) -> Result<LlvmModule<'l>, Error> {
+    let llvm_module = translate(lowered, llvm_context, machine)?;
+    llvm_module
+        .run_passes("default<O3>", machine, PassBuilderOptions::create())
+        .map_err(|e| Error::Codegen(e.to_string()))?;
+    Ok(llvm_module)
+}
+
+/// Translates an LLVM-dialect module into `llvm_context` for `machine`:
+/// its triple, data layout, and each function's CPU and features.
+fn translate<'l>(
+    lowered: &Module,
+    llvm_context: &'l LlvmContext,
+    machine: &TargetMachine,
+) -> Result<LlvmModule<'l>, Error> {
     // SAFETY: the translated module is owned by the caller and lives in
     // `llvm_context`, which outlives the returned module ('l).
     let llvm_module = unsafe {
@@ -222,9 +236,6 @@ pub fn to_llvm_ir<'l>(
             }
         }
     }
-    llvm_module
-        .run_passes("default<O3>", machine, PassBuilderOptions::create())
-        .map_err(|e| Error::Codegen(e.to_string()))?;
     Ok(llvm_module)
 }
 
@@ -239,6 +250,8 @@ pub enum Emit {
     Asm,
     /// An ELF object file.
     Obj,
+    /// PTX text (the NVIDIA GPU target's assembly).
+    Ptx,
 }
 
 /// Output of [`emit`]: the bytes, and the kernels that were not compiled
@@ -278,6 +291,11 @@ pub fn emit(
                 .to_vec()
         }
         Emit::Mlir => unreachable!("handled above"),
+        Emit::Ptx => {
+            return Err(Error::Codegen(
+                "PTX is the GPU target's output; the CPU target emits mlir, llvm, asm or obj".into(),
+            ));
+        }
     };
     Ok((bytes, lowered.skipped))
 }
@@ -324,4 +342,169 @@ pub fn compile(
         skipped,
         llvm_ir,
     })
+}
+
+/// An NVIDIA GPU architecture to generate code for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum GpuArch {
+    /// Ampere (A100): `sm_80`, PTX ISA 7.0.
+    #[default]
+    Sm80,
+    /// Hopper (H100, H200): `sm_90`, PTX ISA 7.8.
+    Sm90,
+}
+
+impl GpuArch {
+    /// Every architecture, for help and error messages.
+    pub const ALL: [GpuArch; 2] = [GpuArch::Sm80, GpuArch::Sm90];
+
+    /// LLVM's CPU name for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            GpuArch::Sm80 => "sm_80",
+            GpuArch::Sm90 => "sm_90",
+        }
+    }
+
+    /// The oldest PTX ISA that has it, as an LLVM feature: the PTX loads on
+    /// every driver that knows the architecture.
+    fn ptx_feature(self) -> &'static str {
+        match self {
+            GpuArch::Sm80 => "+ptx70",
+            GpuArch::Sm90 => "+ptx78",
+        }
+    }
+
+    /// The architecture named `name` (`sm_80`, `sm_90`).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|a| a.name() == name)
+    }
+}
+
+/// Everything that decides the PTX [`ptx`] produces.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct GpuOptions {
+    /// The architecture.
+    pub arch: GpuArch,
+    /// How transcendental functions are computed.
+    pub math: crate::lower::MathMode,
+}
+
+/// The triple of NVIDIA GPUs (64-bit addresses).
+pub const NVPTX_TRIPLE: &str = "nvptx64-nvidia-cuda";
+
+/// The PTX calling convention of kernel entries (LLVM's `ptx_kernel`).
+const PTX_KERNEL: u32 = 71;
+
+/// The NVPTX target machine for `arch`.
+pub fn nvptx_machine(arch: GpuArch) -> Result<TargetMachine, Error> {
+    Target::initialize_nvptx(&InitializationConfig::default());
+    let triple = inkwell::targets::TargetTriple::create(NVPTX_TRIPLE);
+    let target = Target::from_triple(&triple).map_err(|e| Error::Codegen(e.to_string()))?;
+    target
+        .create_target_machine(
+            &triple,
+            arch.name(),
+            arch.ptx_feature(),
+            OptimizationLevel::Aggressive,
+            RelocMode::Default,
+            CodeModel::Default,
+        )
+        .ok_or_else(|| Error::Codegen(format!("LLVM has no NVPTX target machine for {}", arch.name())))
+}
+
+/// Kernels compiled to PTX.
+#[derive(Debug, Clone)]
+pub struct Ptx {
+    /// The PTX module: one `.entry` per kernel (and per fill launch).
+    pub text: String,
+    /// The kernels' parameters and launches.
+    pub kernels: Vec<crate::lower::gpu::GpuKernel>,
+    /// Kernels not compiled for the GPU, with the reason.
+    pub skipped: Vec<(String, String)>,
+    /// The optimized LLVM IR.
+    pub llvm_ir: String,
+}
+
+/// Lowers `module`'s kernels (fused already) for the GPU, in the LLVM
+/// dialect.
+pub fn to_llvm_dialect_gpu<'c>(
+    context: &'c Context,
+    module: &Module<'c>,
+    math: crate::lower::MathMode,
+) -> Result<crate::lower::gpu::LoweredGpu<'c>, Error> {
+    let mut lowered = crate::lower::gpu::lower_gpu(context, module, math)?;
+    let conversions = pipeline::build(context, &pipeline::parse(LLVM_PIPELINE)?)?;
+    conversions
+        .run(&mut lowered.module)
+        .map_err(|_| Error::Codegen("conversion to the LLVM dialect failed".into()))?;
+    Ok(lowered)
+}
+
+/// Compiles `module`'s kernels (fused already) to PTX: lowering for the
+/// GPU, the conversions to the LLVM dialect, translation, the `ptx_kernel`
+/// calling convention on every entry, `default<O3>` for the NVPTX target
+/// machine, and LLVM's NVPTX assembly printer.
+pub fn ptx(context: &Context, module: &Module, options: &GpuOptions) -> Result<Ptx, Error> {
+    let lowered = to_llvm_dialect_gpu(context, module, options.math)?;
+    let machine = nvptx_machine(options.arch)?;
+    let llvm_context = LlvmContext::create();
+    let llvm_module = translate(&lowered.module, &llvm_context, &machine)?;
+    for function in llvm_module.get_functions() {
+        if function.count_basic_blocks() == 0 {
+            let name = function.get_name().to_string_lossy();
+            if !name.starts_with("llvm.") {
+                return Err(Error::Codegen(format!(
+                    "a GPU kernel calls '{name}', which does not exist on the GPU"
+                )));
+            }
+            continue;
+        }
+        function.set_call_conventions(PTX_KERNEL);
+    }
+    llvm_module
+        .run_passes("default<O3>", &machine, PassBuilderOptions::create())
+        .map_err(|e| Error::Codegen(e.to_string()))?;
+    let llvm_ir = llvm_module.print_to_string().to_string();
+    let text = machine
+        .write_to_memory_buffer(&llvm_module, inkwell::targets::FileType::Assembly)
+        .map_err(|e| Error::Codegen(e.to_string()))?;
+    let text = String::from_utf8_lossy(text.as_slice()).into_owned();
+    Ok(Ptx {
+        text,
+        kernels: lowered.kernels,
+        skipped: lowered.skipped,
+        llvm_ir,
+    })
+}
+
+/// Compiles `module`'s kernels (fused already) for the GPU to `emit`:
+/// `mlir` (lowered, before the LLVM conversions), `llvm` (optimized
+/// NVPTX LLVM IR) or `ptx`/`asm` (PTX).
+pub fn emit_gpu(
+    context: &Context,
+    module: &Module,
+    emit: Emit,
+    options: &GpuOptions,
+) -> Result<Emitted, Error> {
+    match emit {
+        Emit::Mlir => {
+            let lowered = crate::lower::gpu::lower_gpu(context, module, options.math)?;
+            Ok((
+                format!("{}\n", lowered.module.as_operation()).into_bytes(),
+                lowered.skipped,
+            ))
+        }
+        Emit::Llvm => {
+            let ptx = ptx(context, module, options)?;
+            Ok((ptx.llvm_ir.into_bytes(), ptx.skipped))
+        }
+        Emit::Ptx | Emit::Asm => {
+            let ptx = ptx(context, module, options)?;
+            Ok((ptx.text.into_bytes(), ptx.skipped))
+        }
+        Emit::Obj => Err(Error::Codegen(
+            "the GPU target emits PTX text (--emit ptx); the driver compiles it when it loads it".into(),
+        )),
+    }
 }

@@ -6,13 +6,17 @@
 //! control flow, guards, state) runs in the reference interpreter, which
 //! hands every kernel call to the native code.
 //!
+//! The CUDA path ([`cuda`]) compiles the same kernels to PTX and runs them
+//! on an NVIDIA GPU through the driver, loaded at run time (cudarc).
+//!
 //! Reduction-free kernels are split across threads (scoped threads started
 //! per call; [`cpu::thread_count`]). Not here yet (DESIGN.md): a persistent
 //! thread pool, parallel reductions, the buffer pool, the executable cache,
-//! the lazy graph API, speculation, CUDA and the C ABI.
+//! the lazy graph API and the C ABI.
 //! The runtime never reaches into the compiler's internals.
 
 pub mod cpu;
+pub mod cuda;
 pub mod session;
 
 pub use cpu::CpuModule;
@@ -27,4 +31,10 @@ pub enum Error {
     /// Running failed.
     #[error(transparent)]
     Run(#[from] jitc_interp::Error),
+    /// No GPU can be used; the sentence says why.
+    #[error("{0}")]
+    Unavailable(String),
+    /// The CUDA driver failed.
+    #[error("{0}")]
+    Cuda(String),
 }

@@ -86,7 +86,7 @@ fn bench(context: &Context, args: &BenchArgs) -> Result<(), String> {
     // Compiling the same module again is served by the kernel cache.
     let cached = match args.backend {
         Backend::Cpu => Some(Program::load(context, &args.file, args.backend, math, "bench")?.compile_time),
-        Backend::Interp => None,
+        Backend::Interp | Backend::Cuda => None,
     };
     let interpreter = program.interpreter();
     let signature = interpreter.signature(&args.function).map_err(|e| e.to_string())?;

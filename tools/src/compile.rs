@@ -10,16 +10,22 @@ use jitc_compiler::{
 use melior::Context;
 use std::{io::Write, path::PathBuf, process::ExitCode};
 
-/// Compile a module's kernels to MLIR loops, LLVM IR, assembly or an object.
+/// Compile a module's kernels to MLIR loops, LLVM IR, assembly, an object
+/// or PTX.
 ///
 /// The module is verified and fused (meta-fuse), then each meta.fused
 /// kernel is lowered to a loop nest over raw buffers, converted to LLVM,
-/// optimized with LLVM's default<O3> pipeline and emitted. `--cpu` and
-/// `--target-features` pick the target (default: this machine), which
-/// makes the output deterministic for tests, e.g. `--cpu x86-64-v3`.
+/// optimized with LLVM's default<O3> pipeline and emitted.
 ///
-/// Kernels that cannot be lowered yet (dynamic shapes) are listed on
-/// stderr and left out. Exit status: 0 on success, 1 on any error.
+/// `--target cpu` (the default) compiles for this machine; `--cpu` and
+/// `--target-features` pick another CPU, which makes the output
+/// deterministic for tests, e.g. `--cpu x86-64-v3`. `--target nvptx`
+/// compiles GPU kernels for NVIDIA GPUs (`--gpu-arch`, sm_80 by default);
+/// `--emit ptx` writes the PTX a CUDA driver loads. No GPU is needed.
+///
+/// Kernels that cannot be lowered yet (dynamic shapes; on the GPU, math
+/// that needs libm) are listed on stderr and left out. Exit status: 0 on
+/// success, 1 on any error.
 #[derive(Debug, Args)]
 pub struct CompileArgs {
     /// The module (.mlir); `-` reads standard input.
@@ -29,6 +35,14 @@ pub struct CompileArgs {
     /// What to emit.
     #[arg(long, value_enum, default_value_t = EmitKind::Llvm)]
     emit: EmitKind,
+
+    /// The machine to compile for.
+    #[arg(long, value_enum, default_value_t = TargetKind::Cpu)]
+    target: TargetKind,
+
+    /// The GPU architecture (with `--target nvptx`).
+    #[arg(long, value_enum, default_value_t = GpuArchArg::Sm80)]
+    gpu_arch: GpuArchArg,
 
     /// Output file; `-` writes standard output.
     #[arg(short, long, default_value = "-", value_name = "FILE")]
@@ -67,6 +81,35 @@ impl From<MathArg> for MathMode {
     }
 }
 
+/// `--target` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum TargetKind {
+    /// This machine's CPU (or `--cpu`), through LLVM's x86 backend.
+    Cpu,
+    /// NVIDIA GPUs, through LLVM's NVPTX backend.
+    Nvptx,
+}
+
+/// `--gpu-arch` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GpuArchArg {
+    /// Ampere (A100), PTX ISA 7.0.
+    #[value(name = "sm_80")]
+    Sm80,
+    /// Hopper (H100, H200), PTX ISA 7.8.
+    #[value(name = "sm_90")]
+    Sm90,
+}
+
+impl From<GpuArchArg> for codegen::GpuArch {
+    fn from(value: GpuArchArg) -> Self {
+        match value {
+            GpuArchArg::Sm80 => codegen::GpuArch::Sm80,
+            GpuArchArg::Sm90 => codegen::GpuArch::Sm90,
+        }
+    }
+}
+
 /// Forms of output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum EmitKind {
@@ -76,8 +119,10 @@ enum EmitKind {
     Llvm,
     /// Assembly for the target.
     Asm,
-    /// An object file for the target.
+    /// An object file for the target (CPU only).
     Obj,
+    /// PTX text (`--target nvptx` only).
+    Ptx,
 }
 
 /// Runs `jitc compile`.
@@ -92,6 +137,21 @@ pub fn run(context: &Context, args: CompileArgs) -> ExitCode {
 }
 
 fn compile(context: &Context, args: &CompileArgs) -> Result<(), String> {
+    match (args.target, args.emit) {
+        (TargetKind::Cpu, EmitKind::Ptx) => {
+            return Err("--emit ptx needs --target nvptx".into());
+        }
+        (TargetKind::Nvptx, EmitKind::Obj) => {
+            return Err(
+                "--target nvptx emits PTX text (--emit ptx), not objects; the CUDA driver compiles PTX when it loads it"
+                    .into(),
+            );
+        }
+        (TargetKind::Nvptx, _) if args.cpu.is_some() || args.target_features.is_some() => {
+            return Err("--cpu and --target-features are for --target cpu; use --gpu-arch".into());
+        }
+        _ => {}
+    }
     let mut module = crate::input::load_module(context, &args.file)?;
     let fuse = pipeline::parse("builtin.module(meta-fuse)").map_err(|e| e.to_string())?;
     optimize(context, &mut module, &fuse, &OptimizeOptions::default()).map_err(|e| e.to_string())?;
@@ -100,6 +160,7 @@ fn compile(context: &Context, args: &CompileArgs) -> Result<(), String> {
         EmitKind::Llvm => Emit::Llvm,
         EmitKind::Asm => Emit::Asm,
         EmitKind::Obj => Emit::Obj,
+        EmitKind::Ptx => Emit::Ptx,
     };
     let options = CodegenOptions {
         target: CpuTarget {
@@ -108,7 +169,19 @@ fn compile(context: &Context, args: &CompileArgs) -> Result<(), String> {
         },
         math: args.math.into(),
     };
-    let (bytes, skipped) = codegen::emit(context, &module, emit, &options).map_err(|e| e.to_string())?;
+    let (bytes, skipped) = match args.target {
+        TargetKind::Cpu => codegen::emit(context, &module, emit, &options),
+        TargetKind::Nvptx => codegen::emit_gpu(
+            context,
+            &module,
+            emit,
+            &codegen::GpuOptions {
+                arch: args.gpu_arch.into(),
+                math: options.math,
+            },
+        ),
+    }
+    .map_err(|e| e.to_string())?;
     for (kernel, reason) in skipped {
         eprintln!("jitc compile: note: kernel @{kernel} is not compiled: {reason}");
     }

@@ -60,8 +60,8 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = Backend::Cpu)]
     backend: Backend,
 
-    /// With `--backend cpu`: how closely float arithmetic follows the
-    /// interpreter (`exact` matches it bit for bit).
+    /// With `--backend cpu` or `cuda`: how closely float arithmetic follows
+    /// the interpreter (`exact` matches it bit for bit).
     #[arg(long, value_enum, default_value_t = MathArg::Fast)]
     math: MathArg,
 
@@ -95,6 +95,11 @@ pub enum Backend {
     /// interpreter, as do kernels that cannot be compiled yet (dynamic
     /// shapes).
     Cpu,
+    /// An NVIDIA GPU through the CUDA driver: the same kernels compiled to
+    /// PTX for the device's architecture; the host schedule runs in the
+    /// interpreter and each kernel call copies its inputs and results.
+    /// Fails with one sentence when there is no driver or GPU.
+    Cuda,
 }
 
 /// Runs `jitc run`.
@@ -168,6 +173,11 @@ fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
         })
         .collect::<Result<_, _>>()?;
 
+    if args.speculate.is_some() && args.backend == Backend::Cuda {
+        return Err(
+            "--speculate runs on the cpu or interp backend; the cuda backend does not speculate yet".into(),
+        );
+    }
     let program = Program::load(context, &args.file, args.backend, args.math, "run")?;
     if args.profile_out.is_some() {
         // Sites are named by where ops sit in the file; pin them before any
@@ -265,12 +275,21 @@ fn finish(
     Ok(())
 }
 
-/// A module ready to execute: verified, and for `cpu` fused and compiled.
+/// Compiled kernels of a [`Program`].
+pub enum Compiled {
+    /// For the CPU.
+    Cpu(jitc_runtime::CpuModule),
+    /// For the GPU.
+    Cuda(jitc_runtime::cuda::CudaModule),
+}
+
+/// A module ready to execute: verified, and for `cpu` and `cuda` fused and
+/// compiled.
 pub struct Program<'c> {
-    /// The module (fused, for `cpu`).
+    /// The module (fused, for `cpu` and `cuda`).
     pub module: melior::ir::Module<'c>,
-    /// Its compiled kernels, for `cpu`.
-    pub compiled: Option<jitc_runtime::CpuModule>,
+    /// Its compiled kernels, for `cpu` and `cuda`.
+    pub compiled: Option<Compiled>,
     /// How long fusing and compiling took.
     pub compile_time: std::time::Duration,
 }
@@ -298,7 +317,19 @@ impl<'c> Program<'c> {
                 for (kernel, reason) in compiled.interpreted_kernels() {
                     eprintln!("jitc {tool}: note: kernel @{kernel} runs in the interpreter: {reason}");
                 }
-                Some(compiled)
+                Some(Compiled::Cpu(compiled))
+            }
+            Backend::Cuda => {
+                let options = jitc_compiler::codegen::GpuOptions {
+                    math: math.into(),
+                    ..Default::default()
+                };
+                let compiled = jitc_runtime::cuda::CudaModule::compile(context, &mut module, &options)
+                    .map_err(|e| e.to_string())?;
+                for (kernel, reason) in compiled.interpreted_kernels() {
+                    eprintln!("jitc {tool}: note: kernel @{kernel} runs in the interpreter: {reason}");
+                }
+                Some(Compiled::Cuda(compiled))
             }
         };
         Ok(Self {
@@ -312,7 +343,8 @@ impl<'c> Program<'c> {
     /// when there is some.
     pub fn interpreter(&self) -> Interpreter<'c, '_> {
         match &self.compiled {
-            Some(compiled) => Interpreter::new(&self.module).with_kernels(compiled),
+            Some(Compiled::Cpu(compiled)) => Interpreter::new(&self.module).with_kernels(compiled),
+            Some(Compiled::Cuda(compiled)) => Interpreter::new(&self.module).with_kernels(compiled),
             None => Interpreter::new(&self.module),
         }
     }

@@ -166,6 +166,26 @@ impl<'c, 'a> Emitter<'c, 'a> {
         Error,
     > {
         let one = self.index(1)?;
+        self.for_step(lower, upper, one, inits)
+    }
+
+    /// As [`Self::for_carried`], with the step `step` (an index value).
+    #[allow(clippy::type_complexity)]
+    pub fn for_step(
+        &self,
+        lower: Value<'c, '_>,
+        upper: Value<'c, '_>,
+        one: Value<'c, '_>,
+        inits: &[Value<'c, '_>],
+    ) -> Result<
+        (
+            Emitter<'c, 'a>,
+            Value<'c, 'a>,
+            Vec<Value<'c, 'a>>,
+            Vec<Value<'c, 'a>>,
+        ),
+        Error,
+    > {
         let types: Vec<Type<'c>> = inits.iter().map(|v| v.r#type()).collect();
         let mut arguments = vec![(Type::index(self.context), self.location)];
         arguments.extend(types.iter().map(|t| (*t, self.location)));

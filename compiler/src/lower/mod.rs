@@ -37,6 +37,7 @@
 //! not lowered yet.
 
 mod emit;
+pub mod gpu;
 mod ops;
 pub mod schedule;
 

@@ -432,6 +432,171 @@ pub fn emit_kernel<'c, 'a>(
     Ok(())
 }
 
+/// The thread and block of a GPU kernel, as index values.
+pub struct GpuIds<'c, 'a> {
+    /// `threadIdx.x`.
+    pub thread: Value<'c, 'a>,
+    /// `blockIdx.x`.
+    pub block: Value<'c, 'a>,
+    /// `blockDim.x`.
+    pub block_dim: Value<'c, 'a>,
+}
+
+/// Splits the row-major `linear` index over `extents` into one index per
+/// extent (the last varies fastest).
+fn delinearize<'c, 'a>(
+    at: &Emitter<'c, 'a>,
+    linear: Value<'c, 'a>,
+    extents: &[i64],
+) -> Result<Vec<Value<'c, 'a>>, Error> {
+    let index = Type::index(at.context);
+    let mut rest = linear;
+    let mut indices = vec![linear; extents.len()];
+    for (k, &extent) in extents.iter().enumerate().rev() {
+        if k == 0 {
+            indices[k] = rest;
+            break;
+        }
+        let e = at.index(extent)?;
+        indices[k] = at.value("arith.remui", &[rest, e], index)?;
+        rest = at.value("arith.divui", &[rest, e], index)?;
+    }
+    Ok(indices)
+}
+
+/// Emits a GPU kernel's body as `gpu` says (see
+/// [`super::schedule::gpu`]): a thread (or block) finds its point of the
+/// thread-mapped dimensions from `ids`, then runs the loop nest below them;
+/// a block reduction also strides over the folded dimensions and combines
+/// the threads' partial results in `shared` (one generic pointer to
+/// `block` elements per register reduction, in the kernel's order).
+#[allow(clippy::too_many_arguments)]
+pub fn emit_gpu_kernel<'c, 'a>(
+    top: &Emitter<'c, 'a>,
+    kernel_body: BlockRef<'c, '_>,
+    arguments: &[(Value<'c, '_>, Arg<'c, 'a>)],
+    outputs: &[Output<'c, 'a>],
+    status: Value<'c, 'a>,
+    domain: &[i64],
+    gpu: &super::schedule::GpuSchedule,
+    ids: &GpuIds<'c, 'a>,
+    shared: &[Value<'c, 'a>],
+    math: MathMode,
+) -> Result<(), Error> {
+    let mut ops = Vec::new();
+    let mut next = kernel_body.first_operation();
+    while let Some(op) = next {
+        next = op.next_in_block();
+        ops.push(op);
+    }
+    let terminator = ops.pop().ok_or_else(|| error("an empty kernel"))?;
+    let output_of: HashMap<usize, usize> = terminator
+        .operands()
+        .enumerate()
+        .map(|(j, v)| (key(v), j))
+        .collect();
+    // SAFETY: `arguments` refers to kernel values that outlive this call.
+    let arguments: &[(Value<'c, '_>, Arg<'c, 'a>)] = unsafe { std::mem::transmute(arguments) };
+    let schedule = &gpu.nest;
+    let mut kernel = Kernel {
+        ops,
+        output_of,
+        outputs,
+        arguments,
+        status,
+        domain,
+        schedule,
+        range: None,
+        registers: Vec::new(),
+        math,
+    };
+    for op in &kernel.ops {
+        let Some(reduce) = ReindexReduceOp::cast(*op) else {
+            continue;
+        };
+        let result = reduce.result().ok_or_else(|| error("reduce result"))?;
+        let Some(&j) = kernel.output_of.get(&key(result)) else {
+            continue;
+        };
+        let kind = reduce.kind().ok_or_else(|| error("unknown reduction"))?;
+        if schedule.registers > 0 {
+            kernel.registers.push((*op, j, kind, outputs[j].2));
+        }
+    }
+    let index = Type::index(top.context);
+    let extents: Vec<i64> = gpu.threads.iter().map(|&d| domain[d]).collect();
+    let mut ivs = vec![None; domain.len()];
+    match gpu.strategy {
+        super::schedule::GpuStrategy::Threads => {
+            let base = top.value("arith.muli", &[ids.block, ids.block_dim], index)?;
+            let point = top.value("arith.addi", &[base, ids.thread], index)?;
+            let inside = top.cmpi(6, point, top.index(gpu.points)?)?;
+            let then = top.if_then(inside)?;
+            for (&d, iv) in gpu.threads.iter().zip(delinearize(&then, point, &extents)?) {
+                ivs[d] = Some(iv);
+            }
+            let left = kernel.level(gpu.threads.len(), &then, &mut ivs, Vec::new())?;
+            debug_assert!(left.is_empty());
+            then.finish()
+        }
+        super::schedule::GpuStrategy::Blocks { block } => {
+            for (&d, iv) in gpu.threads.iter().zip(delinearize(top, ids.block, &extents)?) {
+                ivs[d] = Some(iv);
+            }
+            let inner = &schedule.order[gpu.threads.len()..];
+            let inner_extents: Vec<i64> = inner.iter().map(|&d| domain[d]).collect();
+            let total = top.index(inner_extents.iter().product())?;
+            let inits = kernel
+                .registers
+                .iter()
+                .map(|(_, _, kind, element)| identity(top, *kind, *element))
+                .collect::<Result<Vec<_>, _>>()?;
+            let (body, k, carried, partial) = top.for_step(ids.thread, total, ids.block_dim, &inits)?;
+            for (&d, iv) in inner.iter().zip(delinearize(&body, k, &inner_extents)?) {
+                ivs[d] = Some(iv);
+            }
+            let next = kernel.point(&body, &ivs, carried, false)?;
+            body.yield_values(&next)?;
+            kernel.block_reduce(top, ids, shared, &partial, block, &ivs)
+        }
+    }
+}
+
+/// Fills the outputs of the reductions that accumulate in memory with
+/// their identity, one element per thread: the launch before a kernel
+/// whose [`super::schedule::GpuSchedule::fill`] is set.
+pub fn emit_gpu_fill<'c, 'a>(
+    top: &Emitter<'c, 'a>,
+    kernel_body: BlockRef<'c, '_>,
+    outputs: &[Output<'c, 'a>],
+    ids: &GpuIds<'c, 'a>,
+) -> Result<(), Error> {
+    let index = Type::index(top.context);
+    let base = top.value("arith.muli", &[ids.block, ids.block_dim], index)?;
+    let point = top.value("arith.addi", &[base, ids.thread], index)?;
+    let mut next = kernel_body.first_operation();
+    let mut terminator = None;
+    while let Some(op) = next {
+        next = op.next_in_block();
+        terminator = Some(op);
+    }
+    let terminator = terminator.ok_or_else(|| error("an empty kernel"))?;
+    for (j, value) in terminator.operands().enumerate() {
+        let Some(reduce) = crate::rewrite::defining_op(value).and_then(ReindexReduceOp::cast) else {
+            continue;
+        };
+        let kind = reduce.kind().ok_or_else(|| error("unknown reduction"))?;
+        let (pointer, shape, element) = &outputs[j];
+        let total = shape.iter().product::<usize>() as i64;
+        let inside = top.cmpi(6, point, top.index(total)?)?;
+        let then = top.if_then(inside)?;
+        let value = identity(&then, kind, *element)?;
+        store_at(&then, *pointer, point, value, *element)?;
+        then.finish()?;
+    }
+    Ok(())
+}
+
 impl<'c, 'a> Kernel<'c, 'a, '_> {
     /// The loop bounds of domain dimension `d`.
     fn bounds(&self, at: &Emitter<'c, 'a>, d: usize) -> Result<(Value<'c, 'a>, Value<'c, 'a>), Error> {
@@ -498,7 +663,7 @@ impl<'c, 'a> Kernel<'c, 'a, '_> {
         accumulators: Vec<Value<'c, 'a>>,
     ) -> Result<Vec<Value<'c, 'a>>, Error> {
         let depth = self.schedule.order.len();
-        if depth == 0 {
+        if depth == 0 || level == depth {
             return self.point(at, ivs, accumulators, false);
         }
         if self.schedule.registers > 0 && level == depth - self.schedule.registers {
@@ -510,23 +675,83 @@ impl<'c, 'a> Kernel<'c, 'a, '_> {
                 .map(|(_, _, kind, element)| identity(at, *kind, *element))
                 .collect::<Result<Vec<_>, _>>()?;
             let results = self.loops(level, at, ivs, inits)?;
-            for ((op, j, _, _), result) in self.registers.iter().zip(results) {
-                let (pointer, shape, element) = &self.outputs[*j];
-                let map = ReindexReduceOp::cast(*op)
-                    .and_then(|r| r.indices())
-                    .ok_or_else(|| error("reduce map"))?;
-                let indices = (0..shape.len())
-                    .map(|k| {
-                        let d = map.result(k).map_err(|_| error("map result"))?.dim_position();
-                        ivs[d].ok_or_else(|| error("an output index has no loop"))
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                let offset = row_major(at, &indices, shape)?;
-                store_at(at, *pointer, offset, result, *element)?;
-            }
+            self.store_registers(at, ivs, &results)?;
             return Ok(Vec::new());
         }
         self.loops(level, at, ivs, accumulators)
+    }
+
+    /// Stores the register accumulators `results` at the outputs of their
+    /// reductions, indexed by the current `ivs`.
+    fn store_registers(
+        &self,
+        at: &Emitter<'c, 'a>,
+        ivs: &[Option<Value<'c, 'a>>],
+        results: &[Value<'c, 'a>],
+    ) -> Result<(), Error> {
+        for ((op, j, _, _), result) in self.registers.iter().zip(results) {
+            let (pointer, shape, element) = &self.outputs[*j];
+            let map = ReindexReduceOp::cast(*op)
+                .and_then(|r| r.indices())
+                .ok_or_else(|| error("reduce map"))?;
+            let indices = (0..shape.len())
+                .map(|k| {
+                    let d = map.result(k).map_err(|_| error("map result"))?.dim_position();
+                    ivs[d].ok_or_else(|| error("an output index has no loop"))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let offset = row_major(at, &indices, shape)?;
+            store_at(at, *pointer, offset, *result, *element)?;
+        }
+        Ok(())
+    }
+
+    /// Combines each thread's `partial` results across a block of `block`
+    /// threads in `shared` memory (a tree of halving steps, a barrier after
+    /// each), then thread 0 stores the results.
+    fn block_reduce(
+        &self,
+        top: &Emitter<'c, 'a>,
+        ids: &GpuIds<'c, 'a>,
+        shared: &[Value<'c, 'a>],
+        partial: &[Value<'c, 'a>],
+        block: i64,
+        ivs: &[Option<Value<'c, 'a>>],
+    ) -> Result<(), Error> {
+        if shared.len() != self.registers.len() {
+            return Err(error("a block reduction without its shared memory"));
+        }
+        let index = Type::index(top.context);
+        let barrier = || top.op("nvvm.barrier0", &[], &[], &[]).map(|_| ());
+        for ((_, _, _, element), (buffer, value)) in self.registers.iter().zip(shared.iter().zip(partial)) {
+            store_at(top, *buffer, ids.thread, *value, *element)?;
+        }
+        barrier()?;
+        let mut stride = block / 2;
+        while stride >= 1 {
+            let active = top.cmpi(6, ids.thread, top.index(stride)?)?;
+            let then = top.if_then(active)?;
+            let other = then.value("arith.addi", &[ids.thread, then.index(stride)?], index)?;
+            for ((_, _, kind, element), buffer) in self.registers.iter().zip(shared) {
+                let mine = load_at(&then, *buffer, ids.thread, *element)?;
+                let theirs = load_at(&then, *buffer, other, *element)?;
+                let combined = combine(&then, *kind, mine, theirs, *element, self.status, true)?;
+                store_at(&then, *buffer, ids.thread, combined, *element)?;
+            }
+            then.finish()?;
+            barrier()?;
+            stride /= 2;
+        }
+        let first = top.cmpi(0, ids.thread, top.index(0)?)?;
+        let then = top.if_then(first)?;
+        let results = self
+            .registers
+            .iter()
+            .zip(shared)
+            .map(|((_, _, _, element), buffer)| load_at(&then, *buffer, then.index(0)?, *element))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.store_registers(&then, ivs, &results)?;
+        then.finish()
     }
 
     /// The loop(s) of `level`: one loop, or for a peeled innermost loop the
@@ -1124,4 +1349,51 @@ fn combine<'c, 'a>(
             .ok_or_else(|| error("reduction"));
     }
     binary_op(at, kind.step(), acc, x, element, status)
+}
+
+/// Whether every op of the kernel can run on an NVIDIA GPU; `Err` says why
+/// not. No libm exists there (and libdevice is not linked), so only the
+/// math that lowers to plain instructions or to jitc's own polynomials is
+/// accepted.
+pub fn check_gpu(kernel: OperationRef, math: MathMode) -> Result<(), String> {
+    check(kernel)?;
+    let body = kernel
+        .region(0)
+        .ok()
+        .and_then(|r| r.first_block())
+        .ok_or("the kernel has no body")?;
+    let mut next = body.first_operation();
+    while let Some(op) = next {
+        next = op.next_in_block();
+        if let Some(unary) = UnaryOp::cast(op) {
+            let kind = unary.kind().ok_or("an unknown unary kind")?;
+            let element = unary
+                .input()
+                .and_then(super::element_of)
+                .ok_or("a unary op of an unsupported type")?;
+            let polynomial = math == MathMode::Fast && element == ElementType::F32;
+            let needs_libm = match kind {
+                UnaryKind::Log | UnaryKind::Sin | UnaryKind::Cos | UnaryKind::Erf => true,
+                UnaryKind::Exp | UnaryKind::Tanh | UnaryKind::Sigmoid => !polynomial,
+                _ => false,
+            };
+            if needs_libm {
+                return Err(format!(
+                    "'{}' on {element} needs libm, which the GPU target does not have{}",
+                    kind.name(),
+                    if polynomial || element != ElementType::F32 {
+                        ""
+                    } else {
+                        " (f32 exp, tanh and sigmoid compile with --math fast)"
+                    }
+                ));
+            }
+        }
+        if let Some(binary) = BinaryOp::cast(op)
+            && binary.kind() == Some(BinaryKind::Pow)
+        {
+            return Err("'pow' needs libm, which the GPU target does not have".into());
+        }
+    }
+    Ok(())
 }

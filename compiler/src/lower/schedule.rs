@@ -220,6 +220,13 @@ pub struct Schedule {
     /// Whether the innermost loop is peeled into edges and a check-free
     /// interior.
     pub peel: bool,
+    /// Dimensions every reduction keeps as a plain output index: points
+    /// that differ in one of them never write the same element. All
+    /// dimensions when there is no reduction.
+    pub independent: Vec<usize>,
+    /// When every reduction is a projection folding the same dimensions,
+    /// those dimensions (the register condition, loop order aside).
+    pub folded: Option<Vec<usize>>,
 }
 
 impl Schedule {
@@ -370,6 +377,8 @@ pub fn schedule(body: BlockRef, domain: &[i64]) -> Result<Schedule, String> {
             registers: 0,
             checks,
             peel: false,
+            independent: Vec::new(),
+            folded: None,
         });
     }
     for (d, cost) in cost.iter_mut().enumerate() {
@@ -403,6 +412,7 @@ pub fn schedule(body: BlockRef, domain: &[i64]) -> Result<Schedule, String> {
 
     // 3. Registers.
     let mut registers = 0;
+    let mut alike = None;
     if let Some(first) = reductions.first() {
         let folded = first.folded(dims);
         let all_alike = reductions
@@ -412,9 +422,26 @@ pub fn schedule(body: BlockRef, domain: &[i64]) -> Result<Schedule, String> {
         if all_alike && !folded.is_empty() && folded.iter().all(|d| suffix.contains(d)) {
             registers = folded.len();
         }
+        if all_alike && !folded.is_empty() {
+            alike = Some(folded);
+        }
     }
-    // 4. Peeling: every checked index is affine, no overflow conditions,
-    // and some check moves with the innermost loop.
+    let peel = peeled(&checks, innermost);
+    Ok(Schedule {
+        order,
+        split,
+        parallel,
+        registers,
+        peel,
+        independent: (0..dims).filter(|&d| safe(d)).collect(),
+        folded: alike,
+        checks,
+    })
+}
+
+/// Rule 4, peeling: every checked index is affine, no overflow
+/// conditions, and some check moves with the `innermost` loop.
+fn peeled(checks: &[(usize, Checks)], innermost: usize) -> bool {
     let relevant = checks.iter().map(|(_, c)| c).filter(|c| !c.none());
     let mut peel = false;
     let mut peelable = true;
@@ -430,12 +457,131 @@ pub fn schedule(body: BlockRef, domain: &[i64]) -> Result<Schedule, String> {
             }
         }
     }
-    Ok(Schedule {
-        order,
-        split,
-        parallel,
-        registers,
-        checks,
-        peel: peel && peelable,
+    peel && peelable
+}
+
+/// Threads per block for kernels with one thread per point.
+pub const GPU_BLOCK: i64 = 256;
+
+/// Below this many outputs a block-reduction kernel is chosen even when
+/// one thread per output would read contiguously (a GPU needs tens of
+/// thousands of threads in flight).
+pub const GPU_FEW_OUTPUTS: i64 = 4096;
+
+/// How a GPU kernel spreads its domain over threads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GpuStrategy {
+    /// One thread per point of the `threads` dimensions; each thread loops
+    /// over the rest (the CPU's loop nest below them).
+    Threads,
+    /// One block of `block` threads per point of the `threads` dimensions:
+    /// the threads stride over the folded dimensions, accumulate in
+    /// registers and combine in a shared-memory tree.
+    Blocks {
+        /// Threads per block, a power of two from 32 to 256.
+        block: i64,
+    },
+}
+
+/// The GPU schedule of a kernel: the CPU schedule with the loop order
+/// changed so the thread-mapped dimensions come first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuSchedule {
+    /// The loop nest under the thread mapping: `order` starts with
+    /// `threads`; `registers` and `peel` are decided for this order.
+    pub nest: Schedule,
+    /// Dimensions mapped to threads (or blocks), outermost first; the last
+    /// one varies fastest between neighbouring threads.
+    pub threads: Vec<usize>,
+    /// The mapping.
+    pub strategy: GpuStrategy,
+    /// Points of the `threads` dimensions: threads (or blocks) launched.
+    pub points: i64,
+    /// Whether reductions accumulate in memory, so their outputs must be
+    /// filled with the identity by a launch before the kernel's.
+    pub fill: bool,
+}
+
+/// The GPU schedule of the kernel whose body is `body`, over `domain`;
+/// `reassociate` allows reductions to be folded in another order (block
+/// reductions).
+///
+/// Rules:
+/// 1. **Threads.** The dimensions every reduction keeps as a plain output
+///    index are mapped to threads, in the CPU loop order, so the CPU's
+///    innermost (most contiguous) dimension, when it is one of them, is the
+///    one neighbouring threads differ in: accesses along it coalesce. The
+///    other dimensions stay loops inside the thread, in the CPU order, so
+///    order-sensitive reductions fold in the interpreter's order.
+/// 2. **Registers** when every reduction is a projection folding the same
+///    dimensions (those are then exactly the loops inside the thread);
+///    otherwise reductions accumulate in memory after a fill launch.
+/// 3. **Block reduction** when reductions accumulate in registers,
+///    reassociation is allowed, the folded extent is at least 32, and
+///    either the CPU's innermost dimension is folded (one thread per output
+///    would read with a stride) or there are fewer than
+///    [`GPU_FEW_OUTPUTS`] outputs.
+/// 4. **Peeling** as on the CPU, for the innermost loop inside a thread;
+///    a dimension mapped to threads has no loop, so its checks stay.
+pub fn gpu(body: BlockRef, domain: &[i64], reassociate: bool) -> Result<GpuSchedule, String> {
+    let cpu = schedule(body, domain)?;
+    let threads: Vec<usize> = cpu
+        .order
+        .iter()
+        .copied()
+        .filter(|d| cpu.independent.contains(d))
+        .collect();
+    let inner: Vec<usize> = cpu
+        .order
+        .iter()
+        .copied()
+        .filter(|d| !cpu.independent.contains(d))
+        .collect();
+    let points: i64 = threads.iter().map(|&d| domain[d]).product();
+    let registers = match &cpu.folded {
+        Some(folded) if folded.len() == inner.len() => folded.len(),
+        _ => 0,
+    };
+    let reduces = body_has_reduction(body);
+    let folded_extent: i64 = inner.iter().map(|&d| domain[d]).product();
+    let strided = cpu.order.last().is_some_and(|d| inner.contains(d));
+    let strategy =
+        if registers > 0 && reassociate && folded_extent >= 32 && (strided || points < GPU_FEW_OUTPUTS) {
+            GpuStrategy::Blocks {
+                block: (folded_extent as u64).next_power_of_two().clamp(32, 256) as i64,
+            }
+        } else {
+            GpuStrategy::Threads
+        };
+    let mut order = threads.clone();
+    order.extend(&inner);
+    let peel = match inner.last() {
+        Some(&d) if strategy == GpuStrategy::Threads => peeled(&cpu.checks, d),
+        _ => false,
+    };
+    Ok(GpuSchedule {
+        nest: Schedule {
+            order,
+            split: 0,
+            parallel: false,
+            registers,
+            peel,
+            ..cpu
+        },
+        threads,
+        strategy,
+        points,
+        fill: reduces && registers == 0,
     })
+}
+
+fn body_has_reduction(body: BlockRef) -> bool {
+    let mut op = body.first_operation();
+    while let Some(current) = op {
+        if ReindexReduceOp::cast(current).is_some() {
+            return true;
+        }
+        op = current.next_in_block();
+    }
+    false
 }

@@ -1,0 +1,451 @@
+//! Lowering `meta.fused` kernels to NVIDIA GPU kernels, in the same
+//! LLVM-ready dialects as the CPU plus `nvvm` for thread indices and
+//! barriers; [`crate::codegen::ptx`] takes them on to PTX.
+//!
+//! Every kernel becomes `func.func @name(...)`, its parameters passed by
+//! value, in the order of [`GpuKernel::signature`]: one `!llvm.ptr` (a
+//! device address) per tensor argument, an `i64` per index argument, one
+//! `!llvm.ptr` per result and one to an `i32` status word that is set to 1
+//! on an integer division by zero. Kernels whose reductions accumulate in
+//! memory get a second entry, `@name_fill`, with the same parameters, to be
+//! launched first (see [`FillLaunch`]). Tensors are dense and row-major;
+//! `i1` elements are bytes.
+//!
+//! Algorithm, per kernel:
+//! 1. check that every op can run on the GPU ([`super::ops::check_gpu`]);
+//! 2. decide the GPU schedule ([`super::schedule::gpu`]): which dimensions
+//!    map to threads, one thread or one block per point, registers or
+//!    memory accumulation, peeling;
+//! 3. read `threadIdx.x`, `blockIdx.x` and `blockDim.x`;
+//! 4. one thread per point: the global thread number `blockIdx.x *
+//!    blockDim.x + threadIdx.x`, if below the number of points, is split
+//!    row-major into the thread dimensions (the last fastest, so
+//!    neighbouring threads touch neighbouring elements), and the CPU's loop
+//!    nest over the remaining dimensions runs in the thread;
+//! 5. one block per point: `blockIdx.x` is split into the thread
+//!    dimensions, the block's threads stride over the folded dimensions
+//!    (split row-major, so neighbouring threads read neighbouring
+//!    elements), each accumulating in registers; the partial results meet
+//!    in a shared-memory array, halved in a tree with a barrier per step,
+//!    and thread 0 stores the result;
+//! 6. the body at a point is the CPU's (`ops`): the same bounds checks,
+//!    element-wise ops and reductions.
+
+use super::{
+    Buffer, KernelSignature, MathMode,
+    emit::Emitter,
+    i64_array, memory_type, ops,
+    schedule::{self, GpuStrategy},
+};
+use crate::Error;
+use jitc_dialect::{kinds::ElementType, ops::ReindexReduceOp};
+use melior::{
+    Context,
+    dialect::func,
+    ir::{
+        Attribute, Block, BlockLike, Identifier, Location, Module, OperationRef, Region, RegionLike, Type,
+        Value, ValueLike,
+        attribute::{FlatSymbolRefAttribute, IntegerAttribute, StringAttribute, TypeAttribute},
+        operation::{OperationBuilder, OperationLike},
+        r#type::{FunctionType, IntegerType},
+    },
+};
+
+/// The most blocks one launch may have along x.
+const MAX_GRID: i64 = (1 << 31) - 1;
+
+/// Threads per block of a fill launch.
+const FILL_BLOCK: i64 = 256;
+
+/// The launch that fills a kernel's memory-accumulated reduction outputs
+/// with their identity; it takes the kernel's own parameters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FillLaunch {
+    /// The entry's name: the kernel's, then `_fill`.
+    pub name: String,
+    /// Blocks.
+    pub grid: u32,
+    /// Threads per block.
+    pub block: u32,
+}
+
+/// How to launch a GPU kernel (one dimension of blocks and threads).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launch {
+    /// Blocks.
+    pub grid: u32,
+    /// Threads per block.
+    pub block: u32,
+    /// The launch to run first, when reductions accumulate in memory.
+    pub fill: Option<FillLaunch>,
+    /// One thread or one block per point.
+    pub strategy: GpuStrategy,
+}
+
+/// A GPU kernel's parameters and launch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuKernel {
+    /// Its name, arguments and results (`outer` and `parallel` are the
+    /// CPU's and unused here).
+    pub signature: KernelSignature,
+    /// Its launch.
+    pub launch: Launch,
+}
+
+/// The result of [`lower_gpu`].
+pub struct LoweredGpu<'c> {
+    /// The lowered kernels.
+    pub module: Module<'c>,
+    /// Their parameters and launches.
+    pub kernels: Vec<GpuKernel>,
+    /// Kernels not lowered, with the reason (the runtime runs them in the
+    /// interpreter).
+    pub skipped: Vec<(String, String)>,
+}
+
+/// Lowers the kernels of `module` that can run on the GPU into a new
+/// module.
+pub fn lower_gpu<'c>(
+    context: &'c Context,
+    module: &Module<'c>,
+    math: MathMode,
+) -> Result<LoweredGpu<'c>, Error> {
+    for dialect in ["llvm", "scf", "arith", "math", "func", "cf", "index", "nvvm"] {
+        context.get_or_load_dialect(dialect);
+    }
+    let lowered = Module::new(Location::unknown(context));
+    let mut kernels = Vec::new();
+    let mut skipped = Vec::new();
+    for kernel in super::kernels(module) {
+        let prepared = super::signature(kernel).and_then(|signature| {
+            ops::check_gpu(kernel, math)?;
+            let body = kernel
+                .region(0)
+                .ok()
+                .and_then(|r| r.first_block())
+                .ok_or("the kernel has no body")?;
+            let domain = kernel
+                .attribute("meta.domain")
+                .ok()
+                .and_then(i64_array)
+                .ok_or("the kernel has no meta.domain")?;
+            let gpu = schedule::gpu(body, &domain, math == MathMode::Fast)?;
+            let launch = launch(&signature, &gpu)?;
+            Ok((signature, gpu, launch))
+        });
+        match prepared {
+            Ok((signature, gpu, launch)) => {
+                lower_kernel(context, &lowered, kernel, &signature, &gpu, &launch, math)?;
+                kernels.push(GpuKernel { signature, launch });
+            }
+            Err(reason) => {
+                let name = kernel
+                    .attribute("sym_name")
+                    .ok()
+                    .and_then(jitc_dialect::ops::string_attribute);
+                skipped.push((name.unwrap_or("?").to_owned(), reason));
+            }
+        }
+    }
+    Ok(LoweredGpu {
+        module: lowered,
+        kernels,
+        skipped,
+    })
+}
+
+fn launch(signature: &KernelSignature, gpu: &schedule::GpuSchedule) -> Result<Launch, String> {
+    let (grid, block) = match gpu.strategy {
+        GpuStrategy::Threads => {
+            let block = (gpu.points.max(1) as u64)
+                .next_power_of_two()
+                .clamp(32, schedule::GPU_BLOCK as u64) as i64;
+            ((gpu.points.max(1) + block - 1) / block, block)
+        }
+        GpuStrategy::Blocks { block } => (gpu.points.max(1), block),
+    };
+    if grid > MAX_GRID {
+        return Err(format!("{grid} blocks are more than one launch can have"));
+    }
+    let fill = gpu.fill.then(|| {
+        let largest = signature
+            .outputs
+            .iter()
+            .map(|o| match o {
+                Buffer::Tensor(shape, _) => shape.iter().product::<usize>() as i64,
+                Buffer::Index => 0,
+            })
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        FillLaunch {
+            name: format!("{}_fill", signature.name),
+            grid: ((largest + FILL_BLOCK - 1) / FILL_BLOCK) as u32,
+            block: FILL_BLOCK as u32,
+        }
+    });
+    if fill.as_ref().is_some_and(|f| i64::from(f.grid) > MAX_GRID) {
+        return Err("the fill launch needs more blocks than one launch can have".into());
+    }
+    Ok(Launch {
+        grid: grid as u32,
+        block: block as u32,
+        fill,
+        strategy: gpu.strategy.clone(),
+    })
+}
+
+/// The parameter types of a kernel's entries.
+fn parameters<'c>(context: &'c Context, signature: &KernelSignature) -> Vec<Type<'c>> {
+    let pointer = melior::dialect::llvm::r#type::pointer(context, 0);
+    let i64_type: Type = IntegerType::new(context, 64).into();
+    signature
+        .inputs
+        .iter()
+        .map(|b| match b {
+            Buffer::Index => i64_type,
+            Buffer::Tensor(..) => pointer,
+        })
+        .chain(signature.outputs.iter().map(|_| pointer))
+        .chain([pointer])
+        .collect()
+}
+
+/// A new entry `name` with `signature`'s parameters; `build` fills its body
+/// given the thread ids and parameters.
+fn entry<'c>(
+    context: &'c Context,
+    lowered: &Module<'c>,
+    location: Location<'c>,
+    name: &str,
+    signature: &KernelSignature,
+    build: impl for<'a> FnOnce(&Emitter<'c, 'a>, &ops::GpuIds<'c, 'a>, &[Value<'c, 'a>]) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let types = parameters(context, signature);
+    let region = Region::new();
+    let block = region.append_block(Block::new(
+        &types.iter().map(|t| (*t, location)).collect::<Vec<_>>(),
+    ));
+    // SAFETY: the block belongs to `region`, which the new function owns
+    // for as long as `lowered` lives.
+    let block = unsafe { melior::ir::BlockRef::from_raw(block.to_raw()) };
+    let top = Emitter {
+        context,
+        location,
+        block,
+    };
+    let i32_type: Type = IntegerType::new(context, 32).into();
+    let index = Type::index(context);
+    let special = |name: &str| -> Result<Value, Error> {
+        let raw = top.value(name, &[], i32_type)?;
+        top.value("arith.index_castui", &[raw], index)
+    };
+    let ids = ops::GpuIds {
+        thread: special("nvvm.read.ptx.sreg.tid.x")?,
+        block: special("nvvm.read.ptx.sreg.ctaid.x")?,
+        block_dim: special("nvvm.read.ptx.sreg.ntid.x")?,
+    };
+    let values = (0..types.len())
+        .map(|i| {
+            block
+                .argument(i)
+                .map(Into::into)
+                .map_err(|_| Error::Lowering("a missing parameter".into()))
+        })
+        .collect::<Result<Vec<Value>, _>>()?;
+    build(&top, &ids, &values)?;
+    top.op("func.return", &[], &[], &[])?;
+    let function = func::func(
+        context,
+        StringAttribute::new(context, name),
+        TypeAttribute::new(FunctionType::new(context, &types, &[]).into()),
+        region,
+        // The entry becomes a `ptx_kernel` after translation
+        // (`codegen::ptx`); `nvvm.kernel` is only allowed on `llvm.func`.
+        &[],
+        location,
+    );
+    lowered.body().append_operation(function);
+    Ok(())
+}
+
+/// Elements of the register reductions, in op order (the order
+/// `ops::emit_gpu_kernel` keeps them in).
+fn register_elements(body: melior::ir::BlockRef, outputs: &[Buffer]) -> Vec<ElementType> {
+    let mut returned = Vec::new();
+    let mut op = body.first_operation();
+    let mut terminator = None;
+    while let Some(current) = op {
+        op = current.next_in_block();
+        terminator = Some(current);
+    }
+    if let Some(terminator) = terminator {
+        returned = terminator.operands().map(|v| v.to_raw().ptr as usize).collect();
+    }
+    let mut elements = Vec::new();
+    let mut op = body.first_operation();
+    while let Some(current) = op {
+        op = current.next_in_block();
+        let Some(result) = ReindexReduceOp::cast(current).and_then(|r| r.result()) else {
+            continue;
+        };
+        if let Some(j) = returned.iter().position(|&k| k == result.to_raw().ptr as usize)
+            && let Some(Buffer::Tensor(_, element)) = outputs.get(j)
+        {
+            elements.push(*element);
+        }
+    }
+    elements
+}
+
+/// A shared-memory array of `count` `element`s, as a generic pointer.
+fn shared_array<'c, 'a>(
+    at: &Emitter<'c, 'a>,
+    lowered: &Module<'c>,
+    name: &str,
+    element: ElementType,
+    count: i64,
+) -> Result<Value<'c, 'a>, Error> {
+    let context = at.context;
+    let array = melior::dialect::llvm::r#type::array(memory_type(context, element), count as u32);
+    let linkage = Attribute::parse(context, "#llvm.linkage<internal>")
+        .ok_or_else(|| Error::Lowering("linkage attribute".into()))?;
+    let i32_type: Type = IntegerType::new(context, 32).into();
+    let i64_type: Type = IntegerType::new(context, 64).into();
+    let global = OperationBuilder::new("llvm.mlir.global", at.location)
+        .add_attributes(&[
+            (
+                Identifier::new(context, "sym_name"),
+                StringAttribute::new(context, name).into(),
+            ),
+            (
+                Identifier::new(context, "global_type"),
+                TypeAttribute::new(array).into(),
+            ),
+            (Identifier::new(context, "linkage"), linkage),
+            (
+                Identifier::new(context, "addr_space"),
+                IntegerAttribute::new(i32_type, 3).into(),
+            ),
+            (
+                Identifier::new(context, "alignment"),
+                IntegerAttribute::new(i64_type, 16).into(),
+            ),
+        ])
+        .add_regions([Region::new()])
+        .build()
+        .map_err(|_| Error::Lowering("building 'llvm.mlir.global' failed".into()))?;
+    lowered.body().append_operation(global);
+    let shared_pointer = melior::dialect::llvm::r#type::pointer(context, 3);
+    let address = at
+        .op(
+            "llvm.mlir.addressof",
+            &[],
+            &[shared_pointer],
+            &[("global_name", FlatSymbolRefAttribute::new(context, name).into())],
+        )?
+        .ok_or_else(|| Error::Lowering("llvm.mlir.addressof".into()))?;
+    at.value(
+        "llvm.addrspacecast",
+        &[address],
+        melior::dialect::llvm::r#type::pointer(context, 0),
+    )
+}
+
+/// The kernel's results among its entry's parameters `values`.
+fn outputs_of<'c, 'a>(
+    signature: &KernelSignature,
+    values: &[Value<'c, 'a>],
+) -> Result<Vec<ops::Output<'c, 'a>>, Error> {
+    let inputs = signature.inputs.len();
+    signature
+        .outputs
+        .iter()
+        .enumerate()
+        .map(|(j, output)| match output {
+            Buffer::Tensor(shape, element) => Ok((values[inputs + j], shape.clone(), *element)),
+            Buffer::Index => Err(Error::Lowering("a kernel returns an index".into())),
+        })
+        .collect()
+}
+
+fn lower_kernel<'c>(
+    context: &'c Context,
+    lowered: &Module<'c>,
+    kernel: OperationRef<'c, '_>,
+    signature: &KernelSignature,
+    gpu: &schedule::GpuSchedule,
+    launch: &Launch,
+    math: MathMode,
+) -> Result<(), Error> {
+    let location = kernel.location();
+    let body = kernel
+        .region(0)
+        .ok()
+        .and_then(|r| r.first_block())
+        .ok_or_else(|| Error::Lowering("empty kernel".into()))?;
+    let domain: Vec<i64> = kernel
+        .attribute("meta.domain")
+        .ok()
+        .and_then(i64_array)
+        .ok_or_else(|| Error::Lowering("kernel without meta.domain".into()))?;
+    entry(
+        context,
+        lowered,
+        location,
+        &signature.name,
+        signature,
+        |top, ids, values| {
+            let mut arguments = Vec::new();
+            for (i, input) in signature.inputs.iter().enumerate() {
+                let argument: Value = body
+                    .argument(i)
+                    .map_err(|_| Error::Lowering("missing argument".into()))?
+                    .into();
+                let lowered = match input {
+                    Buffer::Index => {
+                        ops::Arg::Index(top.value("arith.index_cast", &[values[i]], Type::index(context))?)
+                    }
+                    Buffer::Tensor(shape, element) => ops::Arg::Tensor {
+                        pointer: values[i],
+                        shape: shape.clone(),
+                        element: *element,
+                    },
+                };
+                arguments.push((argument, lowered));
+            }
+            let outputs = outputs_of(signature, values)?;
+            let status = values[values.len() - 1];
+            let shared = match gpu.strategy {
+                GpuStrategy::Blocks { block } => register_elements(body, &signature.outputs)
+                    .into_iter()
+                    .enumerate()
+                    .map(|(r, element)| {
+                        shared_array(
+                            top,
+                            lowered,
+                            &format!("{}_shared{r}", signature.name),
+                            element,
+                            block,
+                        )
+                    })
+                    .collect::<Result<Vec<_>, _>>()?,
+                GpuStrategy::Threads => Vec::new(),
+            };
+            ops::emit_gpu_kernel(
+                top, body, &arguments, &outputs, status, &domain, gpu, ids, &shared, math,
+            )
+        },
+    )?;
+    if let Some(fill) = &launch.fill {
+        entry(
+            context,
+            lowered,
+            location,
+            &fill.name,
+            signature,
+            |top, ids, values| ops::emit_gpu_fill(top, body, &outputs_of(signature, values)?, ids),
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,29 @@
+// Errors and notes of `jitc compile --target nvptx`.
+// RUN: not jitc compile --emit ptx %s 2>&1 | FileCheck %s --check-prefix=PTX-CPU
+// PTX-CPU: jitc compile: error: --emit ptx needs --target nvptx
+// RUN: not jitc compile --target nvptx --emit obj %s 2>&1 | FileCheck %s --check-prefix=OBJ
+// OBJ: jitc compile: error: --target nvptx emits PTX text (--emit ptx), not objects
+// RUN: not jitc compile --target nvptx --cpu x86-64-v3 %s 2>&1 | FileCheck %s --check-prefix=CPU
+// CPU: jitc compile: error: --cpu and --target-features are for --target cpu; use --gpu-arch
+// RUN: not jitc compile --target nvptx --gpu-arch sm_75 %s 2>&1 | FileCheck %s --check-prefix=ARCH
+// ARCH: error: invalid value 'sm_75' for '--gpu-arch <GPU_ARCH>'
+// ARCH: [possible values: sm_80, sm_90]
+
+// There is no libm on the GPU: a kernel that needs one is left out with a
+// note, and the rest compile.
+// RUN: jitc compile --target nvptx --emit ptx %s 2>%t.err | FileCheck %s
+// RUN: FileCheck %s --check-prefix=NOTE < %t.err
+// RUN: jitc compile --target nvptx --emit ptx --math exact %s 2>&1 >/dev/null | FileCheck %s --check-prefix=EXACT
+func.func @log(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %y = "meta.unary"(%x) {kind = "log"} : (tensor<8xf32>) -> tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+func.func @exp(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %y = "meta.unary"(%x) {kind = "exp"} : (tensor<8xf32>) -> tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+// CHECK-NOT: .entry log_fused_0
+// CHECK: .visible .entry exp_fused_0(
+// NOTE: jitc compile: note: kernel @log_fused_0 is not compiled: 'log' on f32 needs libm, which the GPU target does not have
+// EXACT: note: kernel @log_fused_0 is not compiled
+// EXACT: note: kernel @exp_fused_0 is not compiled: 'exp' on f32 needs libm, which the GPU target does not have (f32 exp, tanh and sigmoid compile with --math fast)

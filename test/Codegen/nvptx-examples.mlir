@@ -1,0 +1,73 @@
+// Every example compiles for NVIDIA GPUs with no GPU present: one `.entry`
+// per fused kernel (plus a `_fill` entry where reductions accumulate in
+// memory), each computing its global thread number from %ctaid.x, %ntid.x
+// and %tid.x and returning early past the last point.
+// RUN: jitc compile --target nvptx --emit ptx %examples/softmax.mlir | FileCheck %s --check-prefixes=COMMON,SOFTMAX
+// RUN: jitc compile --target nvptx --emit ptx %examples/matmul.mlir | FileCheck %s --check-prefixes=COMMON,MATMUL
+// RUN: jitc compile --target nvptx --emit ptx %examples/mlp.mlir | FileCheck %s --check-prefixes=COMMON,MLP
+// RUN: jitc compile --target nvptx --emit ptx %examples/rnn.mlir | FileCheck %s --check-prefixes=COMMON,RNN
+// RUN: jitc compile --target nvptx --emit ptx %examples/rnn.mlir | FileCheck %s --check-prefix=RNN-PARAM
+// RUN: jitc compile --target nvptx --emit ptx %examples/sigmoid.mlir | FileCheck %s --check-prefixes=COMMON,SIGMOID
+// RUN: jitc compile --target nvptx --emit ptx %examples/conv.mlir | FileCheck %s --check-prefixes=COMMON,CONV
+// RUN: jitc compile --target nvptx --emit ptx %examples/instance_norm.mlir | FileCheck %s --check-prefixes=COMMON,NORM
+// RUN: jitc compile --target nvptx --emit ptx %examples/indrnn.mlir 2>%t.err | FileCheck %s --check-prefixes=COMMON,INDRNN
+// RUN: FileCheck %s --check-prefix=INDRNN-NOTE < %t.err
+// RUN: jitc compile --target nvptx --gpu-arch sm_90 --emit ptx %examples/sigmoid.mlir | FileCheck %s --check-prefix=SM90
+
+// COMMON: .version 7.0
+// COMMON: .target sm_80
+// COMMON: .address_size 64
+
+// The thread-index arithmetic of one thread per point.
+// COMMON: .visible .entry [[K:main_fused_0|relu_fused_0]](
+// COMMON: mov.u32 [[TID:%r[0-9]+]], %tid.x;
+// COMMON: mov.u32 [[BID:%r[0-9]+]], %ctaid.x;
+// COMMON: mov.u32 [[BDIM:%r[0-9]+]], %ntid.x;
+// COMMON: mul.wide.u32 [[BASE:%rd[0-9]+]], [[BID]], [[BDIM]];
+// COMMON: add.s64 [[POINT:%rd[0-9]+]], [[BASE]], %rd{{[0-9]+}};
+// COMMON: setp.gt.u64 %p{{[0-9]+}}, [[POINT]], {{[0-9]+}};
+
+// Softmax: a row max, exp with the row sum, a division; 4 rows.
+// SOFTMAX-COUNT-2: .visible .entry
+// SOFTMAX-NOT: .entry
+// SOFTMAX-NOT: bar.sync
+
+// A 64x64 matmul: one thread per output element, k looped in the thread.
+// MATMUL-NOT: .entry
+
+// The MLP has two layers and a relu in its own function.
+// MLP-COUNT-4: .visible .entry
+// MLP-NOT: .entry
+
+// The RNN step kernels; the time loop stays in the host schedule, and
+// the step index is an i64 parameter passed by value.
+// RNN-COUNT-2: .visible .entry
+// RNN-NOT: .entry
+// RNN-PARAM: .visible .entry main_fused_0(
+// RNN-PARAM-NEXT: .param .u64 .ptr .align 1 main_fused_0_param_0,
+// RNN-PARAM-NEXT: .param .u64 main_fused_0_param_1,
+
+// Sigmoid: the polynomial exp, no calls.
+// SIGMOID-NOT: call
+// SIGMOID: cvt.rmi.f32.f32
+// SIGMOID-NOT: .entry
+
+// The padded convolution: one thread per output, the in-thread loops over
+// the input channel and the window, bounds checked by selects.
+// CONV-NOT: .entry
+
+// Instance norm: the statistics reduce into a 1x3x1x1 tensor (index 0 in
+// the map, not a projection), so they accumulate in memory after a fill
+// launch that writes the identity.
+// NORM: .visible .entry main_fused_0_fill(
+// NORM: st.global.b32 [%rd{{[0-9]+}}], 0;
+// NORM-COUNT-2: .visible .entry
+// NORM-NOT: .entry
+
+// IndRNN: the kernel that reads the dynamic-length input is not lowered.
+// INDRNN-COUNT-1: .visible .entry
+// INDRNN-NOT: .entry
+// INDRNN-NOTE: note: kernel @main_fused_1 is not compiled: a reindex of a dynamic or unsupported tensor
+
+// SM90: .version 7.8
+// SM90: .target sm_90

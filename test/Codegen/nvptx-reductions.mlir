@@ -1,0 +1,74 @@
+// GPU reduction strategies (lower::schedule::gpu):
+// - few outputs with a long contiguous fold (@rows: 64 rows of 4096): one
+//   256-thread block per output; the threads stride over the row, then
+//   halve their partial sums in shared memory with a barrier per step, and
+//   thread 0 stores;
+// - many outputs (@cols: 8192 column maxima): one thread per output,
+//   neighbouring threads reading neighbouring columns, the fold a loop in
+//   the thread;
+// - outputs no dimension separates (@buckets): the fold accumulates in
+//   memory, after a fill launch writes the identity;
+// - with --math exact, no reassociation: @rows folds in one thread per row,
+//   in the interpreter's order.
+// RUN: jitc compile --target nvptx --emit ptx %s | FileCheck %s
+// RUN: jitc compile --target nvptx --emit ptx --math exact %s | FileCheck %s --check-prefix=EXACT
+
+func.func @rows(%x: tensor<64x4096xf32>) -> tensor<64xf32> {
+  %s = "meta.reindex_reduce"(%x) {indices = affine_map<(d0, d1) -> (d0)>, kind = "add"} : (tensor<64x4096xf32>) -> tensor<64xf32>
+  return %s : tensor<64xf32>
+}
+// CHECK-LABEL: .visible .entry rows_fused_0(
+// CHECK: .shared .align 16 .b8 rows_fused_0_shared0[1024];
+// CHECK: mov.u32 %r{{[0-9]+}}, %tid.x;
+// The block-stride loop over the row.
+// CHECK: [[LOOP:\$L__BB[0-9_]+]]:
+// CHECK: ld.global.b32
+// CHECK: add.rn.f32
+// CHECK: setp.lt.u64 %p{{[0-9]+}}, %rd{{[0-9]+}}, 4096;
+// CHECK: @%p{{[0-9]+}} bra [[LOOP]];
+// The tree: 128, 64, ..., 1 threads active, a barrier after each step.
+// CHECK: st.shared.b32
+// CHECK-NEXT: bar.sync 0;
+// CHECK-NEXT: setp.gt.u32 %p{{[0-9]+}}, [[T:%r[0-9]+]], 127;
+// CHECK: ld.shared.b32 %r{{[0-9]+}}, [%rd{{[0-9]+}}+512];
+// CHECK: bar.sync 0;
+// CHECK-NEXT: setp.gt.u32 %p{{[0-9]+}}, [[T]], 63;
+// CHECK: bar.sync 0;
+// CHECK-NEXT: setp.gt.u32 %p{{[0-9]+}}, [[T]], 31;
+// CHECK-COUNT-5: bar.sync 0;
+// Thread 0 stores the block's sum.
+// CHECK: ld.shared.b32 %r{{[0-9]+}}, [rows_fused_0_shared0];
+// CHECK-NEXT: st.global.b32
+// CHECK: ret;
+
+func.func @cols(%x: tensor<4096x8192xf32>) -> tensor<8192xf32> {
+  %s = "meta.reindex_reduce"(%x) {indices = affine_map<(d0, d1) -> (d1)>, kind = "max"} : (tensor<4096x8192xf32>) -> tensor<8192xf32>
+  return %s : tensor<8192xf32>
+}
+// CHECK-LABEL: .visible .entry cols_fused_0(
+// CHECK-NOT: bar.sync
+// CHECK: setp.gt.u64 %p{{[0-9]+}}, [[COL:%rd[0-9]+]], 8191;
+// Each step of the fold is one row down: 8192 floats.
+// CHECK: ld.global.b32 %r{{[0-9]+}}, [%rd{{[0-9]+}}+-131072];
+// CHECK: ld.global.b32 %r{{[0-9]+}}, [%rd{{[0-9]+}}+-98304];
+// CHECK-NOT: bar.sync
+// CHECK: ret;
+
+func.func @buckets(%x: tensor<1000xf32>) -> tensor<16xf32> {
+  %s = "meta.reindex_reduce"(%x) {indices = affine_map<(d0) -> (d0 floordiv 64)>, kind = "add"} : (tensor<1000xf32>) -> tensor<16xf32>
+  return %s : tensor<16xf32>
+}
+// CHECK-LABEL: .visible .entry buckets_fused_0(
+// One thread: the load, add and store of the running sum in memory.
+// CHECK: ld.global.b32
+// CHECK: add.rn.f32
+// CHECK: st.global.b32
+// CHECK-LABEL: .visible .entry buckets_fused_0_fill(
+// CHECK: setp.gt.u64 %p{{[0-9]+}}, %rd{{[0-9]+}}, 15;
+// CHECK: st.global.b32 [%rd{{[0-9]+}}], 0;
+
+// EXACT-LABEL: .visible .entry rows_fused_0(
+// EXACT-NOT: .shared
+// EXACT-NOT: bar.sync
+// EXACT: setp.gt.u64 %p{{[0-9]+}}, %rd{{[0-9]+}}, 63;
+// EXACT-LABEL: .visible .entry cols_fused_0(
