@@ -86,6 +86,9 @@ impl CudaDevice {
             Ok((context, compute, copy, name, capability))
         });
         match opened {
+            Ok(Ok((_, _, _, name, (major, minor)))) if major < 8 => Err(Unavailable(format!(
+                "the GPU ({name}) is sm_{major}{minor}, older than the sm_80 jitc compiles for, so the cuda backend cannot run; use --backend cpu"
+            ))),
             Ok(Ok((context, compute, copy, name, capability))) => Ok(CudaDevice {
                 context,
                 compute,

@@ -29,8 +29,9 @@
 // RUN: not jitc run %s --input 2x3xf32=1 --input 3xi32=1 --output @%t/a.npy --output @%t/b.npy 2>&1 | FileCheck %s --check-prefix=OUTPUTS
 // OUTPUTS: jitc run: error: @main has 1 results but 2 --output paths were given
 
-// RUN: not jitc run %s --input 2x3xf32=1 --input 3xi32=1 --backend cuda 2>&1 | FileCheck %s --check-prefix=BACKEND
-// BACKEND: error: invalid value 'cuda' for '--backend <BACKEND>'
+// RUN: not jitc run %s --input 2x3xf32=1 --input 3xi32=1 --backend tpu 2>&1 | FileCheck %s --check-prefix=BACKEND
+// BACKEND: error: invalid value 'tpu' for '--backend <BACKEND>'
+// BACKEND: [possible values: interp, cpu, cuda]
 
 // RUN: not jitc run %S/Inputs/guarded.mlir --input f32=-1 --state h=f32=0 2>&1 | FileCheck %s --check-prefix=GUARD
 // GUARD: jitc run: error: guard 3 failed at line 4: x > 0

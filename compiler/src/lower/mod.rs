@@ -1,5 +1,7 @@
 //! Lowering `meta.fused` kernels to loop nests in the LLVM-ready dialects
-//! (`scf`, `arith`, `math`, `llvm`), ready for `convert-to-llvm`.
+//! (`scf`, `arith`, `math`, `llvm`), ready for `convert-to-llvm`. This file
+//! is the CPU's calling convention; [`gpu`] lowers the same kernels to GPU
+//! entries, with the loop nest below a thread mapping.
 //!
 //! Every kernel becomes `func.func @name(%buffers: !llvm.ptr, %begin: i64,
 //! %end: i64)`: a pointer to an array of data pointers, one per kernel
