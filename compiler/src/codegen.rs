@@ -177,11 +177,16 @@ pub fn to_llvm_dialect<'c>(
     math: crate::lower::MathMode,
 ) -> Result<crate::lower::Lowered<'c>, Error> {
     let mut lowered = crate::lower::lower(context, module, math)?;
+    convert(context, &mut lowered.module)?;
+    Ok(lowered)
+}
+
+/// Runs [`LLVM_PIPELINE`] on lowered kernels.
+fn convert<'c>(context: &'c Context, lowered: &mut Module<'c>) -> Result<(), Error> {
     let conversions = pipeline::build(context, &pipeline::parse(LLVM_PIPELINE)?)?;
     conversions
-        .run(&mut lowered.module)
-        .map_err(|_| Error::Codegen("conversion to the LLVM dialect failed".into()))?;
-    Ok(lowered)
+        .run(lowered)
+        .map_err(|_| Error::Codegen("conversion to the LLVM dialect failed".into()))
 }
 
 /// Translates an LLVM-dialect module into `llvm_context` and optimizes it
@@ -434,10 +439,7 @@ pub fn to_llvm_dialect_gpu<'c>(
     math: crate::lower::MathMode,
 ) -> Result<crate::lower::gpu::LoweredGpu<'c>, Error> {
     let mut lowered = crate::lower::gpu::lower_gpu(context, module, math)?;
-    let conversions = pipeline::build(context, &pipeline::parse(LLVM_PIPELINE)?)?;
-    conversions
-        .run(&mut lowered.module)
-        .map_err(|_| Error::Codegen("conversion to the LLVM dialect failed".into()))?;
+    convert(context, &mut lowered.module)?;
     Ok(lowered)
 }
 

@@ -17,26 +17,9 @@ use jitc_interp::{Interpreter, Scalar, StateStore, Tensor, Value};
 use jitc_runtime::cuda::{CudaDevice, CudaModule};
 use std::process::ExitCode;
 
-struct Rng(u64);
+mod support;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
-fn random(shape: &[usize], seed: u64) -> Tensor {
-    let mut rng = Rng(seed);
-    let n: usize = shape.iter().product();
-    let values: Vec<String> = (0..n)
-        .map(|_| format!("{}", ((rng.next() % 201) as f32 - 100.0) / 37.0))
-        .collect();
-    let prefix: String = shape.iter().map(|d| format!("{d}x")).collect();
-    Tensor::parse_literal(&format!("{prefix}f32={}", values.join(" "))).expect("a literal")
-}
+use support::{example, random};
 
 fn equal(a: Scalar, b: Scalar, math: MathMode) -> bool {
     match (a, b, math) {
@@ -61,13 +44,6 @@ fn same(a: &[Value], b: &[Value], math: MathMode) -> bool {
             }
             _ => x == y,
         })
-}
-
-fn example(name: &str) -> String {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples")
-        .join(name);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| format!("cannot read {}: {e}", path.display()))
 }
 
 /// Runs example `name` on `shapes` of random inputs on the GPU and in the

@@ -23,24 +23,9 @@ use jitc_interp::{Interpreter, Scalar, StateStore, Tensor, Value};
 use jitc_runtime::CpuModule;
 use proptest::prelude::*;
 
-struct Rng(u64);
+mod support;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'t>(&mut self, items: &[&'t str]) -> &'t str {
-        items[self.below(items.len())]
-    }
-}
+use support::{Rng, example, random};
 
 fn near(a: Scalar, b: Scalar) -> bool {
     let (x, y) = match (a, b) {
@@ -273,25 +258,6 @@ proptest! {
             prop_assert!(false, "{difference}\nprogram:\n{source}\ninputs: {inputs:?}");
         }
     }
-}
-
-fn example(name: &str) -> String {
-    std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../examples")
-            .join(name),
-    )
-    .unwrap()
-}
-
-fn random(shape: &[usize], seed: u64) -> Tensor {
-    let mut rng = Rng(seed);
-    let n: usize = shape.iter().product();
-    let values: Vec<String> = (0..n)
-        .map(|_| format!("{}", (rng.below(201) as f32 - 100.0) / 37.0))
-        .collect();
-    let prefix: String = shape.iter().map(|d| format!("{d}x")).collect();
-    Tensor::parse_literal(&format!("{prefix}f32={}", values.join(" "))).unwrap()
 }
 
 #[test]

@@ -283,6 +283,24 @@ pub enum Compiled {
     Cuda(jitc_runtime::cuda::CudaModule),
 }
 
+impl Compiled {
+    /// What runs the kernels.
+    fn runner(&self) -> &dyn jitc_interp::KernelRunner {
+        match self {
+            Compiled::Cpu(compiled) => compiled,
+            Compiled::Cuda(compiled) => compiled,
+        }
+    }
+
+    /// Kernels that run in the interpreter, with the reason.
+    fn interpreted_kernels(&self) -> &[(String, String)] {
+        match self {
+            Compiled::Cpu(compiled) => compiled.interpreted_kernels(),
+            Compiled::Cuda(compiled) => compiled.interpreted_kernels(),
+        }
+    }
+}
+
 /// A module ready to execute: verified, and for `cpu` and `cuda` fused and
 /// compiled.
 pub struct Program<'c> {
@@ -314,9 +332,6 @@ impl<'c> Program<'c> {
                 };
                 let compiled = jitc_runtime::CpuModule::compile_with(context, &mut module, &options)
                     .map_err(|e| e.to_string())?;
-                for (kernel, reason) in compiled.interpreted_kernels() {
-                    eprintln!("jitc {tool}: note: kernel @{kernel} runs in the interpreter: {reason}");
-                }
                 Some(Compiled::Cpu(compiled))
             }
             Backend::Cuda => {
@@ -326,12 +341,12 @@ impl<'c> Program<'c> {
                 };
                 let compiled = jitc_runtime::cuda::CudaModule::compile(context, &mut module, &options)
                     .map_err(|e| e.to_string())?;
-                for (kernel, reason) in compiled.interpreted_kernels() {
-                    eprintln!("jitc {tool}: note: kernel @{kernel} runs in the interpreter: {reason}");
-                }
                 Some(Compiled::Cuda(compiled))
             }
         };
+        for (kernel, reason) in compiled.iter().flat_map(Compiled::interpreted_kernels) {
+            eprintln!("jitc {tool}: note: kernel @{kernel} runs in the interpreter: {reason}");
+        }
         Ok(Self {
             module,
             compiled,
@@ -343,8 +358,7 @@ impl<'c> Program<'c> {
     /// when there is some.
     pub fn interpreter(&self) -> Interpreter<'c, '_> {
         match &self.compiled {
-            Some(Compiled::Cpu(compiled)) => Interpreter::new(&self.module).with_kernels(compiled),
-            Some(Compiled::Cuda(compiled)) => Interpreter::new(&self.module).with_kernels(compiled),
+            Some(compiled) => Interpreter::new(&self.module).with_kernels(compiled.runner()),
             None => Interpreter::new(&self.module),
         }
     }

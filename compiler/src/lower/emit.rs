@@ -14,6 +14,16 @@ use melior::{
     },
 };
 
+/// An `scf.for` being built: an emitter for its body, the induction
+/// variable, the carried values inside the body and the loop's results
+/// after it.
+pub type Loop<'c, 'a> = (
+    Emitter<'c, 'a>,
+    Value<'c, 'a>,
+    Vec<Value<'c, 'a>>,
+    Vec<Value<'c, 'a>>,
+);
+
 /// Appends ops to a block.
 #[derive(Clone, Copy)]
 pub struct Emitter<'c, 'a> {
@@ -150,42 +160,24 @@ impl<'c, 'a> Emitter<'c, 'a> {
     /// returns an emitter for its body (ended by [`Self::yield_values`] with
     /// the next values), the induction variable, the carried values inside
     /// the body and the loop's results after it.
-    #[allow(clippy::type_complexity)]
     pub fn for_carried(
         &self,
         lower: Value<'c, '_>,
         upper: Value<'c, '_>,
         inits: &[Value<'c, '_>],
-    ) -> Result<
-        (
-            Emitter<'c, 'a>,
-            Value<'c, 'a>,
-            Vec<Value<'c, 'a>>,
-            Vec<Value<'c, 'a>>,
-        ),
-        Error,
-    > {
+    ) -> Result<Loop<'c, 'a>, Error> {
         let one = self.index(1)?;
         self.for_step(lower, upper, one, inits)
     }
 
     /// As [`Self::for_carried`], with the step `step` (an index value).
-    #[allow(clippy::type_complexity)]
     pub fn for_step(
         &self,
         lower: Value<'c, '_>,
         upper: Value<'c, '_>,
         one: Value<'c, '_>,
         inits: &[Value<'c, '_>],
-    ) -> Result<
-        (
-            Emitter<'c, 'a>,
-            Value<'c, 'a>,
-            Vec<Value<'c, 'a>>,
-            Vec<Value<'c, 'a>>,
-        ),
-        Error,
-    > {
+    ) -> Result<Loop<'c, 'a>, Error> {
         let types: Vec<Type<'c>> = inits.iter().map(|v| v.r#type()).collect();
         let mut arguments = vec![(Type::index(self.context), self.location)];
         arguments.extend(types.iter().map(|t| (*t, self.location)));

@@ -38,13 +38,13 @@ use super::{
     schedule::{self, GpuStrategy},
 };
 use crate::Error;
-use jitc_dialect::{kinds::ElementType, ops::ReindexReduceOp};
+use jitc_dialect::kinds::ElementType;
 use melior::{
     Context,
     dialect::func,
     ir::{
         Attribute, Block, BlockLike, Identifier, Location, Module, OperationRef, Region, RegionLike, Type,
-        Value, ValueLike,
+        Value,
         attribute::{FlatSymbolRefAttribute, IntegerAttribute, StringAttribute, TypeAttribute},
         operation::{OperationBuilder, OperationLike},
         r#type::{FunctionType, IntegerType},
@@ -269,35 +269,6 @@ fn entry<'c>(
     Ok(())
 }
 
-/// Elements of the register reductions, in op order (the order
-/// `ops::emit_gpu_kernel` keeps them in).
-fn register_elements(body: melior::ir::BlockRef, outputs: &[Buffer]) -> Vec<ElementType> {
-    let mut returned = Vec::new();
-    let mut op = body.first_operation();
-    let mut terminator = None;
-    while let Some(current) = op {
-        op = current.next_in_block();
-        terminator = Some(current);
-    }
-    if let Some(terminator) = terminator {
-        returned = terminator.operands().map(|v| v.to_raw().ptr as usize).collect();
-    }
-    let mut elements = Vec::new();
-    let mut op = body.first_operation();
-    while let Some(current) = op {
-        op = current.next_in_block();
-        let Some(result) = ReindexReduceOp::cast(current).and_then(|r| r.result()) else {
-            continue;
-        };
-        if let Some(j) = returned.iter().position(|&k| k == result.to_raw().ptr as usize)
-            && let Some(Buffer::Tensor(_, element)) = outputs.get(j)
-        {
-            elements.push(*element);
-        }
-    }
-    elements
-}
-
 /// A shared-memory array of `count` `element`s, as a generic pointer.
 fn shared_array<'c, 'a>(
     at: &Emitter<'c, 'a>,
@@ -396,44 +367,32 @@ fn lower_kernel<'c>(
         &signature.name,
         signature,
         |top, ids, values| {
-            let mut arguments = Vec::new();
-            for (i, input) in signature.inputs.iter().enumerate() {
-                let argument: Value = body
-                    .argument(i)
-                    .map_err(|_| Error::Lowering("missing argument".into()))?
-                    .into();
-                let lowered = match input {
-                    Buffer::Index => {
-                        ops::Arg::Index(top.value("arith.index_cast", &[values[i]], Type::index(context))?)
-                    }
-                    Buffer::Tensor(shape, element) => ops::Arg::Tensor {
-                        pointer: values[i],
-                        shape: shape.clone(),
-                        element: *element,
-                    },
-                };
-                arguments.push((argument, lowered));
-            }
+            let index = Type::index(context);
+            let arguments = super::lower_arguments(body, &signature.inputs, values, |value| {
+                top.value("arith.index_cast", &[value], index)
+            })?;
             let outputs = outputs_of(signature, values)?;
             let status = values[values.len() - 1];
-            let shared = match gpu.strategy {
-                GpuStrategy::Blocks { block } => register_elements(body, &signature.outputs)
-                    .into_iter()
-                    .enumerate()
-                    .map(|(r, element)| {
-                        shared_array(
-                            top,
-                            lowered,
-                            &format!("{}_shared{r}", signature.name),
-                            element,
-                            block,
-                        )
-                    })
-                    .collect::<Result<Vec<_>, _>>()?,
-                GpuStrategy::Threads => Vec::new(),
+            let mut shared = |r: usize, element: ElementType, block: i64| {
+                shared_array(
+                    top,
+                    lowered,
+                    &format!("{}_shared{r}", signature.name),
+                    element,
+                    block,
+                )
             };
             ops::emit_gpu_kernel(
-                top, body, &arguments, &outputs, status, &domain, gpu, ids, &shared, math,
+                top,
+                body,
+                &arguments,
+                &outputs,
+                status,
+                &domain,
+                gpu,
+                ids,
+                &mut shared,
+                math,
             )
         },
     )?;

@@ -50,8 +50,8 @@ use melior::{
     Context,
     dialect::func,
     ir::{
-        Attribute, Block, BlockLike, Identifier, Location, Module, OperationRef, Region, RegionLike, Type,
-        TypeLike, Value,
+        Attribute, Block, BlockLike, BlockRef, Identifier, Location, Module, OperationRef, Region,
+        RegionLike, Type, TypeLike, Value,
         attribute::{StringAttribute, TypeAttribute},
         operation::OperationLike,
         r#type::{DimSize, FunctionType, ShapedTypeLike},
@@ -281,25 +281,11 @@ fn lower_kernel<'c>(
         .ok()
         .and_then(|r| r.first_block())
         .ok_or_else(|| Error::Lowering("empty kernel".into()))?;
-    let mut arguments = Vec::new();
-    for (i, input) in signature.inputs.iter().enumerate() {
-        let argument: Value = body
-            .argument(i)
-            .map_err(|_| Error::Lowering("missing argument".into()))?
-            .into();
-        let lowered = match input {
-            Buffer::Index => {
-                let raw = top.value("llvm.load", &[pointers[i]], i64_type)?;
-                ops::Arg::Index(top.value("arith.index_cast", &[raw], Type::index(context))?)
-            }
-            Buffer::Tensor(shape, element) => ops::Arg::Tensor {
-                pointer: pointers[i],
-                shape: shape.clone(),
-                element: *element,
-            },
-        };
-        arguments.push((argument, lowered));
-    }
+    let index = Type::index(context);
+    let arguments = lower_arguments(body, &signature.inputs, &pointers, |pointer| {
+        let raw = top.value("llvm.load", &[pointer], i64_type)?;
+        top.value("arith.index_cast", &[raw], index)
+    })?;
     let outputs: Vec<(Value, Vec<usize>, ElementType)> = signature
         .outputs
         .iter()
@@ -349,6 +335,36 @@ fn lower_kernel<'c>(
     );
     lowered.body().append_operation(function);
     Ok(())
+}
+
+/// The kernel's arguments (the arguments of its `body`), each with its
+/// lowered form: a tensor is the data pointer `slots[i]`, an index is
+/// `read_index(slots[i])`.
+fn lower_arguments<'c, 'a, 'b>(
+    body: BlockRef<'c, 'b>,
+    inputs: &[Buffer],
+    slots: &[Value<'c, 'a>],
+    mut read_index: impl FnMut(Value<'c, 'a>) -> Result<Value<'c, 'a>, Error>,
+) -> Result<Vec<(Value<'c, 'b>, ops::Arg<'c, 'a>)>, Error> {
+    inputs
+        .iter()
+        .enumerate()
+        .map(|(i, input)| {
+            let argument: Value = body
+                .argument(i)
+                .map_err(|_| Error::Lowering("missing argument".into()))?
+                .into();
+            let lowered = match input {
+                Buffer::Index => ops::Arg::Index(read_index(slots[i])?),
+                Buffer::Tensor(shape, element) => ops::Arg::Tensor {
+                    pointer: slots[i],
+                    shape: shape.clone(),
+                    element: *element,
+                },
+            };
+            Ok((argument, lowered))
+        })
+        .collect()
 }
 
 pub(crate) fn gep<'c, 'a>(

@@ -381,50 +381,22 @@ pub fn emit_kernel<'c, 'a>(
     range: Option<(Value<'c, 'a>, Value<'c, 'a>)>,
     math: MathMode,
 ) -> Result<(), Error> {
-    let mut ops = Vec::new();
-    let mut next = kernel_body.first_operation();
-    while let Some(op) = next {
-        next = op.next_in_block();
-        ops.push(op);
-    }
-    let terminator = ops.pop().ok_or_else(|| error("an empty kernel"))?;
-    let output_of: HashMap<usize, usize> = terminator
-        .operands()
-        .enumerate()
-        .map(|(j, v)| (key(v), j))
-        .collect();
     if domain.iter().any(|&d| d < 0) {
         return Err(error("dynamic domain"));
     }
-    // SAFETY: `arguments` refers to kernel values that outlive this call.
-    let arguments: &[(Value<'c, '_>, Arg<'c, 'a>)] = unsafe { std::mem::transmute(arguments) };
-    let mut kernel = Kernel {
-        ops,
-        output_of,
-        outputs,
+    let (kernel, in_memory) = Kernel::new(
+        kernel_body,
         arguments,
+        outputs,
         status,
         domain,
         schedule,
         range,
-        registers: Vec::new(),
         math,
-    };
-    for op in &kernel.ops {
-        let Some(reduce) = ReindexReduceOp::cast(*op) else {
-            continue;
-        };
-        let result = reduce.result().ok_or_else(|| error("reduce result"))?;
-        let Some(&j) = kernel.output_of.get(&key(result)) else {
-            continue;
-        };
-        let kind = reduce.kind().ok_or_else(|| error("unknown reduction"))?;
-        if schedule.registers > 0 {
-            kernel.registers.push((*op, j, kind, outputs[j].2));
-        } else {
-            // Reductions in memory start from their identity.
-            kernel.fill(top, reduce, j, kind)?;
-        }
+    )?;
+    for (reduce, j, kind) in in_memory {
+        // Reductions in memory start from their identity.
+        kernel.fill(top, reduce, j, kind)?;
     }
     let mut ivs = vec![None; domain.len()];
     let left = kernel.level(0, top, &mut ivs, Vec::new())?;
@@ -468,8 +440,9 @@ fn delinearize<'c, 'a>(
 /// [`super::schedule::gpu`]): a thread (or block) finds its point of the
 /// thread-mapped dimensions from `ids`, then runs the loop nest below them;
 /// a block reduction also strides over the folded dimensions and combines
-/// the threads' partial results in `shared` (one generic pointer to
-/// `block` elements per register reduction, in the kernel's order).
+/// the threads' partial results in shared memory: `shared(r, element,
+/// block)` makes the array of `block` elements for register reduction `r`,
+/// as a generic pointer.
 #[allow(clippy::too_many_arguments)]
 pub fn emit_gpu_kernel<'c, 'a>(
     top: &Emitter<'c, 'a>,
@@ -480,49 +453,21 @@ pub fn emit_gpu_kernel<'c, 'a>(
     domain: &[i64],
     gpu: &super::schedule::GpuSchedule,
     ids: &GpuIds<'c, 'a>,
-    shared: &[Value<'c, 'a>],
+    shared: &mut dyn FnMut(usize, ElementType, i64) -> Result<Value<'c, 'a>, Error>,
     math: MathMode,
 ) -> Result<(), Error> {
-    let mut ops = Vec::new();
-    let mut next = kernel_body.first_operation();
-    while let Some(op) = next {
-        next = op.next_in_block();
-        ops.push(op);
-    }
-    let terminator = ops.pop().ok_or_else(|| error("an empty kernel"))?;
-    let output_of: HashMap<usize, usize> = terminator
-        .operands()
-        .enumerate()
-        .map(|(j, v)| (key(v), j))
-        .collect();
-    // SAFETY: `arguments` refers to kernel values that outlive this call.
-    let arguments: &[(Value<'c, '_>, Arg<'c, 'a>)] = unsafe { std::mem::transmute(arguments) };
     let schedule = &gpu.nest;
-    let mut kernel = Kernel {
-        ops,
-        output_of,
-        outputs,
+    // Reductions in memory were filled by the fill launch.
+    let (kernel, _) = Kernel::new(
+        kernel_body,
         arguments,
+        outputs,
         status,
         domain,
         schedule,
-        range: None,
-        registers: Vec::new(),
+        None,
         math,
-    };
-    for op in &kernel.ops {
-        let Some(reduce) = ReindexReduceOp::cast(*op) else {
-            continue;
-        };
-        let result = reduce.result().ok_or_else(|| error("reduce result"))?;
-        let Some(&j) = kernel.output_of.get(&key(result)) else {
-            continue;
-        };
-        let kind = reduce.kind().ok_or_else(|| error("unknown reduction"))?;
-        if schedule.registers > 0 {
-            kernel.registers.push((*op, j, kind, outputs[j].2));
-        }
-    }
+    )?;
     let index = Type::index(top.context);
     let extents: Vec<i64> = gpu.threads.iter().map(|&d| domain[d]).collect();
     let mut ivs = vec![None; domain.len()];
@@ -557,7 +502,13 @@ pub fn emit_gpu_kernel<'c, 'a>(
             }
             let next = kernel.point(&body, &ivs, carried, false)?;
             body.yield_values(&next)?;
-            kernel.block_reduce(top, ids, shared, &partial, block, &ivs)
+            let shared = kernel
+                .registers
+                .iter()
+                .enumerate()
+                .map(|(r, (_, _, _, element))| shared(r, *element, block))
+                .collect::<Result<Vec<_>, _>>()?;
+            kernel.block_reduce(top, ids, &shared, &partial, block, &ivs)
         }
     }
 }
@@ -597,7 +548,72 @@ pub fn emit_gpu_fill<'c, 'a>(
     Ok(())
 }
 
-impl<'c, 'a> Kernel<'c, 'a, '_> {
+/// A reduction that accumulates in its output buffer: the op, its output
+/// and kind.
+type InMemory<'c, 'k> = (ReindexReduceOp<'c, 'k>, usize, ReduceKind);
+
+impl<'c, 'a, 'k> Kernel<'c, 'a, 'k> {
+    /// The kernel whose body is `kernel_body`, with its reductions in
+    /// registers when `schedule` says so; returns the reductions that
+    /// accumulate in memory instead.
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        kernel_body: BlockRef<'c, 'k>,
+        arguments: &'k [(Value<'c, '_>, Arg<'c, 'a>)],
+        outputs: &'k [Output<'c, 'a>],
+        status: Value<'c, 'a>,
+        domain: &'k [i64],
+        schedule: &'k Schedule,
+        range: Option<(Value<'c, 'a>, Value<'c, 'a>)>,
+        math: MathMode,
+    ) -> Result<(Self, Vec<InMemory<'c, 'k>>), Error> {
+        let mut ops = Vec::new();
+        let mut next = kernel_body.first_operation();
+        while let Some(op) = next {
+            next = op.next_in_block();
+            ops.push(op);
+        }
+        let terminator = ops.pop().ok_or_else(|| error("an empty kernel"))?;
+        let output_of: HashMap<usize, usize> = terminator
+            .operands()
+            .enumerate()
+            .map(|(j, v)| (key(v), j))
+            .collect();
+        // SAFETY: `arguments` refers to kernel values that outlive the
+        // kernel being emitted.
+        let arguments: &'k [(Value<'c, 'k>, Arg<'c, 'a>)] = unsafe { std::mem::transmute(arguments) };
+        let mut registers = Vec::new();
+        let mut in_memory = Vec::new();
+        for op in &ops {
+            let Some(reduce) = ReindexReduceOp::cast(*op) else {
+                continue;
+            };
+            let result = reduce.result().ok_or_else(|| error("reduce result"))?;
+            let Some(&j) = output_of.get(&key(result)) else {
+                continue;
+            };
+            let kind = reduce.kind().ok_or_else(|| error("unknown reduction"))?;
+            if schedule.registers > 0 {
+                registers.push((*op, j, kind, outputs[j].2));
+            } else {
+                in_memory.push((reduce, j, kind));
+            }
+        }
+        let kernel = Kernel {
+            ops,
+            output_of,
+            outputs,
+            arguments,
+            status,
+            domain,
+            schedule,
+            range,
+            registers,
+            math,
+        };
+        Ok((kernel, in_memory))
+    }
+
     /// The loop bounds of domain dimension `d`.
     fn bounds(&self, at: &Emitter<'c, 'a>, d: usize) -> Result<(Value<'c, 'a>, Value<'c, 'a>), Error> {
         match self.range {
@@ -718,9 +734,6 @@ impl<'c, 'a> Kernel<'c, 'a, '_> {
         block: i64,
         ivs: &[Option<Value<'c, 'a>>],
     ) -> Result<(), Error> {
-        if shared.len() != self.registers.len() {
-            return Err(error("a block reduction without its shared memory"));
-        }
         let index = Type::index(top.context);
         let barrier = || top.op("nvvm.barrier0", &[], &[], &[]).map(|_| ());
         for ((_, _, _, element), (buffer, value)) in self.registers.iter().zip(shared.iter().zip(partial)) {
