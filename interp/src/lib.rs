@@ -29,6 +29,16 @@ pub use tensor::{Buffer, Tensor};
 
 use std::fmt;
 
+/// The value of an `arith.constant` op, as the interpreter holds it; other
+/// ops are an error. Lets another executor of the host schedule (the CUDA
+/// runtime's device plan) take constants with the interpreter's meaning.
+pub fn constant(op: melior::ir::OperationRef) -> Result<Value, Error> {
+    if eval::op_name(op) != "arith.constant" {
+        return Err(eval::unsupported(op));
+    }
+    arith::eval(op, &[])
+}
+
 /// Why a run stopped. Nothing is committed to the state store then.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {

@@ -4,6 +4,11 @@
 //! polynomial `exp`/`tanh` and block reductions reassociate sums), with
 //! `--math exact` kernels compared within 4 ulps.
 //!
+//! Beside the examples it checks the device plans: which functions get
+//! one, that a run with values kept on the device gives the same bits as
+//! a run from the host, and that run-time errors (a division by zero, a
+//! wrong argument) come back as errors.
+//!
 //! This file has its own `main` (no libtest harness) so that a machine
 //! without a GPU says so: it prints `SKIPPED` and the number of tests not
 //! run, and counts none of them as passed. Set `JITC_REQUIRE_GPU=1` to make
@@ -14,7 +19,7 @@ use jitc_compiler::{
     optimize, source::parse_module,
 };
 use jitc_interp::{Interpreter, Scalar, StateStore, Tensor, Value};
-use jitc_runtime::cuda::{CudaDevice, CudaModule};
+use jitc_runtime::cuda::{CudaDevice, CudaModule, DeviceValue, Schedule};
 use std::process::ExitCode;
 
 mod support;
@@ -100,7 +105,93 @@ fn check(name: &str, shapes: &[&[usize]], math: MathMode) -> Result<(), String> 
     if math == MathMode::Fast && name != "indrnn.mlir" && !interpreted.is_empty() {
         return Err(format!("kernels ran in the interpreter: {interpreted:?}"));
     }
+    // The examples with a loop and state, and those with a kernel left to
+    // the interpreter, keep their host code in the interpreter; every other
+    // example is one device plan.
+    let schedule = compiled.schedule(&module, "main").map_err(|e| e.to_string())?;
+    let host = matches!(name, "rnn.mlir" | "indrnn.mlir") || !interpreted.is_empty();
+    if host != matches!(schedule, Schedule::Interpreted(_)) {
+        return Err(format!("unexpected schedule: {schedule:?}"));
+    }
+    // Values kept on the device give the same bits as a run from the host.
+    if let Schedule::Device { .. } = schedule {
+        let device = compiled.device();
+        let on_device = inputs
+            .iter()
+            .map(|t| device.upload(t).map(DeviceValue::Device))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| e.to_string())?;
+        let resident = compiled
+            .run_on_device(&module, "main", on_device)
+            .and_then(|results| {
+                results
+                    .into_iter()
+                    .map(|r| compiled.to_host(r))
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .map_err(|e| format!("the device-resident run failed: {e}"))?;
+        if resident != got {
+            return Err(format!(
+                "the device-resident run differs\nfrom the host: {got:?}\non the device: {resident:?}"
+            ));
+        }
+    }
     Ok(())
+}
+
+/// Run-time errors on the GPU are errors: an integer division by zero, in
+/// a device plan and in a kernel the interpreter calls, and a wrong
+/// argument.
+fn errors() -> Result<(), String> {
+    let source = r#"func.func @main(%x: tensor<4xi32>, %y: tensor<4xi32>) -> tensor<4xi32> {
+  %q = "meta.binary"(%x, %y) {kind = "div"} : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  return %q : tensor<4xi32>
+}
+func.func @looped(%x: tensor<4xi32>, %y: tensor<4xi32>, %n: index) -> tensor<4xi32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%a = %x) -> (tensor<4xi32>) {
+    %q = "meta.binary"(%a, %y) {kind = "div"} : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+    scf.yield %q : tensor<4xi32>
+  }
+  return %r : tensor<4xi32>
+}"#;
+    let context = new_context().map_err(|e| e.to_string())?;
+    let collector = DiagnosticCollector::attach(&context);
+    let mut module = parse_module(&context, source).ok_or_else(|| format!("{:?}", collector.take()))?;
+    let compiled =
+        CudaModule::compile(&context, &mut module, &GpuOptions::default()).map_err(|e| e.to_string())?;
+    let x = Value::tensor(Tensor::parse_literal("4xi32=8 6 4 2").map_err(|e| e.to_string())?);
+    let zero = Value::tensor(Tensor::parse_literal("4xi32=1 0 1 1").map_err(|e| e.to_string())?);
+    let two = Value::tensor(Tensor::parse_literal("4xi32=2 2 2 2").map_err(|e| e.to_string())?);
+    let run = |name: &str, args: Vec<Value>| compiled.run(&module, name, args, &mut StateStore::new());
+    let halved = run("main", vec![x.clone(), two.clone()]).map_err(|e| e.to_string())?;
+    if halved
+        != [Value::tensor(
+            Tensor::parse_literal("4xi32=4 3 2 1").map_err(|e| e.to_string())?,
+        )]
+    {
+        return Err(format!("8 6 4 2 / 2 gave {halved:?}"));
+    }
+    for (name, args) in [
+        ("main", vec![x.clone(), zero.clone()]),
+        ("looped", vec![x.clone(), zero.clone(), Value::Index(2)]),
+    ] {
+        match run(name, args) {
+            Err(e) if e.to_string().contains("integer division by zero") => {}
+            other => return Err(format!("@{name} divided by zero and gave {other:?}")),
+        }
+    }
+    let short = Value::tensor(Tensor::parse_literal("3xi32=1 2 3").map_err(|e| e.to_string())?);
+    match run("main", vec![short, two]) {
+        Err(e)
+            if e.to_string()
+                .contains("argument 0 of @main must be tensor<4xi32>") =>
+        {
+            Ok(())
+        }
+        other => Err(format!("a wrong argument gave {other:?}")),
+    }
 }
 
 fn main() -> ExitCode {
@@ -114,7 +205,7 @@ fn main() -> ExitCode {
         ("rnn.mlir", &[&[5, 4, 6], &[6, 8], &[8, 8]]),
         ("indrnn.mlir", &[&[3, 16, 64], &[64, 64], &[64]]),
     ];
-    let total = cases.len() * 2;
+    let total = cases.len() * 2 + 1;
     if let Err(reason) = CudaDevice::get() {
         println!("cuda tests: SKIPPED, {total} tests not run: {reason}");
         if std::env::var_os("JITC_REQUIRE_GPU").is_some() {
@@ -133,6 +224,13 @@ fn main() -> ExitCode {
                     println!("test {name} ({math:?}) on the GPU ... FAILED\n{difference}");
                 }
             }
+        }
+    }
+    match errors() {
+        Ok(()) => println!("test run-time errors on the GPU ... ok"),
+        Err(difference) => {
+            failures += 1;
+            println!("test run-time errors on the GPU ... FAILED\n{difference}");
         }
     }
     println!("cuda tests: {} passed, {failures} failed", total - failures);

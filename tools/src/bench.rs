@@ -92,14 +92,13 @@ fn bench(context: &Context, args: &BenchArgs) -> Result<(), String> {
     let signature = interpreter.signature(&args.function).map_err(|e| e.to_string())?;
     let inputs = read_inputs(&signature, &args.inputs, &args.function)?;
     let state = read_states(&args.states)?;
+    program.note_schedule(&args.function, "bench");
     let mut samples = Vec::new();
     let mut results = Vec::new();
     for call in 0..args.warmup + args.repetitions as usize {
         let (inputs, mut state) = (inputs.iter().map(deep_copy).collect(), state.clone());
         let start = Instant::now();
-        results = interpreter
-            .run(&args.function, inputs, &mut state)
-            .map_err(|e| e.to_string())?;
+        results = program.run(&args.function, inputs, &mut state)?;
         let elapsed = start.elapsed();
         if call >= args.warmup {
             samples.push(elapsed);

@@ -221,7 +221,10 @@ fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
                 &state_outputs,
             );
         }
-        (None, None) => interpreter.run(function, inputs, &mut state),
+        (None, None) => {
+            program.note_schedule(function, "run");
+            program.run(function, inputs, &mut state)
+        }
         (Some(path), None) => {
             // Read the old profile first: a bad file is reported, never
             // overwritten.
@@ -234,10 +237,9 @@ fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
             if results.is_ok() {
                 profile.save(path).map_err(|e| e.to_string())?;
             }
-            results
+            results.map_err(|e| e.to_string())
         }
-    }
-    .map_err(|e| e.to_string())?;
+    }?;
     finish(args, results, state, &outputs, &state_outputs)
 }
 
@@ -352,6 +354,35 @@ impl<'c> Program<'c> {
             compiled,
             compile_time: start.elapsed(),
         })
+    }
+
+    /// Runs `function`: on the GPU as a device plan when the cuda backend
+    /// has one for it, else in the interpreter, which hands kernels to the
+    /// compiled code.
+    pub fn run(
+        &self,
+        function: &str,
+        args: Vec<Value>,
+        state: &mut StateStore,
+    ) -> Result<Vec<Value>, String> {
+        match &self.compiled {
+            Some(Compiled::Cuda(compiled)) => compiled.run(&self.module, function, args, state),
+            _ => self.interpreter().run(function, args, state).map_err(Into::into),
+        }
+        .map_err(|e| e.to_string())
+    }
+
+    /// With the cuda backend, says when `function`'s host code keeps it
+    /// off the device plan; `tool` names the subcommand.
+    pub fn note_schedule(&self, function: &str, tool: &str) {
+        if let Some(Compiled::Cuda(compiled)) = &self.compiled
+            && let Ok(jitc_runtime::cuda::Schedule::Interpreted(reason)) =
+                compiled.schedule(&self.module, function)
+        {
+            eprintln!(
+                "jitc {tool}: note: @{function} runs its host code in the interpreter, one round trip to the GPU per kernel call: {reason}"
+            );
+        }
     }
 
     /// An interpreter for the host schedule, handing kernels to native code

@@ -3,36 +3,48 @@
 //! backend).
 //!
 //! - [`CudaDevice`]: one context per device ordinal for the life of the
-//!   process, a compute stream and a copy stream, and the loaded PTX
-//!   modules, cached by their text, so a kernel is loaded once per
-//!   context.
+//!   process, a compute stream and a copy stream, the loaded PTX modules,
+//!   cached by their text, so a kernel is loaded once per context, and
+//!   page-locked staging buffers for copies.
 //! - [`CudaModule`]: a module's kernels compiled to PTX
-//!   (`jitc_compiler::codegen::ptx`) and loaded. `run` executes the host
-//!   schedule in the interpreter, which hands each kernel call to the GPU:
-//!   the inputs are copied to device buffers on the copy stream, the
-//!   compute stream waits for those copies (an event each), runs the fill
-//!   launch when the kernel has one and the kernel, and the results are
-//!   copied back. Kernels that could not be compiled for the GPU run in
-//!   the interpreter.
+//!   (`jitc_compiler::codegen::ptx`) and loaded. Kernels that could not be
+//!   compiled for the GPU run in the interpreter.
+//! - `plan`: a function whose host code is straight-line (kernel calls,
+//!   constants, calls of such functions) becomes a device plan, built once
+//!   per function.
+//! - `execute`: runs a plan with values kept on the device between kernels,
+//!   each argument uploaded on the copy stream when its first kernel needs
+//!   it (so kernels overlap the uploads of later inputs), and each result
+//!   downloaded on the copy stream as soon as its kernel is queued.
 //!
-//! Not here yet: device-resident values between kernels and copies that
-//! overlap kernels. The interpreted host schedule needs every kernel's
-//! results on the host before it goes on, so each kernel call is a
-//! round trip.
+//! [`CudaModule::run`] takes the plan when the function has one
+//! ([`CudaModule::schedule`] says which), and otherwise runs the host
+//! schedule in the interpreter, which hands each kernel call to the GPU as
+//! a one-launch plan: a round trip per kernel.
+//! [`CudaModule::run_on_device`] takes and returns device tensors, for
+//! callers that keep values on the GPU across calls.
+
+mod execute;
+mod plan;
+
+pub use execute::{DeviceTensor, DeviceValue};
 
 use crate::Error;
-use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaContext, CudaFunction, CudaStream, PinnedHostSlice};
 use jitc_compiler::{
     OptimizeOptions,
     codegen::{self, GpuOptions, Ptx},
-    lower::{Buffer as Slot, gpu::GpuKernel},
+    lower::gpu::GpuKernel,
     optimize, pipeline,
 };
-use jitc_interp::{Interpreter, KernelRunner, StateStore, Tensor, Value};
+use jitc_interp::{Interpreter, KernelRunner, StateStore, Value, ValueType};
 use melior::{Context, ir::Module};
+use plan::{Launch as Step, Operand, Plan};
 use std::{
+    cell::RefCell,
     collections::HashMap,
     hash::{DefaultHasher, Hash, Hasher},
+    rc::Rc,
     sync::{Arc, Mutex, OnceLock},
 };
 
@@ -47,6 +59,7 @@ pub struct CudaDevice {
     compute: Arc<CudaStream>,
     copy: Arc<CudaStream>,
     modules: Mutex<HashMap<u64, Arc<cudarc::driver::CudaModule>>>,
+    staging: Mutex<Vec<PinnedHostSlice<u8>>>,
     name: String,
     capability: (i32, i32),
 }
@@ -94,6 +107,7 @@ impl CudaDevice {
                 compute,
                 copy,
                 modules: Mutex::new(HashMap::new()),
+                staging: Mutex::new(Vec::new()),
                 name,
                 capability,
             }),
@@ -175,11 +189,31 @@ struct Loaded {
     fill: Option<CudaFunction>,
 }
 
+/// How [`CudaModule::run`] runs a function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Schedule {
+    /// As a device plan of this many kernel launches, values kept on the
+    /// GPU between them.
+    Device {
+        /// How many launches.
+        launches: usize,
+    },
+    /// In the interpreter, a round trip per kernel call; the reason.
+    Interpreted(String),
+}
+
+/// A function's device plan, with its tensor constants on the device.
+struct Prepared {
+    plan: Plan,
+    constants: Vec<DeviceValue>,
+}
+
 /// A module whose kernels run on the GPU.
 pub struct CudaModule {
     device: Arc<CudaDevice>,
     kernels: HashMap<String, Loaded>,
     ptx: Ptx,
+    plans: RefCell<HashMap<String, Rc<Result<Prepared, String>>>>,
 }
 
 impl CudaModule {
@@ -222,7 +256,12 @@ impl CudaModule {
                 },
             );
         }
-        Ok(Self { device, kernels, ptx })
+        Ok(Self {
+            device,
+            kernels,
+            ptx,
+            plans: RefCell::new(HashMap::new()),
+        })
     }
 
     /// The device.
@@ -240,8 +279,46 @@ impl CudaModule {
         &self.ptx.text
     }
 
+    /// The device plan of function `name` of `module`, built and its
+    /// constants uploaded on first use.
+    fn prepared(&self, module: &Module, name: &str) -> Result<Rc<Result<Prepared, String>>, Error> {
+        if let Some(prepared) = self.plans.borrow().get(name) {
+            return Ok(Rc::clone(prepared));
+        }
+        let prepared = match Plan::build(module, name, &|kernel| self.kernels.contains_key(kernel)) {
+            Ok(plan) => {
+                let constants = plan
+                    .constants
+                    .iter()
+                    .map(|value| match value {
+                        Value::Tensor(tensor) => self.device.upload(tensor).map(DeviceValue::Device),
+                        other => Ok(DeviceValue::Host(other.clone())),
+                    })
+                    .collect::<Result<_, _>>()?;
+                Ok(Prepared { plan, constants })
+            }
+            Err(reason) => Err(reason),
+        };
+        let prepared = Rc::new(prepared);
+        self.plans
+            .borrow_mut()
+            .insert(name.to_owned(), Rc::clone(&prepared));
+        Ok(prepared)
+    }
+
+    /// How [`Self::run`] runs function `name` of `module`.
+    pub fn schedule(&self, module: &Module, name: &str) -> Result<Schedule, Error> {
+        Ok(match &*self.prepared(module, name)? {
+            Ok(prepared) => Schedule::Device {
+                launches: prepared.plan.launches.len(),
+            },
+            Err(reason) => Schedule::Interpreted(reason.clone()),
+        })
+    }
+
     /// Runs function `name` of `module` (the module given to
-    /// [`Self::compile`]) on `args`.
+    /// [`Self::compile`]) on `args`: as a device plan when it has one,
+    /// else in the interpreter with its kernels on the GPU.
     pub fn run(
         &self,
         module: &Module,
@@ -249,129 +326,113 @@ impl CudaModule {
         args: Vec<Value>,
         state: &mut StateStore,
     ) -> Result<Vec<Value>, Error> {
-        Ok(Interpreter::new(module)
-            .with_kernels(self)
-            .run(name, args, state)?)
+        let prepared = self.prepared(module, name)?;
+        let Ok(prepared) = &*prepared else {
+            return Ok(Interpreter::new(module)
+                .with_kernels(self)
+                .run(name, args, state)?);
+        };
+        let args: Vec<DeviceValue> = args.into_iter().map(DeviceValue::Host).collect();
+        check_arguments(module, name, &args)?;
+        self.execute(&prepared.plan, &prepared.constants, args, true)?
+            .into_iter()
+            .map(|value| self.to_host(value))
+            .collect()
     }
 
-    fn launch(&self, loaded: &Loaded, args: &[Value]) -> Result<Vec<Value>, String> {
-        let signature = &loaded.kernel.signature;
-        let device = &self.device;
-        let (compute, copy) = (&device.compute, &device.copy);
-        let failed = |what: &str, e: cudarc::driver::DriverError| format!("CUDA {what} failed: {e}");
-        // Inputs go up on the copy stream; the kernel waits for them.
-        let mut inputs: Vec<Option<CudaSlice<u8>>> = Vec::with_capacity(args.len());
-        let mut indices: Vec<i64> = Vec::new();
-        for (arg, slot) in args.iter().zip(&signature.inputs) {
-            match (arg, slot) {
-                (Value::Tensor(tensor), Slot::Tensor(shape, element))
-                    if tensor.shape() == shape.as_slice() && tensor.element_type() == *element =>
-                {
-                    let bytes = tensor_bytes(tensor);
-                    let slice = copy
-                        .clone_htod(if bytes.is_empty() { &[0u8][..] } else { bytes })
-                        .map_err(|e| failed("upload", e))?;
-                    inputs.push(Some(slice));
-                }
-                (Value::Index(i), Slot::Index) => {
-                    indices.push(*i);
-                    inputs.push(None);
-                }
-                _ => {
-                    return Err(format!(
-                        "argument {} does not match the compiled kernel",
-                        inputs.len()
-                    ));
-                }
+    /// Runs function `name` of `module` on `args`, which may already be on
+    /// the device, and leaves the results there (indices, and constants or
+    /// arguments returned as they are, stay as given). Only for functions
+    /// with a device plan; the error says why a function has none.
+    pub fn run_on_device(
+        &self,
+        module: &Module,
+        name: &str,
+        args: Vec<DeviceValue>,
+    ) -> Result<Vec<DeviceValue>, Error> {
+        let prepared = self.prepared(module, name)?;
+        match &*prepared {
+            Ok(prepared) => {
+                check_arguments(module, name, &args)?;
+                self.execute(&prepared.plan, &prepared.constants, args, false)
             }
+            Err(reason) => Err(Error::Cuda(format!(
+                "@{name} cannot keep its values on the GPU: {reason}"
+            ))),
         }
-        let uploaded = copy.record_event(None).map_err(|e| failed("event", e))?;
-        compute.wait(&uploaded).map_err(|e| failed("stream wait", e))?;
-        let mut outputs: Vec<(CudaSlice<u8>, Vec<usize>, jitc_dialect::kinds::ElementType)> = Vec::new();
-        for slot in &signature.outputs {
-            let Slot::Tensor(shape, element) = slot else {
-                return Err("a kernel that returns an index".into());
-            };
-            let bytes = shape.iter().product::<usize>() * element.byte_width();
-            let slice = compute
-                .alloc_zeros::<u8>(bytes.max(1))
-                .map_err(|e| failed("allocation", e))?;
-            outputs.push((slice, shape.clone(), *element));
+    }
+
+    /// `value` on the host.
+    pub fn to_host(&self, value: DeviceValue) -> Result<Value, Error> {
+        match value {
+            DeviceValue::Host(value) => Ok(value),
+            DeviceValue::Device(tensor) => Ok(Value::tensor(self.device.download(&tensor)?)),
         }
-        let mut status = compute
-            .alloc_zeros::<i32>(1)
-            .map_err(|e| failed("allocation", e))?;
-        let launches = loaded
-            .fill
-            .iter()
-            .zip(loaded.kernel.launch.fill.iter().map(|f| (f.grid, f.block)))
-            .chain([(
-                &loaded.function,
-                (loaded.kernel.launch.grid, loaded.kernel.launch.block),
-            )]);
-        for (function, (grid, block)) in launches {
-            let mut builder = compute.launch_builder(function);
-            let mut next_index = indices.iter();
-            for input in &inputs {
-                match input {
-                    Some(slice) => builder.arg(slice),
-                    None => builder.arg(next_index.next().ok_or("an index argument is missing")?),
-                };
-            }
-            for (slice, _, _) in &mut outputs {
-                builder.arg(slice);
-            }
-            builder.arg(&mut status);
-            let config = LaunchConfig {
-                grid_dim: (grid, 1, 1),
-                block_dim: (block, 1, 1),
-                shared_mem_bytes: 0,
-            };
-            // SAFETY: the kernel was compiled with exactly these
-            // parameters: one device buffer per tensor argument of its
-            // shape (checked above), an i64 per index argument, one buffer
-            // per result and the status word; the launch dimensions are
-            // the ones its code assumes.
-            unsafe { builder.launch(config) }.map_err(|e| failed("launch", e))?;
-        }
-        let mut results = Vec::with_capacity(outputs.len());
-        for (slice, shape, element) in &outputs {
-            let mut tensor = Tensor::for_overwrite(shape.clone(), *element);
-            let bytes = tensor_bytes_mut(&mut tensor);
-            if !bytes.is_empty() {
-                compute
-                    .memcpy_dtoh(&slice.slice(..bytes.len()), bytes)
-                    .map_err(|e| failed("download", e))?;
-            }
-            results.push(Value::tensor(tensor));
-        }
-        let status = compute.clone_dtoh(&status).map_err(|e| failed("download", e))?;
-        compute.synchronize().map_err(|e| failed("synchronize", e))?;
-        if status.first().is_some_and(|&s| s != 0) {
-            return Err("integer division by zero".into());
-        }
-        Ok(results)
     }
 }
 
-/// The bytes of a tensor's elements (`i1` as one byte each).
-fn tensor_bytes(tensor: &Tensor) -> &[u8] {
-    let len = tensor.len() * tensor.element_type().byte_width();
-    // SAFETY: the buffer holds `len` elements of that size, contiguous,
-    // and lives as long as `tensor`.
-    unsafe { std::slice::from_raw_parts(tensor.buffer().as_ptr(), len) }
+/// Checks `args` against the signature of function `name`, with the
+/// interpreter's messages.
+fn check_arguments(module: &Module, name: &str, args: &[DeviceValue]) -> Result<(), Error> {
+    let signature = Interpreter::new(module).signature(name)?;
+    if args.len() != signature.inputs.len() {
+        return Err(jitc_interp::Error::Arguments(format!(
+            "@{name} takes {} arguments but {} were given",
+            signature.inputs.len(),
+            args.len()
+        ))
+        .into());
+    }
+    for (i, (want, got)) in signature.inputs.iter().zip(args).enumerate() {
+        let (accepted, described) = match got {
+            DeviceValue::Host(value) => (want.accepts(value), value.to_string()),
+            DeviceValue::Device(tensor) => (
+                matches!(want, ValueType::Tensor(shape, element)
+                    if *element == tensor.element_type()
+                        && shape.len() == tensor.shape().len()
+                        && shape.iter().zip(tensor.shape()).all(|(w, g)| w.is_none_or(|w| w == *g))),
+                format!("{tensor:?}"),
+            ),
+        };
+        if !accepted {
+            return Err(jitc_interp::Error::Arguments(format!(
+                "argument {i} of @{name} must be {want}, got {described}"
+            ))
+            .into());
+        }
+    }
+    Ok(())
 }
 
-fn tensor_bytes_mut(tensor: &mut Tensor) -> &mut [u8] {
-    let len = tensor.len() * tensor.element_type().byte_width();
-    // SAFETY: as in `tensor_bytes`; every byte pattern is a valid element
-    // except for `i1`, whose bytes the kernels write as 0 or 1.
-    unsafe { std::slice::from_raw_parts_mut(tensor.buffer_mut().as_mut_ptr(), len) }
-}
-
+/// The interpreter's kernel calls: each a one-launch plan, a round trip.
 impl KernelRunner for CudaModule {
     fn run_kernel(&self, name: &str, args: &[Value]) -> Option<Result<Vec<Value>, String>> {
         let loaded = self.kernels.get(name)?;
-        Some(self.launch(loaded, args))
+        let results = loaded.kernel.signature.outputs.len();
+        let plan = Plan {
+            arguments: args.len(),
+            constants: Vec::new(),
+            launches: vec![Step {
+                kernel: name.to_owned(),
+                args: (0..args.len()).map(Operand::Argument).collect(),
+                results,
+            }],
+            results: (0..results)
+                .map(|index| Operand::Result { launch: 0, index })
+                .collect(),
+        };
+        let args = args.iter().cloned().map(DeviceValue::Host).collect();
+        Some(
+            self.execute(&plan, &[], args, true)
+                .and_then(|results| results.into_iter().map(|r| self.to_host(r)).collect())
+                .map_err(|e| {
+                    // The interpreter names the kernel itself.
+                    let message = e.to_string();
+                    let prefix = format!("kernel @{name}: ");
+                    message
+                        .strip_prefix(&prefix)
+                        .map_or(message.clone(), str::to_owned)
+                }),
+        )
     }
 }

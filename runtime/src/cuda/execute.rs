@@ -1,0 +1,394 @@
+//! Running a [`Plan`] on the GPU: uploads, launches and downloads on two
+//! streams, with values kept on the device between kernels.
+//!
+//! Phases, per call:
+//! 1. **Launches in plan order.** Before each launch, the arguments it reads
+//!    that are still on the host are staged into page-locked memory and
+//!    uploaded on the copy stream. The launch goes on the compute stream,
+//!    which waits only for the copies it reads (cudarc records an event per
+//!    buffer write), so a kernel runs while the next kernel's inputs upload.
+//! 2. **Downloads as results appear.** A result wanted on the host is
+//!    copied back on the copy stream right after its kernel is queued, into
+//!    page-locked memory, while later kernels run.
+//! 3. **Early frees.** An intermediate is freed once the last launch that
+//!    reads it is queued (the free is ordered after that read).
+//! 4. **One synchronization** at the end; then the status words (one per
+//!    launch, set on an integer division by zero) are checked and the
+//!    staged results are copied into host tensors.
+//!
+//! Every kernel writes every element of its outputs (the lowering's
+//! invariant, shared with the CPU), so outputs are allocated uninitialized.
+
+use super::{CudaDevice, CudaModule, plan::Operand, plan::Plan};
+use crate::Error;
+use cudarc::driver::{CudaSlice, LaunchConfig, PinnedHostSlice, PushKernelArg};
+use jitc_compiler::lower::Buffer as Slot;
+use jitc_dialect::kinds::ElementType;
+use jitc_interp::{Tensor, Value};
+use std::{collections::HashMap, sync::Arc};
+
+/// A tensor in device memory. Kernels never write their arguments, so a
+/// device tensor is immutable once made and can be shared.
+pub struct DeviceTensor {
+    buffer: CudaSlice<u8>,
+    shape: Vec<usize>,
+    element: ElementType,
+}
+
+impl std::fmt::Debug for DeviceTensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "DeviceTensor({})",
+            jitc_interp::tensor::shape_prefix(&self.shape, self.element)
+        )
+    }
+}
+
+impl DeviceTensor {
+    /// Its shape.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// Its element type.
+    pub fn element_type(&self) -> ElementType {
+        self.element
+    }
+
+    /// Its size in bytes (`i1` elements are bytes).
+    pub fn bytes(&self) -> usize {
+        self.shape.iter().product::<usize>() * self.element.byte_width()
+    }
+}
+
+/// An argument or result of a run that keeps values on the GPU.
+#[derive(Debug, Clone)]
+pub enum DeviceValue {
+    /// A tensor in device memory.
+    Device(Arc<DeviceTensor>),
+    /// A value on the host: an index, or a tensor still to be uploaded (as
+    /// an argument) or never on the device (a constant or argument that is
+    /// returned as it is).
+    Host(Value),
+}
+
+/// The bytes of a tensor's elements (`i1` as one byte each).
+pub(crate) fn tensor_bytes(tensor: &Tensor) -> &[u8] {
+    let len = tensor.len() * tensor.element_type().byte_width();
+    // SAFETY: the buffer holds `len` elements of that size, contiguous,
+    // and lives as long as `tensor`.
+    unsafe { std::slice::from_raw_parts(tensor.buffer().as_ptr(), len) }
+}
+
+fn tensor_bytes_mut(tensor: &mut Tensor) -> &mut [u8] {
+    let len = tensor.len() * tensor.element_type().byte_width();
+    // SAFETY: as in `tensor_bytes`; every byte pattern is a valid element
+    // except for `i1`, whose bytes the kernels write as 0 or 1.
+    unsafe { std::slice::from_raw_parts_mut(tensor.buffer_mut().as_mut_ptr(), len) }
+}
+
+fn failed(what: &str) -> impl Fn(cudarc::driver::DriverError) -> Error + '_ {
+    move |e| Error::Cuda(format!("CUDA {what} failed: {e}"))
+}
+
+/// Page-locked staging buffers kept for reuse, at most this many.
+const STAGING_KEPT: usize = 16;
+
+impl CudaDevice {
+    /// A page-locked buffer of at least `bytes` bytes, reused when one is
+    /// free.
+    fn staging(&self, bytes: usize) -> Result<PinnedHostSlice<u8>, Error> {
+        let bytes = bytes.max(1);
+        if let Ok(mut kept) = self.staging.lock()
+            && let Some(i) = (0..kept.len())
+                .filter(|&i| kept[i].len() >= bytes)
+                .min_by_key(|&i| kept[i].len())
+        {
+            return Ok(kept.swap_remove(i));
+        }
+        // Not write-combined: downloads read these on the host.
+        // SAFETY: the memory is written (by a host copy or a download)
+        // before it is read.
+        unsafe { self.context.alloc_pinned_with_flags::<u8>(bytes, 0) }
+            .map_err(failed("page-locked allocation"))
+    }
+
+    /// Keeps `buffers` for reuse once nothing uses them (the caller has
+    /// synchronized the streams).
+    fn keep(&self, buffers: impl IntoIterator<Item = PinnedHostSlice<u8>>) {
+        if let Ok(mut kept) = self.staging.lock() {
+            kept.extend(buffers);
+            kept.sort_by_key(|b| std::cmp::Reverse(b.len()));
+            kept.truncate(STAGING_KEPT);
+        }
+    }
+
+    /// Queues an upload of `tensor` on the copy stream through a staging
+    /// buffer, which goes to `staged` until the streams are synchronized.
+    fn upload_async(
+        &self,
+        tensor: &Tensor,
+        staged: &mut Vec<PinnedHostSlice<u8>>,
+    ) -> Result<DeviceTensor, Error> {
+        let bytes = tensor_bytes(tensor);
+        // SAFETY: the bytes are written by the upload below before any
+        // kernel reads them (the compute stream waits for the copy).
+        let mut buffer =
+            unsafe { self.copy.alloc::<u8>(bytes.len().max(1)) }.map_err(failed("allocation"))?;
+        if !bytes.is_empty() {
+            let mut stage = self.staging(bytes.len())?;
+            stage.as_mut_slice().map_err(failed("page-locked copy"))?[..bytes.len()].copy_from_slice(bytes);
+            self.copy
+                .memcpy_htod(&stage, &mut buffer.slice_mut(..bytes.len()))
+                .map_err(failed("upload"))?;
+            staged.push(stage);
+        }
+        Ok(DeviceTensor {
+            buffer,
+            shape: tensor.shape().to_vec(),
+            element: tensor.element_type(),
+        })
+    }
+
+    /// Copies `tensor` to the device and waits for the copy.
+    pub fn upload(&self, tensor: &Tensor) -> Result<Arc<DeviceTensor>, Error> {
+        let mut staged = Vec::new();
+        let uploaded = self.upload_async(tensor, &mut staged)?;
+        self.copy.synchronize().map_err(failed("synchronize"))?;
+        self.keep(staged);
+        Ok(Arc::new(uploaded))
+    }
+
+    /// Copies `tensor` back to the host, after the work queued on it.
+    pub fn download(&self, tensor: &DeviceTensor) -> Result<Tensor, Error> {
+        let mut host = Tensor::for_overwrite(tensor.shape.clone(), tensor.element);
+        let bytes = tensor_bytes_mut(&mut host);
+        if !bytes.is_empty() {
+            self.copy
+                .memcpy_dtoh(&tensor.buffer.slice(..bytes.len()), bytes)
+                .map_err(failed("download"))?;
+        }
+        self.copy.synchronize().map_err(failed("synchronize"))?;
+        Ok(host)
+    }
+}
+
+/// A download under way: the result's position and its staging buffer.
+struct Download {
+    position: usize,
+    stage: PinnedHostSlice<u8>,
+    shape: Vec<usize>,
+    element: ElementType,
+}
+
+impl CudaModule {
+    /// Runs `plan` on `args` (constants are `constants`, index-aligned with
+    /// the plan's). With `to_host`, results computed on the GPU come back as
+    /// host tensors; otherwise they stay on the device.
+    pub(crate) fn execute(
+        &self,
+        plan: &Plan,
+        constants: &[DeviceValue],
+        args: Vec<DeviceValue>,
+        to_host: bool,
+    ) -> Result<Vec<DeviceValue>, Error> {
+        if args.len() != plan.arguments {
+            return Err(Error::Cuda(format!(
+                "the plan takes {} arguments, {} given",
+                plan.arguments,
+                args.len()
+            )));
+        }
+        let device = &*self.device;
+        let (compute, copy) = (&device.compute, &device.copy);
+        let mut values: HashMap<Operand, DeviceValue> = args
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| (Operand::Argument(i), v))
+            .chain(
+                constants
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| (Operand::Constant(i), v.clone())),
+            )
+            .collect();
+        // Host values uploaded for the launches, apart from `values`, which
+        // keeps what a result that returns an argument gives back.
+        let mut uploaded: HashMap<Operand, Arc<DeviceTensor>> = HashMap::new();
+        let last_reads = plan.last_reads();
+        let mut wanted: HashMap<Operand, Vec<usize>> = HashMap::new();
+        for (position, operand) in plan.results.iter().enumerate() {
+            wanted.entry(*operand).or_default().push(position);
+        }
+        let mut staged = Vec::new();
+        let mut downloads = Vec::new();
+        let mut status = compute
+            .alloc_zeros::<i32>(plan.launches.len().max(1))
+            .map_err(failed("allocation"))?;
+        for (i, step) in plan.launches.iter().enumerate() {
+            let loaded = self
+                .kernels
+                .get(&step.kernel)
+                .ok_or_else(|| Error::Cuda(format!("kernel @{} was not loaded", step.kernel)))?;
+            let signature = &loaded.kernel.signature;
+            if step.args.len() != signature.inputs.len() {
+                return Err(Error::Cuda(format!(
+                    "kernel @{} takes {} arguments, {} given",
+                    step.kernel,
+                    signature.inputs.len(),
+                    step.args.len()
+                )));
+            }
+            // Phase 1: what the launch reads, uploading host tensors.
+            enum Arg {
+                Buffer(Arc<DeviceTensor>),
+                Index(i64),
+            }
+            let mut inputs = Vec::with_capacity(step.args.len());
+            for (position, (operand, slot)) in step.args.iter().zip(&signature.inputs).enumerate() {
+                let mismatch = || {
+                    Error::Cuda(format!(
+                        "argument {position} of kernel @{} does not match the compiled kernel",
+                        step.kernel
+                    ))
+                };
+                let value = values.get(operand).ok_or_else(mismatch)?;
+                let arg = match (value, slot) {
+                    (DeviceValue::Host(Value::Index(n)), Slot::Index) => Arg::Index(*n),
+                    (DeviceValue::Host(Value::Tensor(tensor)), Slot::Tensor(..)) => {
+                        match uploaded.get(operand) {
+                            Some(on_device) => Arg::Buffer(Arc::clone(on_device)),
+                            None => {
+                                let on_device = Arc::new(device.upload_async(tensor, &mut staged)?);
+                                uploaded.insert(*operand, Arc::clone(&on_device));
+                                Arg::Buffer(on_device)
+                            }
+                        }
+                    }
+                    (DeviceValue::Device(tensor), Slot::Tensor(..)) => Arg::Buffer(Arc::clone(tensor)),
+                    _ => return Err(mismatch()),
+                };
+                if let (Arg::Buffer(tensor), Slot::Tensor(shape, element)) = (&arg, slot)
+                    && (tensor.shape != *shape || tensor.element != *element)
+                {
+                    return Err(mismatch());
+                }
+                inputs.push(arg);
+            }
+            let mut outputs = Vec::with_capacity(signature.outputs.len());
+            for slot in &signature.outputs {
+                let Slot::Tensor(shape, element) = slot else {
+                    return Err(Error::Cuda(format!("kernel @{} returns an index", step.kernel)));
+                };
+                let bytes = shape.iter().product::<usize>() * element.byte_width();
+                // SAFETY: the kernel writes every element before anything
+                // reads them (module docs).
+                let buffer = unsafe { compute.alloc::<u8>(bytes.max(1)) }.map_err(failed("allocation"))?;
+                outputs.push(DeviceTensor {
+                    buffer,
+                    shape: shape.clone(),
+                    element: *element,
+                });
+            }
+            let launches = loaded
+                .fill
+                .iter()
+                .zip(loaded.kernel.launch.fill.iter().map(|f| (f.grid, f.block)))
+                .chain([(
+                    &loaded.function,
+                    (loaded.kernel.launch.grid, loaded.kernel.launch.block),
+                )]);
+            for (function, (grid, block)) in launches {
+                let mut builder = compute.launch_builder(function);
+                for input in &inputs {
+                    match input {
+                        Arg::Buffer(tensor) => builder.arg(&tensor.buffer),
+                        Arg::Index(n) => builder.arg(n),
+                    };
+                }
+                for output in &mut outputs {
+                    builder.arg(&mut output.buffer);
+                }
+                let mut word = status.slice_mut(i..i + 1);
+                builder.arg(&mut word);
+                let config = LaunchConfig {
+                    grid_dim: (grid, 1, 1),
+                    block_dim: (block, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                // SAFETY: the kernel was compiled with exactly these
+                // parameters: one device buffer per tensor argument of its
+                // shape and type (checked above), an i64 per index
+                // argument, one buffer per result of its size and the
+                // status word; the launch dimensions are the ones its code
+                // assumes.
+                unsafe { builder.launch(config) }.map_err(failed("launch"))?;
+            }
+            drop(inputs);
+            // Phase 2: results wanted on the host start downloading.
+            for (index, output) in outputs.into_iter().enumerate() {
+                let operand = Operand::Result { launch: i, index };
+                let output = Arc::new(output);
+                if to_host && let Some(positions) = wanted.get(&operand) {
+                    for &position in positions {
+                        let bytes = output.bytes();
+                        let mut stage = device.staging(bytes)?;
+                        if bytes > 0 {
+                            copy.memcpy_dtoh(&output.buffer.slice(..bytes), &mut stage)
+                                .map_err(failed("download"))?;
+                        }
+                        downloads.push(Download {
+                            position,
+                            stage,
+                            shape: output.shape.clone(),
+                            element: output.element,
+                        });
+                    }
+                }
+                values.insert(operand, DeviceValue::Device(output));
+            }
+            // Phase 3: free what no later launch reads.
+            for operand in &step.args {
+                if last_reads.get(operand) == Some(&i) {
+                    uploaded.remove(operand);
+                    if matches!(operand, Operand::Result { .. }) && !wanted.contains_key(operand) {
+                        values.remove(operand);
+                    }
+                }
+            }
+        }
+        // Phase 4: wait, check, and collect.
+        compute.synchronize().map_err(failed("synchronize"))?;
+        copy.synchronize().map_err(failed("synchronize"))?;
+        let words = compute.clone_dtoh(&status).map_err(failed("download"))?;
+        device.context.check_err().map_err(failed("a queued operation"))?;
+        if let Some(i) = words.iter().take(plan.launches.len()).position(|&w| w != 0) {
+            device.keep(staged.into_iter().chain(downloads.into_iter().map(|d| d.stage)));
+            return Err(Error::Cuda(format!(
+                "kernel @{}: integer division by zero",
+                plan.launches[i].kernel
+            )));
+        }
+        let mut results: Vec<Option<DeviceValue>> = plan
+            .results
+            .iter()
+            .map(|operand| values.get(operand).cloned())
+            .collect();
+        let mut kept = staged;
+        for download in downloads {
+            let mut tensor = Tensor::for_overwrite(download.shape, download.element);
+            let bytes = tensor_bytes_mut(&mut tensor);
+            let staged = download.stage.as_slice().map_err(failed("page-locked copy"))?;
+            bytes.copy_from_slice(&staged[..bytes.len()]);
+            results[download.position] = Some(DeviceValue::Host(Value::tensor(tensor)));
+            kept.push(download.stage);
+        }
+        device.keep(kept);
+        results
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| r.ok_or_else(|| Error::Cuda(format!("result {i} of the plan has no value"))))
+            .collect()
+    }
+}
