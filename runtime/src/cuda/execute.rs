@@ -96,14 +96,12 @@ fn failed(what: &str) -> impl Fn(cudarc::driver::DriverError) -> Error + '_ {
 const STAGING_KEPT: usize = 16;
 
 impl CudaDevice {
-    /// A page-locked buffer of at least `bytes` bytes, reused when one is
-    /// free.
+    /// A page-locked buffer of exactly `bytes` bytes (at least one), reused
+    /// when one is free. Exactly: cudarc copies a page-locked buffer whole.
     fn staging(&self, bytes: usize) -> Result<PinnedHostSlice<u8>, Error> {
         let bytes = bytes.max(1);
         if let Ok(mut kept) = self.staging.lock()
-            && let Some(i) = (0..kept.len())
-                .filter(|&i| kept[i].len() >= bytes)
-                .min_by_key(|&i| kept[i].len())
+            && let Some(i) = kept.iter().position(|b| b.len() == bytes)
         {
             return Ok(kept.swap_remove(i));
         }
@@ -114,13 +112,13 @@ impl CudaDevice {
             .map_err(failed("page-locked allocation"))
     }
 
-    /// Keeps `buffers` for reuse once nothing uses them (the caller has
-    /// synchronized the streams).
+    /// Keeps `buffers` for reuse (each waits for its last copy before it is
+    /// written again), the newest [`STAGING_KEPT`].
     fn keep(&self, buffers: impl IntoIterator<Item = PinnedHostSlice<u8>>) {
         if let Ok(mut kept) = self.staging.lock() {
             kept.extend(buffers);
-            kept.sort_by_key(|b| std::cmp::Reverse(b.len()));
-            kept.truncate(STAGING_KEPT);
+            let excess = kept.len().saturating_sub(STAGING_KEPT);
+            kept.drain(..excess);
         }
     }
 
@@ -140,7 +138,7 @@ impl CudaDevice {
             let mut stage = self.staging(bytes.len())?;
             stage.as_mut_slice().map_err(failed("page-locked copy"))?[..bytes.len()].copy_from_slice(bytes);
             self.copy
-                .memcpy_htod(&stage, &mut buffer.slice_mut(..bytes.len()))
+                .memcpy_htod(&stage, &mut buffer)
                 .map_err(failed("upload"))?;
             staged.push(stage);
         }
@@ -335,7 +333,7 @@ impl CudaModule {
                         let bytes = output.bytes();
                         let mut stage = device.staging(bytes)?;
                         if bytes > 0 {
-                            copy.memcpy_dtoh(&output.buffer.slice(..bytes), &mut stage)
+                            copy.memcpy_dtoh(&output.buffer, &mut stage)
                                 .map_err(failed("download"))?;
                         }
                         downloads.push(Download {

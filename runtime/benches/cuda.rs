@@ -1,0 +1,163 @@
+//! CUDA backend throughput against the GPU's copy bandwidth.
+//!
+//! Run with `cargo bench -p jitc-runtime --bench cuda` on a machine with
+//! an NVIDIA GPU (sm_80 or newer); elsewhere it prints `SKIPPED` and the
+//! reason. In one run it
+//! 1. measures the card's copy bandwidth: a device-to-device copy of
+//!    512 MiB, timed with CUDA events, counting bytes read and written;
+//! 2. times each workload of the CPU bench (`workloads/mod.rs`) through
+//!    `CudaModule` with fast math: compile time (fuse, PTX, load), then the
+//!    median and minimum of calls of `run_on_device` on inputs already on
+//!    the GPU, each call synchronized (the wall clock from the first launch
+//!    queued to the last kernel done, output allocation included), and the
+//!    median of `run` from host tensors (uploads, kernels and downloads,
+//!    overlapped as the device plan allows).
+//!
+//! Bytes moved are the inputs read plus the outputs written once, so GB/s
+//! is a lower bound on the traffic. `scripts/bench_torch.py` measures the
+//! same workloads in PyTorch eager the same way.
+
+use cudarc::driver::sys::CUevent_flags;
+use jitc_compiler::{
+    codegen::GpuOptions, diagnostics::DiagnosticCollector, new_context, source::parse_module,
+};
+use jitc_interp::{Scalar, StateStore, Tensor, Value};
+use jitc_runtime::cuda::{CudaDevice, CudaModule, DeviceValue, Schedule};
+use std::time::{Duration, Instant};
+
+mod workloads;
+
+use workloads::workloads;
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+/// GB/s of a device-to-device copy, bytes read plus bytes written.
+fn copy_bandwidth(device: &CudaDevice) -> Result<f64, cudarc::driver::DriverError> {
+    let stream = device.compute_stream();
+    let bytes = 512 << 20;
+    let source = stream.alloc_zeros::<u8>(bytes)?;
+    let mut target = stream.alloc_zeros::<u8>(bytes)?;
+    let mut samples = Vec::new();
+    for repetition in 0..12 {
+        let start = device
+            .context()
+            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+        let end = device
+            .context()
+            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+        start.record(stream)?;
+        stream.memcpy_dtod(&source, &mut target)?;
+        end.record(stream)?;
+        end.synchronize()?;
+        if repetition >= 2 {
+            samples.push(Duration::from_secs_f64(start.elapsed_ms(&end)? as f64 / 1e3));
+        }
+    }
+    Ok((2 * bytes) as f64 / median(samples).as_secs_f64() / 1e9)
+}
+
+fn main() {
+    let device = match CudaDevice::get() {
+        Ok(device) => device,
+        Err(reason) => {
+            println!("cuda bench: SKIPPED: {reason}");
+            return;
+        }
+    };
+    let copy = copy_bandwidth(&device).expect("the copy runs");
+    println!(
+        "device: {} (sm_{}{}); copy bandwidth (device to device, read + write): {copy:.0} GB/s",
+        device.name(),
+        device.capability().0,
+        device.capability().1
+    );
+    println!(
+        "{:<22} {:>12} {:>12} {:>10} {:>9} {:>8} {:>15}",
+        "workload", "compile (ms)", "median (ms)", "min (ms)", "GB/s", "of copy", "from host (ms)"
+    );
+    for workload in workloads() {
+        let context = new_context().expect("context");
+        let _collector = DiagnosticCollector::attach(&context);
+        let mut module = parse_module(&context, &workload.source).expect("the workload parses");
+        let start = Instant::now();
+        let compiled = CudaModule::compile(&context, &mut module, &GpuOptions::default())
+            .expect("the workload compiles");
+        let compile = start.elapsed();
+        assert!(
+            compiled.interpreted_kernels().is_empty(),
+            "every kernel of {} compiles: {:?}",
+            workload.name,
+            compiled.interpreted_kernels()
+        );
+        let schedule = compiled.schedule(&module, "main").expect("a schedule");
+        assert!(
+            matches!(schedule, Schedule::Device { .. }),
+            "{} runs as a device plan: {schedule:?}",
+            workload.name
+        );
+        let inputs: Vec<Tensor> = workload
+            .inputs
+            .iter()
+            .map(|s| Tensor::splat(s.clone(), Scalar::F32(0.5)))
+            .collect();
+        let on_device: Vec<DeviceValue> = inputs
+            .iter()
+            .map(|t| {
+                device
+                    .upload(t)
+                    .map(DeviceValue::Device)
+                    .expect("the upload runs")
+            })
+            .collect();
+        let bytes_in: usize = inputs.iter().map(|t| t.len() * 4).sum();
+        let heavy = workload.name.starts_with("conv") || workload.name.starts_with("matmul");
+        let repetitions = if heavy { 5 } else { 20 };
+        let mut samples = Vec::new();
+        let mut bytes_out = 0;
+        for repetition in 0..=repetitions {
+            let start = Instant::now();
+            let results = compiled
+                .run_on_device(&module, "main", on_device.clone())
+                .expect("the workload runs");
+            let elapsed = start.elapsed();
+            bytes_out = results
+                .iter()
+                .map(|r| match r {
+                    DeviceValue::Device(t) => t.bytes(),
+                    DeviceValue::Host(_) => 0,
+                })
+                .sum();
+            // The first call is a warm-up.
+            if repetition > 0 {
+                samples.push(elapsed);
+            }
+        }
+        let minimum = *samples.iter().min().unwrap();
+        let median_device = median(samples);
+        let mut from_host = Vec::new();
+        for repetition in 0..=repetitions.min(8) {
+            let args = inputs.iter().cloned().map(Value::tensor).collect();
+            let start = Instant::now();
+            compiled
+                .run(&module, "main", args, &mut StateStore::new())
+                .expect("the workload runs");
+            if repetition > 0 {
+                from_host.push(start.elapsed());
+            }
+        }
+        let gbs = (bytes_in + bytes_out) as f64 / median_device.as_secs_f64() / 1e9;
+        println!(
+            "{:<22} {:>12.1} {:>12.3} {:>10.3} {:>9.1} {:>7.0}% {:>15.2}",
+            workload.name,
+            compile.as_secs_f64() * 1e3,
+            median_device.as_secs_f64() * 1e3,
+            minimum.as_secs_f64() * 1e3,
+            gbs,
+            100.0 * gbs / copy,
+            median(from_host).as_secs_f64() * 1e3
+        );
+    }
+}

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""PyTorch eager on the workloads of `cargo bench -p jitc-runtime --bench cuda`.
+
+Run on the GPU machine: `python3 scripts/bench_torch.py`. Measured the way
+the jitc bench measures:
+
+- the copy bandwidth of a 512 MiB device-to-device copy, timed with CUDA
+  events, counting bytes read and written;
+- each workload on inputs already on the GPU (f32, every element 0.5): the
+  wall clock of one call followed by `torch.cuda.synchronize()`, output
+  allocation included; the median and minimum after a warm-up call;
+- GB/s as the inputs read plus the outputs written once, over the median.
+
+Each workload is PyTorch's idiomatic eager form of the jitc program:
+`torch.sigmoid` for the exp/add/div sigmoid, `torch.softmax`,
+`F.batch_norm` in training mode for the example's "instance norm" (its
+statistics are per channel, over N, H and W), `F.layer_norm` then
+`F.gelu(approximate="tanh")`, `F.conv2d` and `@`. TF32 is off, so conv and
+matmul compute in f32 as jitc does.
+"""
+
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+
+def copy_bandwidth():
+    n = 512 << 20
+    source = torch.zeros(n, dtype=torch.uint8, device="cuda")
+    target = torch.empty_like(source)
+    samples = []
+    for repetition in range(12):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        target.copy_(source)
+        end.record()
+        end.synchronize()
+        if repetition >= 2:
+            samples.append(start.elapsed_time(end) / 1e3)
+    return 2 * n / statistics.median(samples) / 1e9
+
+
+def workloads():
+    gelu_ln = lambda x: F.gelu(F.layer_norm(x, (x.shape[-1],), eps=1e-5), approximate="tanh")
+    batch_stats = lambda x: F.batch_norm(x, None, None, training=True, eps=1e-5)
+    return [
+        ("add, 16M f32", lambda x, y: x + y, [(1 << 24,), (1 << 24,)]),
+        ("sigmoid, 16M f32", torch.sigmoid, [(1 << 24,)]),
+        ("softmax, 4096x1024", lambda x: torch.softmax(x, dim=1), [(4096, 1024)]),
+        ("instance norm", batch_stats, [(32, 64, 56, 56)]),
+        ("layer norm + GELU", gelu_ln, [(8192, 1024)]),
+        ("conv 8x64x56x56", lambda x, w: F.conv2d(x, w, padding=1), [(8, 64, 56, 56), (64, 64, 3, 3)]),
+        ("matmul 1024^3", lambda x, y: x @ y, [(1024, 1024), (1024, 1024)]),
+    ]
+
+
+def main():
+    if not torch.cuda.is_available():
+        print("torch bench: SKIPPED: PyTorch sees no GPU")
+        return 0
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    copy = copy_bandwidth()
+    print(
+        f"device: {torch.cuda.get_device_name()}; torch {torch.__version__}; "
+        f"copy bandwidth (device to device, read + write): {copy:.0f} GB/s"
+    )
+    print(f"{'workload':<22} {'median (ms)':>12} {'min (ms)':>10} {'GB/s':>9} {'of copy':>8}")
+    for name, function, shapes in workloads():
+        inputs = [torch.full(shape, 0.5, dtype=torch.float32, device="cuda") for shape in shapes]
+        heavy = name.startswith(("conv", "matmul"))
+        repetitions = 5 if heavy else 20
+        samples = []
+        output = None
+        with torch.no_grad():
+            for repetition in range(repetitions + 1):
+                torch.cuda.synchronize()
+                start = time.perf_counter()
+                output = function(*inputs)
+                torch.cuda.synchronize()
+                if repetition > 0:
+                    samples.append(time.perf_counter() - start)
+        moved = sum(t.numel() * 4 for t in inputs) + output.numel() * 4
+        median = statistics.median(samples)
+        gbs = moved / median / 1e9
+        print(
+            f"{name:<22} {median * 1e3:>12.3f} {min(samples) * 1e3:>10.3f} "
+            f"{gbs:>9.1f} {100 * gbs / copy:>7.0f}%"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
