@@ -1,4 +1,4 @@
-//! The polynomial f32 `exp`, `tanh` and `sigmoid` of compiled code against
+//! The polynomial f32 `exp`, `log`, `tanh` and `sigmoid` of compiled code against
 //! the interpreter (libm), value by value, over a sweep of the whole useful
 //! range plus the special values: the largest error in ulps is bounded, and
 //! infinities, NaN, overflow and underflow come out as libm's.
@@ -54,9 +54,35 @@ fn inputs() -> Vec<f32> {
     values
 }
 
-/// The largest ulp error of the compiled `kind` over [`inputs`].
-fn worst(kind: &str) -> (u64, f32, f32, f32) {
-    let values = inputs();
+/// Inputs for `log`: the specials and negative values of [`inputs`], every
+/// binade of the positive floats (subnormals included) at 64 points each,
+/// and a dense sweep of [0.5, 2], where `ln` is small and relative error
+/// hardest to keep.
+fn log_inputs() -> Vec<f32> {
+    let mut values = inputs();
+    values.retain(|x| *x <= 0.0 || !x.is_finite());
+    values.extend([
+        f32::MIN_POSITIVE / 2.0,
+        f32::from_bits(1),
+        f32::MAX,
+        1.0,
+        2.0,
+        0.5,
+    ]);
+    for exponent in -149..128 {
+        for step in 0..64 {
+            values.push(2f32.powi(exponent) * (1.0 + step as f32 / 64.0));
+        }
+    }
+    let n = 1 << 16;
+    for i in 0..n {
+        values.push(0.5 + 1.5 * i as f32 / n as f32);
+    }
+    values
+}
+
+/// The largest ulp error of the compiled `kind` over `values`.
+fn worst(kind: &str, values: Vec<f32>) -> (u64, f32, f32, f32) {
     let n = values.len();
     let source = format!(
         "func.func @main(%x: tensor<{n}xf32>) -> tensor<{n}xf32> {{\n  %y = \"meta.unary\"(%x) {{kind = \"{kind}\"}} : (tensor<{n}xf32>) -> tensor<{n}xf32>\n  return %y : tensor<{n}xf32>\n}}\n"
@@ -94,21 +120,28 @@ fn worst(kind: &str) -> (u64, f32, f32, f32) {
 
 #[test]
 fn exp_is_within_two_ulps() {
-    let (ulps, x, expected, actual) = worst("exp");
+    let (ulps, x, expected, actual) = worst("exp", inputs());
     eprintln!("exp: at most {ulps} ulps (at {x})");
     assert!(ulps <= 2, "exp({x}) = {actual}, libm {expected}: {ulps} ulps");
 }
 
 #[test]
 fn tanh_is_within_four_ulps() {
-    let (ulps, x, expected, actual) = worst("tanh");
+    let (ulps, x, expected, actual) = worst("tanh", inputs());
     eprintln!("tanh: at most {ulps} ulps (at {x})");
     assert!(ulps <= 4, "tanh({x}) = {actual}, libm {expected}: {ulps} ulps");
 }
 
 #[test]
 fn sigmoid_is_within_four_ulps() {
-    let (ulps, x, expected, actual) = worst("sigmoid");
+    let (ulps, x, expected, actual) = worst("sigmoid", inputs());
     eprintln!("sigmoid: at most {ulps} ulps (at {x})");
     assert!(ulps <= 4, "sigmoid({x}) = {actual}, libm {expected}: {ulps} ulps");
+}
+
+#[test]
+fn log_is_within_two_ulps() {
+    let (ulps, x, expected, actual) = worst("log", log_inputs());
+    eprintln!("log: at most {ulps} ulps (at {x:e})");
+    assert!(ulps <= 2, "log({x:e}) = {actual}, libm {expected}: {ulps} ulps");
 }

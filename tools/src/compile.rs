@@ -64,7 +64,7 @@ pub struct CompileArgs {
 /// `--math` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum MathArg {
-    /// Vectorizable: polynomial f32 exp/tanh/sigmoid (1-3 ulps from libm)
+    /// Vectorizable: polynomial f32 exp/log/tanh/sigmoid (1-3 ulps from libm)
     /// and reassociated float sums kept in registers.
     Fast,
     /// Bit-identical to the interpreter: libm calls, strictly ordered

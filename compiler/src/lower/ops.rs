@@ -1077,6 +1077,7 @@ fn unary_op<'c, 'a>(
         UnaryKind::Abs => math("math.absi"),
         UnaryKind::Exp if polynomial => exp_f32(at, x),
         UnaryKind::Exp => math("math.exp"),
+        UnaryKind::Log if polynomial => log_f32(at, x),
         UnaryKind::Log => math("math.log"),
         UnaryKind::Sqrt => math("math.sqrt"),
         UnaryKind::Rsqrt => {
@@ -1165,6 +1166,75 @@ fn exp_f32<'c, 'a>(at: &Emitter<'c, 'a>, x: Value<'c, 'a>) -> Result<Value<'c, '
     };
     let y = at.value("arith.mulf", &[y, power(half)?], t)?;
     let y = at.value("arith.mulf", &[y, power(rest)?], t)?;
+    let is_nan = at.cmpf(14, x, x)?;
+    at.select(is_nan, x, y)
+}
+
+/// `ln x` for f32 in straight-line arithmetic (Cephes `logf`): `x = 2^e m`
+/// with `m` in `[sqrt(1/2), sqrt(2))` read from the bits (subnormals scaled
+/// by `2^23` first), `ln x = e ln2 + ln m`, and `ln(1 + f)` for
+/// `f = m - 1` (exact) as `f - f^2/2 + f^3 P(f)` with a degree-8
+/// polynomial, `e ln2` added in two parts. Zero gives `-inf`, negative
+/// values NaN, and `+inf` and NaN pass through.
+fn log_f32<'c, 'a>(at: &Emitter<'c, 'a>, x: Value<'c, 'a>) -> Result<Value<'c, 'a>, Error> {
+    let t = x.r#type();
+    let i32_type: Type = melior::ir::r#type::IntegerType::new(at.context, 32).into();
+    let c = |v: f64| at.float(t, v);
+    let int = |v: i64| at.int(i32_type, v);
+    let tiny = at.cmpf(4, x, c(f32::MIN_POSITIVE as f64)?)?;
+    let scaled = at.value("arith.mulf", &[x, c(8388608.0)?], t)?;
+    let normal = at.select(tiny, scaled, x)?;
+    let bits = at.value("arith.bitcast", &[normal], i32_type)?;
+    let field = at.value("arith.shrui", &[bits, int(23)?], i32_type)?;
+    let field = at.value("arith.andi", &[field, int(0xff)?], i32_type)?;
+    // m in [0.5, 1): the mantissa under the exponent of 0.5.
+    let e = at.value("arith.subi", &[field, int(126)?], i32_type)?;
+    let e_tiny = at.value("arith.subi", &[e, int(23)?], i32_type)?;
+    let e = at.select(tiny, e_tiny, e)?;
+    let mantissa = at.value("arith.andi", &[bits, int(0x007f_ffff)?], i32_type)?;
+    let mantissa = at.value("arith.ori", &[mantissa, int(0x3f00_0000)?], i32_type)?;
+    let m = at.value("arith.bitcast", &[mantissa], t)?;
+    // Below sqrt(1/2), use 2m and e - 1, so f = m - 1 is in
+    // [sqrt(1/2) - 1, sqrt(2) - 1).
+    let below = at.cmpf(4, m, c(std::f64::consts::FRAC_1_SQRT_2)?)?;
+    let e_below = at.value("arith.subi", &[e, int(1)?], i32_type)?;
+    let e = at.select(below, e_below, e)?;
+    let doubled = at.value("arith.addf", &[m, m], t)?;
+    let m = at.select(below, doubled, m)?;
+    let f = at.value("arith.subf", &[m, c(1.0)?], t)?;
+    let e = at.value("arith.sitofp", &[e], t)?;
+    let z = at.value("arith.mulf", &[f, f], t)?;
+    let p = horner(
+        at,
+        f,
+        &[
+            7.0376836292e-2,
+            -1.1514610310e-1,
+            1.1676998740e-1,
+            -1.2420140846e-1,
+            1.4249322787e-1,
+            -1.6668057665e-1,
+            2.0000714765e-1,
+            -2.4999993993e-1,
+            3.3333331174e-1,
+        ],
+    )?;
+    let y = at.value("arith.mulf", &[p, z], t)?;
+    let y = at.value("arith.mulf", &[y, f], t)?;
+    let low = at.value("arith.mulf", &[e, c(-2.12194440e-4)?], t)?;
+    let y = at.value("arith.addf", &[y, low], t)?;
+    let half_z = at.value("arith.mulf", &[z, c(0.5)?], t)?;
+    let y = at.value("arith.subf", &[y, half_z], t)?;
+    let y = at.value("arith.addf", &[f, y], t)?;
+    let high = at.value("arith.mulf", &[e, c(0.693359375)?], t)?;
+    let y = at.value("arith.addf", &[y, high], t)?;
+    // The special values.
+    let infinity = at.cmpf(1, x, c(f64::INFINITY)?)?;
+    let y = at.select(infinity, x, y)?;
+    let zero = at.cmpf(1, x, c(0.0)?)?;
+    let y = at.select(zero, c(f64::NEG_INFINITY)?, y)?;
+    let negative = at.cmpf(4, x, c(0.0)?)?;
+    let y = at.select(negative, c(f64::NAN)?, y)?;
     let is_nan = at.cmpf(14, x, x)?;
     at.select(is_nan, x, y)
 }
@@ -1386,8 +1456,8 @@ pub fn check_gpu(kernel: OperationRef, math: MathMode) -> Result<(), String> {
                 .ok_or("a unary op of an unsupported type")?;
             let polynomial = math == MathMode::Fast && element == ElementType::F32;
             let needs_libm = match kind {
-                UnaryKind::Log | UnaryKind::Sin | UnaryKind::Cos | UnaryKind::Erf => true,
-                UnaryKind::Exp | UnaryKind::Tanh | UnaryKind::Sigmoid => !polynomial,
+                UnaryKind::Sin | UnaryKind::Cos | UnaryKind::Erf => true,
+                UnaryKind::Exp | UnaryKind::Log | UnaryKind::Tanh | UnaryKind::Sigmoid => !polynomial,
                 _ => false,
             };
             if needs_libm {
@@ -1397,7 +1467,7 @@ pub fn check_gpu(kernel: OperationRef, math: MathMode) -> Result<(), String> {
                     if polynomial || element != ElementType::F32 {
                         ""
                     } else {
-                        " (f32 exp, tanh and sigmoid compile with --math fast)"
+                        " (f32 exp, log, tanh and sigmoid compile with --math fast)"
                     }
                 ));
             }
