@@ -4,14 +4,21 @@
 //! Phases, per call:
 //! 1. **Launches in plan order.** Before each launch, the arguments it reads
 //!    that are still on the host are staged into page-locked memory and
-//!    uploaded on the copy stream. The launch goes on the compute stream,
+//!    uploaded on the copy (upload) stream. The launch goes on the compute stream,
 //!    which waits only for the copies it reads (cudarc records an event per
 //!    buffer write), so a kernel runs while the next kernel's inputs upload.
 //! 2. **Downloads as results appear.** A result wanted on the host is
-//!    copied back on the copy stream right after its kernel is queued, into
-//!    page-locked memory, while later kernels run.
+//!    copied back on the download stream right after its kernel is queued,
+//!    into page-locked memory, while later kernels run and later inputs
+//!    upload (a stream of its own, so a download that waits for its kernel
+//!    holds up no upload). A result returned at several positions is
+//!    downloaded once.
 //! 3. **Early frees.** An intermediate is freed once the last launch that
-//!    reads it is queued (the free is ordered after that read).
+//!    reads it is queued (the free is ordered after that read). cudarc
+//!    keeps one read event per buffer, the last reader's, and a free waits
+//!    only for it; so a buffer that is downloaded is never freed early (it
+//!    is a result, kept to the end), and on an early error `downloads` is
+//!    dropped, each staging buffer waiting for its copy, before `values`.
 //! 4. **One synchronization** at the end; then the status words (one per
 //!    launch, set on an integer division by zero) are checked and the
 //!    staged results are copied into host tensors.
@@ -130,10 +137,17 @@ impl CudaDevice {
         staged: &mut Vec<PinnedHostSlice<u8>>,
     ) -> Result<DeviceTensor, Error> {
         let bytes = tensor_bytes(tensor);
-        // SAFETY: the bytes are written by the upload below before any
-        // kernel reads them (the compute stream waits for the copy).
-        let mut buffer =
-            unsafe { self.copy.alloc::<u8>(bytes.len().max(1)) }.map_err(failed("allocation"))?;
+        // An empty tensor has no copy to order its allocation before the
+        // kernels, so it is allocated on the stream that reads it.
+        let stream = if bytes.is_empty() {
+            &self.compute
+        } else {
+            &self.copy
+        };
+        // SAFETY: a non-empty buffer is written by the upload below before
+        // any kernel reads it (the compute stream waits for the copy); an
+        // empty one is never read.
+        let mut buffer = unsafe { stream.alloc::<u8>(bytes.len().max(1)) }.map_err(failed("allocation"))?;
         if !bytes.is_empty() {
             let mut stage = self.staging(bytes.len())?;
             stage.as_mut_slice().map_err(failed("page-locked copy"))?[..bytes.len()].copy_from_slice(bytes);
@@ -163,18 +177,18 @@ impl CudaDevice {
         let mut host = Tensor::for_overwrite(tensor.shape.clone(), tensor.element);
         let bytes = tensor_bytes_mut(&mut host);
         if !bytes.is_empty() {
-            self.copy
+            self.download
                 .memcpy_dtoh(&tensor.buffer.slice(..bytes.len()), bytes)
                 .map_err(failed("download"))?;
         }
-        self.copy.synchronize().map_err(failed("synchronize"))?;
+        self.download.synchronize().map_err(failed("synchronize"))?;
         Ok(host)
     }
 }
 
-/// A download under way: the result's position and its staging buffer.
+/// A download under way: the result's positions and its staging buffer.
 struct Download {
-    position: usize,
+    positions: Vec<usize>,
     stage: PinnedHostSlice<u8>,
     shape: Vec<usize>,
     element: ElementType,
@@ -199,7 +213,13 @@ impl CudaModule {
             )));
         }
         let device = &*self.device;
-        let (compute, copy) = (&device.compute, &device.copy);
+        // Errors that cudarc recorded where it could not return them (in
+        // drops) belong to an earlier call.
+        device
+            .context
+            .check_err()
+            .map_err(failed("an operation of an earlier call"))?;
+        let (compute, download) = (&device.compute, &device.download);
         let mut values: HashMap<Operand, DeviceValue> = args
             .into_iter()
             .enumerate()
@@ -329,20 +349,19 @@ impl CudaModule {
                 let operand = Operand::Result { launch: i, index };
                 let output = Arc::new(output);
                 if to_host && let Some(positions) = wanted.get(&operand) {
-                    for &position in positions {
-                        let bytes = output.bytes();
-                        let mut stage = device.staging(bytes)?;
-                        if bytes > 0 {
-                            copy.memcpy_dtoh(&output.buffer, &mut stage)
-                                .map_err(failed("download"))?;
-                        }
-                        downloads.push(Download {
-                            position,
-                            stage,
-                            shape: output.shape.clone(),
-                            element: output.element,
-                        });
+                    let bytes = output.bytes();
+                    let mut stage = device.staging(bytes)?;
+                    if bytes > 0 {
+                        download
+                            .memcpy_dtoh(&output.buffer, &mut stage)
+                            .map_err(failed("download"))?;
                     }
+                    downloads.push(Download {
+                        positions: positions.clone(),
+                        stage,
+                        shape: output.shape.clone(),
+                        element: output.element,
+                    });
                 }
                 values.insert(operand, DeviceValue::Device(output));
             }
@@ -358,7 +377,8 @@ impl CudaModule {
         }
         // Phase 4: wait, check, and collect.
         compute.synchronize().map_err(failed("synchronize"))?;
-        copy.synchronize().map_err(failed("synchronize"))?;
+        download.synchronize().map_err(failed("synchronize"))?;
+        device.copy.synchronize().map_err(failed("synchronize"))?;
         let words = compute.clone_dtoh(&status).map_err(failed("download"))?;
         device.context.check_err().map_err(failed("a queued operation"))?;
         if let Some(i) = words.iter().take(plan.launches.len()).position(|&w| w != 0) {
@@ -374,13 +394,16 @@ impl CudaModule {
             .map(|operand| values.get(operand).cloned())
             .collect();
         let mut kept = staged;
-        for download in downloads {
-            let mut tensor = Tensor::for_overwrite(download.shape, download.element);
+        for finished in downloads {
+            let mut tensor = Tensor::for_overwrite(finished.shape, finished.element);
             let bytes = tensor_bytes_mut(&mut tensor);
-            let staged = download.stage.as_slice().map_err(failed("page-locked copy"))?;
+            let staged = finished.stage.as_slice().map_err(failed("page-locked copy"))?;
             bytes.copy_from_slice(&staged[..bytes.len()]);
-            results[download.position] = Some(DeviceValue::Host(Value::tensor(tensor)));
-            kept.push(download.stage);
+            let value = Value::tensor(tensor);
+            for position in finished.positions {
+                results[position] = Some(DeviceValue::Host(value.clone()));
+            }
+            kept.push(finished.stage);
         }
         device.keep(kept);
         results

@@ -3,7 +3,9 @@
 //! backend).
 //!
 //! - [`CudaDevice`]: one context per device ordinal for the life of the
-//!   process, a compute stream and a copy stream, the loaded PTX modules,
+//!   process, a compute stream and two copy streams (uploads and
+//!   downloads, so each direction's copy engine works on its own), the
+//!   loaded PTX modules,
 //!   cached by their text, so a kernel is loaded once per context, and
 //!   page-locked staging buffers for copies.
 //! - [`CudaModule`]: a module's kernels compiled to PTX
@@ -13,9 +15,9 @@
 //!   constants, calls of such functions) becomes a device plan, built once
 //!   per function.
 //! - `execute`: runs a plan with values kept on the device between kernels,
-//!   each argument uploaded on the copy stream when its first kernel needs
+//!   each argument uploaded on the upload stream when its first kernel needs
 //!   it (so kernels overlap the uploads of later inputs), and each result
-//!   downloaded on the copy stream as soon as its kernel is queued.
+//!   downloaded on the download stream as soon as its kernel is queued.
 //!
 //! [`CudaModule::run`] takes the plan when the function has one
 //! ([`CudaModule::schedule`] says which), and otherwise runs the host
@@ -58,6 +60,7 @@ pub struct CudaDevice {
     context: Arc<CudaContext>,
     compute: Arc<CudaStream>,
     copy: Arc<CudaStream>,
+    download: Arc<CudaStream>,
     modules: Mutex<HashMap<u64, Arc<cudarc::driver::CudaModule>>>,
     staging: Mutex<Vec<PinnedHostSlice<u8>>>,
     name: String,
@@ -94,18 +97,20 @@ impl CudaDevice {
             let context = CudaContext::new(ordinal).map_err(|e| e.to_string())?;
             let compute = context.new_stream().map_err(|e| e.to_string())?;
             let copy = context.new_stream().map_err(|e| e.to_string())?;
+            let download = context.new_stream().map_err(|e| e.to_string())?;
             let name = context.name().map_err(|e| e.to_string())?;
             let capability = context.compute_capability().map_err(|e| e.to_string())?;
-            Ok((context, compute, copy, name, capability))
+            Ok((context, compute, copy, download, name, capability))
         });
         match opened {
-            Ok(Ok((_, _, _, name, (major, minor)))) if major < 8 => Err(Unavailable(format!(
+            Ok(Ok((_, _, _, _, name, (major, minor)))) if major < 8 => Err(Unavailable(format!(
                 "the GPU ({name}) is sm_{major}{minor}, older than the sm_80 jitc compiles for, so the cuda backend cannot run; use --backend cpu"
             ))),
-            Ok(Ok((context, compute, copy, name, capability))) => Ok(CudaDevice {
+            Ok(Ok((context, compute, copy, download, name, capability))) => Ok(CudaDevice {
                 context,
                 compute,
                 copy,
+                download,
                 modules: Mutex::new(HashMap::new()),
                 staging: Mutex::new(Vec::new()),
                 name,
@@ -150,9 +155,14 @@ impl CudaDevice {
         &self.compute
     }
 
-    /// The stream copies run on.
+    /// The stream uploads run on.
     pub fn copy_stream(&self) -> &Arc<CudaStream> {
         &self.copy
+    }
+
+    /// The stream device-to-host copies of a plan's results run on.
+    pub fn download_stream(&self) -> &Arc<CudaStream> {
+        &self.download
     }
 
     /// Loads `ptx` into the context, or returns the module loaded from the
