@@ -20,16 +20,11 @@
 use jitc_compiler::{diagnostics::DiagnosticCollector, new_context, source::parse_module};
 use jitc_interp::{Scalar, StateStore, Tensor, Value};
 use jitc_runtime::CpuModule;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 mod workloads;
 
-use workloads::workloads;
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
+use workloads::{median, workloads};
 
 /// GB/s of the triad over `threads` threads.
 fn triad(threads: usize) -> f64 {

@@ -27,12 +27,7 @@ use std::time::{Duration, Instant};
 
 mod workloads;
 
-use workloads::workloads;
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
+use workloads::{median, workloads};
 
 /// GB/s of a device-to-device copy, bytes read plus bytes written.
 fn copy_bandwidth(device: &CudaDevice) -> Result<f64, cudarc::driver::DriverError> {

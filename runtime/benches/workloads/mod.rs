@@ -2,6 +2,14 @@
 //! programs, and the compute-bound conv and matmul examples scaled up.
 //! `scripts/bench_torch.py` runs the same workloads in PyTorch.
 
+use std::time::Duration;
+
+/// The median of `samples`.
+pub fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
 /// A benchmark workload: a program and the shapes of its f32 inputs.
 pub struct Workload {
     /// What the table calls it.

@@ -81,7 +81,7 @@ pub enum DeviceValue {
 }
 
 /// The bytes of a tensor's elements (`i1` as one byte each).
-pub(crate) fn tensor_bytes(tensor: &Tensor) -> &[u8] {
+fn tensor_bytes(tensor: &Tensor) -> &[u8] {
     let len = tensor.len() * tensor.element_type().byte_width();
     // SAFETY: the buffer holds `len` elements of that size, contiguous,
     // and lives as long as `tensor`.

@@ -5,9 +5,8 @@
 //! - [`CudaDevice`]: one context per device ordinal for the life of the
 //!   process, a compute stream and two copy streams (uploads and
 //!   downloads, so each direction's copy engine works on its own), the
-//!   loaded PTX modules,
-//!   cached by their text, so a kernel is loaded once per context, and
-//!   page-locked staging buffers for copies.
+//!   loaded PTX modules, cached by their text, so a kernel is loaded once
+//!   per context, and page-locked staging buffers for copies.
 //! - [`CudaModule`]: a module's kernels compiled to PTX
 //!   (`jitc_compiler::codegen::ptx`) and loaded. Kernels that could not be
 //!   compiled for the GPU run in the interpreter.
