@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Quick start, part 2: sets up, then runs every check and test: formatting,
-# clippy, cargo test, the lit suite with LLVM 22's lit and FileCheck, and the
+# clippy, the architecture invariants (scripts/check-architecture.sh), cargo
+# test, the lit suite with LLVM 22's lit and FileCheck, and the
 # NumPy cross-check of the interpreter.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +14,9 @@ cargo fmt --all -- --check
 
 step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --locked --workspace --all-targets --quiet -- -D warnings
+
+step "architecture invariants"
+bash scripts/check-architecture.sh
 
 step "cargo test"
 cargo test --locked --workspace

@@ -12,10 +12,9 @@
 //! and the time per op, so linear growth shows as a flat last column.
 
 use jitc_compiler::{
-    diagnostics::DiagnosticCollector,
-    fusion::{self, Options},
-    new_context, pipeline,
-    source::parse_module,
+    DiagnosticCollector, Pipeline,
+    explain::{self as fusion, Options},
+    new_context, parse_module,
 };
 use melior::ir::{BlockLike, RegionLike, operation::OperationLike};
 use std::time::{Duration, Instant};
@@ -29,13 +28,8 @@ fn program(ops: usize) -> String {
     let r = "tensor<64xf32>";
     let mut text = format!("func.func @main(%x: {t}, %y: {t}) -> {t} {{\n");
     let mut values = vec!["%x".to_owned(), "%y".to_owned()];
-    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut next = |n: usize| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state % n as u64) as usize
-    };
+    let mut rng = jitc_test_support::Rng(0x9E37_79B9_7F4A_7C15);
+    let mut next = |n: usize| rng.below(n);
     let mut i = 0;
     while i < ops {
         let last = values.last().unwrap().clone();
@@ -97,12 +91,11 @@ fn main() {
             let (graph, values) = fusion::extract(&nodes, options);
             extract_times.push(start.elapsed());
             let start = Instant::now();
-            let plan = fusion::plan::plan(graph, &values, options);
+            let plan = fusion::plan(graph, &values, options);
             plan_times.push(start.elapsed());
             assert!(plan.groups.len() < ops, "something fused");
 
-            let passes =
-                pipeline::build(&context, &pipeline::parse("builtin.module(meta-fuse)").unwrap()).unwrap();
+            let passes = Pipeline::named("fuse").unwrap().build(&context).unwrap();
             let start = Instant::now();
             passes.run(&mut module).expect("meta-fuse succeeds");
             pass_times.push(start.elapsed());

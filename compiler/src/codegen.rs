@@ -5,12 +5,13 @@
 //!
 //! Algorithm:
 //! 1. `lower::lower` builds one `func.func @kernel(!llvm.ptr)` per kernel;
-//! 2. [`LLVM_PIPELINE`] converts it to the LLVM dialect;
+//! 2. the `llvm` pipeline of [`crate::pipelines`] converts it to the LLVM
+//!    dialect;
 //! 3. `mlirTranslateModuleToLLVMIR` writes LLVM IR into an inkwell context;
 //! 4. the host target machine runs `default<O3>`;
 //! 5. MCJIT compiles it; kernel addresses are looked up by name.
 
-use crate::{Error, lower::KernelSignature, pipeline};
+use crate::{Error, guards::EntryGuard, lower::KernelSignature, pipelines::Pipeline};
 use inkwell::{
     OptimizationLevel,
     context::Context as LlvmContext,
@@ -22,18 +23,15 @@ use inkwell::{
 use melior::{Context, ir::Module};
 use std::collections::HashMap;
 
-/// The conversions from lowered kernels to the LLVM dialect.
-pub const LLVM_PIPELINE: &str = "builtin.module(func.func(arith-expand), convert-scf-to-cf, convert-math-to-llvm, \
-     convert-math-to-libm, convert-arith-to-llvm, convert-index-to-llvm, convert-cf-to-llvm, \
-     convert-func-to-llvm, reconcile-unrealized-casts)";
-
 /// A compiled kernel: `buffers` points to one data pointer per argument,
 /// then per result, then to an i32 status word; it runs the part
 /// `[begin, end)` of the outermost domain dimension (see `lower`).
 pub type KernelFn = unsafe extern "C" fn(buffers: *const *mut u8, begin: i64, end: i64);
 
-/// Kernels compiled to native code, and the kernels that were not.
-pub struct CompiledKernels {
+/// A module compiled for the CPU: its kernels as native code with their
+/// signatures, the kernels that were not compiled, and the entry guards
+/// taken out of its entry function (checked by the runtime before a call).
+pub struct CpuArtifact {
     // Field order is drop order: the engine goes before its context.
     _engine: ExecutionEngine<'static>,
     _context: Box<LlvmContext>,
@@ -42,17 +40,19 @@ pub struct CompiledKernels {
     pub skipped: Vec<(String, String)>,
     /// The optimized LLVM IR, for `--emit llvm` and tests.
     pub llvm_ir: String,
+    /// The entry function's argument guards, when one was named.
+    pub entry_guards: Vec<EntryGuard>,
 }
 
 // SAFETY: after `compile` returns, nothing mutates the kernels: callers only
 // read function pointers and signatures, and the kernels are pure code over
 // the buffers each call passes. The LLVM context and engine are touched
 // again only when the value drops, which happens once, on one thread.
-unsafe impl Send for CompiledKernels {}
+unsafe impl Send for CpuArtifact {}
 // SAFETY: as above; shared access never reaches the LLVM objects.
-unsafe impl Sync for CompiledKernels {}
+unsafe impl Sync for CpuArtifact {}
 
-impl CompiledKernels {
+impl CpuArtifact {
     /// The compiled kernel `name` and its calling convention.
     pub fn get(&self, name: &str) -> Option<&(KernelFn, KernelSignature)> {
         self.kernels.get(name)
@@ -165,11 +165,6 @@ pub fn host_description() -> &'static str {
     })
 }
 
-/// The host's target machine.
-pub fn host_machine() -> Result<TargetMachine, Error> {
-    target_machine(&CpuTarget::default())
-}
-
 /// Lowers `module`'s kernels and converts them to the LLVM dialect.
 pub fn to_llvm_dialect<'c>(
     context: &'c Context,
@@ -181,9 +176,11 @@ pub fn to_llvm_dialect<'c>(
     Ok(lowered)
 }
 
-/// Runs [`LLVM_PIPELINE`] on lowered kernels.
+/// Runs the `llvm` pipeline on lowered kernels.
 fn convert<'c>(context: &'c Context, lowered: &mut Module<'c>) -> Result<(), Error> {
-    let conversions = pipeline::build(context, &pipeline::parse(LLVM_PIPELINE)?)?;
+    let conversions = Pipeline::named("llvm")
+        .ok_or_else(|| Error::Pipeline("the llvm pipeline does not parse".into()))?
+        .build(context)?;
     conversions
         .run(lowered)
         .map_err(|_| Error::Codegen("conversion to the LLVM dialect failed".into()))
@@ -307,11 +304,7 @@ pub fn emit(
 
 /// Lowers, optimizes and JIT-compiles the `meta.fused` kernels of `module`
 /// for `options.target` (which must be the host or a CPU it can run).
-pub fn compile(
-    context: &Context,
-    module: &Module,
-    options: &CodegenOptions,
-) -> Result<CompiledKernels, Error> {
+pub fn compile(context: &Context, module: &Module, options: &CodegenOptions) -> Result<CpuArtifact, Error> {
     let crate::lower::Lowered {
         module: lowered,
         signatures,
@@ -319,7 +312,7 @@ pub fn compile(
     } = to_llvm_dialect(context, module, options.math)?;
     let llvm_context = Box::new(LlvmContext::create());
     // SAFETY: the context is boxed, so its address is stable when the box
-    // moves into `CompiledKernels`, which drops it after the engine that
+    // moves into `CpuArtifact`, which drops it after the engine that
     // borrows it (field order).
     let context_ref: &'static LlvmContext = unsafe { &*(llvm_context.as_ref() as *const LlvmContext) };
     let machine = target_machine(&options.target)?;
@@ -340,12 +333,13 @@ pub fn compile(
     // SAFETY: the engine borrows `llvm_context`, which is boxed and dropped
     // after the engine (field order), so extending the borrow is sound.
     let engine: ExecutionEngine<'static> = unsafe { std::mem::transmute(engine) };
-    Ok(CompiledKernels {
+    Ok(CpuArtifact {
         _engine: engine,
         _context: llvm_context,
         kernels,
         skipped,
         llvm_ir,
+        entry_guards: Vec::new(),
     })
 }
 
@@ -418,9 +412,9 @@ pub fn nvptx_machine(arch: GpuArch) -> Result<TargetMachine, Error> {
         .ok_or_else(|| Error::Codegen(format!("LLVM has no NVPTX target machine for {}", arch.name())))
 }
 
-/// Kernels compiled to PTX.
+/// A module's kernels compiled to PTX, with their parameters and launches.
 #[derive(Debug, Clone)]
-pub struct Ptx {
+pub struct PtxArtifact {
     /// The PTX module: one `.entry` per kernel (and per fill launch).
     pub text: String,
     /// The kernels' parameters and launches.
@@ -447,7 +441,7 @@ pub fn to_llvm_dialect_gpu<'c>(
 /// GPU, the conversions to the LLVM dialect, translation, the `ptx_kernel`
 /// calling convention on every entry, `default<O3>` for the NVPTX target
 /// machine, and LLVM's NVPTX assembly printer.
-pub fn ptx(context: &Context, module: &Module, options: &GpuOptions) -> Result<Ptx, Error> {
+pub fn ptx(context: &Context, module: &Module, options: &GpuOptions) -> Result<PtxArtifact, Error> {
     let lowered = to_llvm_dialect_gpu(context, module, options.math)?;
     let machine = nvptx_machine(options.arch)?;
     let llvm_context = LlvmContext::create();
@@ -472,7 +466,7 @@ pub fn ptx(context: &Context, module: &Module, options: &GpuOptions) -> Result<P
         .write_to_memory_buffer(&llvm_module, inkwell::targets::FileType::Assembly)
         .map_err(|e| Error::Codegen(e.to_string()))?;
     let text = String::from_utf8_lossy(text.as_slice()).into_owned();
-    Ok(Ptx {
+    Ok(PtxArtifact {
         text,
         kernels: lowered.kernels,
         skipped: lowered.skipped,

@@ -9,8 +9,9 @@
 //! and is checked where it is.
 
 use crate::{
-    Error, OptimizeOptions, optimize, pipeline,
-    rewrite::{constant_attribute, defining_op, erase, functions},
+    Error,
+    pipelines::{OptimizeOptions, Pipeline, optimize},
+    rewrite::{argument_of, constant_attribute, defining_op, erase, functions},
 };
 use jitc_dialect::{
     ops::{GuardOp, string_attribute},
@@ -19,7 +20,7 @@ use jitc_dialect::{
 use melior::{
     Context,
     ir::{
-        BlockLike, BlockRef, Module, OperationRef, RegionLike, Value, ValueLike,
+        BlockLike, BlockRef, Module, OperationRef, RegionLike, Value,
         attribute::{FloatAttribute, IntegerAttribute},
         operation::OperationLike,
     },
@@ -109,13 +110,13 @@ pub fn take_entry_guards(
         return Ok(checks);
     }
     for guard in guards {
-        // SAFETY: a guard has no results, and it is not used again.
-        unsafe { erase(guard) };
+        // A guard has no results, and it is not used again.
+        erase(guard);
     }
     optimize(
         context,
         module,
-        &pipeline::parse("builtin.module(canonicalize)")?,
+        &Pipeline::named("entry-guards").unwrap_or_default(),
         &OptimizeOptions::default(),
     )?;
     Ok(checks)
@@ -128,15 +129,7 @@ fn entry_check(block: BlockRef, condition: Value) -> Option<ArgumentCheck> {
     fn producer<'c, 'a>(value: Value<'c, 'a>) -> Option<(String, OperationRef<'c, 'a>)> {
         defining_op(value).map(|op| (op_name(op), op))
     }
-    let argument = |value: Value| -> Option<usize> {
-        // SAFETY: reading a block argument's owner and number.
-        unsafe {
-            let raw = value.to_raw();
-            (mlir_sys::mlirValueIsABlockArgument(raw)
-                && mlir_sys::mlirBlockArgumentGetOwner(raw).ptr == block.to_raw().ptr)
-                .then(|| mlir_sys::mlirBlockArgumentGetArgNumber(raw) as usize)
-        }
-    };
+    let argument = |value: Value| -> Option<usize> { argument_of(value, block) };
     enum Constant {
         Int(i64),
         Float(f64),

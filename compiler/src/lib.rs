@@ -1,106 +1,142 @@
-//! The jitc compiler: passes over the `meta` dialect, the pass registry,
-//! textual pipelines, and the diagnostics plumbing that tools build on.
+//! The jitc compiler's front door. Everything the runtime, the tools and
+//! frontends may use is here; every module behind it is `pub(crate)` or
+//! private, so the build itself keeps callers off the compiler's internals.
 //!
-//! Entry points:
-//! - [`optimize`] verifies a module and runs a pipeline on it;
-//! - [`pipeline::parse`] and [`pipeline::build`] turn `--pass-pipeline`
-//!   text into an MLIR pass manager;
-//! - [`passes::PASSES`] lists jitc's own passes.
+//! - **Parse and verify**: [`new_context`], [`parse_module`] (NUL-safe),
+//!   [`split_input`] for `--split-input-file`, [`verify`], and the
+//!   diagnostics plumbing ([`DiagnosticCollector`], [`render_diagnostic`],
+//!   [`parse_expectations`]/[`check_expectations`] for
+//!   `--verify-diagnostics`).
+//! - **Pipelines**: [`pipelines`] holds every named pipeline and the
+//!   [`Pipeline`] value; [`optimize`] verifies, runs one and verifies again;
+//!   [`list_passes`] and [`is_known_pass`] describe jitc's own passes.
+//! - **Speculation**: [`specialize`] makes the assumptions a [`Profile`]
+//!   supports, under guards (it takes the profile as a value and reads no
+//!   file); [`take_entry_guards`] turns argument guards into checks.
+//! - **Compile to an artifact**: [`compile_cpu`] fuses a module and JIT
+//!   compiles its kernels ([`CpuArtifact`]: native kernels, their
+//!   signatures and the entry guards); [`compile_ptx`] fuses and compiles
+//!   to PTX ([`PtxArtifact`]: the text, each kernel's parameters and
+//!   launch); [`emit_cpu`] and [`emit_gpu`] write MLIR, LLVM IR, assembly,
+//!   objects or PTX.
+//! - **Explain**: [`explain`] shows the fuser's plans.
 //!
 //! Passes do no I/O; tools decide what to print.
 
-pub mod codegen;
-pub mod diagnostics;
-pub mod fusion;
-pub mod guards;
-pub mod lower;
-pub mod passes;
-pub mod pipeline;
-pub mod rewrite;
-pub mod source;
-pub mod transforms;
-pub mod verify_diagnostics;
+mod codegen;
+mod context;
+mod diagnostics;
+mod error;
+pub mod explain;
+mod fusion;
+mod guards;
+mod lower;
+mod pass;
+mod passes;
+mod pipeline;
+pub mod pipelines;
+mod rewrite;
+mod source;
+mod transforms;
+mod verify_diagnostics;
 
-use melior::{
-    Context,
-    ir::{Module, operation::OperationPrintingFlags},
-    pass::PassIrPrintingOptions,
+pub use codegen::{
+    CodegenOptions, CpuArtifact, CpuTarget, Emit, Emitted, GpuArch, GpuOptions, KernelFn, PtxArtifact,
+    host_description,
 };
-use std::sync::Once;
+pub use context::new_context;
+pub use diagnostics::{Diagnostic, DiagnosticCollector, Position, Severity, render as render_diagnostic};
+pub use error::Error;
+pub use guards::{ArgumentCheck, EntryGuard, take_entry_guards};
+pub use jitc_dialect::profile::Profile;
+pub use lower::{
+    Buffer as Slot, KernelSignature, MathMode,
+    gpu::{FillLaunch, GpuKernel, Launch},
+};
+pub use pipelines::{OptimizeOptions, Pipeline, optimize};
+pub use source::{Chunk, parse_module, split_input};
+pub use transforms::specialize::{Assumption, SpecializeOptions, argument_site, specialize};
+pub use verify_diagnostics::{Expectation, check as check_expectations, parse_expectations};
 
-/// Errors of the compiler crate.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// The context could not be set up.
-    #[error(transparent)]
-    Dialect(#[from] jitc_dialect::Error),
-    /// A pipeline was malformed or named an unknown pass or option.
-    #[error("invalid pass pipeline: {0}")]
-    Pipeline(String),
-    /// The input failed to parse; the diagnostics say where.
-    #[error("the input did not parse")]
-    Parse,
-    /// The input failed the semantic verifier; the diagnostics say where.
-    #[error("the input failed verification")]
-    Verify,
-    /// A pass emitted an error; the diagnostics say which and where.
-    #[error("a pass failed")]
-    PassFailed,
-    /// Lowering a kernel failed: a compiler bug.
-    #[error("internal compiler error while lowering: {0}")]
-    Lowering(String),
-    /// LLVM could not translate, optimize or compile: a compiler bug.
-    #[error("code generation failed: {0}")]
-    Codegen(String),
-    /// The pipeline produced IR the verifier rejects: a compiler bug.
-    #[error("internal compiler error: the meta verifier failed after the pipeline '{0}'")]
-    VerifierFailedAfterPipeline(String),
+use melior::{Context, ir::Module};
+
+/// Runs the semantic verifier on `module`; its diagnostics go to the
+/// context's handlers.
+pub fn verify(module: &Module) -> Result<(), Error> {
+    if jitc_dialect::verify::verify(module.as_operation()) {
+        Ok(())
+    } else {
+        Err(Error::Verify)
+    }
 }
 
-/// Creates a context with every dialect loaded and every upstream pass
-/// registered.
-pub fn new_context() -> Result<Context, Error> {
-    static PASSES: Once = Once::new();
-    PASSES.call_once(melior::utility::register_all_passes);
-    Ok(jitc_dialect::new_context()?)
+/// Fuses `module` in place with the `fuse` pipeline (verifying before and
+/// after).
+pub fn fuse(context: &Context, module: &mut Module) -> Result<(), Error> {
+    let fuse =
+        Pipeline::named("fuse").ok_or_else(|| Error::Pipeline("the fuse pipeline does not parse".into()))?;
+    optimize(context, module, &fuse, &OptimizeOptions::default())
 }
 
-/// How [`optimize`] runs.
-#[derive(Debug, Default, Clone)]
-pub struct OptimizeOptions {
-    /// Print the IR after every pass to stderr (`--print-ir-after-all`).
-    pub print_ir_after_all: bool,
+/// Fuses `module` in place and compiles its kernels to native code for
+/// `options.target` (which must be the host or a CPU it can run). When
+/// `entry` names a function, its argument guards are taken out of the
+/// module into [`CpuArtifact::entry_guards`].
+pub fn compile_cpu<'c>(
+    context: &'c Context,
+    module: &mut Module<'c>,
+    options: &CodegenOptions,
+    entry: Option<&str>,
+) -> Result<CpuArtifact, Error> {
+    fuse(context, module)?;
+    let mut artifact = codegen::compile(context, module, options)?;
+    if let Some(function) = entry {
+        artifact.entry_guards = take_entry_guards(context, module, function)?;
+    }
+    Ok(artifact)
 }
 
-/// Verifies `module`, runs `pipeline` on it, and verifies the result.
-/// Errors are also reported through the context's diagnostic handlers.
-pub fn optimize(
+/// Fuses `module` in place and compiles its kernels to PTX for
+/// `options.arch`.
+pub fn compile_ptx(
     context: &Context,
     module: &mut Module,
-    pipeline: &[pipeline::Element],
-    options: &OptimizeOptions,
-) -> Result<(), Error> {
-    if !jitc_dialect::verify::verify(module.as_operation()) {
-        return Err(Error::Verify);
-    }
-    if pipeline.is_empty() {
-        return Ok(());
-    }
-    let manager = pipeline::build(context, pipeline)?;
-    if options.print_ir_after_all {
-        manager.enable_ir_printing(&PassIrPrintingOptions {
-            before_all: false,
-            after_all: true,
-            module_scope: true,
-            on_change: false,
-            on_failure: false,
-            flags: OperationPrintingFlags::new(),
-            tree_printing_path: Default::default(),
-        });
-    }
-    manager.run(module).map_err(|_| Error::PassFailed)?;
-    if !jitc_dialect::verify::verify(module.as_operation()) {
-        return Err(Error::VerifierFailedAfterPipeline(pipeline::render(pipeline)));
-    }
-    Ok(())
+    options: &GpuOptions,
+) -> Result<PtxArtifact, Error> {
+    fuse(context, module)?;
+    codegen::ptx(context, module, options)
+}
+
+/// Fuses `module` in place and writes its kernels for the CPU as `emit`
+/// says (`mlir`, `llvm`, `asm` or `obj`).
+pub fn emit_cpu(
+    context: &Context,
+    module: &mut Module,
+    emit: Emit,
+    options: &CodegenOptions,
+) -> Result<Emitted, Error> {
+    fuse(context, module)?;
+    codegen::emit(context, module, emit, options)
+}
+
+/// Fuses `module` in place and writes its kernels for the GPU as `emit`
+/// says (`mlir`, `llvm`, or `ptx`/`asm`).
+pub fn emit_gpu(
+    context: &Context,
+    module: &mut Module,
+    emit: Emit,
+    options: &GpuOptions,
+) -> Result<Emitted, Error> {
+    fuse(context, module)?;
+    codegen::emit_gpu(context, module, emit, options)
+}
+
+/// The `--list-passes` text for jitc's own passes.
+pub fn list_passes() -> String {
+    passes::list()
+}
+
+/// Whether `name` is a pass jitc knows, its own or upstream.
+pub fn is_known_pass(context: &Context, name: &str) -> bool {
+    pipeline::is_known_pass(context, name)
 }

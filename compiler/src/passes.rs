@@ -3,51 +3,28 @@
 
 use crate::{
     Error,
+    pass::{Options, PassInfo},
     transforms::{
         cse::Cse, dce::Dce, fuse::Fuse, inline::Inline, refine::Refine, specialize::Specialize,
         unroll::Unroll, verify::Verify,
     },
 };
+use jitc_dialect::profile::Profile;
 use jitc_dialect::{emit_error, verify::verify};
 use melior::{
     ContextRef,
     ir::{OperationRef, operation::OperationLike, r#type::TypeId},
     pass::{ExternalPass, Pass, RunExternalPass, create_external},
 };
-use std::{collections::BTreeMap, panic::AssertUnwindSafe};
+use std::{
+    collections::{BTreeMap, HashMap},
+    panic::AssertUnwindSafe,
+    sync::Arc,
+};
 
-/// An option a pass takes, as `pass{name=value}`.
-#[derive(Debug)]
-pub struct PassOption {
-    /// The option's name.
-    pub name: &'static str,
-    /// What it does.
-    pub description: &'static str,
-    /// Its value when not given.
-    pub default: &'static str,
-}
-
-/// Option values given to one pass instance, defaults filled in.
-pub type Options = BTreeMap<&'static str, String>;
-
-/// One of jitc's passes.
-#[derive(Debug)]
-pub struct PassInfo {
-    /// The pipeline name, e.g. `meta-dce`.
-    pub argument: &'static str,
-    /// The type name, e.g. `Dce`.
-    pub name: &'static str,
-    /// One line for `--list-passes`.
-    pub summary: &'static str,
-    /// The options it takes.
-    pub options: &'static [PassOption],
-    /// The file the pass lives in, relative to the workspace root.
-    pub source_file: &'static str,
-    /// The pass's file, whose `//!` doc is its documentation.
-    pub source: &'static str,
-    /// Runs the pass on one op; `false` after emitting an error.
-    pub run: fn(OperationRef, &Options) -> bool,
-}
+/// Profiles a pipeline's passes read, keyed by the text of the `profile`
+/// option that names them; the caller loads the files.
+pub type Profiles = HashMap<String, Arc<Profile>>;
 
 /// Every jitc pass, in `--list-passes` order.
 pub static PASSES: &[PassInfo] = &[
@@ -68,7 +45,7 @@ pub fn find(argument: &str) -> Option<&'static PassInfo> {
 
 /// Parses `key=value` pairs separated by spaces against `info`'s options.
 pub fn parse_options(info: &PassInfo, text: &str) -> Result<Options, Error> {
-    let mut options: Options = info
+    let mut options: BTreeMap<&'static str, String> = info
         .options
         .iter()
         .map(|o| (o.name, o.default.to_owned()))
@@ -91,12 +68,22 @@ pub fn parse_options(info: &PassInfo, text: &str) -> Result<Options, Error> {
         };
         options.insert(option.name, value.to_owned());
     }
-    Ok(options)
+    Ok(Options::new(options))
 }
 
-/// Creates an MLIR pass that runs `info` with the given option text.
-pub fn create(info: &'static PassInfo, options: &str) -> Result<Pass, Error> {
-    let options = parse_options(info, options)?;
+/// Creates an MLIR pass that runs `info` with the given option text. A
+/// `profile` option must name one of `profiles`: passes read no files.
+pub fn create(info: &'static PassInfo, options: &str, profiles: &Profiles) -> Result<Pass, Error> {
+    let mut options = parse_options(info, options)?;
+    if let Some(path) = options.get("profile").filter(|p| !p.is_empty()) {
+        let Some(profile) = profiles.get(path) else {
+            return Err(Error::Pipeline(format!(
+                "pass '{}' names the profile '{path}', which was not loaded",
+                info.argument
+            )));
+        };
+        options = options.with_profile(Arc::clone(profile));
+    }
     Ok(create_external(
         External { info, options },
         TypeId::create(info),
@@ -179,34 +166,6 @@ pub fn list() -> String {
         }
     }
     out
-}
-
-/// Names of the ops that jitc passes treat as having no side effects.
-pub fn is_pure(op: OperationRef) -> bool {
-    jitc_dialect::ops::is_pure_meta_op(op)
-}
-
-/// Whether `op` has results and none of them is used.
-pub fn results_unused(op: OperationRef) -> bool {
-    op.result_count() > 0
-        && op.results().all(|result| {
-            // SAFETY: `result` is a live value.
-            unsafe {
-                mlir_sys::mlirOpOperandIsNull(mlir_sys::mlirValueGetFirstUse(melior::ir::ValueLike::to_raw(
-                    &result,
-                )))
-            }
-        })
-}
-
-/// Erases `op`, which must have no used results.
-///
-/// # Safety
-/// No handle to `op` may be used afterwards.
-pub unsafe fn erase(op: OperationRef) {
-    // SAFETY: the caller guarantees `op` is not used again; destroying an op
-    // in a block unlinks it first.
-    unsafe { mlir_sys::mlirOperationDestroy(op.to_raw()) }
 }
 
 #[cfg(test)]

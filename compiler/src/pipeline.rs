@@ -7,7 +7,10 @@
 //! passes through `mlirOpPassManagerAddPipeline`, so nesting, verification
 //! after each pass and `--print-ir-after-all` all behave as in `mlir-opt`.
 
-use crate::{Error, passes};
+use crate::{
+    Error,
+    passes::{self, Profiles},
+};
 use melior::{Context, pass::PassManager};
 use std::ffi::c_void;
 
@@ -181,13 +184,21 @@ pub fn render(elements: &[Element]) -> String {
 }
 
 /// Builds a pass manager on `builtin.module` that runs `elements` in order.
-pub fn build<'c>(context: &'c Context, elements: &[Element]) -> Result<PassManager<'c>, Error> {
+pub fn build<'c>(
+    context: &'c Context,
+    elements: &[Element],
+    profiles: &Profiles,
+) -> Result<PassManager<'c>, Error> {
     let manager = PassManager::new(context);
-    add_elements(manager.as_operation_pass_manager().to_raw(), elements)?;
+    add_elements(manager.as_operation_pass_manager().to_raw(), elements, profiles)?;
     Ok(manager)
 }
 
-fn add_elements(manager: mlir_sys::MlirOpPassManager, elements: &[Element]) -> Result<(), Error> {
+fn add_elements(
+    manager: mlir_sys::MlirOpPassManager,
+    elements: &[Element],
+    profiles: &Profiles,
+) -> Result<(), Error> {
     for element in elements {
         match element {
             Element::Nested { anchor, elements } => {
@@ -197,11 +208,11 @@ fn add_elements(manager: mlir_sys::MlirOpPassManager, elements: &[Element]) -> R
                 };
                 // SAFETY: `manager` is live; the nested manager is owned by it.
                 let nested = unsafe { mlir_sys::mlirOpPassManagerGetNestedUnder(manager, anchor_ref) };
-                add_elements(nested, elements)?;
+                add_elements(nested, elements, profiles)?;
             }
             Element::Pass { name, options } => match passes::find(name) {
                 Some(info) => {
-                    let pass = passes::create(info, options)?;
+                    let pass = passes::create(info, options, profiles)?;
                     // SAFETY: the pass manager takes ownership of the pass.
                     unsafe { mlir_sys::mlirOpPassManagerAddOwnedPass(manager, pass.to_raw()) };
                 }

@@ -1,10 +1,21 @@
-//! IR surgery shared by the speculation passes (`meta-specialize`,
-//! `meta-unroll`, `meta-inline`, `meta-refine`): building small host ops in
-//! front of an anchor op, cloning ops under a value mapping, replacing uses
-//! and retyping values.
+//! IR surgery: the one edge where jitc's passes and the fuser touch MLIR's
+//! C API. Building small host ops in front of an anchor op, cloning ops
+//! under a value mapping, replacing uses, moving and erasing ops, retyping
+//! values and reading constants all live here, as safe functions with the
+//! `unsafe` blocks (and their `// SAFETY:` lines) inside. Pass bodies in
+//! `transforms/` contain no `unsafe` at all; `scripts/check-architecture.sh`
+//! checks that in CI.
 //!
-//! melior 0.27 has no rewriter, so these go through MLIR's C API. Builders
-//! return `None` rather than panic when MLIR rejects an op.
+//! melior 0.27 wraps some of this (`IrRewriter`, `OperationMutLike`), but
+//! only for owned or `OperationRefMut` handles, while passes hold the
+//! `OperationRef`s a walk collected; so these go through the C API on
+//! those handles. Builders return `None` rather than panic when MLIR
+//! rejects an op.
+//!
+//! Invariant: erasing is the one operation that invalidates handles.
+//! [`erase`] takes the op by value, and every caller takes it from a list
+//! it does not read again (the `// SAFETY:`-style reasoning is written at
+//! each call as a comment).
 
 use jitc_dialect::{
     ops::{GuardOp, set_attribute, string_attribute},
@@ -21,7 +32,94 @@ use melior::{
         r#type::{DimSize, IntegerType, RankedTensorType, ShapedTypeLike},
     },
 };
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
+
+/// Runs `f` with the `&Context` that owns `op`, for code that builds ops
+/// (melior's builders take `&Context`; an op hands out a `ContextRef`).
+pub fn with_context<R>(op: OperationRef, f: impl FnOnce(&Context) -> R) -> R {
+    let context_ref = op.context();
+    // SAFETY: `to_ref` hands out a reference into `context_ref`, which lives
+    // until `f` returns; the context itself outlives every op in it.
+    let context = unsafe { context_ref.to_ref() };
+    f(context)
+}
+
+/// Whether jitc's passes treat `op` as having no side effects.
+pub fn is_pure(op: OperationRef) -> bool {
+    jitc_dialect::ops::is_pure_meta_op(op)
+}
+
+/// Whether `op` has results and none of them is used.
+pub fn results_unused(op: OperationRef) -> bool {
+    op.result_count() > 0
+        && op.results().all(|result| {
+            // SAFETY: `result` is a live value.
+            unsafe { mlir_sys::mlirOpOperandIsNull(mlir_sys::mlirValueGetFirstUse(result.to_raw())) }
+        })
+}
+
+/// The op that owns `value`, as a key comparable with [`op_key`]; `None`
+/// for a block argument.
+pub fn owner_key(value: Value) -> Option<usize> {
+    defining_op(value).map(op_key)
+}
+
+/// The raw handle of an op, as a map key.
+pub fn op_key(op: OperationRef) -> usize {
+    op.to_raw().ptr as usize
+}
+
+/// Moves `op` right before `anchor`, which must be in a block.
+pub fn move_before(op: OperationRef, anchor: OperationRef) {
+    // SAFETY: both ops are live and `anchor` is in a block, which takes
+    // ownership of `op`.
+    unsafe { mlir_sys::mlirOperationMoveBefore(op.to_raw(), anchor.to_raw()) }
+}
+
+/// Removes attribute `name` from `op`; nothing happens when it has none.
+pub fn remove_attribute(op: OperationRef, name: &str) {
+    let name = melior::StringRef::new(name);
+    // SAFETY: `op` is live and `name` outlives the call.
+    unsafe { mlir_sys::mlirOperationRemoveAttributeByName(op.to_raw(), name.to_raw()) };
+}
+
+/// A copy of `op` (regions included), owned by the caller until a block
+/// takes it.
+pub fn clone_op<'c>(op: OperationRef<'c, '_>) -> Operation<'c> {
+    // SAFETY: cloning a live op gives a new op that nothing else owns.
+    unsafe { Operation::from_raw(mlir_sys::mlirOperationClone(op.to_raw())) }
+}
+
+/// Replaces the uses of `old` inside `user` (only there) with `new`.
+pub fn replace_uses_in(user: OperationRef, old: Value, new: Value) {
+    // SAFETY: all three are live; `new` has `old`'s type (callers clone).
+    unsafe { mlir_sys::mlirOperationReplaceUsesOfWith(user.to_raw(), old.to_raw(), new.to_raw()) }
+}
+
+/// Whether `attribute` is a splat `dense<...>` elements attribute.
+pub fn is_dense_splat(attribute: Attribute) -> bool {
+    // SAFETY: `attribute` is live; splat is only asked of dense ones.
+    unsafe {
+        mlir_sys::mlirAttributeIsADenseElements(attribute.to_raw())
+            && mlir_sys::mlirDenseElementsAttrIsSplat(attribute.to_raw())
+    }
+}
+
+/// Whether `attribute` is the splat `dense<true>` of `i1` elements.
+pub fn is_true_splat(attribute: Attribute) -> bool {
+    if !is_dense_splat(attribute) {
+        return false;
+    }
+    // SAFETY: `attribute` is a live dense elements attribute (checked
+    // above), so it has a shaped type and a splat value.
+    unsafe {
+        let raw = attribute.to_raw();
+        let element = mlir_sys::mlirShapedTypeGetElementType(mlir_sys::mlirAttributeGetType(raw));
+        mlir_sys::mlirTypeIsAInteger(element)
+            && mlir_sys::mlirIntegerTypeGetWidth(element) == 1
+            && mlir_sys::mlirDenseElementsAttrGetBoolSplatValue(raw) != 0
+    }
+}
 
 /// Builds ops right before `anchor`, at `anchor`'s location.
 pub struct Builder<'c, 'a> {
@@ -40,11 +138,6 @@ impl<'c, 'a> Builder<'c, 'a> {
             block: anchor.block()?,
             location: anchor.location(),
         })
-    }
-
-    /// The context.
-    pub fn context(&self) -> &'c Context {
-        self.context
     }
 
     /// Inserts `op` before the anchor.
@@ -295,11 +388,29 @@ pub fn set_operands(op: OperationRef, values: &[Value]) {
 
 /// Erases `op` and everything nested in it; its results must be unused.
 ///
-/// # Safety
-/// No handle to `op` or to anything nested in it may be used afterwards.
-pub unsafe fn erase(op: OperationRef) {
-    // SAFETY: forwarded to the caller.
+/// Handles to `op` or to anything nested in it dangle afterwards: callers
+/// pass an op they will not read again (see the module doc).
+pub fn erase(op: OperationRef) {
+    // SAFETY: the op is live and unlinked from its block before it is
+    // destroyed; callers hold no further use of the handle (module doc).
     unsafe { mlir_sys::mlirOperationDestroy(op.to_raw()) }
+}
+
+/// The position of `value` among `block`'s arguments, when it is one.
+pub fn argument_of(value: Value, block: BlockRef) -> Option<usize> {
+    // SAFETY: reading a live value's kind, and a block argument's owner and
+    // number only once it is known to be one.
+    unsafe {
+        let raw = value.to_raw();
+        (mlir_sys::mlirValueIsABlockArgument(raw)
+            && mlir_sys::mlirBlockArgumentGetOwner(raw).ptr == block.to_raw().ptr)
+            .then(|| mlir_sys::mlirBlockArgumentGetArgNumber(raw) as usize)
+    }
+}
+
+/// The ops that use `value`, one entry per use.
+pub fn users<'c, 'a>(value: Value<'c, 'a>) -> Vec<OperationRef<'c, 'a>> {
+    uses(value).into_iter().map(|(op, _)| op).collect()
 }
 
 /// The ops of `block` except its terminator, in order.
@@ -338,20 +449,7 @@ pub fn constant_int(value: Value) -> Option<i64> {
         .map(|a| a.value())
 }
 
-/// The `func.func`s in a module's body, by name.
-pub fn functions<'c, 'a>(module_body: BlockRef<'c, 'a>) -> BTreeMap<String, OperationRef<'c, 'a>> {
-    let mut functions = BTreeMap::new();
-    let mut next = module_body.first_operation();
-    while let Some(op) = next {
-        next = op.next_in_block();
-        if op_name(op) == "func.func"
-            && let Some(name) = op.attribute("sym_name").ok().and_then(string_attribute)
-        {
-            functions.insert(name.to_owned(), op);
-        }
-    }
-    functions
-}
+pub use jitc_dialect::ops::functions;
 
 /// MLIR's marker for a `?` dimension.
 pub const DYNAMIC: i64 = i64::MIN;

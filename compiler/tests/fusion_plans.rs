@@ -1,19 +1,14 @@
 //! Snapshots of the fusion plans `jitc explain` prints for the examples.
 
 use jitc_compiler::{
-    diagnostics::DiagnosticCollector,
-    fusion::{self, render},
-    new_context,
-    source::parse_module,
-    transforms::fuse::blocks_with_fusable_ops,
+    DiagnosticCollector,
+    explain::blocks_with_fusable_ops,
+    explain::{self as fusion},
+    new_context, parse_module,
 };
-use std::path::Path;
 
 fn plan_text(example: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples")
-        .join(example);
-    let source = std::fs::read_to_string(&path).expect("the example exists");
+    let source = jitc_test_support::example(example);
     let context = new_context().expect("context");
     let collector = DiagnosticCollector::attach(&context);
     let module = parse_module(&context, &source).unwrap_or_else(|| panic!("{:?}", collector.take()));
@@ -21,7 +16,7 @@ fn plan_text(example: &str) -> String {
     for function in fusion::block_ops(module.body()) {
         for block in blocks_with_fusable_ops(function) {
             let plan = fusion::prepare_and_plan(block, fusion::Options::default());
-            text += &render::text(example, &plan);
+            text += &fusion::text(example, &plan);
         }
     }
     text

@@ -1,9 +1,7 @@
 //! Bad input never panics or crashes: mutated programs go through parsing,
 //! verification and jitc's passes, and either succeed or produce errors.
 
-use jitc_compiler::{
-    OptimizeOptions, diagnostics::DiagnosticCollector, new_context, optimize, pipeline, source::parse_module,
-};
+use jitc_compiler::{DiagnosticCollector, OptimizeOptions, Pipeline, new_context, optimize, parse_module};
 use proptest::prelude::*;
 
 const SEED: &str = r#"func.func @main(%x: tensor<4xf32>, %y: tensor<4xf32>, %ok: tensor<i1>) -> tensor<3xf32> {
@@ -71,7 +69,7 @@ proptest! {
         let context = new_context().expect("context");
         let collector = DiagnosticCollector::attach(&context);
         let text = mutate(SEED, &cuts);
-        let passes = pipeline::parse("builtin.module(meta-cse, meta-dce, canonicalize, meta-verify)").unwrap();
+        let passes = Pipeline::parse("builtin.module(meta-cse, meta-dce, canonicalize, meta-verify)").unwrap();
         if let Some(mut module) = parse_module(&context, &text) {
             let result = optimize(&context, &mut module, &passes, &OptimizeOptions::default());
             // Every failure explains itself with at least one error.
@@ -87,5 +85,11 @@ fn the_seed_is_valid() {
     let context = new_context().expect("context");
     let _collector = DiagnosticCollector::attach(&context);
     let mut module = parse_module(&context, SEED).expect("the seed parses");
-    optimize(&context, &mut module, &[], &OptimizeOptions::default()).expect("the seed verifies");
+    optimize(
+        &context,
+        &mut module,
+        &Pipeline::default(),
+        &OptimizeOptions::default(),
+    )
+    .expect("the seed verifies");
 }

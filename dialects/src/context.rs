@@ -5,7 +5,7 @@ use melior::{
     Context,
     dialect::DialectRegistry,
     ir::Module,
-    utility::{load_irdl_dialects, register_all_dialects, register_all_llvm_translations},
+    utility::{load_irdl_dialects, register_all_dialects},
 };
 
 /// The IRDL declaration of the `meta` dialect, `dialects/irdl/meta.irdl.mlir`.
@@ -15,13 +15,15 @@ pub const IRDL_SOURCE: &str = include_str!("../irdl/meta.irdl.mlir");
 /// the upstream dialects of the textual contract (`func`, `scf`, `arith`,
 /// `tensor`) loaded, so that passes may build their ops in any module.
 ///
+/// LLVM translations are not registered here: the dialect knows nothing
+/// of code generation (`jitc_compiler::new_context` registers them).
+///
 /// Multithreading is off: diagnostics then arrive in a deterministic order,
 /// and Rust passes run inside MLIR's pass manager need not be `Sync`.
 pub fn new_context() -> Result<Context, Error> {
     let registry = DialectRegistry::new();
     register_all_dialects(&registry);
     let context = Context::new_with_registry(&registry, false);
-    register_all_llvm_translations(&context);
     for dialect in ["func", "scf", "arith", "tensor"] {
         context.get_or_load_dialect(dialect);
     }

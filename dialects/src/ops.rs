@@ -542,3 +542,22 @@ pub fn is_pure_meta_op(op: OperationRef) -> bool {
         .as_str()
         .is_ok_and(|name| PURE_OPS.contains(&name))
 }
+
+/// The `func.func`s directly in `module_body` (a module's body block), by
+/// name: how the interpreter, the passes and the runtime find functions.
+pub fn functions<'c, 'a>(
+    module_body: melior::ir::BlockRef<'c, 'a>,
+) -> std::collections::BTreeMap<String, melior::ir::OperationRef<'c, 'a>> {
+    use melior::ir::{BlockLike, operation::OperationLike};
+    let mut functions = std::collections::BTreeMap::new();
+    let mut next = module_body.first_operation();
+    while let Some(op) = next {
+        next = op.next_in_block();
+        if op.name().as_string_ref().as_str() == Ok("func.func")
+            && let Some(name) = op.attribute("sym_name").ok().and_then(string_attribute)
+        {
+            functions.insert(name.to_owned(), op);
+        }
+    }
+    functions
+}

@@ -5,15 +5,13 @@
 //! would. Division by zero is an error, as for `meta.binary`.
 
 use crate::{
-    Error,
-    eval::{Value, ValueType, check_result, scalar_attribute},
+    error::{Error, eval_error as error, unsupported},
     scalar::{self, Scalar},
     tensor::{Buffer, Tensor},
+    value::{Value, ValueType, check_result, scalar_attribute},
 };
 use jitc_dialect::kinds::{BinaryKind, ElementType, UnaryKind};
 use melior::ir::{Attribute, AttributeLike, OperationRef, operation::OperationLike};
-
-use crate::eval::{eval_error as error, unsupported};
 
 /// An integer operand: value (sign-extended) and width in bits.
 fn integer(op: OperationRef, value: &Value) -> Result<(i64, u32), Error> {

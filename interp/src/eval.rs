@@ -1,4 +1,6 @@
-//! Executing functions op by op.
+//! Executing functions op by op: the host schedule of calls, `scf` control
+//! flow, guards and state. Ops that compute a value from their operand
+//! values are handed to `arith`, `tensor_ops` and `meta_ops`.
 //!
 //! Every value lives in an environment keyed by its SSA identity; tensors
 //! are shared (`Rc`) rather than copied. Regions run one block each: the
@@ -6,127 +8,27 @@
 //! is reported as unsupported.
 
 use crate::{
-    Error,
-    affine::{Map, Set},
-    scalar::{self, Scalar, ScalarError},
-    tensor::{Buffer, Tensor},
+    arith,
+    error::{Error, eval_error, unsupported},
+    meta_ops,
+    scalar::Scalar,
+    tensor::Tensor,
+    tensor_ops,
+    value::{Value, ValueType, as_bool, as_index, check_result},
 };
 use jitc_dialect::{
-    kinds::{ElementType, ReduceKind},
-    ops::{
-        BinaryOp, GuardOp, IntegerSet, ReindexOp, ReindexReduceOp, StateReadOp, StateWriteOp, TernaryOp,
-        UnaryOp, string_attribute, tensor_type,
-    },
+    ops::{GuardOp, StateReadOp, StateWriteOp, string_attribute},
     profile::{ArgumentProfile, Observed, Profile, site_id},
-    verify::location_line,
+    verify::{location_line, op_name},
 };
 use melior::ir::{
-    Attribute, AttributeLike, BlockLike, Module, OperationRef, RegionLike, Type, TypeLike,
-    Value as MlirValue, ValueLike,
-    attribute::TypeAttribute,
-    operation::OperationLike,
-    r#type::{DimSize, FunctionType, RankedTensorType, ShapedTypeLike},
+    BlockLike, Module, OperationRef, RegionLike, Type, Value as MlirValue, ValueLike,
+    attribute::TypeAttribute, operation::OperationLike, r#type::FunctionType,
 };
 use std::{
     collections::{BTreeMap, HashMap},
-    fmt,
     rc::Rc,
 };
-
-/// A runtime value.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Value {
-    /// A tensor.
-    Tensor(Rc<Tensor>),
-    /// A scalar of an element type (an `arith` value, not a rank-0 tensor).
-    Scalar(Scalar),
-    /// An `index`.
-    Index(i64),
-}
-
-impl Value {
-    /// A tensor value.
-    pub fn tensor(tensor: Tensor) -> Self {
-        Self::Tensor(Rc::new(tensor))
-    }
-}
-
-impl fmt::Display for Value {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Tensor(t) => write!(f, "{t}"),
-            Self::Scalar(s) => write!(f, "{}={s}", s.element_type()),
-            Self::Index(i) => write!(f, "index={i}"),
-        }
-    }
-}
-
-/// The type of a function argument or result.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ValueType {
-    /// A ranked tensor; `None` for a `?` dimension.
-    Tensor(Vec<Option<usize>>, ElementType),
-    /// A scalar.
-    Scalar(ElementType),
-    /// `index`.
-    Index,
-}
-
-impl ValueType {
-    /// Classifies an MLIR type; `None` for types the interpreter lacks.
-    pub fn from_mlir(r#type: Type) -> Option<Self> {
-        if let Ok(tensor) = RankedTensorType::try_from(r#type) {
-            let shape = (0..tensor.rank())
-                .map(|d| match tensor.dim_size(d) {
-                    Ok(DimSize::Static(n)) => Some(n as usize),
-                    _ => None,
-                })
-                .collect();
-            return Some(Self::Tensor(shape, ElementType::from_type(tensor.element())?));
-        }
-        // SAFETY: `r#type` is a live type.
-        if unsafe { mlir_sys::mlirTypeIsAIndex(r#type.to_raw()) } {
-            return Some(Self::Index);
-        }
-        ElementType::from_type(r#type).map(Self::Scalar)
-    }
-
-    /// Whether `value` has this type.
-    pub fn accepts(&self, value: &Value) -> bool {
-        match (self, value) {
-            (Self::Tensor(shape, element), Value::Tensor(t)) => {
-                t.element_type() == *element
-                    && t.shape().len() == shape.len()
-                    && shape
-                        .iter()
-                        .zip(t.shape())
-                        .all(|(want, got)| want.is_none_or(|w| w == *got))
-            }
-            (Self::Scalar(element), Value::Scalar(s)) => s.element_type() == *element,
-            (Self::Index, Value::Index(_)) => true,
-            _ => false,
-        }
-    }
-}
-
-impl fmt::Display for ValueType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Tensor(shape, element) => {
-                f.write_str("tensor<")?;
-                for d in shape {
-                    match d {
-                        Some(n) => write!(f, "{n}x")?,
-                        None => f.write_str("?x")?,
-                    }
-                }
-                write!(f, "{element}>")
-            }
-            Self::Scalar(element) => write!(f, "{element}"),
-            Self::Index => f.write_str("index"),
-        }
-    }
-}
 
 /// A function's argument and result types.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -203,8 +105,6 @@ fn key(value: MlirValue) -> usize {
     value.to_raw().ptr as usize
 }
 
-pub(crate) use jitc_dialect::verify::op_name;
-
 /// The type of a `func.func`.
 fn function_type<'c>(function: OperationRef<'c, '_>) -> Result<FunctionType<'c>, Error> {
     function
@@ -215,38 +115,11 @@ fn function_type<'c>(function: OperationRef<'c, '_>) -> Result<FunctionType<'c>,
         .ok_or_else(|| eval_error(function, "has no function type"))
 }
 
-/// The error for an op the interpreter does not run.
-pub(crate) fn unsupported(op: OperationRef) -> Error {
-    Error::Unsupported {
-        op: op_name(op),
-        line: location_line(op.location()),
-    }
-}
-
-/// An evaluation error at `op`.
-pub(crate) fn eval_error(op: OperationRef, message: impl fmt::Display) -> Error {
-    Error::Eval {
-        op: op_name(op),
-        line: location_line(op.location()),
-        message: message.to_string(),
-    }
-}
-
 impl<'c, 'a> Interpreter<'c, 'a> {
     /// Prepares to run the `func.func`s of `module`.
     pub fn new(module: &'a Module<'c>) -> Self {
-        let mut functions = BTreeMap::new();
-        let mut next = module.body().first_operation();
-        while let Some(op) = next {
-            next = op.next_in_block();
-            if op_name(op) == "func.func"
-                && let Some(name) = op.attribute("sym_name").ok().and_then(string_attribute)
-            {
-                functions.insert(name.to_owned(), op);
-            }
-        }
         Self {
-            functions,
+            functions: jitc_dialect::ops::functions(module.body()),
             kernels: None,
         }
     }
@@ -485,9 +358,11 @@ impl<'c, 'a> Interpreter<'c, 'a> {
         let name = op_name(op);
         let single = |value: Value| Ok(vec![value]);
         match name.as_str() {
-            "meta.reindex" => single(reindex(env, op)?),
-            "meta.reindex_reduce" => single(reindex_reduce(env, op)?),
-            "meta.unary" | "meta.binary" | "meta.ternary" => single(elementwise(env, op)?),
+            "meta.reindex" => single(meta_ops::reindex(op, &operands(env, op)?)?),
+            "meta.reindex_reduce" => single(meta_ops::reindex_reduce(op, &operands(env, op)?)?),
+            "meta.unary" | "meta.binary" | "meta.ternary" => {
+                single(meta_ops::elementwise(op, &operands(env, op)?)?)
+            }
             "meta.guard" => {
                 let guard = GuardOp::cast(op).ok_or_else(|| eval_error(op, "is malformed"))?;
                 let condition = operand(env, op, 0)?;
@@ -554,10 +429,8 @@ impl<'c, 'a> Interpreter<'c, 'a> {
                 }
             }
             "scf.while" => self.scf_while(run, env, op),
-            _ if name.starts_with("arith.") => crate::arith::eval(op, &operands(env, op)?).map(|v| vec![v]),
-            _ if name.starts_with("tensor.") => {
-                crate::tensor_ops::eval(op, &operands(env, op)?).map(|v| vec![v])
-            }
+            _ if name.starts_with("arith.") => arith::eval(op, &operands(env, op)?).map(|v| vec![v]),
+            _ if name.starts_with("tensor.") => tensor_ops::eval(op, &operands(env, op)?).map(|v| vec![v]),
             _ => Err(unsupported(op)),
         }
     }
@@ -622,24 +495,14 @@ impl<'c, 'a> Interpreter<'c, 'a> {
     }
 }
 
-impl Value {
-    /// An index of the same kind as `self` (used for induction variables).
-    fn clone_as_index(&self, value: i64) -> Value {
-        match self {
-            Value::Scalar(s) => Value::Scalar(Scalar::I64(value).cast(s.element_type())),
-            _ => Value::Index(value),
-        }
-    }
-}
-
-pub(crate) fn operand(env: &Env, op: OperationRef, index: usize) -> Result<Value, Error> {
+fn operand(env: &Env, op: OperationRef, index: usize) -> Result<Value, Error> {
     let value = op.operand(index).map_err(|e| eval_error(op, e))?;
     env.get(&key(value))
         .cloned()
         .ok_or_else(|| eval_error(op, format!("operand {index} has no value")))
 }
 
-pub(crate) fn operands(env: &Env, op: OperationRef) -> Result<Vec<Value>, Error> {
+fn operands(env: &Env, op: OperationRef) -> Result<Vec<Value>, Error> {
     (0..op.operand_count()).map(|i| operand(env, op, i)).collect()
 }
 
@@ -650,294 +513,5 @@ fn tensor_operand(env: &Env, op: OperationRef, index: usize) -> Result<Rc<Tensor
             op,
             format!("operand {index} is {other}, not a tensor"),
         )),
-    }
-}
-
-pub(crate) fn as_index(op: OperationRef, value: &Value) -> Result<i64, Error> {
-    match value {
-        Value::Index(i) => Ok(*i),
-        Value::Scalar(s) if !s.element_type().is_float() => Ok(s.as_i64()),
-        other => Err(eval_error(op, format!("expected an index, got {other}"))),
-    }
-}
-
-fn as_bool(op: OperationRef, value: &Value) -> Result<bool, Error> {
-    match value {
-        Value::Scalar(Scalar::I1(b)) => Ok(*b),
-        Value::Tensor(t) if t.element_type() == ElementType::I1 && t.len() == 1 => Ok(t.get(0).is_nonzero()),
-        other => Err(eval_error(op, format!("expected an i1, got {other}"))),
-    }
-}
-
-/// The declared type of result `index`.
-fn result_type(op: OperationRef, index: usize) -> Result<ValueType, Error> {
-    let result = op.result(index).map_err(|e| eval_error(op, e))?;
-    ValueType::from_mlir(result.r#type())
-        .ok_or_else(|| eval_error(op, format!("result type {} is not supported", result.r#type())))
-}
-
-/// Checks a computed value against the declared result type.
-pub(crate) fn check_result(op: OperationRef, index: usize, value: &Value) -> Result<(), Error> {
-    let declared = result_type(op, index)?;
-    if declared.accepts(value) {
-        Ok(())
-    } else {
-        let got = match value {
-            Value::Tensor(t) => t.type_name(),
-            other => other.to_string(),
-        };
-        Err(eval_error(
-            op,
-            format!("computed {got} but the result type is {declared}"),
-        ))
-    }
-}
-
-/// The result's shape: static sizes from the type, `?` sizes from `sizes`.
-fn result_shape(op: OperationRef, sizes: &[i64]) -> Result<(Vec<usize>, ElementType), Error> {
-    let ValueType::Tensor(shape, element) = result_type(op, 0)? else {
-        return Err(eval_error(op, "result is not a tensor"));
-    };
-    let mut dynamic = sizes.iter();
-    let shape = shape
-        .into_iter()
-        .map(|d| match d {
-            Some(n) => Ok(n),
-            None => match dynamic.next() {
-                Some(&n) if n >= 0 => Ok(n as usize),
-                Some(&n) => Err(eval_error(op, format!("dynamic size {n} is negative"))),
-                None => Err(eval_error(op, "a dynamic size has no operand")),
-            },
-        })
-        .collect::<Result<Vec<usize>, _>>()?;
-    crate::tensor::checked_len(&shape).map_err(|e| eval_error(op, e))?;
-    Ok((shape, element))
-}
-
-/// Splits the trailing index operands into dynamic sizes and symbols.
-fn index_operands(env: &Env, op: OperationRef, first: usize) -> Result<(Vec<i64>, Vec<i64>), Error> {
-    let result = op.result(0).map_err(|e| eval_error(op, e))?;
-    let dynamic = tensor_type(result.into())
-        .map(|t| {
-            (0..t.rank())
-                .filter(|&d| matches!(t.dim_size(d), Ok(DimSize::Dynamic)))
-                .count()
-        })
-        .unwrap_or(0);
-    let values: Vec<i64> = (first..op.operand_count())
-        .map(|i| as_index(op, &operand(env, op, i)?))
-        .collect::<Result<_, _>>()?;
-    let split = dynamic.min(values.len());
-    Ok((values[..split].to_vec(), values[split..].to_vec()))
-}
-
-fn conditions(op: OperationRef, sets: Option<Result<Vec<IntegerSet>, ()>>) -> Result<Vec<Set>, Error> {
-    match sets {
-        None => Ok(Vec::new()),
-        Some(Ok(sets)) => Ok(sets.into_iter().map(Set::from_mlir).collect()),
-        Some(Err(())) => Err(eval_error(op, "overflow_conditions is malformed")),
-    }
-}
-
-/// Advances a row-major multi-index; returns false after the last one.
-fn advance(index: &mut [i64], shape: &[usize]) -> bool {
-    for d in (0..shape.len()).rev() {
-        index[d] += 1;
-        if (index[d] as usize) < shape[d] {
-            return true;
-        }
-        index[d] = 0;
-    }
-    false
-}
-
-/// The flat position of `index` in `shape`, if it is in bounds.
-fn flat(index: &[i64], shape: &[usize]) -> Option<usize> {
-    let mut position = 0usize;
-    for (&i, &n) in index.iter().zip(shape) {
-        if i < 0 || i as usize >= n {
-            return None;
-        }
-        position = position * n + i as usize;
-    }
-    Some(position)
-}
-
-fn any_contains(sets: &[Set], dims: &[i64], symbols: &[i64], op: OperationRef) -> Result<bool, Error> {
-    for set in sets {
-        if set.contains(dims, symbols).map_err(|e| eval_error(op, e))? {
-            return Ok(true);
-        }
-    }
-    Ok(false)
-}
-
-fn reindex(env: &Env, op: OperationRef) -> Result<Value, Error> {
-    let view = ReindexOp::cast(op).ok_or_else(|| eval_error(op, "is malformed"))?;
-    let input = tensor_operand(env, op, 0)?;
-    let map = Map::from_mlir(
-        view.indices()
-            .ok_or_else(|| eval_error(op, "has no indices map"))?,
-    );
-    let (sizes, symbols) = index_operands(env, op, 1)?;
-    let (shape, element) = result_shape(op, &sizes)?;
-    let sets = conditions(op, view.overflow_conditions())?;
-    let overflow = match view.overflow_value() {
-        Some(attribute) => {
-            scalar_attribute(attribute).ok_or_else(|| eval_error(op, "overflow_value is not a number"))?
-        }
-        None => Scalar::zero(element),
-    }
-    .cast(element);
-    let mut out = Buffer::filled(overflow, shape.iter().product());
-    let mut mapped = Mapped {
-        map: &map,
-        sets: &sets,
-        symbols: &symbols,
-        op,
-    };
-    mapped.for_each(&shape, |position, source| {
-        if let Some(from) = flat(source, input.shape()) {
-            out.set(position, input.get(from));
-        }
-        Ok(())
-    })?;
-    Ok(Value::tensor(
-        Tensor::new(shape, out).expect("the buffer was sized for the shape"),
-    ))
-}
-
-fn reindex_reduce(env: &Env, op: OperationRef) -> Result<Value, Error> {
-    let view = ReindexReduceOp::cast(op).ok_or_else(|| eval_error(op, "is malformed"))?;
-    let kind: ReduceKind = view.kind().ok_or_else(|| eval_error(op, "has an unknown kind"))?;
-    let input = tensor_operand(env, op, 0)?;
-    let map = Map::from_mlir(
-        view.indices()
-            .ok_or_else(|| eval_error(op, "has no indices map"))?,
-    );
-    let (sizes, symbols) = index_operands(env, op, 1)?;
-    let (shape, element) = result_shape(op, &sizes)?;
-    let sets = conditions(op, view.overflow_conditions())?;
-    let mut out = Buffer::filled(scalar::identity(kind, element), shape.iter().product());
-    let mut mapped = Mapped {
-        map: &map,
-        sets: &sets,
-        symbols: &symbols,
-        op,
-    };
-    mapped.for_each(input.shape(), |position, target| {
-        if let Some(to) = flat(target, &shape) {
-            let value =
-                scalar::reduce(kind, out.get(to), input.get(position)).map_err(|e| eval_error(op, e))?;
-            out.set(to, value);
-        }
-        Ok(())
-    })?;
-    Ok(Value::tensor(
-        Tensor::new(shape, out).expect("the buffer was sized for the shape"),
-    ))
-}
-
-/// An index map with its overflow conditions, walked over a shape: the
-/// iteration both `reindex` (over output indices) and `reindex_reduce`
-/// (over input indices) are made of.
-struct Mapped<'m, 'c, 'a> {
-    map: &'m Map,
-    sets: &'m [Set],
-    symbols: &'m [i64],
-    op: OperationRef<'c, 'a>,
-}
-
-impl Mapped<'_, '_, '_> {
-    /// Calls `visit(position, map(index))` for every index of `shape` in
-    /// row-major order (`position` is its flat position), skipping indices
-    /// that lie in an overflow condition.
-    fn for_each(
-        &mut self,
-        shape: &[usize],
-        mut visit: impl FnMut(usize, &[i64]) -> Result<(), Error>,
-    ) -> Result<(), Error> {
-        if shape.contains(&0) {
-            return Ok(());
-        }
-        let mut index = vec![0i64; shape.len()];
-        let mut mapped = Vec::with_capacity(self.map.results.len());
-        let mut position = 0;
-        loop {
-            if !any_contains(self.sets, &index, self.symbols, self.op)? {
-                self.map
-                    .eval_into(&index, self.symbols, &mut mapped)
-                    .map_err(|e| eval_error(self.op, e))?;
-                visit(position, &mapped)?;
-            }
-            position += 1;
-            if !advance(&mut index, shape) {
-                return Ok(());
-            }
-        }
-    }
-}
-
-fn elementwise(env: &Env, op: OperationRef) -> Result<Value, Error> {
-    let inputs: Vec<Rc<Tensor>> = (0..op.operand_count())
-        .map(|i| tensor_operand(env, op, i))
-        .collect::<Result<_, _>>()?;
-    let shape = inputs[0].shape().to_vec();
-    if let Some(other) = inputs.iter().find(|t| t.shape() != shape) {
-        return Err(eval_error(
-            op,
-            format!(
-                "operands have shapes {:?} and {:?} at run time",
-                shape,
-                other.shape()
-            ),
-        ));
-    }
-    let ValueType::Tensor(_, element) = result_type(op, 0)? else {
-        return Err(eval_error(op, "result is not a tensor"));
-    };
-    let mut out = Buffer::filled(Scalar::zero(element), inputs[0].len());
-    let compute = |i: usize| -> Result<Scalar, ScalarError> {
-        if let Some(unary) = UnaryOp::cast(op) {
-            let kind = unary
-                .kind()
-                .ok_or_else(|| ScalarError::Type("unknown kind".into()))?;
-            scalar::unary(kind, inputs[0].get(i), element)
-        } else if let Some(binary) = BinaryOp::cast(op) {
-            let kind = binary
-                .kind()
-                .ok_or_else(|| ScalarError::Type("unknown kind".into()))?;
-            scalar::binary(kind, inputs[0].get(i), inputs[1].get(i))
-        } else if TernaryOp::cast(op).is_some() {
-            Ok(if inputs[0].get(i).is_nonzero() {
-                inputs[1].get(i)
-            } else {
-                inputs[2].get(i)
-            })
-        } else {
-            Err(ScalarError::Type("not an element-wise op".into()))
-        }
-    };
-    for i in 0..out.len() {
-        out.set(i, compute(i).map_err(|e| eval_error(op, e))?);
-    }
-    let value = Value::tensor(Tensor::new(shape, out).expect("the buffer was sized for the shape"));
-    check_result(op, 0, &value)?;
-    Ok(value)
-}
-
-/// The number in an integer or float attribute, with its type.
-pub(crate) fn scalar_attribute(attribute: Attribute) -> Option<Scalar> {
-    let element = ElementType::from_type(attribute.r#type())?;
-    // SAFETY: `attribute` is a live attribute; each getter matches its kind.
-    unsafe {
-        if mlir_sys::mlirAttributeIsAFloat(attribute.to_raw()) {
-            Some(Scalar::F64(mlir_sys::mlirFloatAttrGetValueDouble(attribute.to_raw())).cast(element))
-        } else if mlir_sys::mlirAttributeIsAInteger(attribute.to_raw()) {
-            let value = mlir_sys::mlirIntegerAttrGetValueInt(attribute.to_raw());
-            Some(Scalar::I64(value).cast(element))
-        } else {
-            None
-        }
     }
 }

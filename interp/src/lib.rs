@@ -16,112 +16,28 @@
 
 pub mod affine;
 mod arith;
+mod error;
 mod eval;
+mod meta_ops;
 pub mod npy;
 pub mod scalar;
 pub mod storage;
 pub mod tensor;
 mod tensor_ops;
+mod value;
 
-pub use eval::{Interpreter, KernelRunner, Signature, StateStore, Value, ValueType};
+pub use error::Error;
+pub use eval::{Interpreter, KernelRunner, Signature, StateStore};
 pub use scalar::Scalar;
 pub use tensor::{Buffer, Tensor};
-
-use std::fmt;
+pub use value::{Value, ValueType};
 
 /// The value of an `arith.constant` op, as the interpreter holds it; other
 /// ops are an error. Lets another executor of the host schedule (the CUDA
 /// runtime's device plan) take constants with the interpreter's meaning.
 pub fn constant(op: melior::ir::OperationRef) -> Result<Value, Error> {
-    if eval::op_name(op) != "arith.constant" {
-        return Err(eval::unsupported(op));
+    if jitc_dialect::verify::op_name(op) != "arith.constant" {
+        return Err(error::unsupported(op));
     }
     arith::eval(op, &[])
 }
-
-/// Why a run stopped. Nothing is committed to the state store then.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Error {
-    /// No function of that name.
-    NoFunction {
-        /// The name asked for.
-        name: String,
-        /// The functions there are.
-        available: Vec<String>,
-    },
-    /// Arguments of the wrong number or type.
-    Arguments(String),
-    /// A `meta.guard` was false.
-    GuardFailed {
-        /// The guard's id.
-        id: i64,
-        /// Its reason.
-        reason: String,
-        /// Its line.
-        line: Option<usize>,
-        /// The profile site it speculates on (its `site` attribute), when
-        /// `meta-specialize` or `meta-unroll` made it.
-        site: Option<String>,
-    },
-    /// A `meta.state_read` of a name the store lacks.
-    StateMissing {
-        /// The state's name.
-        name: String,
-        /// The read's line.
-        line: Option<usize>,
-    },
-    /// An op the interpreter does not run.
-    Unsupported {
-        /// The op's name.
-        op: String,
-        /// Its line.
-        line: Option<usize>,
-    },
-    /// An op could not compute its result (division by zero, an index out
-    /// of bounds, a shape that contradicts the declared type, ...).
-    Eval {
-        /// The op's name.
-        op: String,
-        /// Its line.
-        line: Option<usize>,
-        /// What went wrong.
-        message: String,
-    },
-}
-
-fn at(line: &Option<usize>) -> String {
-    line.map(|l| format!(" at line {l}")).unwrap_or_default()
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NoFunction { name, available } => {
-                write!(
-                    f,
-                    "no function @{name}; the module has {}",
-                    available
-                        .iter()
-                        .map(|n| format!("@{n}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            }
-            Self::Arguments(message) => f.write_str(message),
-            Self::GuardFailed { id, reason, line, .. } => {
-                write!(f, "guard {id} failed{}: {reason}", at(line))
-            }
-            Self::StateMissing { name, line } => {
-                write!(
-                    f,
-                    "state '{name}' is read{} but the state store has no value for it",
-                    at(line)
-                )
-            }
-            Self::Unsupported { op, line } => write!(f, "the interpreter does not run '{op}'{}", at(line)),
-            Self::Eval { op, line, message } => write!(f, "'{op}'{}: {message}", at(line)),
-        }
-    }
-}
-
-impl std::error::Error for Error {}

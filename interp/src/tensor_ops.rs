@@ -3,14 +3,12 @@
 //! `meta-specialize` emits after a shape guard).
 
 use crate::{
-    Error,
-    eval::{Value, ValueType, as_index, check_result},
+    error::{Error, eval_error as error, unsupported},
     scalar::Scalar,
     tensor::{Buffer, Tensor, strides},
+    value::{Value, ValueType, as_index, check_result},
 };
 use melior::ir::{AttributeLike, OperationRef, ValueLike, operation::OperationLike};
-
-use crate::eval::{eval_error as error, unsupported};
 
 fn tensor(op: OperationRef, value: &Value) -> Result<std::rc::Rc<Tensor>, Error> {
     match value {

@@ -2,31 +2,15 @@
 //! random meta-op DAGs per run, interpreted before and after `meta-fuse`.
 
 use jitc_compiler::{
-    OptimizeOptions,
-    diagnostics::DiagnosticCollector,
-    fusion::{self, Blocked, NodeKind},
-    new_context, optimize, pipeline,
-    source::parse_module,
+    DiagnosticCollector, OptimizeOptions, Pipeline,
+    explain::{self as fusion, Blocked, NodeKind},
+    new_context, optimize, parse_module,
 };
 use jitc_interp::{Interpreter, StateStore, Tensor, Value};
 use melior::ir::{BlockLike, OperationRef, RegionLike, ValueLike, operation::OperationLike};
 use proptest::prelude::*;
 
-/// A tiny deterministic generator, so that a failing seed reproduces.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
+use jitc_test_support::Rng;
 
 /// A random program over a full shape `a x b` and a reduced shape `a`.
 struct Program {
@@ -217,7 +201,7 @@ proptest! {
         let context = new_context().unwrap();
         let collector = DiagnosticCollector::attach(&context);
         let mut module = parse_module(&context, &program.text).expect("generated programs parse");
-        optimize(&context, &mut module, &[], &OptimizeOptions::default())
+        optimize(&context, &mut module, &Pipeline::default(), &OptimizeOptions::default())
             .unwrap_or_else(|_| panic!("{:?}\n{}", collector.take(), program.text));
         let before = run(&module, &program.inputs);
 
@@ -238,7 +222,7 @@ proptest! {
         }
         prop_assert!(petgraph::algo::toposort(&groups, None).is_ok(), "rule 3: the group graph has a cycle");
 
-        let passes = pipeline::parse(&format!("builtin.module(meta-fuse{{fanout-limit={fanout}}})")).unwrap();
+        let passes = Pipeline::parse(&format!("builtin.module(meta-fuse{{fanout-limit={fanout}}})")).unwrap();
         optimize(&context, &mut module, &passes, &OptimizeOptions::default())
             .unwrap_or_else(|_| panic!("meta-fuse failed: {:?}\n{}", collector.take(), program.text));
         prop_assert!(module.as_operation().verify());

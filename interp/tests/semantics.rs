@@ -1,8 +1,6 @@
 //! Each op kind of the interpreter against hand-computed values.
 
-use jitc_compiler::{
-    OptimizeOptions, diagnostics::DiagnosticCollector, new_context, optimize, source::parse_module,
-};
+use jitc_compiler::{DiagnosticCollector, OptimizeOptions, Pipeline, new_context, optimize, parse_module};
 use jitc_interp::{Error, Interpreter, StateStore, Tensor, Value};
 
 /// Runs `@main` of `source` on literal inputs; results as literals.
@@ -11,8 +9,13 @@ fn run_with(source: &str, inputs: &[&str], state: &mut StateStore) -> Result<Vec
     let collector = DiagnosticCollector::attach(&context);
     let mut module =
         parse_module(&context, source).unwrap_or_else(|| panic!("parse: {:?}", collector.take()));
-    optimize(&context, &mut module, &[], &OptimizeOptions::default())
-        .unwrap_or_else(|_| panic!("verify: {:?}", collector.take()));
+    optimize(
+        &context,
+        &mut module,
+        &Pipeline::default(),
+        &OptimizeOptions::default(),
+    )
+    .unwrap_or_else(|_| panic!("verify: {:?}", collector.take()));
     let interpreter = Interpreter::new(&module);
     let signature = interpreter.signature("main")?;
     let args = inputs

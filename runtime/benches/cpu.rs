@@ -17,7 +17,7 @@
 //! all cores) along a dimension every reduction keeps, so the percentage is
 //! of the all-core triad.
 
-use jitc_compiler::{diagnostics::DiagnosticCollector, new_context, source::parse_module};
+use jitc_compiler::{DiagnosticCollector, new_context, parse_module};
 use jitc_interp::{Scalar, StateStore, Tensor, Value};
 use jitc_runtime::CpuModule;
 use std::time::Instant;

@@ -18,9 +18,7 @@
 //! same workloads in PyTorch eager the same way.
 
 use cudarc::driver::sys::CUevent_flags;
-use jitc_compiler::{
-    codegen::GpuOptions, diagnostics::DiagnosticCollector, new_context, source::parse_module,
-};
+use jitc_compiler::{DiagnosticCollector, GpuOptions, new_context, parse_module};
 use jitc_interp::{Scalar, StateStore, Tensor, Value};
 use jitc_runtime::cuda::{CudaDevice, CudaModule, DeviceValue, Schedule};
 use std::time::{Duration, Instant};

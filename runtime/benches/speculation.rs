@@ -19,7 +19,7 @@
 //!    on a kernel's result) is evaluated by the interpreted host schedule;
 //!    it is timed against the `scf.if` it replaces.
 
-use jitc_compiler::{codegen::CodegenOptions, new_context};
+use jitc_compiler::{CodegenOptions, new_context};
 use jitc_dialect::profile::SiteProfile;
 use jitc_interp::{Scalar, StateStore, Tensor, Value};
 use jitc_runtime::{Session, SessionOptions};

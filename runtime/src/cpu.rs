@@ -1,12 +1,7 @@
 //! Running modules on the CPU with compiled kernels.
 
-use crate::Error;
-use jitc_compiler::{
-    OptimizeOptions,
-    codegen::{self, CodegenOptions, CompiledKernels, KernelFn},
-    lower::Buffer as Slot,
-    optimize, pipeline,
-};
+use crate::{Error, Executor};
+use jitc_compiler::{CodegenOptions, CpuArtifact, EntryGuard, KernelFn, Slot};
 use jitc_interp::{Interpreter, KernelRunner, StateStore, Tensor, Value};
 use melior::{Context, ir::Module};
 use rayon::prelude::*;
@@ -92,12 +87,13 @@ fn run_split(function: KernelFn, pointers: &[*mut u8], outer: i64, parts: usize)
 /// A cached compilation: the fused module's text and its kernels.
 struct Entry {
     fused: String,
-    kernels: Arc<CompiledKernels>,
+    kernels: Arc<CpuArtifact>,
 }
 
 /// The in-memory cache of compilations, keyed by the module's canonical
 /// text before fusion (printed without locations), the code generation
-/// options and the host CPU.
+/// options, the entry function whose guards were taken out, and the host
+/// CPU.
 fn cache() -> &'static Mutex<HashMap<String, Entry>> {
     static CACHE: OnceLock<Mutex<HashMap<String, Entry>>> = OnceLock::new();
     CACHE.get_or_init(|| Mutex::new(HashMap::new()))
@@ -115,14 +111,14 @@ pub fn cached_compilations() -> usize {
     cache().lock().map_or(0, |c| c.len())
 }
 
-fn cache_key(module: &Module, options: &CodegenOptions) -> String {
-    let host = codegen::host_description();
-    format!("{options:?}\n{host}\n{}", module.as_operation())
+fn cache_key(module: &Module, options: &CodegenOptions, entry: Option<&str>) -> String {
+    let host = jitc_compiler::host_description();
+    format!("{options:?}\n{entry:?}\n{host}\n{}", module.as_operation())
 }
 
 /// A module whose kernels run as native code.
 pub struct CpuModule {
-    kernels: Arc<CompiledKernels>,
+    kernels: Arc<CpuArtifact>,
     cache_hit: bool,
 }
 
@@ -144,13 +140,34 @@ impl CpuModule {
         module: &mut Module<'c>,
         options: &CodegenOptions,
     ) -> Result<Self, Error> {
-        let key = cache_key(module, options);
+        Self::build(context, module, options, None)
+    }
+
+    /// [`Self::compile_with`], also taking the argument guards of function
+    /// `entry` out of the module ([`Self::entry_guards`]), for callers that
+    /// check them natively before each call.
+    pub fn compile_entry<'c>(
+        context: &'c Context,
+        module: &mut Module<'c>,
+        options: &CodegenOptions,
+        entry: &str,
+    ) -> Result<Self, Error> {
+        Self::build(context, module, options, Some(entry))
+    }
+
+    fn build<'c>(
+        context: &'c Context,
+        module: &mut Module<'c>,
+        options: &CodegenOptions,
+        entry: Option<&str>,
+    ) -> Result<Self, Error> {
+        let key = cache_key(module, options, entry);
         let hit = cache()
             .lock()
             .ok()
             .and_then(|c| c.get(&key).map(|e| (e.fused.clone(), Arc::clone(&e.kernels))));
         if let Some((fused, kernels)) = hit
-            && let Some(parsed) = jitc_compiler::source::parse_module(context, &fused)
+            && let Some(parsed) = jitc_compiler::parse_module(context, &fused)
         {
             *module = parsed;
             return Ok(Self {
@@ -158,9 +175,7 @@ impl CpuModule {
                 cache_hit: true,
             });
         }
-        let fuse = pipeline::parse("builtin.module(meta-fuse)")?;
-        optimize(context, module, &fuse, &OptimizeOptions::default())?;
-        let kernels = Arc::new(codegen::compile(context, module, options)?);
+        let kernels = Arc::new(jitc_compiler::compile_cpu(context, module, options, entry)?);
         if let Ok(mut cache) = cache().lock() {
             let fused = module.as_operation().to_string();
             cache.insert(
@@ -193,6 +208,11 @@ impl CpuModule {
         &self.kernels.llvm_ir
     }
 
+    /// The entry guards taken out by [`Self::compile_entry`].
+    pub fn entry_guards(&self) -> &[EntryGuard] {
+        &self.kernels.entry_guards
+    }
+
     /// Runs function `name` of `module` (the module given to
     /// [`Self::compile`]) on `args`.
     pub fn run(
@@ -205,6 +225,22 @@ impl CpuModule {
         Ok(Interpreter::new(module)
             .with_kernels(self)
             .run(name, args, state)?)
+    }
+}
+
+impl Executor for CpuModule {
+    fn interpreted_kernels(&self) -> &[(String, String)] {
+        CpuModule::interpreted_kernels(self)
+    }
+
+    fn run(
+        &self,
+        module: &Module,
+        name: &str,
+        args: Vec<Value>,
+        state: &mut StateStore,
+    ) -> Result<Vec<Value>, Error> {
+        CpuModule::run(self, module, name, args, state)
     }
 }
 

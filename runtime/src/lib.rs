@@ -1,19 +1,25 @@
 //! The jitc runtime: runs compiled artifacts.
 //!
-//! Today it has the CPU path ([`cpu`]): a module's `meta.fused` kernels are
-//! compiled to native code through the compiler's public API
-//! (`jitc_compiler::codegen`), and the host schedule around them (calls,
-//! control flow, guards, state) runs in the reference interpreter, which
-//! hands every kernel call to the native code.
+//! It asks the compiler's front door (`jitc_compiler`'s crate root) for
+//! artifacts and never reaches into its internals: the compiler exports
+//! nothing else, so the build enforces that.
 //!
-//! The CUDA path ([`cuda`]) compiles the same kernels to PTX and runs them
-//! on an NVIDIA GPU through the driver, loaded at run time (cudarc).
+//! - [`cpu`]: a module's `meta.fused` kernels compiled to native code
+//!   ([`jitc_compiler::compile_cpu`]), run on a persistent pool of worker
+//!   threads that splits each kernel's outer loop (reductions included),
+//!   with outputs from the interpreter's pooled, aligned buffers and
+//!   compilations kept in an in-memory cache. The host schedule around the
+//!   kernels (calls, control flow, guards, state) runs in the reference
+//!   interpreter, which hands every kernel call to the native code.
+//! - [`cuda`]: the same kernels compiled to PTX
+//!   ([`jitc_compiler::compile_ptx`]) and run on an NVIDIA GPU through the
+//!   driver, loaded at run time (cudarc); straight-line host code runs as a
+//!   device plan.
+//! - [`session`]: the speculation manager (JANUS).
+//! - [`Executor`]: the one interface of the CPU and CUDA modules.
 //!
-//! Reduction-free kernels are split across threads (scoped threads started
-//! per call; [`cpu::thread_count`]). Not here yet (DESIGN.md): a persistent
-//! thread pool, parallel reductions, the buffer pool, the executable cache,
-//! the lazy graph API and the C ABI.
-//! The runtime never reaches into the compiler's internals.
+//! Not here yet (DESIGN.md): the on-disk executable cache, compiled host
+//! schedules, the lazy graph API and the C ABI.
 
 pub mod cpu;
 pub mod cuda;
@@ -21,6 +27,9 @@ pub mod session;
 
 pub use cpu::CpuModule;
 pub use session::{Event, Session, SessionOptions, Stats};
+
+use jitc_interp::{KernelRunner, StateStore, Value};
+use melior::ir::Module;
 
 /// Errors of the runtime.
 #[derive(Debug, thiserror::Error)]
@@ -37,4 +46,30 @@ pub enum Error {
     /// The CUDA driver failed.
     #[error("{0}")]
     Cuda(String),
+}
+
+/// A module compiled for a device, ready to run its functions: the one
+/// interface of [`CpuModule`] and [`cuda::CudaModule`]. It is also the
+/// [`KernelRunner`] the interpreter hands kernel calls to.
+pub trait Executor: KernelRunner {
+    /// Kernels that were not compiled and run in the interpreter, with the
+    /// reason.
+    fn interpreted_kernels(&self) -> &[(String, String)];
+
+    /// Runs function `name` of `module` (the fused module the executor was
+    /// compiled from) on `args`; state writes commit only if it succeeds.
+    fn run(
+        &self,
+        module: &Module,
+        name: &str,
+        args: Vec<Value>,
+        state: &mut StateStore,
+    ) -> Result<Vec<Value>, Error>;
+
+    /// Why `function`'s host code cannot run natively on the device, when
+    /// that costs more than it would elsewhere (a round trip per kernel
+    /// call on a GPU); `None` when there is nothing to say.
+    fn schedule_note(&self, _module: &Module, _function: &str) -> Option<String> {
+        None
+    }
 }

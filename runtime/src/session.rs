@@ -28,12 +28,8 @@
 
 use crate::{CpuModule, Error};
 use jitc_compiler::{
-    OptimizeOptions,
-    codegen::CodegenOptions,
-    guards::{ArgumentCheck, EntryGuard, take_entry_guards},
-    optimize, pipeline,
-    source::parse_module,
-    transforms::specialize::{Assumption, SpecializeOptions, specialize},
+    ArgumentCheck, Assumption, CodegenOptions, EntryGuard, OptimizeOptions, Pipeline, SpecializeOptions,
+    optimize, parse_module, pipelines::UNROLL_MAX_OPS, specialize, take_entry_guards,
 };
 use jitc_dialect::profile::{Observed, Profile, SiteProfile, pin_sites};
 use jitc_interp::{Interpreter, StateStore, Value};
@@ -71,7 +67,7 @@ impl Default for SessionOptions {
         Self {
             profile_runs: 3,
             give_up_after: 3,
-            unroll_max_ops: 4096,
+            unroll_max_ops: UNROLL_MAX_OPS,
             codegen: CodegenOptions::default(),
             compile: true,
             log: false,
@@ -316,6 +312,30 @@ impl<'c> Session<'c> {
         })
     }
 
+    /// Builds a specialized executable, its entry guards taken out of the
+    /// module to be checked natively before each call.
+    fn build_specialized(
+        &self,
+        mut module: Module<'c>,
+        assumptions: Vec<Assumption>,
+    ) -> Result<Executable<'c>, Error> {
+        let (kernels, entry) = if self.options.compile {
+            let kernels =
+                CpuModule::compile_entry(self.context, &mut module, &self.options.codegen, &self.function)?;
+            let entry = kernels.entry_guards().to_vec();
+            (Some(kernels), entry)
+        } else {
+            let entry = take_entry_guards(self.context, &mut module, &self.function)?;
+            (None, entry)
+        };
+        Ok(Executable {
+            module,
+            kernels,
+            assumptions,
+            entry,
+        })
+    }
+
     /// The specialized executable for the current profile and give-ups.
     fn specialized(&mut self) -> Result<Rc<Executable<'c>>, Error> {
         if let Some(current) = &self.current {
@@ -331,19 +351,13 @@ impl<'c> Session<'c> {
         let (executable, cached) = match self.cache.get(&key) {
             Some(executable) => (Rc::clone(executable), true),
             None => {
-                let passes = format!(
-                    "builtin.module(meta-unroll{{max-ops={}}}, meta-inline, canonicalize, meta-refine, canonicalize, cse, meta-dce, symbol-dce)",
-                    self.options.unroll_max_ops
-                );
                 optimize(
                     self.context,
                     &mut module,
-                    &pipeline::parse(&passes)?,
+                    &Pipeline::speculation(self.options.unroll_max_ops),
                     &OptimizeOptions::default(),
                 )?;
-                let mut executable = self.build(module, assumptions)?;
-                executable.entry = take_entry_guards(self.context, &mut executable.module, &self.function)?;
-                let executable = Rc::new(executable);
+                let executable = Rc::new(self.build_specialized(module, assumptions)?);
                 self.cache.insert(key.clone(), Rc::clone(&executable));
                 (executable, false)
             }

@@ -3,7 +3,7 @@
 //! range plus the special values: the largest error in ulps is bounded, and
 //! infinities, NaN, overflow and underflow come out as libm's.
 
-use jitc_compiler::{diagnostics::DiagnosticCollector, new_context, source::parse_module};
+use jitc_compiler::{DiagnosticCollector, new_context, parse_module};
 use jitc_interp::{Buffer, Interpreter, StateStore, Tensor, Value};
 use jitc_runtime::CpuModule;
 

@@ -15,16 +15,13 @@
 //! a missing GPU a failure (on the GPU machine).
 
 use jitc_compiler::{
-    OptimizeOptions, codegen::GpuOptions, diagnostics::DiagnosticCollector, lower::MathMode, new_context,
-    optimize, source::parse_module,
+    DiagnosticCollector, GpuOptions, MathMode, OptimizeOptions, Pipeline, new_context, optimize, parse_module,
 };
 use jitc_interp::{Interpreter, Scalar, StateStore, Tensor, Value};
 use jitc_runtime::cuda::{CudaDevice, CudaModule, DeviceValue, Schedule};
 use std::process::ExitCode;
 
-mod support;
-
-use support::{example, random};
+use jitc_test_support::{example, random};
 
 fn equal(a: Scalar, b: Scalar, math: MathMode) -> bool {
     match (a, b, math) {
@@ -58,7 +55,13 @@ fn check(name: &str, shapes: &[&[usize]], math: MathMode) -> Result<(), String> 
     let context = new_context().map_err(|e| e.to_string())?;
     let collector = DiagnosticCollector::attach(&context);
     let mut module = parse_module(&context, &source).ok_or_else(|| format!("{:?}", collector.take()))?;
-    optimize(&context, &mut module, &[], &OptimizeOptions::default()).map_err(|e| e.to_string())?;
+    optimize(
+        &context,
+        &mut module,
+        &Pipeline::default(),
+        &OptimizeOptions::default(),
+    )
+    .map_err(|e| e.to_string())?;
     let inputs: Vec<Tensor> = shapes
         .iter()
         .enumerate()

@@ -16,16 +16,14 @@
 //! `approximations.rs`.
 
 use jitc_compiler::{
-    OptimizeOptions, codegen::CodegenOptions, diagnostics::DiagnosticCollector, lower::MathMode, new_context,
-    optimize, source::parse_module,
+    CodegenOptions, DiagnosticCollector, MathMode, OptimizeOptions, Pipeline, new_context, optimize,
+    parse_module,
 };
 use jitc_interp::{Interpreter, Scalar, StateStore, Tensor, Value};
 use jitc_runtime::CpuModule;
 use proptest::prelude::*;
 
-mod support;
-
-use support::{Rng, example, random};
+use jitc_test_support::{Rng, example, random};
 
 fn near(a: Scalar, b: Scalar) -> bool {
     let (x, y) = match (a, b) {
@@ -71,8 +69,13 @@ fn differ(source: &str, inputs: &[Tensor], state: &StateStore, math: MathMode) -
     let collector = DiagnosticCollector::attach(&context);
     let mut module =
         parse_module(&context, source).unwrap_or_else(|| panic!("{:?}\n{source}", collector.take()));
-    optimize(&context, &mut module, &[], &OptimizeOptions::default())
-        .unwrap_or_else(|_| panic!("{:?}\n{source}", collector.take()));
+    optimize(
+        &context,
+        &mut module,
+        &Pipeline::default(),
+        &OptimizeOptions::default(),
+    )
+    .unwrap_or_else(|_| panic!("{:?}\n{source}", collector.take()));
     let args = || inputs.iter().cloned().map(Value::tensor).collect::<Vec<_>>();
     let mut interpreted_state = state.clone();
     let interpreted = Interpreter::new(&module).run("main", args(), &mut interpreted_state);

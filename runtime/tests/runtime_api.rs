@@ -1,7 +1,7 @@
 //! The runtime as a frontend uses it from Rust: parse, compile, run on
 //! buffers, errors as values; the kernel cache and the buffer pool.
 
-use jitc_compiler::{diagnostics::DiagnosticCollector, new_context, source::parse_module};
+use jitc_compiler::{DiagnosticCollector, new_context, parse_module};
 use jitc_interp::{Buffer, StateStore, Tensor, Value, storage};
 use jitc_runtime::{CpuModule, cpu};
 

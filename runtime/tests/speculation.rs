@@ -2,7 +2,7 @@
 //! results and state must equal a plain interpreter run of the original
 //! program, whether the call was profiled, specialized, or fell back.
 
-use jitc_compiler::{codegen::CodegenOptions, lower::MathMode, new_context, source::parse_module};
+use jitc_compiler::{CodegenOptions, MathMode, new_context, parse_module};
 use jitc_interp::{Buffer, Interpreter, Scalar, StateStore, Tensor, Value};
 use jitc_runtime::{Event, Session, SessionOptions};
 
@@ -338,13 +338,8 @@ fn a_program_guard_that_fails_is_an_error_even_after_fallback() {
 /// exercised too.
 #[test]
 fn random_call_sequences_match_the_interpreter() {
-    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut next = |n: u64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % n
-    };
+    let mut rng = jitc_test_support::Rng(0x9e37_79b9_7f4a_7c15);
+    let mut next = |n: u64| rng.next() % n;
     let mut fallbacks_seen = 0;
     for sequence in 0..24u64 {
         let options = SessionOptions {

@@ -1,11 +1,10 @@
 //! `jitc bench`: times a function, as `iree-benchmark-module` does.
 
-use crate::run::{Backend, Program, read_inputs, read_states};
+use crate::run::{Backend, Program, ProgramArgs, read_inputs, read_states};
 use clap::Args;
 use jitc_interp::Value;
 use melior::Context;
 use std::{
-    path::PathBuf,
     process::ExitCode,
     time::{Duration, Instant},
 };
@@ -25,25 +24,8 @@ use std::{
     after_long_help = "Example:\n  jitc bench examples/sigmoid.mlir --backend cpu --input 1024xf32=0.5 --repetitions 50"
 )]
 pub struct BenchArgs {
-    /// The module (.mlir); `-` reads standard input.
-    #[arg(value_name = "FILE")]
-    file: PathBuf,
-
-    /// The function to time.
-    #[arg(long, default_value = "main", value_name = "NAME")]
-    function: String,
-
-    /// An input, in argument order, as for `jitc run`.
-    #[arg(long = "input", value_name = "VALUE", allow_hyphen_values = true)]
-    inputs: Vec<String>,
-
-    /// Initial state, as for `jitc run`.
-    #[arg(long = "state", value_name = "NAME=VALUE", allow_hyphen_values = true)]
-    states: Vec<String>,
-
-    /// What executes the function.
-    #[arg(long, value_enum, default_value_t = Backend::Cpu)]
-    backend: Backend,
+    #[command(flatten)]
+    program: ProgramArgs,
 
     /// Untimed calls before measuring.
     #[arg(long, default_value_t = 2, value_name = "N")]
@@ -81,24 +63,26 @@ fn milliseconds(duration: Duration) -> f64 {
 }
 
 fn bench(context: &Context, args: &BenchArgs) -> Result<(), String> {
-    let math = crate::compile::MathArg::Fast;
-    let program = Program::load(context, &args.file, args.backend, math, "bench")?;
+    let common = &args.program;
+    let program = Program::load(context, common, "bench")?;
     // Compiling the same module again is served by the kernel cache.
-    let cached = match args.backend {
-        Backend::Cpu => Some(Program::load(context, &args.file, args.backend, math, "bench")?.compile_time),
+    let cached = match common.backend {
+        Backend::Cpu => Some(Program::load(context, common, "bench")?.compile_time),
         Backend::Interp | Backend::Cuda => None,
     };
     let interpreter = program.interpreter();
-    let signature = interpreter.signature(&args.function).map_err(|e| e.to_string())?;
-    let inputs = read_inputs(&signature, &args.inputs, &args.function)?;
-    let state = read_states(&args.states)?;
-    program.note_schedule(&args.function, "bench");
+    let signature = interpreter
+        .signature(&common.function)
+        .map_err(|e| e.to_string())?;
+    let inputs = read_inputs(&signature, &common.inputs, &common.function)?;
+    let state = read_states(&common.states)?;
+    program.note_schedule(&common.function, "bench");
     let mut samples = Vec::new();
     let mut results = Vec::new();
     for call in 0..args.warmup + args.repetitions as usize {
         let (inputs, mut state) = (inputs.iter().map(deep_copy).collect(), state.clone());
         let start = Instant::now();
-        results = program.run(&args.function, inputs, &mut state)?;
+        results = program.run(&common.function, inputs, &mut state)?;
         let elapsed = start.elapsed();
         if call >= args.warmup {
             samples.push(elapsed);
@@ -107,10 +91,10 @@ fn bench(context: &Context, args: &BenchArgs) -> Result<(), String> {
     samples.sort();
     let median = samples[samples.len() / 2];
     let moved = bytes(&inputs) + bytes(&results);
-    let backend = clap::ValueEnum::to_possible_value(&args.backend)
+    let backend = clap::ValueEnum::to_possible_value(&common.backend)
         .map(|v| v.get_name().to_owned())
         .unwrap_or_default();
-    println!("function: @{} ({backend} backend)", args.function);
+    println!("function: @{} ({backend} backend)", common.function);
     match cached {
         Some(hit) => println!(
             "compile: {:.2} ms cold, {:.3} ms from the cache",

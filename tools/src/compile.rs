@@ -1,12 +1,7 @@
 //! `jitc compile`: the native code `jitc run --backend cpu` would run.
 
 use clap::{Args, ValueEnum};
-use jitc_compiler::{
-    OptimizeOptions,
-    codegen::{self, CodegenOptions, CpuTarget, Emit},
-    lower::MathMode,
-    optimize, pipeline,
-};
+use jitc_compiler::{CodegenOptions, CpuTarget, Emit, GpuArch, GpuOptions, MathMode};
 use melior::Context;
 use std::{io::Write, path::PathBuf, process::ExitCode};
 
@@ -101,11 +96,11 @@ pub enum GpuArchArg {
     Sm90,
 }
 
-impl From<GpuArchArg> for codegen::GpuArch {
+impl From<GpuArchArg> for GpuArch {
     fn from(value: GpuArchArg) -> Self {
         match value {
-            GpuArchArg::Sm80 => codegen::GpuArch::Sm80,
-            GpuArchArg::Sm90 => codegen::GpuArch::Sm90,
+            GpuArchArg::Sm80 => GpuArch::Sm80,
+            GpuArchArg::Sm90 => GpuArch::Sm90,
         }
     }
 }
@@ -153,8 +148,6 @@ fn compile(context: &Context, args: &CompileArgs) -> Result<(), String> {
         _ => {}
     }
     let mut module = crate::input::load_module(context, &args.file)?;
-    let fuse = pipeline::parse("builtin.module(meta-fuse)").map_err(|e| e.to_string())?;
-    optimize(context, &mut module, &fuse, &OptimizeOptions::default()).map_err(|e| e.to_string())?;
     let emit = match args.emit {
         EmitKind::Mlir => Emit::Mlir,
         EmitKind::Llvm => Emit::Llvm,
@@ -170,12 +163,12 @@ fn compile(context: &Context, args: &CompileArgs) -> Result<(), String> {
         math: args.math.into(),
     };
     let (bytes, skipped) = match args.target {
-        TargetKind::Cpu => codegen::emit(context, &module, emit, &options),
-        TargetKind::Nvptx => codegen::emit_gpu(
+        TargetKind::Cpu => jitc_compiler::emit_cpu(context, &mut module, emit, &options),
+        TargetKind::Nvptx => jitc_compiler::emit_gpu(
             context,
-            &module,
+            &mut module,
             emit,
-            &codegen::GpuOptions {
+            &GpuOptions {
                 arch: args.gpu_arch.into(),
                 math: options.math,
             },

@@ -1,14 +1,8 @@
 //! `jitc explain`: the fusion plan that `meta-fuse` would apply.
 
 use clap::{Args, ValueEnum};
-use jitc_compiler::{
-    fusion::{self, Options, render},
-    transforms::fuse::blocks_with_fusable_ops,
-};
-use melior::{
-    Context,
-    ir::{BlockLike, OperationRef, RegionLike, operation::OperationLike},
-};
+use jitc_compiler::explain::{self as plans, DEFAULT_FANOUT_LIMIT};
+use melior::Context;
 use std::{path::PathBuf, process::ExitCode};
 
 /// Show the fusion plan of each function, as meta-fuse would apply it.
@@ -36,7 +30,7 @@ pub struct ExplainArgs {
 
     /// A value with more consumers stays materialized (meta-fuse's
     /// fanout-limit).
-    #[arg(long, default_value_t = fusion::DEFAULT_FANOUT_LIMIT, value_name = "N")]
+    #[arg(long, default_value_t = DEFAULT_FANOUT_LIMIT, value_name = "N")]
     fanout_limit: usize,
 }
 
@@ -65,54 +59,9 @@ pub fn run(context: &Context, args: ExplainArgs) -> ExitCode {
 
 fn explain(context: &Context, args: &ExplainArgs) -> Result<String, String> {
     let module = crate::input::load_module(context, &args.file)?;
-    let options = Options {
-        labels: true,
-        fanout_limit: args.fanout_limit,
+    let format = match args.format {
+        Format::Text => plans::Format::Text,
+        Format::Dot => plans::Format::Dot,
     };
-    let body = module.body();
-    let functions: Vec<(String, OperationRef)> = fusion::block_ops(body)
-        .into_iter()
-        .filter(|op| op.name().as_string_ref().as_str() == Ok("func.func") && !op.has_attribute("meta.fused"))
-        .filter_map(|op| {
-            let name = op
-                .attribute("sym_name")
-                .ok()
-                .and_then(jitc_dialect::ops::string_attribute)?;
-            Some((name.to_owned(), op))
-        })
-        .filter(|(name, _)| args.function.as_ref().is_none_or(|f| f == name))
-        .collect();
-    if let Some(wanted) = &args.function
-        && functions.is_empty()
-    {
-        return Err(format!("no function @{wanted} in the module"));
-    }
-    let mut plans = Vec::new();
-    for (name, function) in functions {
-        let entry = function.region(0).ok().and_then(|r| r.first_block());
-        for block in blocks_with_fusable_ops(function) {
-            let title = if Some(block) == entry {
-                format!("@{name}")
-            } else {
-                let parent = block
-                    .parent_operation()
-                    .map(|p| p.name().as_string_ref().as_str().unwrap_or("").to_owned());
-                format!("@{name}, block in {}", parent.unwrap_or_default())
-            };
-            plans.push((title, fusion::prepare_and_plan(block, options)));
-        }
-    }
-    Ok(match args.format {
-        Format::Text => {
-            if plans.is_empty() {
-                return Ok("no function has meta ops to fuse\n".to_owned());
-            }
-            plans
-                .iter()
-                .map(|(title, plan)| render::text(title, plan))
-                .collect::<Vec<_>>()
-                .join("\n")
-        }
-        Format::Dot => render::dot("jitc fusion plan", &plans),
-    })
+    plans::explain(&module, args.function.as_deref(), args.fanout_limit, format)
 }

@@ -1,12 +1,8 @@
 //! Reading a module from a file or standard input, for the subcommands that
-//! take exactly one module (`run`, `explain`).
+//! take exactly one module (`run`, `explain`), and reading and writing
+//! profiles: the tools do the I/O, the compiler takes values.
 
-use jitc_compiler::{
-    OptimizeOptions,
-    diagnostics::{DiagnosticCollector, render},
-    optimize,
-    source::parse_module,
-};
+use jitc_compiler::{DiagnosticCollector, Pipeline, Profile, parse_module, render_diagnostic, verify};
 use melior::{Context, ir::Module};
 use std::{io::Read, path::Path};
 
@@ -31,14 +27,36 @@ pub fn read_source(path: &Path) -> Result<(String, String), String> {
 pub fn load_module<'c>(context: &'c Context, path: &Path) -> Result<Module<'c>, String> {
     let (name, text) = read_source(path)?;
     let collector = DiagnosticCollector::attach(context);
-    let module = parse_module(context, &text).and_then(|mut module| {
-        optimize(context, &mut module, &[], &OptimizeOptions::default())
-            .ok()
-            .map(|()| module)
-    });
+    let module = parse_module(context, &text).and_then(|module| verify(&module).ok().map(|()| module));
     module.ok_or_else(|| {
-        let rendered: String = collector.take().iter().map(|d| render(d, &name, &text)).collect();
+        let rendered: String = collector
+            .take()
+            .iter()
+            .map(|d| render_diagnostic(d, &name, &text))
+            .collect();
         eprint!("{rendered}");
         format!("'{name}' is not a valid module")
     })
+}
+
+/// Reads the profile file at `path`.
+pub fn load_profile(path: &Path) -> Result<Profile, String> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("cannot read profile {}: {e}", path.display()))?;
+    Profile::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Writes `profile` to `path`.
+pub fn save_profile(profile: &Profile, path: &Path) -> Result<(), String> {
+    std::fs::write(path, profile.to_json() + "\n")
+        .map_err(|e| format!("cannot write profile {}: {e}", path.display()))
+}
+
+/// Loads every profile file `pipeline`'s passes name into it.
+pub fn load_pipeline_profiles(pipeline: &mut Pipeline) -> Result<(), String> {
+    for path in pipeline.profile_paths().map_err(|e| e.to_string())? {
+        let profile = load_profile(Path::new(&path))?;
+        pipeline.provide_profile(&path, profile);
+    }
+    Ok(())
 }

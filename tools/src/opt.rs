@@ -2,12 +2,10 @@
 
 use clap::Args;
 use jitc_compiler::{
-    OptimizeOptions,
-    diagnostics::{Diagnostic, DiagnosticCollector, Position, Severity, render},
-    optimize, passes,
-    pipeline::{self, Element},
-    source::{Chunk, parse_module, split_input},
-    verify_diagnostics,
+    Chunk, Diagnostic, DiagnosticCollector, OptimizeOptions, Pipeline, Position, Severity,
+    check_expectations, is_known_pass, list_passes, optimize, parse_expectations, parse_module,
+    pipelines::{self, Element},
+    render_diagnostic, split_input,
 };
 use melior::{Context, ir::operation::OperationLike};
 use std::{io::Write, path::PathBuf, process::ExitCode};
@@ -60,6 +58,11 @@ pub struct OptArgs {
     #[arg(long)]
     list_passes: bool,
 
+    /// List the named pipelines jitc runs (each usable with
+    /// --pass-pipeline), and exit.
+    #[arg(long)]
+    list_pipelines: bool,
+
     /// Print the IR to stderr after every pass.
     #[arg(long)]
     print_ir_after_all: bool,
@@ -91,7 +94,7 @@ pub fn extract_pass_flags(context: &Context, args: Vec<String>) -> (Vec<String>,
             .filter(|_| !after_separator)
             .map(|flag| flag.split_once('=').unwrap_or((flag, "")))
             .filter(|(name, _)| !name.is_empty() && !own.iter().any(|o| o == name))
-            .filter(|(name, _)| name.len() > 1 && pipeline::is_known_pass(context, name));
+            .filter(|(name, _)| name.len() > 1 && is_known_pass(context, name));
         match pass {
             Some((name, options)) => {
                 let options = options.trim_matches('"').trim_matches('\'');
@@ -108,7 +111,14 @@ pub fn run(context: &Context, args: OptArgs, pass_flags: Vec<Element>) -> ExitCo
     if args.list_passes {
         print!(
             "jitc passes:\n{}\nUpstream MLIR 22 passes are available too, under the names mlir-opt gives them\n(canonicalize, cse, inline, symbol-dce, loop-invariant-code-motion, ...).\nIRDL ops have no traits, so upstream cse and canonicalize leave meta ops alone:\nuse meta-cse and meta-dce for those.\n",
-            passes::list()
+            list_passes()
+        );
+        return ExitCode::SUCCESS;
+    }
+    if args.list_pipelines {
+        print!(
+            "jitc pipelines:\n{}\nRun one with --pass-pipeline='<text>'.\n",
+            pipelines::list()
         );
         return ExitCode::SUCCESS;
     }
@@ -129,11 +139,14 @@ fn opt(context: &Context, args: &OptArgs, pass_flags: Vec<Element>) -> Result<bo
         (Some(_), false) => {
             return Err("--pass-pipeline cannot be combined with individual pass flags".into());
         }
-        (Some(text), true) => pipeline::parse(text).map_err(|e| e.to_string())?,
-        (None, _) => pass_flags,
+        (Some(text), true) => Pipeline::parse(text).map_err(|e| e.to_string())?,
+        (None, _) => Pipeline::from_elements(pass_flags),
     };
+    // Passes read no files: load the profiles the pipeline names here.
+    let mut pipeline = pipeline;
+    crate::input::load_pipeline_profiles(&mut pipeline)?;
     // Reject unknown passes and options once, before reading any input.
-    pipeline::build(context, &pipeline).map_err(|e| e.to_string())?;
+    pipelines::check(context, &pipeline).map_err(|e| e.to_string())?;
 
     let (name, text) = crate::input::read_source(&args.input)?;
     let chunks = if args.split_input_file {
@@ -163,8 +176,8 @@ fn opt(context: &Context, args: &OptArgs, pass_flags: Vec<Element>) -> Result<bo
             (output, collector.take())
         };
         let ok = if args.verify_diagnostics {
-            let problems = match verify_diagnostics::parse_expectations(&chunk.text) {
-                Ok(expectations) => verify_diagnostics::check(&expectations, &diagnostics),
+            let problems = match parse_expectations(&chunk.text) {
+                Ok(expectations) => check_expectations(&expectations, &diagnostics),
                 Err(errors) => errors,
             };
             diagnostics = problems;
@@ -173,7 +186,7 @@ fn opt(context: &Context, args: &OptArgs, pass_flags: Vec<Element>) -> Result<bo
             output.is_some() && !diagnostics.iter().any(|d| d.severity == Severity::Error)
         };
         for diagnostic in &diagnostics {
-            stderr.push_str(&render(diagnostic, &name, &text));
+            stderr.push_str(&render_diagnostic(diagnostic, &name, &text));
         }
         all_ok &= ok;
         outputs.extend(output);
@@ -192,7 +205,7 @@ fn opt(context: &Context, args: &OptArgs, pass_flags: Vec<Element>) -> Result<bo
 fn process(
     context: &Context,
     chunk: &Chunk,
-    pipeline: &[Element],
+    pipeline: &Pipeline,
     options: &OptimizeOptions,
 ) -> Option<String> {
     let mut module = parse_module(context, &chunk.text)?;

@@ -1,10 +1,14 @@
 //! `jitc run`: runs a function on inputs and prints or saves its results,
 //! following `iree-run-module`'s conventions.
 
-use crate::compile::MathArg;
+use crate::{
+    compile::MathArg,
+    input::{load_profile, save_profile},
+};
 use clap::{Args, ValueEnum};
-use jitc_dialect::profile::Profile;
+use jitc_compiler::{CodegenOptions, GpuOptions, Profile};
 use jitc_interp::{Interpreter, Signature, StateStore, Tensor, Value, ValueType, npy};
+use jitc_runtime::{CpuModule, Executor, cuda::CudaModule};
 use melior::Context;
 use std::{
     path::{Path, PathBuf},
@@ -29,41 +33,17 @@ use std::{
     after_long_help = "Examples:\n  jitc run examples/matmul.mlir --input \"4x3xf32=1 2 3 4 5 6 7 8 9 10 11 12\" --input 3x5xf32=2\n  jitc run examples/conv.mlir --input @x.npy --input @w.npy --output @y.npy\n  jitc run examples/rnn.mlir --state rnn.h=@h0.npy --input @xs.npy --state-output rnn.h=@h.npy"
 )]
 pub struct RunArgs {
-    /// The module to run (.mlir); `-` reads standard input.
-    #[arg(value_name = "FILE")]
-    file: PathBuf,
-
-    /// The function to run.
-    #[arg(long, default_value = "main", value_name = "NAME")]
-    function: String,
-
-    /// An input, in argument order: `@file.npy` or a literal such as
-    /// `2x3xf32=1 2 3 4 5 6`. Repeat once per argument.
-    #[arg(long = "input", value_name = "VALUE", allow_hyphen_values = true)]
-    inputs: Vec<String>,
+    #[command(flatten)]
+    program: ProgramArgs,
 
     /// Save the result with the same position to a .npy file, as
     /// `@file.npy`. Repeat for later results.
     #[arg(long = "output", value_name = "@FILE.npy")]
     outputs: Vec<String>,
 
-    /// Initial value of a piece of state: `NAME=@file.npy` or
-    /// `NAME=SHAPExTYPE=VALUES`.
-    #[arg(long = "state", value_name = "NAME=VALUE", allow_hyphen_values = true)]
-    states: Vec<String>,
-
     /// Save a piece of state after the run: `NAME=@file.npy`.
     #[arg(long = "state-output", value_name = "NAME=@FILE.npy")]
     state_outputs: Vec<String>,
-
-    /// What executes the function.
-    #[arg(long, value_enum, default_value_t = Backend::Cpu)]
-    backend: Backend,
-
-    /// With `--backend cpu` or `cuda`: how closely float arithmetic follows
-    /// the interpreter (`exact` matches it bit for bit).
-    #[arg(long, value_enum, default_value_t = MathArg::Fast)]
-    math: MathArg,
 
     /// Record what the run observes (argument shapes and scalar values,
     /// branch directions, trip counts, callees) into this profile JSON
@@ -83,6 +63,38 @@ pub struct RunArgs {
     /// summarized (save them with --output).
     #[arg(long, default_value_t = 4096, value_name = "N")]
     print_max_elements: usize,
+}
+
+/// The flags `jitc run` and `jitc bench` share: what to run, on what, and
+/// how.
+#[derive(Debug, Args)]
+pub struct ProgramArgs {
+    /// The module (.mlir); `-` reads standard input.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+
+    /// The function to run.
+    #[arg(long, default_value = "main", value_name = "NAME")]
+    pub function: String,
+
+    /// An input, in argument order: `@file.npy` or a literal such as
+    /// `2x3xf32=1 2 3 4 5 6`. Repeat once per argument.
+    #[arg(long = "input", value_name = "VALUE", allow_hyphen_values = true)]
+    pub inputs: Vec<String>,
+
+    /// Initial value of a piece of state: `NAME=@file.npy` or
+    /// `NAME=SHAPExTYPE=VALUES`.
+    #[arg(long = "state", value_name = "NAME=VALUE", allow_hyphen_values = true)]
+    pub states: Vec<String>,
+
+    /// What executes the function.
+    #[arg(long, value_enum, default_value_t = Backend::Cpu)]
+    pub backend: Backend,
+
+    /// With `--backend cpu` or `cuda`: how closely float arithmetic follows
+    /// the interpreter (`exact` matches it bit for bit).
+    #[arg(long, value_enum, default_value_t = MathArg::Fast)]
+    pub math: MathArg,
 }
 
 /// Executors of `jitc run` and `jitc bench`.
@@ -173,20 +185,23 @@ fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
         })
         .collect::<Result<_, _>>()?;
 
-    if args.speculate.is_some() && args.backend == Backend::Cuda {
+    let common = &args.program;
+    if args.speculate.is_some() && common.backend == Backend::Cuda {
         return Err(
             "--speculate runs on the cpu or interp backend; the cuda backend does not speculate yet".into(),
         );
     }
-    let program = Program::load(context, &args.file, args.backend, args.math, "run")?;
+    let program = Program::load(context, common, "run")?;
     if args.profile_out.is_some() {
         // Sites are named by where ops sit in the file; pin them before any
         // pass could move an op.
         jitc_dialect::profile::pin_sites(program.module.as_operation());
     }
     let interpreter = program.interpreter();
-    let signature = interpreter.signature(&args.function).map_err(|e| e.to_string())?;
-    let function = &args.function;
+    let signature = interpreter
+        .signature(&common.function)
+        .map_err(|e| e.to_string())?;
+    let function = &common.function;
     if outputs.len() > signature.results.len() {
         return Err(format!(
             "@{function} has {} results but {} --output paths were given",
@@ -194,19 +209,19 @@ fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
             outputs.len()
         ));
     }
-    let inputs = read_inputs(&signature, &args.inputs, function)?;
-    let mut state = read_states(&args.states)?;
+    let inputs = read_inputs(&signature, &common.inputs, function)?;
+    let mut state = read_states(&common.states)?;
 
     let results = match (&args.profile_out, &args.speculate) {
         (_, Some(path)) => {
-            let profile = Profile::load(path).map_err(|e| e.to_string())?;
-            let (_, text) = crate::input::read_source(&args.file)?;
+            let profile = load_profile(path)?;
+            let (_, text) = crate::input::read_source(&common.file)?;
             let options = jitc_runtime::SessionOptions {
-                codegen: jitc_compiler::codegen::CodegenOptions {
-                    math: args.math.into(),
+                codegen: CodegenOptions {
+                    math: common.math.into(),
                     ..Default::default()
                 },
-                compile: args.backend == Backend::Cpu,
+                compile: common.backend == Backend::Cpu,
                 log: true,
                 ..Default::default()
             };
@@ -229,13 +244,13 @@ fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
             // Read the old profile first: a bad file is reported, never
             // overwritten.
             let mut profile = if path.exists() {
-                Profile::load(path).map_err(|e| e.to_string())?
+                load_profile(path)?
             } else {
                 Profile::new()
             };
             let results = interpreter.run_profiled(function, inputs, &mut state, &mut profile);
             if results.is_ok() {
-                profile.save(path).map_err(|e| e.to_string())?;
+                save_profile(&profile, path)?;
             }
             results.map_err(|e| e.to_string())
         }
@@ -277,76 +292,45 @@ fn finish(
     Ok(())
 }
 
-/// Compiled kernels of a [`Program`].
-pub enum Compiled {
-    /// For the CPU.
-    Cpu(jitc_runtime::CpuModule),
-    /// For the GPU.
-    Cuda(jitc_runtime::cuda::CudaModule),
-}
-
-impl Compiled {
-    /// What runs the kernels.
-    fn runner(&self) -> &dyn jitc_interp::KernelRunner {
-        match self {
-            Compiled::Cpu(compiled) => compiled,
-            Compiled::Cuda(compiled) => compiled,
-        }
-    }
-
-    /// Kernels that run in the interpreter, with the reason.
-    fn interpreted_kernels(&self) -> &[(String, String)] {
-        match self {
-            Compiled::Cpu(compiled) => compiled.interpreted_kernels(),
-            Compiled::Cuda(compiled) => compiled.interpreted_kernels(),
-        }
-    }
-}
-
 /// A module ready to execute: verified, and for `cpu` and `cuda` fused and
 /// compiled.
 pub struct Program<'c> {
     /// The module (fused, for `cpu` and `cuda`).
     pub module: melior::ir::Module<'c>,
     /// Its compiled kernels, for `cpu` and `cuda`.
-    pub compiled: Option<Compiled>,
+    pub compiled: Option<Box<dyn Executor>>,
     /// How long fusing and compiling took.
     pub compile_time: std::time::Duration,
 }
 
 impl<'c> Program<'c> {
-    /// Loads `file` for `backend`; `tool` names the subcommand in notes.
-    pub fn load(
-        context: &'c Context,
-        file: &Path,
-        backend: Backend,
-        math: MathArg,
-        tool: &str,
-    ) -> Result<Self, String> {
-        let mut module = crate::input::load_module(context, file)?;
+    /// Loads the module `args` name for its backend; `tool` names the
+    /// subcommand in notes.
+    pub fn load(context: &'c Context, args: &ProgramArgs, tool: &str) -> Result<Self, String> {
+        let mut module = crate::input::load_module(context, &args.file)?;
         let start = std::time::Instant::now();
-        let compiled = match backend {
+        let compiled: Option<Box<dyn Executor>> = match args.backend {
             Backend::Interp => None,
             Backend::Cpu => {
-                let options = jitc_compiler::codegen::CodegenOptions {
-                    math: math.into(),
+                let options = CodegenOptions {
+                    math: args.math.into(),
                     ..Default::default()
                 };
-                let compiled = jitc_runtime::CpuModule::compile_with(context, &mut module, &options)
-                    .map_err(|e| e.to_string())?;
-                Some(Compiled::Cpu(compiled))
+                let compiled =
+                    CpuModule::compile_with(context, &mut module, &options).map_err(|e| e.to_string())?;
+                Some(Box::new(compiled))
             }
             Backend::Cuda => {
-                let options = jitc_compiler::codegen::GpuOptions {
-                    math: math.into(),
+                let options = GpuOptions {
+                    math: args.math.into(),
                     ..Default::default()
                 };
-                let compiled = jitc_runtime::cuda::CudaModule::compile(context, &mut module, &options)
-                    .map_err(|e| e.to_string())?;
-                Some(Compiled::Cuda(compiled))
+                let compiled =
+                    CudaModule::compile(context, &mut module, &options).map_err(|e| e.to_string())?;
+                Some(Box::new(compiled))
             }
         };
-        for (kernel, reason) in compiled.iter().flat_map(Compiled::interpreted_kernels) {
+        for (kernel, reason) in compiled.iter().flat_map(|c| c.interpreted_kernels()) {
             eprintln!("jitc {tool}: note: kernel @{kernel} runs in the interpreter: {reason}");
         }
         Ok(Self {
@@ -356,9 +340,8 @@ impl<'c> Program<'c> {
         })
     }
 
-    /// Runs `function`: on the GPU as a device plan when the cuda backend
-    /// has one for it, else in the interpreter, which hands kernels to the
-    /// compiled code.
+    /// Runs `function` on the compiled executor (on the GPU as a device
+    /// plan when the cuda backend has one for it), else in the interpreter.
     pub fn run(
         &self,
         function: &str,
@@ -366,22 +349,25 @@ impl<'c> Program<'c> {
         state: &mut StateStore,
     ) -> Result<Vec<Value>, String> {
         match &self.compiled {
-            Some(Compiled::Cuda(compiled)) => compiled.run(&self.module, function, args, state),
-            _ => self.interpreter().run(function, args, state).map_err(Into::into),
+            Some(compiled) => compiled
+                .run(&self.module, function, args, state)
+                .map_err(|e| e.to_string()),
+            None => self
+                .interpreter()
+                .run(function, args, state)
+                .map_err(|e| e.to_string()),
         }
-        .map_err(|e| e.to_string())
     }
 
-    /// With the cuda backend, says when `function`'s host code keeps it
-    /// off the device plan; `tool` names the subcommand.
+    /// Says when `function`'s host code keeps it off the device (the cuda
+    /// backend without a device plan); `tool` names the subcommand.
     pub fn note_schedule(&self, function: &str, tool: &str) {
-        if let Some(Compiled::Cuda(compiled)) = &self.compiled
-            && let Ok(jitc_runtime::cuda::Schedule::Interpreted(reason)) =
-                compiled.schedule(&self.module, function)
+        if let Some(note) = self
+            .compiled
+            .as_ref()
+            .and_then(|c| c.schedule_note(&self.module, function))
         {
-            eprintln!(
-                "jitc {tool}: note: @{function} runs its host code in the interpreter, one round trip to the GPU per kernel call: {reason}"
-            );
+            eprintln!("jitc {tool}: note: {note}");
         }
     }
 
@@ -389,7 +375,7 @@ impl<'c> Program<'c> {
     /// when there is some.
     pub fn interpreter(&self) -> Interpreter<'c, '_> {
         match &self.compiled {
-            Some(compiled) => Interpreter::new(&self.module).with_kernels(compiled.runner()),
+            Some(compiled) => Interpreter::new(&self.module).with_kernels(compiled.as_ref()),
             None => Interpreter::new(&self.module),
         }
     }

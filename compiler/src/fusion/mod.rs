@@ -9,14 +9,17 @@
 pub mod plan;
 pub mod render;
 
-use crate::passes::erase;
+use crate::rewrite::{
+    Mapping, clone_op, erase, is_dense_splat, key, mapped, move_before, op_key, owner_key, replace_uses,
+    replace_uses_in, users,
+};
 use jitc_dialect::{emit_error, ops::tensor_type};
 use melior::{
     Context,
     dialect::func,
     ir::{
-        Attribute, AttributeLike, Block, BlockLike, BlockRef, Identifier, Location, Operation, OperationRef,
-        Region, RegionLike, Type, Value, ValueLike,
+        Attribute, Block, BlockLike, BlockRef, Identifier, Location, OperationRef, Region, RegionLike, Type,
+        Value, ValueLike,
         attribute::{DenseI64ArrayAttribute, FlatSymbolRefAttribute, StringAttribute, TypeAttribute},
         operation::{OperationLike, OperationMutLike},
         r#type::{DimSize, FunctionType, ShapedTypeLike},
@@ -29,37 +32,14 @@ use jitc_dialect::verify::op_name as name_of;
 
 /// The op of `position` (a block's ops by identity) that defines `value`.
 fn producer_in(position: &HashMap<usize, usize>, value: Value) -> Option<usize> {
-    // SAFETY: `value` is live; its owner is read only for op results.
-    unsafe {
-        mlir_sys::mlirValueIsAOpResult(value.to_raw())
-            .then(|| {
-                position
-                    .get(&(mlir_sys::mlirOpResultGetOwner(value.to_raw()).ptr as usize))
-                    .copied()
-            })
-            .flatten()
-    }
-}
-
-fn key(value: Value) -> usize {
-    value.to_raw().ptr as usize
-}
-
-fn op_key(op: OperationRef) -> usize {
-    op.to_raw().ptr as usize
+    position.get(&owner_key(value)?).copied()
 }
 
 /// Whether `op` is a splat `arith.constant` tensor.
 fn is_splat_constant(op: OperationRef) -> bool {
     name_of(op) == "arith.constant"
         && op.result(0).is_ok_and(|r| tensor_type(r.into()).is_some())
-        && op.attribute("value").is_ok_and(|v| {
-            // SAFETY: `v` is a live attribute; splat is only asked of dense ones.
-            unsafe {
-                mlir_sys::mlirAttributeIsADenseElements(v.to_raw())
-                    && mlir_sys::mlirDenseElementsAttrIsSplat(v.to_raw())
-            }
-        })
+        && op.attribute("value").is_ok_and(is_dense_splat)
 }
 
 /// What `op` is to the fuser.
@@ -178,12 +158,8 @@ fn operands_within<'c, 'a>(op: OperationRef<'c, 'a>) -> Vec<Value<'c, 'a>> {
     }
     insert_block_arguments(op, &mut inner);
     for value in nested_operands {
-        // SAFETY: `value` is live; the owner is only read for op results.
-        let defined_inside = inner.contains(&key(value))
-            || unsafe {
-                mlir_sys::mlirValueIsAOpResult(value.to_raw())
-                    && inner.contains(&(mlir_sys::mlirOpResultGetOwner(value.to_raw()).ptr as usize))
-            };
+        let defined_inside =
+            inner.contains(&key(value)) || owner_key(value).is_some_and(|owner| inner.contains(&owner));
         if !defined_inside {
             operands.push(value);
         }
@@ -246,20 +222,6 @@ pub fn plan_block(ops: &[OperationRef], options: Options) -> Plan {
     plan::plan(nodes, &values, options)
 }
 
-/// Uses of `value`: the ops that own them.
-fn users<'c, 'a>(value: Value<'c, 'a>) -> Vec<OperationRef<'c, 'a>> {
-    let mut users = Vec::new();
-    // SAFETY: walking the use list of a live value; each use has an owner.
-    unsafe {
-        let mut operand = mlir_sys::mlirValueGetFirstUse(value.to_raw());
-        while !mlir_sys::mlirOpOperandIsNull(operand) {
-            users.push(OperationRef::from_raw(mlir_sys::mlirOpOperandGetOwner(operand)));
-            operand = mlir_sys::mlirOpOperandGetNextUse(operand);
-        }
-    }
-    users
-}
-
 /// Duplicates every reindex and splat constant used by several fusable ops
 /// of the block into one copy per user, so that a broadcast is recomputed
 /// inside each consumer's group rather than materialized (DESIGN.md).
@@ -284,14 +246,9 @@ pub fn prepare_block(block: BlockRef) -> Vec<Vec<usize>> {
         }
         let mut set = vec![op_key(op)];
         for user in fusable.into_iter().skip(1) {
-            // SAFETY: cloning a live op; the clone is owned until inserted.
-            let copy = unsafe { Operation::from_raw(mlir_sys::mlirOperationClone(op.to_raw())) };
-            let copy = block.insert_operation_before(user, copy);
+            let copy = block.insert_operation_before(user, clone_op(op));
             let new: Value = copy.result(0).expect("a copy has the original's result").into();
-            // SAFETY: `user` is live and uses `result`; `new` has its type.
-            unsafe {
-                mlir_sys::mlirOperationReplaceUsesOfWith(user.to_raw(), result.to_raw(), new.to_raw());
-            }
+            replace_uses_in(user, result.into(), new);
             set.push(op_key(copy));
         }
         copies.push(set);
@@ -319,12 +276,9 @@ fn rejoin_lone_copies(ops: &[OperationRef], plan: &Plan, copies: &[Vec<usize>]) 
         let keep: Value = ops[lone[0]].result(0).expect("a copy has a result").into();
         for &i in &lone[1..] {
             let old: Value = ops[i].result(0).expect("a copy has a result").into();
-            // SAFETY: both values are live and of one type; the erased copy
-            // has no uses left and is not touched again.
-            unsafe {
-                mlir_sys::mlirValueReplaceAllUsesOfWith(old.to_raw(), keep.to_raw());
-                erase(ops[i]);
-            }
+            // The erased copy has no uses left and is not touched again.
+            replace_uses(old, keep);
+            erase(ops[i]);
             erased = true;
         }
     }
@@ -430,11 +384,7 @@ fn outline<'c>(
     let mut outputs: Vec<Value> = Vec::new();
     for op in members {
         for operand in op.operands() {
-            // SAFETY: `operand` is live; its owner is read only for results.
-            let internal = unsafe {
-                mlir_sys::mlirValueIsAOpResult(operand.to_raw())
-                    && member_keys.contains(&(mlir_sys::mlirOpResultGetOwner(operand.to_raw()).ptr as usize))
-            };
+            let internal = owner_key(operand).is_some_and(|owner| member_keys.contains(&owner));
             if !internal && !inputs.contains(&operand) {
                 inputs.push(operand);
             }
@@ -456,7 +406,7 @@ fn outline<'c>(
     let output_types: Vec<Type> = outputs.iter().map(|v| v.r#type()).collect();
 
     let body = Block::new(&input_types.iter().map(|t| (*t, location)).collect::<Vec<_>>());
-    let mut mapping: HashMap<usize, mlir_sys::MlirValue> = HashMap::new();
+    let mut mapping = Mapping::new();
     for (i, input) in inputs.iter().enumerate() {
         mapping.insert(
             key(*input),
@@ -464,13 +414,11 @@ fn outline<'c>(
         );
     }
     for op in members {
-        // SAFETY: cloning a live op; the clone is owned until appended.
-        let mut copy = unsafe { Operation::from_raw(mlir_sys::mlirOperationClone(op.to_raw())) };
+        let mut copy = clone_op(*op);
         for i in 0..copy.operand_count() {
             let operand = copy.operand(i).expect("index below the operand count");
-            if let Some(&new) = mapping.get(&key(operand)) {
-                // SAFETY: `new` is a live value of the kernel body.
-                copy.set_operand(i, unsafe { Value::from_raw(new) });
+            if mapping.contains_key(&key(operand)) {
+                copy.set_operand(i, mapped(&mapping, operand));
             }
         }
         let copy = body.append_operation(copy);
@@ -479,10 +427,7 @@ fn outline<'c>(
         }
     }
     // SAFETY: every output was mapped to a live value of the kernel body.
-    let returned: Vec<Value> = outputs
-        .iter()
-        .map(|v| unsafe { Value::from_raw(mapping[&key(*v)]) })
-        .collect();
+    let returned: Vec<Value> = outputs.iter().map(|v| mapped(&mapping, *v)).collect();
     body.append_operation(func::r#return(&returned, location));
     let region = Region::new();
     region.append_block(body);
@@ -520,13 +465,12 @@ fn outline<'c>(
     let call = block.insert_operation_before(*last, call);
     for (i, output) in outputs.iter().enumerate() {
         let Ok(new) = call.result(i) else { return false };
-        // SAFETY: both values are live and of one type.
-        unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(output.to_raw(), new.to_raw()) };
+        replace_uses(*output, new.into());
     }
     for op in members.iter().rev() {
-        // SAFETY: the members' results are used only by members erased
-        // before them (reverse order); none is touched again.
-        unsafe { erase(*op) };
+        // The members' results are used only by members erased before
+        // them (reverse order); none is touched again.
+        erase(*op);
     }
     true
 }
@@ -618,8 +562,7 @@ fn reorder(block: BlockRef) -> bool {
         return false;
     };
     for i in order {
-        // SAFETY: both ops are live and in this block.
-        unsafe { mlir_sys::mlirOperationMoveBefore(ops[i].to_raw(), terminator.to_raw()) };
+        move_before(ops[i], terminator);
     }
     true
 }

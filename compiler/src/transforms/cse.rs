@@ -29,7 +29,10 @@
 //! `meta.state_read` is pure here: state writes are deferred to the end of
 //! a run, so two reads of one name in a run always agree.
 
-use crate::passes::{Options, PassInfo, erase, is_pure};
+use crate::{
+    pass::{Options, PassInfo},
+    rewrite::{erase, is_pure, replace_uses},
+};
 use melior::ir::{BlockLike, OperationRef, RegionLike, ValueLike, operation::OperationLike};
 use std::collections::HashMap;
 
@@ -79,11 +82,10 @@ fn visit_op<'c, 'a>(op: OperationRef<'c, 'a>, scopes: &mut Vec<Scope<'c, 'a>>) {
         let key = key(op);
         if let Some(earlier) = scopes.iter().rev().find_map(|scope| scope.get(&key)) {
             for (old, new) in op.results().zip(earlier.results()) {
-                // SAFETY: both values are live and have the same type.
-                unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(old.to_raw(), new.to_raw()) };
+                replace_uses(old.into(), new.into());
             }
-            // SAFETY: `op` has no uses left and is not visited again.
-            unsafe { erase(op) };
+            // `op` has no uses left and is not visited again.
+            erase(op);
         } else if let Some(innermost) = scopes.last_mut() {
             innermost.insert(key, op);
         }

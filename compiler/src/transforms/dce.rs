@@ -31,12 +31,14 @@
 //! Dead upstream ops (an `arith.constant` that fed only erased ops) are left
 //! to `canonicalize`.
 
+use crate::rewrite::is_true_splat;
 use crate::{
-    passes::{Options, PassInfo, erase, is_pure, results_unused},
+    pass::{Options, PassInfo},
     rewrite::{constant_attribute, defining_op},
+    rewrite::{erase, is_pure, results_unused},
 };
 use jitc_dialect::verify::collect_ops;
-use melior::ir::{AttributeLike, OperationRef, operation::OperationLike};
+use melior::ir::{OperationRef, operation::OperationLike};
 use std::collections::HashSet;
 
 /// The `meta-dce` pass.
@@ -58,8 +60,8 @@ impl Dce {
     pub fn run(root: OperationRef, _options: &Options) -> bool {
         for op in collect_ops(root) {
             if jitc_dialect::ops::GuardOp::cast(op).is_some() && op.operand(0).is_ok_and(is_true) {
-                // SAFETY: a guard has no results, and `op` is not used again.
-                unsafe { erase(op) };
+                // A guard has no results, and `op` is not used again.
+                erase(op);
             }
         }
         let mut worklist: Vec<OperationRef> =
@@ -75,8 +77,8 @@ impl Dce {
                 }
             }
             erased.insert(op.to_raw().ptr);
-            // SAFETY: `op` is recorded in `erased` and never touched again.
-            unsafe { erase(op) };
+            // `op` is recorded in `erased` and never touched again.
+            erase(op);
         }
         true
     }
@@ -87,15 +89,5 @@ fn is_true(value: melior::ir::Value) -> bool {
     let Some(attribute) = constant_attribute(value) else {
         return false;
     };
-    // SAFETY: reading a live attribute, as a dense one only once checked.
-    unsafe {
-        let raw = attribute.to_raw();
-        if !mlir_sys::mlirAttributeIsADenseElements(raw) || !mlir_sys::mlirDenseElementsAttrIsSplat(raw) {
-            return false;
-        }
-        let element = mlir_sys::mlirShapedTypeGetElementType(mlir_sys::mlirAttributeGetType(raw));
-        mlir_sys::mlirTypeIsAInteger(element)
-            && mlir_sys::mlirIntegerTypeGetWidth(element) == 1
-            && mlir_sys::mlirDenseElementsAttrGetBoolSplatValue(raw) != 0
-    }
+    is_true_splat(attribute)
 }

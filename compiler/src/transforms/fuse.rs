@@ -30,9 +30,10 @@
 //! only at its outputs, one iteration domain (`meta.domain`; `-1` marks a
 //! dynamic extent).
 
+use crate::rewrite::with_context;
 use crate::{
     fusion::{self, Options as FuseOptions, Symbols},
-    passes::{Options, PassInfo, PassOption},
+    pass::{Options, PassInfo, PassOption},
 };
 use jitc_dialect::emit_error;
 use melior::ir::{BlockRef, OperationRef, RegionLike, operation::OperationLike};
@@ -58,7 +59,7 @@ impl Fuse {
 
     /// Runs the pass on a module.
     pub fn run(root: OperationRef, options: &Options) -> bool {
-        let fanout = options.get("fanout-limit").map(String::as_str).unwrap_or("16");
+        let fanout = options.get("fanout-limit").unwrap_or("16");
         let Ok(fanout_limit) = fanout.parse::<usize>() else {
             emit_error(
                 root.location(),
@@ -73,11 +74,6 @@ impl Fuse {
             );
             return false;
         }
-        let context_ref = root.context();
-        // SAFETY: `to_ref` hands out a reference into `context_ref` itself,
-        // which lives until the end of this function, and the context it
-        // names outlives every op of the module being run on.
-        let context = unsafe { context_ref.to_ref() };
         let Some(body) = root.region(0).ok().and_then(|r| r.first_block()) else {
             return true;
         };
@@ -92,20 +88,19 @@ impl Fuse {
             fanout_limit,
             labels: false,
         };
-        for function in functions {
-            let name = function
-                .attribute("sym_name")
-                .ok()
-                .and_then(jitc_dialect::ops::string_attribute)
-                .unwrap_or("kernel")
-                .to_owned();
-            for block in blocks_with_fusable_ops(function) {
-                if fusion::fuse_block(context, body, &mut symbols, &name, block, options).is_none() {
-                    return false;
-                }
-            }
-        }
-        true
+        with_context(root, |context| {
+            functions.into_iter().all(|function| {
+                let name = function
+                    .attribute("sym_name")
+                    .ok()
+                    .and_then(jitc_dialect::ops::string_attribute)
+                    .unwrap_or("kernel")
+                    .to_owned();
+                blocks_with_fusable_ops(function).into_iter().all(|block| {
+                    fusion::fuse_block(context, body, &mut symbols, &name, block, options).is_some()
+                })
+            })
+        })
     }
 }
 

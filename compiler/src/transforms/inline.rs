@@ -29,8 +29,9 @@
 //!    caller), at most 64 rounds. Callees left without calls stay; upstream
 //!    `symbol-dce` removes private ones.
 
+use crate::rewrite::with_context;
 use crate::{
-    passes::{Options, PassInfo},
+    pass::{Options, PassInfo},
     rewrite::{self, GuardIds, Mapping, body_ops, clone_before, key, mapped, replace_uses},
 };
 use jitc_dialect::{
@@ -64,11 +65,7 @@ impl Inline {
 
     /// Runs the pass on a module.
     pub fn run(root: OperationRef, _options: &Options) -> bool {
-        let context_ref = root.context();
-        // SAFETY: `to_ref` hands out a reference into `context_ref`, which
-        // lives until the end of this function.
-        let context = unsafe { context_ref.to_ref() };
-        match inline(context, root) {
+        match with_context(root, |context| inline(context, root)) {
             Ok(_) => true,
             Err(message) => {
                 emit_error(root.location(), &format!("meta-inline: {message}"));
@@ -135,9 +132,9 @@ pub fn inline(context: &Context, module: OperationRef) -> Result<usize, String> 
                 let value = mapped(&mapping, returned.operand(i).map_err(|e| e.to_string())?);
                 replace_uses(call.result(i).map_err(|e| e.to_string())?.into(), value);
             }
-            // SAFETY: the call's results are unused now and it is not
+            // The call's results are unused now and it is not
             // touched again.
-            unsafe { rewrite::erase(call) };
+            rewrite::erase(call);
             inlined += 1;
             changed = true;
         }

@@ -31,8 +31,9 @@
 //!    `tensor.cast` back to the old one, so signatures and loop-carried
 //!    types never change.
 
+use crate::rewrite::with_context;
 use crate::{
-    passes::{Options, PassInfo},
+    pass::{Options, PassInfo},
     rewrite::{
         self, Builder, DYNAMIC, constant_int, dims, replace_uses, set_operand, set_operands, set_type, uses,
         with_dims,
@@ -64,11 +65,7 @@ impl Refine {
 
     /// Runs the pass on everything nested in `root`.
     pub fn run(root: OperationRef, _options: &Options) -> bool {
-        let context_ref = root.context();
-        // SAFETY: `to_ref` hands out a reference into `context_ref`, which
-        // lives until the end of this function.
-        let context = unsafe { context_ref.to_ref() };
-        match refine(context, root) {
+        match with_context(root, |context| refine(context, root)) {
             Some(_) => true,
             None => {
                 emit_error(root.location(), "meta-refine: could not rewrite a type");
@@ -92,9 +89,9 @@ pub fn refine(context: &Context, root: OperationRef) -> Option<usize> {
                 {
                     let constant = Builder::before(context, op)?.index(size)?;
                     replace_uses(op.result(0).ok()?.into(), constant);
-                    // SAFETY: the op's result is unused now and the walk
+                    // The op's result is unused now and the walk
                     // never comes back to it.
-                    unsafe { rewrite::erase(op) };
+                    rewrite::erase(op);
                     changed += 1;
                 }
             }
@@ -103,7 +100,7 @@ pub fn refine(context: &Context, root: OperationRef) -> Option<usize> {
                 if operand.r#type() == op.result(0).ok()?.r#type() {
                     replace_uses(op.result(0).ok()?.into(), operand);
                     // SAFETY: as above.
-                    unsafe { rewrite::erase(op) };
+                    rewrite::erase(op);
                     changed += 1;
                 }
             }

@@ -1,8 +1,10 @@
 //! `meta-specialize`: turns what earlier runs observed into assumptions,
 //! each under a `meta.guard` (JANUS §3).
 //!
-//! It reads a profile (`profile=FILE`, written by `jitc run --profile-out`;
-//! see `jitc_dialect::profile`) and, for every site whose observations
+//! It takes a profile (`profile=FILE`, written by `jitc run --profile-out`;
+//! see `jitc_dialect::profile`; the tool that builds the pipeline reads the
+//! file and hands the pass the [`Profile`] value, since passes do no I/O)
+//! and, for every site whose observations
 //! agree, makes one assumption and guards it. Each guard has a fresh id, a
 //! readable reason and a `site` attribute naming the profile entry it
 //! relies on, so a failure can be traced and relaxed.
@@ -41,8 +43,9 @@
 //! does, after repeated failures) are left generic. Shapes made static here
 //! spread through the function with `meta-refine`.
 
+use crate::rewrite::{move_before, with_context};
 use crate::{
-    passes::{Options, PassInfo, PassOption},
+    pass::{Options, PassInfo, PassOption},
     rewrite::{self, Builder, DYNAMIC, GuardIds, body_ops, dims, replace_uses, set_operand, uses, with_dims},
 };
 use jitc_dialect::{
@@ -81,28 +84,18 @@ impl Specialize {
         run: Self::run,
     };
 
-    /// Runs the pass on a module.
+    /// Runs the pass on a module, with the profile its caller loaded.
     pub fn run(root: OperationRef, options: &Options) -> bool {
-        let path = options.get("profile").map(String::as_str).unwrap_or("");
-        if path.is_empty() {
+        let Some(profile) = options.profile() else {
             emit_error(
                 root.location(),
                 "meta-specialize needs a profile: meta-specialize{profile=FILE} (write one with `jitc run --profile-out FILE`)",
             );
             return false;
-        }
-        let profile = match Profile::load(std::path::Path::new(path)) {
-            Ok(profile) => profile,
-            Err(e) => {
-                emit_error(root.location(), &format!("meta-specialize: {e}"));
-                return false;
-            }
         };
-        let context_ref = root.context();
-        // SAFETY: `to_ref` hands out a reference into `context_ref`, which
-        // lives until the end of this function.
-        let context = unsafe { context_ref.to_ref() };
-        match specialize(context, root, &profile, &SpecializeOptions::default()) {
+        match with_context(root, |context| {
+            specialize(context, root, profile, &SpecializeOptions::default())
+        }) {
             Ok(_) => true,
             Err(message) => {
                 emit_error(root.location(), &format!("meta-specialize: {message}"));
@@ -338,8 +331,7 @@ impl Specializer<'_> {
         let region = branch.region(if taken { 0 } else { 1 }).ok()?;
         if let Some(block) = region.first_block() {
             for op in body_ops(block) {
-                // SAFETY: both ops are live and `branch` is in a block.
-                unsafe { mlir_sys::mlirOperationMoveBefore(op.to_raw(), branch.to_raw()) };
+                move_before(op, branch);
             }
             let terminator = block.terminator()?;
             for i in 0..branch.result_count() {
@@ -349,8 +341,8 @@ impl Specializer<'_> {
         if branch.results().any(|r| !uses(r.into()).is_empty()) {
             return None;
         }
-        // SAFETY: its results are unused and nothing refers to it again.
-        unsafe { rewrite::erase(branch) };
+        // Its results are unused and nothing refers to it again.
+        rewrite::erase(branch);
         Some(())
     }
 

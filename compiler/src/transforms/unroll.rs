@@ -31,8 +31,9 @@
 //! 4. the loop's results are replaced by the last values and the loop is
 //!    erased. Guards cloned from the body get fresh ids.
 
+use crate::rewrite::{remove_attribute, with_context};
 use crate::{
-    passes::{Options, PassInfo, PassOption},
+    pass::{Options, PassInfo, PassOption},
     rewrite::{
         self, Builder, GuardIds, Mapping, body_ops, clone_before, constant_int, key, mapped, pinned_site,
         replace_uses,
@@ -72,7 +73,7 @@ impl Unroll {
 
     /// Runs the pass on everything nested in `root`.
     pub fn run(root: OperationRef, options: &Options) -> bool {
-        let limit = options.get("max-ops").map(String::as_str).unwrap_or("4096");
+        let limit = options.get("max-ops").unwrap_or("4096");
         let Ok(max_ops) = limit.parse::<u64>() else {
             emit_error(
                 root.location(),
@@ -80,11 +81,7 @@ impl Unroll {
             );
             return false;
         };
-        let context_ref = root.context();
-        // SAFETY: `to_ref` hands out a reference into `context_ref`, which
-        // lives until the end of this function.
-        let context = unsafe { context_ref.to_ref() };
-        match unroll(context, root, max_ops) {
+        match with_context(root, |context| unroll(context, root, max_ops)) {
             Ok(_) => true,
             Err(message) => {
                 emit_error(root.location(), &format!("meta-unroll: {message}"));
@@ -132,12 +129,6 @@ pub fn unroll(context: &Context, root: OperationRef, max_ops: u64) -> Result<usi
         unrolled += 1;
     }
     Ok(unrolled)
-}
-
-fn remove_attribute(op: OperationRef, name: &str) {
-    let name = melior::StringRef::new(name);
-    // SAFETY: `op` is live and `name` outlives the call.
-    unsafe { mlir_sys::mlirOperationRemoveAttributeByName(op.to_raw(), name.to_raw()) };
 }
 
 fn reason(site: &str, trips: i64) -> String {
@@ -242,7 +233,7 @@ fn finish(op: OperationRef, values: &[Value]) -> Option<()> {
     for (i, value) in values.iter().enumerate() {
         replace_uses(op.result(i).ok()?.into(), *value);
     }
-    // SAFETY: its results are unused now and nothing refers to it again.
-    unsafe { rewrite::erase(op) };
+    // Its results are unused now and nothing refers to it again.
+    rewrite::erase(op);
     Some(())
 }

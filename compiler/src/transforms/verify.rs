@@ -11,7 +11,7 @@
 //!
 //! Algorithm: one walk, see `jitc_dialect::verify`.
 
-use crate::passes::{Options, PassInfo};
+use crate::pass::{Options, PassInfo};
 use melior::ir::OperationRef;
 
 /// The `meta-verify` pass.

@@ -105,14 +105,7 @@ pub fn workloads() -> Vec<Workload> {
         body += &bin("gelu", "mul", "hy", "p1");
         format!("func.func @main(%x: {t}) -> {t} {{\n{body}  return %gelu : {t}\n}}\n")
     };
-    let examples = |name: &str| {
-        std::fs::read_to_string(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../examples")
-                .join(name),
-        )
-        .expect("the example exists")
-    };
+    let examples = jitc_test_support::example;
     // The examples, scaled to the workload shapes.
     let conv = examples("conv.mlir")
         .replace("2x3x5x5x", "8x64x56x56x")

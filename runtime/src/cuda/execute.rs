@@ -29,7 +29,7 @@
 use super::{CudaDevice, CudaModule, plan::Operand, plan::Plan};
 use crate::Error;
 use cudarc::driver::{CudaSlice, LaunchConfig, PinnedHostSlice, PushKernelArg};
-use jitc_compiler::lower::Buffer as Slot;
+use jitc_compiler::Slot;
 use jitc_dialect::kinds::ElementType;
 use jitc_interp::{Tensor, Value};
 use std::{collections::HashMap, sync::Arc};

@@ -8,7 +8,7 @@
 //!   loaded PTX modules, cached by their text, so a kernel is loaded once
 //!   per context, and page-locked staging buffers for copies.
 //! - [`CudaModule`]: a module's kernels compiled to PTX
-//!   (`jitc_compiler::codegen::ptx`) and loaded. Kernels that could not be
+//!   (`jitc_compiler::compile_ptx`) and loaded. Kernels that could not be
 //!   compiled for the GPU run in the interpreter.
 //! - `plan`: a function whose host code is straight-line (kernel calls,
 //!   constants, calls of such functions) becomes a device plan, built once
@@ -30,14 +30,9 @@ mod plan;
 
 pub use execute::{DeviceTensor, DeviceValue};
 
-use crate::Error;
+use crate::{Error, Executor};
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, PinnedHostSlice};
-use jitc_compiler::{
-    OptimizeOptions,
-    codegen::{self, GpuOptions, Ptx},
-    lower::gpu::GpuKernel,
-    optimize, pipeline,
-};
+use jitc_compiler::{GpuArch, GpuKernel, GpuOptions, PtxArtifact};
 use jitc_interp::{Interpreter, KernelRunner, StateStore, Value, ValueType};
 use melior::{Context, ir::Module};
 use plan::{Launch as Step, Operand, Plan};
@@ -136,11 +131,11 @@ impl CudaDevice {
     }
 
     /// The newest architecture jitc compiles for that this device runs.
-    pub fn arch(&self) -> codegen::GpuArch {
+    pub fn arch(&self) -> GpuArch {
         if self.capability.0 >= 9 {
-            codegen::GpuArch::Sm90
+            GpuArch::Sm90
         } else {
-            codegen::GpuArch::Sm80
+            GpuArch::Sm80
         }
     }
 
@@ -221,7 +216,7 @@ struct Prepared {
 pub struct CudaModule {
     device: Arc<CudaDevice>,
     kernels: HashMap<String, Loaded>,
-    ptx: Ptx,
+    ptx: PtxArtifact,
     plans: RefCell<HashMap<String, Rc<Result<Prepared, String>>>>,
 }
 
@@ -235,13 +230,11 @@ impl CudaModule {
         options: &GpuOptions,
     ) -> Result<Self, Error> {
         let device = CudaDevice::get().map_err(|e| Error::Unavailable(e.0))?;
-        let fuse = pipeline::parse("builtin.module(meta-fuse)")?;
-        optimize(context, module, &fuse, &OptimizeOptions::default())?;
         let options = GpuOptions {
             arch: device.arch(),
             ..*options
         };
-        let ptx = codegen::ptx(context, module, &options)?;
+        let ptx = jitc_compiler::compile_ptx(context, module, &options)?;
         let loaded = device.load(&ptx.text)?;
         let mut kernels = HashMap::new();
         for kernel in &ptx.kernels {
@@ -411,6 +404,31 @@ fn check_arguments(module: &Module, name: &str, args: &[DeviceValue]) -> Result<
         }
     }
     Ok(())
+}
+
+impl Executor for CudaModule {
+    fn interpreted_kernels(&self) -> &[(String, String)] {
+        CudaModule::interpreted_kernels(self)
+    }
+
+    fn run(
+        &self,
+        module: &Module,
+        name: &str,
+        args: Vec<Value>,
+        state: &mut StateStore,
+    ) -> Result<Vec<Value>, Error> {
+        CudaModule::run(self, module, name, args, state)
+    }
+
+    fn schedule_note(&self, module: &Module, function: &str) -> Option<String> {
+        match self.schedule(module, function) {
+            Ok(Schedule::Interpreted(reason)) => Some(format!(
+                "@{function} runs its host code in the interpreter, one round trip to the GPU per kernel call: {reason}"
+            )),
+            _ => None,
+        }
+    }
 }
 
 /// The interpreter's kernel calls: each a one-launch plan, a round trip.

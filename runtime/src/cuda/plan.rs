@@ -74,7 +74,7 @@ const MAX_INLINE_DEPTH: usize = 64;
 
 /// Builds plans for the functions of one module.
 struct Builder<'c, 'a> {
-    functions: HashMap<String, OperationRef<'c, 'a>>,
+    functions: std::collections::BTreeMap<String, OperationRef<'c, 'a>>,
     lowered: &'a dyn Fn(&str) -> bool,
     plan: Plan,
 }
@@ -98,16 +98,7 @@ impl Plan {
     /// for which `lowered` holds run on the GPU. `Err` says, for a note,
     /// what keeps the function's host code in the interpreter.
     pub fn build(module: &Module, name: &str, lowered: &dyn Fn(&str) -> bool) -> Result<Plan, String> {
-        let mut functions = HashMap::new();
-        let mut next = module.body().first_operation();
-        while let Some(op) = next {
-            next = op.next_in_block();
-            if op_name(op) == "func.func"
-                && let Some(symbol) = op.attribute("sym_name").ok().and_then(string_attribute)
-            {
-                functions.insert(symbol.to_owned(), op);
-            }
-        }
+        let functions = jitc_dialect::ops::functions(module.body());
         let function = *functions
             .get(name)
             .ok_or_else(|| format!("there is no function @{name}"))?;
@@ -239,10 +230,7 @@ impl<'c, 'a> Builder<'c, 'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use jitc_compiler::{
-        OptimizeOptions, diagnostics::DiagnosticCollector, new_context, optimize, pipeline,
-        source::parse_module,
-    };
+    use jitc_compiler::{DiagnosticCollector, fuse, new_context, parse_module};
 
     /// Fuses `source` and builds the plan of `@main` with every kernel
     /// lowered; `Err` is the reason there is none.
@@ -250,19 +238,11 @@ mod tests {
         let context = new_context().unwrap();
         let _collector = DiagnosticCollector::attach(&context);
         let mut module = parse_module(&context, source).expect("the test's source parses");
-        let fuse = pipeline::parse("builtin.module(meta-fuse)").unwrap();
-        optimize(&context, &mut module, &fuse, &OptimizeOptions::default()).unwrap();
+        fuse(&context, &mut module).unwrap();
         Plan::build(&module, "main", &|_| true)
     }
 
-    fn example(name: &str) -> String {
-        std::fs::read_to_string(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../examples")
-                .join(name),
-        )
-        .unwrap()
-    }
+    use jitc_test_support::example;
 
     #[test]
     fn mlp_is_five_launches_with_relu_inlined() {
@@ -322,8 +302,7 @@ mod tests {
     fn a_kernel_left_to_the_interpreter_keeps_the_function_there() {
         let context = new_context().unwrap();
         let mut module = parse_module(&context, &example("sigmoid.mlir")).unwrap();
-        let fuse = pipeline::parse("builtin.module(meta-fuse)").unwrap();
-        optimize(&context, &mut module, &fuse, &OptimizeOptions::default()).unwrap();
+        fuse(&context, &mut module).unwrap();
         let reason = Plan::build(&module, "main", &|_| false).unwrap_err();
         assert!(
             reason.starts_with("kernel @main_fused_0 runs in the interpreter"),

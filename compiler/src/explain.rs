@@ -1,0 +1,90 @@
+//! The fuser's plans, read-only: what `jitc explain` prints and what the
+//! fusion property tests check. The fuser itself (`fusion`, `meta-fuse`)
+//! stays private; this module is its window in the front door.
+//!
+//! [`explain`] plans every function of a module as `meta-fuse` would (the
+//! same `prepare_and_plan`, so the explanation is the decision) and renders
+//! the plans as text for people or as a Graphviz digraph.
+
+use melior::ir::{BlockLike, Module, OperationRef, RegionLike, operation::OperationLike};
+
+pub use crate::{
+    fusion::{
+        Blocked, DEFAULT_FANOUT_LIMIT, Node, NodeKind, Options, Plan, ValueUse, all_ops, block_ops, extract,
+        kind_of,
+        plan::plan,
+        plan_block, prepare_and_plan,
+        render::{dot, text},
+    },
+    transforms::fuse::blocks_with_fusable_ops,
+};
+
+/// How [`explain`] renders its plans.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Readable text.
+    Text,
+    /// A Graphviz digraph.
+    Dot,
+}
+
+/// The fusion plan of every function of `module` (only `function`, when
+/// given) that `meta-fuse` would apply with `fanout_limit`, rendered in
+/// `format`. Planning duplicates shared broadcasts in `module`, as
+/// `meta-fuse` does first. Fails when `function` is not in the module.
+pub fn explain(
+    module: &Module,
+    function: Option<&str>,
+    fanout_limit: usize,
+    format: Format,
+) -> Result<String, String> {
+    let options = Options {
+        labels: true,
+        fanout_limit,
+    };
+    let functions: Vec<(String, OperationRef)> = block_ops(module.body())
+        .into_iter()
+        .filter(|op| op.name().as_string_ref().as_str() == Ok("func.func") && !op.has_attribute("meta.fused"))
+        .filter_map(|op| {
+            let name = op
+                .attribute("sym_name")
+                .ok()
+                .and_then(jitc_dialect::ops::string_attribute)?;
+            Some((name.to_owned(), op))
+        })
+        .filter(|(name, _)| function.is_none_or(|f| f == name))
+        .collect();
+    if let Some(wanted) = function
+        && functions.is_empty()
+    {
+        return Err(format!("no function @{wanted} in the module"));
+    }
+    let mut plans = Vec::new();
+    for (name, function) in functions {
+        let entry = function.region(0).ok().and_then(|r| r.first_block());
+        for block in blocks_with_fusable_ops(function) {
+            let title = if Some(block) == entry {
+                format!("@{name}")
+            } else {
+                let parent = block
+                    .parent_operation()
+                    .map(|p| p.name().as_string_ref().as_str().unwrap_or("").to_owned());
+                format!("@{name}, block in {}", parent.unwrap_or_default())
+            };
+            plans.push((title, prepare_and_plan(block, options)));
+        }
+    }
+    Ok(match format {
+        Format::Text => {
+            if plans.is_empty() {
+                return Ok("no function has meta ops to fuse\n".to_owned());
+            }
+            plans
+                .iter()
+                .map(|(title, plan)| text(title, plan))
+                .collect::<Vec<_>>()
+                .join("\n")
+        }
+        Format::Dot => dot("jitc fusion plan", &plans),
+    })
+}

@@ -1,0 +1,290 @@
+//! Every pass pipeline jitc runs, in one place, and the [`Pipeline`] value
+//! that tools and the runtime hand to [`crate::optimize`].
+//!
+//! A pipeline is MLIR's textual syntax anchored on `builtin.module`
+//! (`builtin.module(meta-dce, func.func(cse))`), parsed once into a tree of
+//! [`Element`]s. The named ones below are the only pipeline texts in the
+//! code; `jitc opt --list-pipelines` prints them, and a unit test snapshots
+//! that list and builds every one of them.
+//!
+//! | name | where it runs |
+//! |---|---|
+//! | `default` | DESIGN.md's default pipeline up to fusion (verify, unroll and inline, canonicalize and cse, fuse); lowering and code generation follow per target |
+//! | `fuse` | before code generation, in `jitc compile`, `jitc run` and the runtime's CPU and CUDA modules |
+//! | `speculation` | after `meta-specialize`, in the runtime's speculation manager |
+//! | `entry-guards` | after the entry guards are taken out of a module |
+//! | `llvm` | on lowered kernels: MLIR's conversions to the LLVM dialect, for the CPU and the GPU |
+//!
+//! Passes do no I/O, so a pipeline that names a profile file
+//! (`meta-specialize{profile=FILE}`) carries the loaded profile with it:
+//! the caller reads each path of [`Pipeline::profile_paths`] and hands the
+//! value to [`Pipeline::provide_profile`].
+//!
+//! ```
+//! use jitc_compiler::pipelines::Pipeline;
+//! let fuse = Pipeline::named("fuse").unwrap();
+//! assert_eq!(fuse.render(), "meta-fuse");
+//! ```
+
+use crate::{
+    Error,
+    pass::Options,
+    passes::{self, Profiles},
+    pipeline,
+};
+use jitc_dialect::profile::Profile;
+use melior::{
+    Context,
+    ir::{Module, operation::OperationPrintingFlags},
+    pass::PassIrPrintingOptions,
+};
+use std::sync::Arc;
+
+pub use crate::pipeline::Element;
+
+/// A pipeline with a name, as `--list-pipelines` shows it.
+#[derive(Debug)]
+pub struct NamedPipeline {
+    /// Its name.
+    pub name: &'static str,
+    /// Where jitc runs it.
+    pub summary: &'static str,
+    /// Its text.
+    pub text: &'static str,
+}
+
+/// `meta-unroll`'s default `max-ops`, also the speculation manager's.
+pub const UNROLL_MAX_OPS: u64 = 4096;
+
+/// Every named pipeline, in `--list-pipelines` order.
+pub static PIPELINES: &[NamedPipeline] = &[
+    NamedPipeline {
+        name: "default",
+        summary: "DESIGN.md's default pipeline up to fusion; lowering and code generation follow per target",
+        text: "builtin.module(meta-verify, meta-unroll, meta-inline, canonicalize, cse, meta-fuse)",
+    },
+    NamedPipeline {
+        name: "fuse",
+        summary: "run before code generation by jitc compile, jitc run and the runtime",
+        text: "builtin.module(meta-fuse)",
+    },
+    NamedPipeline {
+        name: "speculation",
+        summary: "run after meta-specialize by the speculation manager (max-ops is its unroll limit)",
+        text: "builtin.module(meta-unroll{max-ops=4096}, meta-inline, canonicalize, meta-refine, canonicalize, cse, meta-dce, symbol-dce)",
+    },
+    NamedPipeline {
+        name: "entry-guards",
+        summary: "run after the entry guards are taken out of a specialized module",
+        text: "builtin.module(canonicalize)",
+    },
+    NamedPipeline {
+        name: "llvm",
+        summary: "lowered kernels to the LLVM dialect, for the CPU and the GPU",
+        text: "builtin.module(func.func(arith-expand), convert-scf-to-cf, convert-math-to-llvm, \
+               convert-math-to-libm, convert-arith-to-llvm, convert-index-to-llvm, convert-cf-to-llvm, \
+               convert-func-to-llvm, reconcile-unrealized-casts)",
+    },
+];
+
+/// The `--list-pipelines` text.
+pub fn list() -> String {
+    let mut out = String::new();
+    for pipeline in PIPELINES {
+        out.push_str(&format!("  {:<14}{}\n", pipeline.name, pipeline.summary));
+        let text = pipeline.text.split_whitespace().collect::<Vec<_>>().join(" ");
+        out.push_str(&format!("      {text}\n"));
+    }
+    out
+}
+
+/// A parsed pass pipeline, with the profiles its passes read.
+#[derive(Debug, Clone, Default)]
+pub struct Pipeline {
+    elements: Vec<Element>,
+    profiles: Profiles,
+}
+
+impl Pipeline {
+    /// Parses a textual pipeline anchored on `builtin.module`, as given to
+    /// `--pass-pipeline`.
+    pub fn parse(text: &str) -> Result<Self, Error> {
+        Ok(Self::from_elements(pipeline::parse(text)?))
+    }
+
+    /// The pipeline of `elements`, in order.
+    pub fn from_elements(elements: Vec<Element>) -> Self {
+        Self {
+            elements,
+            profiles: Profiles::new(),
+        }
+    }
+
+    /// The named pipeline `name` (see [`PIPELINES`]).
+    pub fn named(name: &str) -> Option<Self> {
+        let named = PIPELINES.iter().find(|p| p.name == name)?;
+        Self::parse(named.text).ok()
+    }
+
+    /// The `speculation` pipeline with `meta-unroll`'s limit set to
+    /// `unroll_max_ops`.
+    pub fn speculation(unroll_max_ops: u64) -> Self {
+        let mut pipeline = Self::named("speculation").unwrap_or_default();
+        for element in &mut pipeline.elements {
+            if let Element::Pass { name, options } = element
+                && name == "meta-unroll"
+            {
+                *options = format!("max-ops={unroll_max_ops}");
+            }
+        }
+        pipeline
+    }
+
+    /// Its top-level elements.
+    pub fn elements(&self) -> &[Element] {
+        &self.elements
+    }
+
+    /// Whether it runs nothing.
+    pub fn is_empty(&self) -> bool {
+        self.elements.is_empty()
+    }
+
+    /// The text inside `builtin.module(...)`.
+    pub fn render(&self) -> String {
+        pipeline::render(&self.elements)
+    }
+
+    /// The profile files its passes name (`meta-specialize{profile=FILE}`),
+    /// which the caller must load and [`Self::provide_profile`].
+    pub fn profile_paths(&self) -> Result<Vec<String>, Error> {
+        fn walk(elements: &[Element], out: &mut Vec<String>) -> Result<(), Error> {
+            for element in elements {
+                match element {
+                    Element::Nested { elements, .. } => walk(elements, out)?,
+                    Element::Pass { name, options } => {
+                        if let Some(info) = passes::find(name) {
+                            let options: Options = passes::parse_options(info, options)?;
+                            if let Some(path) = options.get("profile").filter(|p| !p.is_empty())
+                                && !out.iter().any(|p| p == path)
+                            {
+                                out.push(path.to_owned());
+                            }
+                        }
+                    }
+                }
+            }
+            Ok(())
+        }
+        let mut out = Vec::new();
+        walk(&self.elements, &mut out)?;
+        Ok(out)
+    }
+
+    /// Provides the profile that `path` (as written in a `profile` option)
+    /// names.
+    pub fn provide_profile(&mut self, path: &str, profile: Profile) {
+        self.profiles.insert(path.to_owned(), Arc::new(profile));
+    }
+
+    /// Builds the MLIR pass manager that runs it (without the verifier
+    /// around it that [`optimize`] adds).
+    pub fn build<'c>(&self, context: &'c Context) -> Result<melior::pass::PassManager<'c>, Error> {
+        pipeline::build(context, &self.elements, &self.profiles)
+    }
+}
+
+/// Checks that `pipeline` builds in `context`: every pass and option is
+/// known and every profile it names was provided.
+pub fn check(context: &Context, pipeline: &Pipeline) -> Result<(), Error> {
+    pipeline.build(context).map(drop)
+}
+
+/// How [`optimize`] runs.
+#[derive(Debug, Default, Clone)]
+pub struct OptimizeOptions {
+    /// Print the IR after every pass to stderr (`--print-ir-after-all`).
+    pub print_ir_after_all: bool,
+}
+
+/// Verifies `module`, runs `pipeline` on it, and verifies the result.
+/// Errors are also reported through the context's diagnostic handlers.
+pub fn optimize(
+    context: &Context,
+    module: &mut Module,
+    pipeline: &Pipeline,
+    options: &OptimizeOptions,
+) -> Result<(), Error> {
+    if !jitc_dialect::verify::verify(module.as_operation()) {
+        return Err(Error::Verify);
+    }
+    if pipeline.is_empty() {
+        return Ok(());
+    }
+    let manager = pipeline.build(context)?;
+    if options.print_ir_after_all {
+        manager.enable_ir_printing(&PassIrPrintingOptions {
+            before_all: false,
+            after_all: true,
+            module_scope: true,
+            on_change: false,
+            on_failure: false,
+            flags: OperationPrintingFlags::new(),
+            tree_printing_path: Default::default(),
+        });
+    }
+    manager.run(module).map_err(|_| Error::PassFailed)?;
+    if !jitc_dialect::verify::verify(module.as_operation()) {
+        return Err(Error::VerifierFailedAfterPipeline(pipeline.render()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_pipelines_snapshot() {
+        insta::assert_snapshot!(list());
+    }
+
+    #[test]
+    fn every_named_pipeline_builds() {
+        let context = crate::context::new_context().unwrap();
+        for named in PIPELINES {
+            let pipeline = Pipeline::named(named.name).unwrap_or_else(|| panic!("{} parses", named.name));
+            assert!(!pipeline.is_empty(), "{} is empty", named.name);
+            pipeline
+                .build(&context)
+                .unwrap_or_else(|e| panic!("{} does not build: {e}", named.name));
+        }
+    }
+
+    #[test]
+    fn speculation_takes_the_unroll_limit() {
+        assert_eq!(
+            Pipeline::speculation(7).render(),
+            "meta-unroll{max-ops=7},meta-inline,canonicalize,meta-refine,canonicalize,cse,meta-dce,symbol-dce"
+        );
+        assert_eq!(
+            Pipeline::speculation(UNROLL_MAX_OPS).render(),
+            Pipeline::named("speculation").unwrap().render()
+        );
+    }
+
+    #[test]
+    fn profiles_are_named_and_required() {
+        let context = crate::context::new_context().unwrap();
+        let mut pipeline =
+            Pipeline::parse("builtin.module(meta-specialize{profile=p.json}, meta-dce)").unwrap();
+        assert_eq!(pipeline.profile_paths().unwrap(), vec!["p.json".to_owned()]);
+        let error = pipeline.build(&context).err().unwrap().to_string();
+        assert_eq!(
+            error,
+            "invalid pass pipeline: pass 'meta-specialize' names the profile 'p.json', which was not loaded"
+        );
+        pipeline.provide_profile("p.json", Profile::new());
+        assert!(pipeline.build(&context).is_ok());
+    }
+}
