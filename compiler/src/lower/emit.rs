@@ -39,6 +39,11 @@ fn failed(name: &str) -> Error {
     Error::Lowering(format!("building '{name}' failed"))
 }
 
+/// A lowering error: `message` says what was missing or malformed.
+pub(super) fn error(message: impl Into<String>) -> Error {
+    Error::Lowering(message.into())
+}
+
 impl<'c, 'a> Emitter<'c, 'a> {
     /// Appends `name` with `operands`, `results` and `attributes`; returns
     /// its first result, if any.

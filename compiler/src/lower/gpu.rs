@@ -12,7 +12,7 @@
 //! `i1` elements are bytes.
 //!
 //! Algorithm, per kernel:
-//! 1. check that every op can run on the GPU ([`super::ops::check_gpu`]);
+//! 1. check that every op can run on the GPU (`legal::check_gpu`);
 //! 2. decide the GPU schedule ([`super::schedule::gpu`]): which dimensions
 //!    map to threads, one thread or one block per point, registers or
 //!    memory accumulation, peeling;
@@ -28,13 +28,15 @@
 //!    elements), each accumulating in registers; the partial results meet
 //!    in a shared-memory array, halved in a tree with a barrier per step,
 //!    and thread 0 stores the result;
-//! 6. the body at a point is the CPU's (`ops`): the same bounds checks,
+//! 6. the body at a point is the CPU's (`point`): the same bounds checks,
 //!    element-wise ops and reductions.
 
 use super::{
     Buffer, KernelSignature, MathMode,
+    access::Output,
     emit::Emitter,
-    i64_array, memory_type, ops,
+    gpu_nest::{GpuIds, emit_gpu_fill, emit_gpu_kernel},
+    i64_array, legal, memory_type,
     schedule::{self, GpuStrategy},
 };
 use crate::Error;
@@ -118,7 +120,7 @@ pub fn lower_gpu<'c>(
     let mut skipped = Vec::new();
     for kernel in super::kernels(module) {
         let prepared = super::signature(kernel).and_then(|signature| {
-            ops::check_gpu(kernel, math)?;
+            legal::check_gpu(kernel, math)?;
             let body = kernel
                 .region(0)
                 .ok()
@@ -219,7 +221,7 @@ fn entry<'c>(
     location: Location<'c>,
     name: &str,
     signature: &KernelSignature,
-    build: impl for<'a> FnOnce(&Emitter<'c, 'a>, &ops::GpuIds<'c, 'a>, &[Value<'c, 'a>]) -> Result<(), Error>,
+    build: impl for<'a> FnOnce(&Emitter<'c, 'a>, &GpuIds<'c, 'a>, &[Value<'c, 'a>]) -> Result<(), Error>,
 ) -> Result<(), Error> {
     let types = parameters(context, signature);
     let region = Region::new();
@@ -240,7 +242,7 @@ fn entry<'c>(
         let raw = top.value(name, &[], i32_type)?;
         top.value("arith.index_castui", &[raw], index)
     };
-    let ids = ops::GpuIds {
+    let ids = GpuIds {
         thread: special("nvvm.read.ptx.sreg.tid.x")?,
         block: special("nvvm.read.ptx.sreg.ctaid.x")?,
         block_dim: special("nvvm.read.ptx.sreg.ntid.x")?,
@@ -327,7 +329,7 @@ fn shared_array<'c, 'a>(
 fn outputs_of<'c, 'a>(
     signature: &KernelSignature,
     values: &[Value<'c, 'a>],
-) -> Result<Vec<ops::Output<'c, 'a>>, Error> {
+) -> Result<Vec<Output<'c, 'a>>, Error> {
     let inputs = signature.inputs.len();
     signature
         .outputs
@@ -382,7 +384,7 @@ fn lower_kernel<'c>(
                     block,
                 )
             };
-            ops::emit_gpu_kernel(
+            emit_gpu_kernel(
                 top,
                 body,
                 &arguments,
@@ -403,7 +405,7 @@ fn lower_kernel<'c>(
             location,
             &fill.name,
             signature,
-            |top, ids, values| ops::emit_gpu_fill(top, body, &outputs_of(signature, values)?, ids),
+            |top, ids, values| emit_gpu_fill(top, body, &outputs_of(signature, values)?, ids),
         )?;
     }
     Ok(())

@@ -37,15 +37,37 @@
 //! over, so each output folds its inputs in the interpreter's row-major
 //! order and results are bit-identical. Kernels with a dynamic domain are
 //! not lowered yet.
+//!
+//! The submodules, from what decides to what emits:
+//! - `legal`: which kernels can be lowered, for the CPU and the GPU;
+//! - [`schedule`]: the loop order, accumulation, checks and peeling;
+//! - `nest`: the CPU loop nest, fills and register accumulators;
+//! - [`gpu`] and `gpu_nest`: GPU entries, and the nest below a thread
+//!   mapping with shared-memory block reductions;
+//! - `point`: the kernel's ops at one point of the domain;
+//! - `index`: affine indices, bounds checks and the peeled interior;
+//! - `scalar` and `poly`: element-wise and reduction semantics, and the
+//!   polynomial f32 `exp`, `log` and `tanh`;
+//! - `access` and `emit`: buffer loads and stores, and the IR builder
+//!   everything above emits with.
 
+mod access;
 mod emit;
 pub mod gpu;
-mod ops;
+mod gpu_nest;
+mod index;
+mod legal;
+mod nest;
+mod point;
+mod poly;
+mod scalar;
 pub mod schedule;
+mod types;
 
 use crate::Error;
+use access::Arg;
 use emit::Emitter;
-use jitc_dialect::{kinds::ElementType, ops::tensor_type};
+use jitc_dialect::kinds::ElementType;
 use melior::{
     Context,
     dialect::func,
@@ -54,7 +76,7 @@ use melior::{
         RegionLike, Type, TypeLike, Value,
         attribute::{StringAttribute, TypeAttribute},
         operation::OperationLike,
-        r#type::{DimSize, FunctionType, ShapedTypeLike},
+        r#type::FunctionType,
     },
 };
 
@@ -85,36 +107,6 @@ pub struct KernelSignature {
     pub parallel: bool,
     /// Points in the domain: the work of one whole call.
     pub points: u64,
-}
-
-/// The element type as stored in memory.
-pub(crate) fn memory_type<'c>(context: &'c Context, element: ElementType) -> Type<'c> {
-    match element {
-        ElementType::F32 => Type::float32(context),
-        ElementType::F64 => Type::float64(context),
-        ElementType::I32 => melior::ir::r#type::IntegerType::new(context, 32).into(),
-        ElementType::I64 => melior::ir::r#type::IntegerType::new(context, 64).into(),
-        ElementType::I1 => melior::ir::r#type::IntegerType::new(context, 8).into(),
-    }
-}
-
-/// The element type as computed with.
-pub(crate) fn value_type<'c>(context: &'c Context, element: ElementType) -> Type<'c> {
-    match element {
-        ElementType::I1 => melior::ir::r#type::IntegerType::new(context, 1).into(),
-        other => memory_type(context, other),
-    }
-}
-
-fn static_shape(r#type: Type) -> Option<(Vec<usize>, ElementType)> {
-    let tensor = melior::ir::r#type::RankedTensorType::try_from(r#type).ok()?;
-    let shape = (0..tensor.rank())
-        .map(|d| match tensor.dim_size(d) {
-            Ok(DimSize::Static(n)) => Some(n as usize),
-            _ => None,
-        })
-        .collect::<Option<Vec<_>>>()?;
-    Some((shape, ElementType::from_type(tensor.element())?))
 }
 
 fn buffer_of(r#type: Type) -> Option<Buffer> {
@@ -180,21 +172,6 @@ pub fn kernels<'c, 'a>(module: &'a Module<'c>) -> Vec<OperationRef<'c, 'a>> {
         .collect()
 }
 
-/// How closely compiled float arithmetic follows the interpreter.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum MathMode {
-    /// Vectorizable: f32 `exp`, `tanh` and `sigmoid` are straight-line
-    /// polynomial approximations (within 1-3 ulps of libm; see
-    /// `docs/semantics.md`), and float `add`/`mul` reductions that
-    /// accumulate in registers may be reassociated, so the loop vectorizer
-    /// can keep partial sums. Everything else is exact.
-    #[default]
-    Fast,
-    /// Bit-identical to the interpreter: libm calls and reductions folded
-    /// strictly in row-major order, at the cost of scalar hot loops.
-    Exact,
-}
-
 /// The result of [`lower`].
 pub struct Lowered<'c> {
     /// The lowered kernels, one function each.
@@ -217,7 +194,7 @@ pub fn lower<'c>(context: &'c Context, module: &Module<'c>, math: MathMode) -> R
     let mut signatures = Vec::new();
     let mut skipped = Vec::new();
     for kernel in kernels(module) {
-        let signature = match signature(kernel).and_then(|s| ops::check(kernel).map(|()| s)) {
+        let signature = match signature(kernel).and_then(|s| legal::check(kernel).map(|()| s)) {
             Ok(signature) => signature,
             Err(reason) => {
                 let name = kernel
@@ -316,7 +293,7 @@ fn lower_kernel<'c>(
         Some((bound(1)?, bound(2)?))
     };
     let schedule = schedule::schedule(body, &domain).map_err(Error::Lowering)?;
-    ops::emit_kernel(
+    nest::emit_kernel(
         &top, body, &arguments, &outputs, status, &domain, &schedule, range, math,
     )?;
     top.op("func.return", &[], &[], &[])?;
@@ -345,7 +322,7 @@ fn lower_arguments<'c, 'a, 'b>(
     inputs: &[Buffer],
     slots: &[Value<'c, 'a>],
     mut read_index: impl FnMut(Value<'c, 'a>) -> Result<Value<'c, 'a>, Error>,
-) -> Result<Vec<(Value<'c, 'b>, ops::Arg<'c, 'a>)>, Error> {
+) -> Result<Vec<(Value<'c, 'b>, Arg<'c, 'a>)>, Error> {
     inputs
         .iter()
         .enumerate()
@@ -355,8 +332,8 @@ fn lower_arguments<'c, 'a, 'b>(
                 .map_err(|_| Error::Lowering("missing argument".into()))?
                 .into();
             let lowered = match input {
-                Buffer::Index => ops::Arg::Index(read_index(slots[i])?),
-                Buffer::Tensor(shape, element) => ops::Arg::Tensor {
+                Buffer::Index => Arg::Index(read_index(slots[i])?),
+                Buffer::Tensor(shape, element) => Arg::Tensor {
                     pointer: slots[i],
                     shape: shape.clone(),
                     element: *element,
@@ -365,27 +342,6 @@ fn lower_arguments<'c, 'a, 'b>(
             Ok((argument, lowered))
         })
         .collect()
-}
-
-pub(crate) fn gep<'c, 'a>(
-    at: &Emitter<'c, 'a>,
-    base: Value<'c, '_>,
-    offset: Value<'c, '_>,
-    element: Type<'c>,
-) -> Result<Value<'c, 'a>, Error> {
-    let pointer = melior::dialect::llvm::r#type::pointer(at.context, 0);
-    let op = melior::dialect::llvm::get_element_ptr_dynamic(
-        at.context,
-        base,
-        &[offset],
-        element,
-        pointer,
-        at.location,
-    );
-    let op = at.block.append_operation(op);
-    op.result(0)
-        .map(Into::into)
-        .map_err(|_| Error::Lowering("getelementptr".into()))
 }
 
 fn i64_array(attribute: Attribute) -> Option<Vec<i64>> {
@@ -401,9 +357,7 @@ fn i64_array(attribute: Attribute) -> Option<Vec<i64>> {
     }
 }
 
-/// The type of a kernel value that lowering keeps, for checks.
-pub(crate) fn element_of(value: Value) -> Option<ElementType> {
-    tensor_type(value).and_then(|t| ElementType::from_type(t.element()))
-}
-
-pub(crate) use {gep as emit_gep, memory_type as memory, value_type as scalar};
+pub use types::MathMode;
+pub(crate) use types::{
+    element_of, gep, gep as emit_gep, memory_type, memory_type as memory, static_shape, value_type,
+};

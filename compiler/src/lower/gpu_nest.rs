@@ -1,0 +1,210 @@
+//! The GPU loop nest: the CPU's nest ([`super::nest`]) below a mapping of
+//! thread or block ids to the dimensions [`schedule::gpu`] chose, the
+//! shared-memory tree of block reductions, and the fill launch.
+//!
+//! One thread per point ([`GpuStrategy::Threads`]): the global thread
+//! number `blockIdx.x * blockDim.x + threadIdx.x`, when below the number of
+//! points, is split row-major into the thread dimensions (the last
+//! fastest, so neighbouring threads touch neighbouring elements), and the
+//! nest over the other dimensions runs in the thread.
+//!
+//! One block per point ([`GpuStrategy::Blocks`]): `blockIdx.x` is split
+//! into the thread dimensions, and the block's threads stride over the
+//! folded dimensions (from `threadIdx.x`, by `blockDim.x`), each into its
+//! register accumulators. The partial results then meet in shared memory:
+//!
+//! ```text
+//! shared[tid] = partial                                  barrier
+//! for s = block/2, block/4, ..., 1:
+//!     if tid < s: shared[tid] = shared[tid] ⊕ shared[tid + s]   barrier
+//! if tid == 0: store shared[0]
+//! ```
+//!
+//! Invariants:
+//! - `block` is a power of two, so the halving tree meets every thread's
+//!   partial result;
+//! - every thread of a block reaches every barrier: the tree's `scf.if`s
+//!   hold only loads, combines and stores;
+//! - no barrier spans the grid, so reductions that accumulate in memory
+//!   are filled with their identity by a launch of their own
+//!   ([`emit_gpu_fill`]) before the kernel's.
+
+use super::{
+    MathMode,
+    access::{Arg, Output, load_at, store_at},
+    emit::{Emitter, error},
+    index::delinearize,
+    nest::Kernel,
+    scalar::{combine, identity},
+    schedule::{self, GpuStrategy},
+};
+use crate::Error;
+use jitc_dialect::{kinds::ElementType, ops::ReindexReduceOp};
+use melior::ir::{BlockLike, BlockRef, Type, Value, operation::OperationLike};
+
+/// The thread and block of a GPU kernel, as index values.
+pub(super) struct GpuIds<'c, 'a> {
+    /// `threadIdx.x`.
+    pub(super) thread: Value<'c, 'a>,
+    /// `blockIdx.x`.
+    pub(super) block: Value<'c, 'a>,
+    /// `blockDim.x`.
+    pub(super) block_dim: Value<'c, 'a>,
+}
+
+/// Emits a GPU kernel's body as `gpu` says (see
+/// [`schedule::gpu`]): a thread (or block) finds its point of the
+/// thread-mapped dimensions from `ids`, then runs the loop nest below them;
+/// a block reduction also strides over the folded dimensions and combines
+/// the threads' partial results in shared memory: `shared(r, element,
+/// block)` makes the array of `block` elements for register reduction `r`,
+/// as a generic pointer.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn emit_gpu_kernel<'c, 'a>(
+    top: &Emitter<'c, 'a>,
+    kernel_body: BlockRef<'c, '_>,
+    arguments: &[(Value<'c, '_>, Arg<'c, 'a>)],
+    outputs: &[Output<'c, 'a>],
+    status: Value<'c, 'a>,
+    domain: &[i64],
+    gpu: &schedule::GpuSchedule,
+    ids: &GpuIds<'c, 'a>,
+    shared: &mut dyn FnMut(usize, ElementType, i64) -> Result<Value<'c, 'a>, Error>,
+    math: MathMode,
+) -> Result<(), Error> {
+    let schedule = &gpu.nest;
+    // Reductions in memory were filled by the fill launch.
+    let (kernel, _) = Kernel::new(
+        kernel_body,
+        arguments,
+        outputs,
+        status,
+        domain,
+        schedule,
+        None,
+        math,
+    )?;
+    let index = Type::index(top.context);
+    let extents: Vec<i64> = gpu.threads.iter().map(|&d| domain[d]).collect();
+    let mut ivs = vec![None; domain.len()];
+    match gpu.strategy {
+        GpuStrategy::Threads => {
+            let base = top.value("arith.muli", &[ids.block, ids.block_dim], index)?;
+            let point = top.value("arith.addi", &[base, ids.thread], index)?;
+            let inside = top.cmpi(6, point, top.index(gpu.points)?)?;
+            let then = top.if_then(inside)?;
+            for (&d, iv) in gpu.threads.iter().zip(delinearize(&then, point, &extents)?) {
+                ivs[d] = Some(iv);
+            }
+            let left = kernel.level(gpu.threads.len(), &then, &mut ivs, Vec::new())?;
+            debug_assert!(left.is_empty());
+            then.finish()
+        }
+        GpuStrategy::Blocks { block } => {
+            for (&d, iv) in gpu.threads.iter().zip(delinearize(top, ids.block, &extents)?) {
+                ivs[d] = Some(iv);
+            }
+            let inner = &schedule.order[gpu.threads.len()..];
+            let inner_extents: Vec<i64> = inner.iter().map(|&d| domain[d]).collect();
+            let total = top.index(inner_extents.iter().product())?;
+            let inits = kernel
+                .registers
+                .iter()
+                .map(|(_, _, kind, element)| identity(top, *kind, *element))
+                .collect::<Result<Vec<_>, _>>()?;
+            let (body, k, carried, partial) = top.for_step(ids.thread, total, ids.block_dim, &inits)?;
+            for (&d, iv) in inner.iter().zip(delinearize(&body, k, &inner_extents)?) {
+                ivs[d] = Some(iv);
+            }
+            let next = kernel.point(&body, &ivs, carried, false)?;
+            body.yield_values(&next)?;
+            let shared = kernel
+                .registers
+                .iter()
+                .enumerate()
+                .map(|(r, (_, _, _, element))| shared(r, *element, block))
+                .collect::<Result<Vec<_>, _>>()?;
+            block_reduce(&kernel, top, ids, &shared, &partial, block, &ivs)
+        }
+    }
+}
+
+/// Fills the outputs of the reductions that accumulate in memory with
+/// their identity, one element per thread: the launch before a kernel
+/// whose [`schedule::GpuSchedule::fill`] is set.
+pub(super) fn emit_gpu_fill<'c, 'a>(
+    top: &Emitter<'c, 'a>,
+    kernel_body: BlockRef<'c, '_>,
+    outputs: &[Output<'c, 'a>],
+    ids: &GpuIds<'c, 'a>,
+) -> Result<(), Error> {
+    let index = Type::index(top.context);
+    let base = top.value("arith.muli", &[ids.block, ids.block_dim], index)?;
+    let point = top.value("arith.addi", &[base, ids.thread], index)?;
+    let mut next = kernel_body.first_operation();
+    let mut terminator = None;
+    while let Some(op) = next {
+        next = op.next_in_block();
+        terminator = Some(op);
+    }
+    let terminator = terminator.ok_or_else(|| error("an empty kernel"))?;
+    for (j, value) in terminator.operands().enumerate() {
+        let Some(reduce) = crate::rewrite::defining_op(value).and_then(ReindexReduceOp::cast) else {
+            continue;
+        };
+        let kind = reduce.kind().ok_or_else(|| error("unknown reduction"))?;
+        let (pointer, shape, element) = &outputs[j];
+        let total = shape.iter().product::<usize>() as i64;
+        let inside = top.cmpi(6, point, top.index(total)?)?;
+        let then = top.if_then(inside)?;
+        let value = identity(&then, kind, *element)?;
+        store_at(&then, *pointer, point, value, *element)?;
+        then.finish()?;
+    }
+    Ok(())
+}
+
+/// Combines each thread's `partial` results across a block of `block`
+/// threads in `shared` memory (a tree of halving steps, a barrier after
+/// each), then thread 0 stores the results.
+fn block_reduce<'c, 'a>(
+    kernel: &Kernel<'c, 'a, '_>,
+    top: &Emitter<'c, 'a>,
+    ids: &GpuIds<'c, 'a>,
+    shared: &[Value<'c, 'a>],
+    partial: &[Value<'c, 'a>],
+    block: i64,
+    ivs: &[Option<Value<'c, 'a>>],
+) -> Result<(), Error> {
+    let index = Type::index(top.context);
+    let barrier = || top.op("nvvm.barrier0", &[], &[], &[]).map(|_| ());
+    for ((_, _, _, element), (buffer, value)) in kernel.registers.iter().zip(shared.iter().zip(partial)) {
+        store_at(top, *buffer, ids.thread, *value, *element)?;
+    }
+    barrier()?;
+    let mut stride = block / 2;
+    while stride >= 1 {
+        let active = top.cmpi(6, ids.thread, top.index(stride)?)?;
+        let then = top.if_then(active)?;
+        let other = then.value("arith.addi", &[ids.thread, then.index(stride)?], index)?;
+        for ((_, _, kind, element), buffer) in kernel.registers.iter().zip(shared) {
+            let mine = load_at(&then, *buffer, ids.thread, *element)?;
+            let theirs = load_at(&then, *buffer, other, *element)?;
+            let combined = combine(&then, *kind, mine, theirs, *element, kernel.status, true)?;
+            store_at(&then, *buffer, ids.thread, combined, *element)?;
+        }
+        then.finish()?;
+        barrier()?;
+        stride /= 2;
+    }
+    let first = top.cmpi(0, ids.thread, top.index(0)?)?;
+    let then = top.if_then(first)?;
+    let results = kernel
+        .registers
+        .iter()
+        .zip(shared)
+        .map(|((_, _, _, element), buffer)| load_at(&then, *buffer, then.index(0)?, *element))
+        .collect::<Result<Vec<_>, _>>()?;
+    kernel.store_registers(&then, ivs, &results)?;
+    then.finish()
+}

@@ -1,0 +1,110 @@
+//! What can be lowered: the ops a kernel may hold and, on the GPU, the
+//! math it can do without libm. A kernel that fails a check is skipped with
+//! the reason, which `jitc compile` prints as a note and the runtime
+//! answers by interpreting the kernel; it is never an error.
+//!
+//! Invariants:
+//! - [`check`] accepts exactly what [`super::point`] emits:
+//!   `meta.reindex`, `meta.reindex_reduce`, `meta.unary`, `meta.binary`,
+//!   `meta.ternary`, splat `arith.constant`s and `func.return`, all of
+//!   static shape;
+//! - [`check_gpu`] accepts a subset of it: no `sin`, `cos`, `erf` or
+//!   `pow`, and `exp`, `log`, `tanh` and `sigmoid` only where they are
+//!   polynomials ([`super::poly`]: f32 under `--math fast`).
+//!
+//! Example: a kernel holding `meta.unary` `sin` of `f32` is skipped on the
+//! GPU with
+//!
+//! ```text
+//! 'sin' on f32 needs libm, which the GPU target does not have
+//! ```
+
+use super::MathMode;
+use jitc_dialect::{
+    kinds::{BinaryKind, ElementType, UnaryKind},
+    ops::{BinaryOp, UnaryOp, tensor_type},
+    verify::op_name,
+};
+use melior::ir::{BlockLike, OperationRef, RegionLike, operation::OperationLike, r#type::ShapedTypeLike};
+
+/// Whether every op of the kernel can be lowered; `Err` says why not.
+pub(super) fn check(kernel: OperationRef) -> Result<(), String> {
+    let body = kernel
+        .region(0)
+        .ok()
+        .and_then(|r| r.first_block())
+        .ok_or("the kernel has no body")?;
+    let mut next = body.first_operation();
+    while let Some(op) = next {
+        next = op.next_in_block();
+        match op_name(op).as_str() {
+            "meta.reindex"
+            | "meta.reindex_reduce"
+            | "meta.unary"
+            | "meta.binary"
+            | "meta.ternary"
+            | "func.return" => {}
+            "arith.constant" if crate::fusion::kind_of(op) == crate::fusion::NodeKind::Constant => {}
+            other => return Err(format!("'{other}' in a kernel is not lowered yet")),
+        }
+        for result in op.results() {
+            if let Some(tensor) = tensor_type(result.into())
+                && (0..tensor.rank()).any(|d| {
+                    tensor
+                        .dim_size(d)
+                        .is_ok_and(|s| s == melior::ir::r#type::DimSize::Dynamic)
+                })
+            {
+                return Err("dynamic shapes are not lowered yet".into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether every op of the kernel can run on an NVIDIA GPU; `Err` says why
+/// not. No libm exists there (and libdevice is not linked), so only the
+/// math that lowers to plain instructions or to jitc's own polynomials is
+/// accepted.
+pub(super) fn check_gpu(kernel: OperationRef, math: MathMode) -> Result<(), String> {
+    check(kernel)?;
+    let body = kernel
+        .region(0)
+        .ok()
+        .and_then(|r| r.first_block())
+        .ok_or("the kernel has no body")?;
+    let mut next = body.first_operation();
+    while let Some(op) = next {
+        next = op.next_in_block();
+        if let Some(unary) = UnaryOp::cast(op) {
+            let kind = unary.kind().ok_or("an unknown unary kind")?;
+            let element = unary
+                .input()
+                .and_then(super::element_of)
+                .ok_or("a unary op of an unsupported type")?;
+            let polynomial = math == MathMode::Fast && element == ElementType::F32;
+            let needs_libm = match kind {
+                UnaryKind::Sin | UnaryKind::Cos | UnaryKind::Erf => true,
+                UnaryKind::Exp | UnaryKind::Log | UnaryKind::Tanh | UnaryKind::Sigmoid => !polynomial,
+                _ => false,
+            };
+            if needs_libm {
+                return Err(format!(
+                    "'{}' on {element} needs libm, which the GPU target does not have{}",
+                    kind.name(),
+                    if polynomial || element != ElementType::F32 {
+                        ""
+                    } else {
+                        " (f32 exp, log, tanh and sigmoid compile with --math fast)"
+                    }
+                ));
+            }
+        }
+        if let Some(binary) = BinaryOp::cast(op)
+            && binary.kind() == Some(BinaryKind::Pow)
+        {
+            return Err("'pow' needs libm, which the GPU target does not have".into());
+        }
+    }
+    Ok(())
+}

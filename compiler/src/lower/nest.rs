@@ -1,0 +1,367 @@
+//! The CPU loop nest of a kernel: identity fills, one `scf.for` per domain
+//! dimension in the schedule's order, register accumulators carried
+//! through the loops they fold over, the peeled innermost loop, and the
+//! body at each point ([`super::point`]).
+//!
+//! Phases of [`emit_kernel`]:
+//! 1. collect the body's ops and which of them are results; reductions
+//!    accumulate in registers when the schedule keeps any there, else in
+//!    memory;
+//! 2. fill the memory accumulators with their identity: all of each
+//!    output, or when the kernel is split, the part its `[begin, end)`
+//!    owns;
+//! 3. emit the loops, outermost first; the first of the schedule's
+//!    `registers` innermost loops starts the accumulators from their
+//!    identity, carries them through, and stores them after;
+//! 4. a peeled innermost loop becomes three loops: checked edge,
+//!    check-free interior ([`super::index::interior`]), checked edge;
+//! 5. at each point, emit the ops, and store each result that is not a
+//!    reduction at the point's row-major offset.
+//!
+//! Invariants:
+//! - the split dimension runs the caller's `[begin, end)` (the GPU passes
+//!   no range, so it runs whole); every other dimension runs its extent;
+//! - under [`Schedule::parallel`], a call writes only outputs of its own
+//!   part, the fill included, so parts may run at once;
+//! - the loop order is the schedule's, which keeps the order of the
+//!   dimensions every float `add`/`mul` reduction folds over, so results
+//!   fold in the interpreter's row-major order.
+//!
+//! Example: the row maximum of a `tensor<4x8xf32>` (from
+//! `examples/softmax.mlir`), one register accumulator over `d1`,
+//! constants hoisted for brevity:
+//!
+//! ```mlir
+//! scf.for %d0 = %begin to %end step %c1 {
+//!   %m = scf.for %d1 = %c0 to %c8 step %c1 iter_args(%acc = %ninf) -> (f32) {
+//!     %x = ... the input's element at 8 * %d0 + %d1
+//!     %next = arith.maximumf %acc, %x : f32
+//!     scf.yield %next : f32
+//!   }
+//!   ... llvm.store %m at %d0 of the output
+//! }
+//! ```
+
+use super::{
+    MathMode,
+    access::{Arg, Output, key, store_at},
+    emit::{Emitter, error},
+    index::{self, row_major},
+    point::{Body, emit_op},
+    scalar::identity,
+    schedule::Schedule,
+};
+use crate::Error;
+use jitc_dialect::{
+    kinds::{ElementType, ReduceKind},
+    ops::ReindexReduceOp,
+};
+use melior::ir::{BlockLike, BlockRef, OperationRef, Type, Value, operation::OperationLike};
+use std::collections::HashMap;
+
+/// What every part of a kernel's loop nest needs.
+pub(super) struct Kernel<'c, 'a, 'k> {
+    ops: Vec<OperationRef<'c, 'k>>,
+    output_of: HashMap<usize, usize>,
+    outputs: &'k [Output<'c, 'a>],
+    arguments: &'k [(Value<'c, 'k>, Arg<'c, 'a>)],
+    /// The pointer to the status word.
+    pub(super) status: Value<'c, 'a>,
+    domain: &'k [i64],
+    schedule: &'k Schedule,
+    range: Option<(Value<'c, 'a>, Value<'c, 'a>)>,
+    /// Reductions that accumulate in registers: the op, its output, kind and
+    /// element type.
+    pub(super) registers: Vec<(OperationRef<'c, 'k>, usize, ReduceKind, ElementType)>,
+    math: MathMode,
+}
+
+/// Emits the whole kernel: identity fills, the loop nest and its body, as
+/// `schedule` says.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn emit_kernel<'c, 'a>(
+    top: &Emitter<'c, 'a>,
+    kernel_body: BlockRef<'c, '_>,
+    arguments: &[(Value<'c, '_>, Arg<'c, 'a>)],
+    outputs: &[Output<'c, 'a>],
+    status: Value<'c, 'a>,
+    domain: &[i64],
+    schedule: &Schedule,
+    range: Option<(Value<'c, 'a>, Value<'c, 'a>)>,
+    math: MathMode,
+) -> Result<(), Error> {
+    if domain.iter().any(|&d| d < 0) {
+        return Err(error("dynamic domain"));
+    }
+    let (kernel, in_memory) = Kernel::new(
+        kernel_body,
+        arguments,
+        outputs,
+        status,
+        domain,
+        schedule,
+        range,
+        math,
+    )?;
+    for (reduce, j, kind) in in_memory {
+        // Reductions in memory start from their identity.
+        kernel.fill(top, reduce, j, kind)?;
+    }
+    let mut ivs = vec![None; domain.len()];
+    let left = kernel.level(0, top, &mut ivs, Vec::new())?;
+    debug_assert!(left.is_empty());
+    Ok(())
+}
+
+/// A reduction that accumulates in its output buffer: the op, its output
+/// and kind.
+type InMemory<'c, 'k> = (ReindexReduceOp<'c, 'k>, usize, ReduceKind);
+
+impl<'c, 'a, 'k> Kernel<'c, 'a, 'k> {
+    /// The kernel whose body is `kernel_body`, with its reductions in
+    /// registers when `schedule` says so; returns the reductions that
+    /// accumulate in memory instead.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        kernel_body: BlockRef<'c, 'k>,
+        arguments: &'k [(Value<'c, '_>, Arg<'c, 'a>)],
+        outputs: &'k [Output<'c, 'a>],
+        status: Value<'c, 'a>,
+        domain: &'k [i64],
+        schedule: &'k Schedule,
+        range: Option<(Value<'c, 'a>, Value<'c, 'a>)>,
+        math: MathMode,
+    ) -> Result<(Self, Vec<InMemory<'c, 'k>>), Error> {
+        let mut ops = Vec::new();
+        let mut next = kernel_body.first_operation();
+        while let Some(op) = next {
+            next = op.next_in_block();
+            ops.push(op);
+        }
+        let terminator = ops.pop().ok_or_else(|| error("an empty kernel"))?;
+        let output_of: HashMap<usize, usize> = terminator
+            .operands()
+            .enumerate()
+            .map(|(j, v)| (key(v), j))
+            .collect();
+        // SAFETY: `arguments` refers to kernel values that outlive the
+        // kernel being emitted.
+        let arguments: &'k [(Value<'c, 'k>, Arg<'c, 'a>)] = unsafe { std::mem::transmute(arguments) };
+        let mut registers = Vec::new();
+        let mut in_memory = Vec::new();
+        for op in &ops {
+            let Some(reduce) = ReindexReduceOp::cast(*op) else {
+                continue;
+            };
+            let result = reduce.result().ok_or_else(|| error("reduce result"))?;
+            let Some(&j) = output_of.get(&key(result)) else {
+                continue;
+            };
+            let kind = reduce.kind().ok_or_else(|| error("unknown reduction"))?;
+            if schedule.registers > 0 {
+                registers.push((*op, j, kind, outputs[j].2));
+            } else {
+                in_memory.push((reduce, j, kind));
+            }
+        }
+        let kernel = Kernel {
+            ops,
+            output_of,
+            outputs,
+            arguments,
+            status,
+            domain,
+            schedule,
+            range,
+            registers,
+            math,
+        };
+        Ok((kernel, in_memory))
+    }
+
+    /// The loop bounds of domain dimension `d`.
+    fn bounds(&self, at: &Emitter<'c, 'a>, d: usize) -> Result<(Value<'c, 'a>, Value<'c, 'a>), Error> {
+        match self.range {
+            Some(range) if d == self.schedule.split => Ok(range),
+            _ => Ok((at.index(0)?, at.index(self.domain[d])?)),
+        }
+    }
+
+    /// Fills the part of reduction output `j` this call owns with the
+    /// identity: all of it, or when the kernel is split, the outputs of its
+    /// `[begin, end)` of the split dimension (the last part also owns
+    /// outputs past the domain's extent).
+    fn fill(
+        &self,
+        top: &Emitter<'c, 'a>,
+        reduce: ReindexReduceOp<'c, '_>,
+        j: usize,
+        kind: ReduceKind,
+    ) -> Result<(), Error> {
+        let (pointer, shape, element) = &self.outputs[j];
+        let total = shape.iter().product::<usize>() as i64;
+        let map = reduce.indices().ok_or_else(|| error("reduce map"))?;
+        let split = self.schedule.split;
+        let owned = (0..map.result_count()).find(|&k| {
+            map.result(k)
+                .is_ok_and(|e| e.is_dim() && e.dim_position() == split)
+        });
+        let (Some((begin, end)), true, Some(q)) = (self.range, self.schedule.parallel, owned) else {
+            let (fill, i) = top.for_loop(total)?;
+            let value = identity(&fill, kind, *element)?;
+            store_at(&fill, *pointer, i, value, *element)?;
+            return fill.finish();
+        };
+        let index = Type::index(top.context);
+        let outer: usize = shape[..q].iter().product();
+        let inner: usize = shape[q + 1..].iter().product();
+        let extent = top.index(shape[q] as i64)?;
+        let first = top.value("arith.minsi", &[begin, extent], index)?;
+        let clipped = top.value("arith.minsi", &[end, extent], index)?;
+        let last_part = top.cmpi(0, end, top.index(self.domain[split])?)?;
+        let last = top.select(last_part, extent, clipped)?;
+        let (o_loop, o) = top.for_loop(outer as i64)?;
+        let (m_loop, m) = o_loop.for_range(first, last)?;
+        let (n_loop, n) = m_loop.for_loop(inner as i64)?;
+        let row = n_loop.value("arith.muli", &[o, extent], index)?;
+        let row = n_loop.value("arith.addi", &[row, m], index)?;
+        let offset = n_loop.value("arith.muli", &[row, n_loop.index(inner as i64)?], index)?;
+        let offset = n_loop.value("arith.addi", &[offset, n], index)?;
+        let value = identity(&n_loop, kind, *element)?;
+        store_at(&n_loop, *pointer, offset, value, *element)?;
+        n_loop.finish()?;
+        m_loop.finish()?;
+        o_loop.finish()
+    }
+
+    /// Emits loop `level` of the schedule's order and everything inside;
+    /// `accumulators` are carried through it; returns their final values.
+    pub(super) fn level(
+        &self,
+        level: usize,
+        at: &Emitter<'c, 'a>,
+        ivs: &mut Vec<Option<Value<'c, 'a>>>,
+        accumulators: Vec<Value<'c, 'a>>,
+    ) -> Result<Vec<Value<'c, 'a>>, Error> {
+        let depth = self.schedule.order.len();
+        if depth == 0 || level == depth {
+            return self.point(at, ivs, accumulators, false);
+        }
+        if self.schedule.registers > 0 && level == depth - self.schedule.registers {
+            // Reductions start from their identity in registers, fold over
+            // the innermost loops and are stored once.
+            let inits = self
+                .registers
+                .iter()
+                .map(|(_, _, kind, element)| identity(at, *kind, *element))
+                .collect::<Result<Vec<_>, _>>()?;
+            let results = self.loops(level, at, ivs, inits)?;
+            self.store_registers(at, ivs, &results)?;
+            return Ok(Vec::new());
+        }
+        self.loops(level, at, ivs, accumulators)
+    }
+
+    /// Stores the register accumulators `results` at the outputs of their
+    /// reductions, indexed by the current `ivs`.
+    pub(super) fn store_registers(
+        &self,
+        at: &Emitter<'c, 'a>,
+        ivs: &[Option<Value<'c, 'a>>],
+        results: &[Value<'c, 'a>],
+    ) -> Result<(), Error> {
+        for ((op, j, _, _), result) in self.registers.iter().zip(results) {
+            let (pointer, shape, element) = &self.outputs[*j];
+            let map = ReindexReduceOp::cast(*op)
+                .and_then(|r| r.indices())
+                .ok_or_else(|| error("reduce map"))?;
+            let indices = (0..shape.len())
+                .map(|k| {
+                    let d = map.result(k).map_err(|_| error("map result"))?.dim_position();
+                    ivs[d].ok_or_else(|| error("an output index has no loop"))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let offset = row_major(at, &indices, shape)?;
+            store_at(at, *pointer, offset, *result, *element)?;
+        }
+        Ok(())
+    }
+
+    /// The loop(s) of `level`: one loop, or for a peeled innermost loop the
+    /// checked edge, the check-free interior and the checked edge.
+    fn loops(
+        &self,
+        level: usize,
+        at: &Emitter<'c, 'a>,
+        ivs: &mut Vec<Option<Value<'c, 'a>>>,
+        accumulators: Vec<Value<'c, 'a>>,
+    ) -> Result<Vec<Value<'c, 'a>>, Error> {
+        let d = self.schedule.order[level];
+        let innermost = level + 1 == self.schedule.order.len();
+        let (lower, upper) = self.bounds(at, d)?;
+        if innermost && self.schedule.peel {
+            let (low, high) = index::interior(at, self.schedule, ivs, d, lower, upper)?;
+            let mut carried = accumulators;
+            for (from, to, interior) in [(lower, low, false), (low, high, true), (high, upper, false)] {
+                let (body, iv, inside, results) = at.for_carried(from, to, &carried)?;
+                ivs[d] = Some(iv);
+                let next = self.point(&body, ivs, inside, interior)?;
+                body.yield_values(&next)?;
+                carried = results;
+            }
+            return Ok(carried);
+        }
+        let (body, iv, inside, results) = at.for_carried(lower, upper, &accumulators)?;
+        ivs[d] = Some(iv);
+        let next = if innermost {
+            self.point(&body, ivs, inside, false)?
+        } else {
+            self.level(level + 1, &body, ivs, inside)?
+        };
+        body.yield_values(&next)?;
+        Ok(results)
+    }
+
+    /// The kernel's ops at one point of the domain; returns the register
+    /// accumulators after it.
+    pub(super) fn point(
+        &self,
+        at: &Emitter<'c, 'a>,
+        ivs: &[Option<Value<'c, 'a>>],
+        accumulators: Vec<Value<'c, 'a>>,
+        interior: bool,
+    ) -> Result<Vec<Value<'c, 'a>>, Error> {
+        let ivs: Vec<Value<'c, 'a>> = ivs
+            .iter()
+            .map(|iv| iv.ok_or_else(|| error("a domain dimension has no loop")))
+            .collect::<Result<_, _>>()?;
+        let shape: Vec<usize> = self.domain.iter().map(|&d| d as usize).collect();
+        let linear = row_major(at, &ivs, &shape)?;
+        let mut body = Body {
+            at: *at,
+            ivs,
+            linear,
+            arguments: self.arguments,
+            scalars: HashMap::new(),
+            status: self.status,
+            schedule: self.schedule,
+            interior,
+            accumulators,
+            math: self.math,
+        };
+        for op in &self.ops {
+            let result = op.result(0).ok().map(Value::from);
+            let register = self.registers.iter().position(|(r, _, _, _)| r == op);
+            let value = emit_op(&mut body, *op, &self.output_of, self.outputs, register)?;
+            // Results that leave the kernel are stored at the loop index.
+            if let (Some(value), Some(result)) = (value, result) {
+                body.scalars.insert(key(result), value);
+                if let Some(&j) = self.output_of.get(&key(result)) {
+                    let (pointer, _, element) = &self.outputs[j];
+                    store_at(&body.at, *pointer, body.linear, value, *element)?;
+                }
+            }
+        }
+        Ok(body.accumulators)
+    }
+}

@@ -1,0 +1,284 @@
+//! The kernel's ops at one point of the domain: each op of the body, in
+//! order, becomes scalar code at the current loop indices.
+//!
+//! - a tensor argument used element-wise is loaded at the point's
+//!   row-major offset, once per point;
+//! - `meta.reindex` loads its input at the indices its affine map gives
+//!   ([`super::index`]) and selects `overflow_value` where they are out of
+//!   bounds or in an overflow set; an empty input is `overflow_value`
+//!   without a load;
+//! - `meta.reindex_reduce` combines its input into its register
+//!   accumulator, or loads, combines and stores its output element (under
+//!   an `scf.if` when the index is checked);
+//! - `meta.unary`, `meta.binary`, `meta.ternary` and splat constants are
+//!   [`super::scalar`] ops on the elements already computed.
+//!
+//! Invariants:
+//! - a reindex reads only kernel arguments, never a value of its own
+//!   kernel (fusion rule 1), so every load is from a buffer;
+//! - each value has one element per point: [`Body`] keeps the elements
+//!   computed or loaded so far by value;
+//! - storing results that are not reductions is the nest's job
+//!   ([`super::nest`]), at the point's offset.
+//!
+//! Example: `exp` of a `tensor<4xf32>` argument `%x` at index `%i`:
+//!
+//! ```mlir
+//! %t = arith.muli %i, %c1 : index         // the point's offset (nest)
+//! %o = arith.addi %c0, %t : index
+//! %k = arith.index_cast %o : index to i64
+//! %p = llvm.getelementptr %x[%k] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+//! %v = llvm.load %p : !llvm.ptr -> f32
+//! %e = math.exp %v : f32                  // under --math exact
+//! ```
+
+use super::{
+    MathMode,
+    access::{Arg, Output, key, load_at, store_at},
+    emit::{Emitter, error},
+    index,
+    scalar::{binary_op, combine, constant, unary_op},
+    schedule::Schedule,
+};
+use crate::Error;
+use jitc_dialect::{
+    kinds::ElementType,
+    ops::{BinaryOp, ReindexOp, ReindexReduceOp, UnaryOp},
+    verify::op_name,
+};
+use melior::ir::{OperationRef, Value, operation::OperationLike};
+use std::collections::HashMap;
+
+/// The state of the body at one point: the loop indices, what is known of
+/// the kernel's values there, and the register accumulators.
+pub(super) struct Body<'c, 'a, 'k> {
+    /// Where the point's ops go.
+    pub(super) at: Emitter<'c, 'a>,
+    /// The index of each domain dimension.
+    pub(super) ivs: Vec<Value<'c, 'a>>,
+    /// The point's row-major offset in the domain.
+    pub(super) linear: Value<'c, 'a>,
+    /// The kernel's arguments, each with its lowered form.
+    pub(super) arguments: &'k [(Value<'c, 'k>, Arg<'c, 'a>)],
+    /// The element of each kernel value computed or loaded so far, by
+    /// [`key`].
+    pub(super) scalars: HashMap<usize, Value<'c, 'a>>,
+    /// The pointer to the status word.
+    pub(super) status: Value<'c, 'a>,
+    /// The kernel's schedule, for the checks of each reindex.
+    pub(super) schedule: &'k Schedule,
+    /// Inside the peeled interior: affine checks are known to hold.
+    pub(super) interior: bool,
+    /// Register accumulators, one per reduction (register schedules only).
+    pub(super) accumulators: Vec<Value<'c, 'a>>,
+    /// How closely float arithmetic follows the interpreter.
+    pub(super) math: MathMode,
+}
+
+impl<'c, 'a> Body<'c, 'a, '_> {
+    fn argument(&self, value: Value) -> Option<&Arg<'c, 'a>> {
+        self.arguments
+            .iter()
+            .find(|(v, _)| key(*v) == key(value))
+            .map(|(_, a)| a)
+    }
+
+    fn index_of(&self, value: Value) -> Result<Value<'c, 'a>, Error> {
+        match self.argument(value) {
+            Some(Arg::Index(index)) => Ok(*index),
+            _ => Err(error("an index operand is not a kernel argument")),
+        }
+    }
+
+    /// The element of `value` at the current point of the domain.
+    fn scalar(&mut self, value: Value) -> Result<Value<'c, 'a>, Error> {
+        if let Some(known) = self.scalars.get(&key(value)) {
+            return Ok(*known);
+        }
+        let Some(Arg::Tensor { pointer, element, .. }) = self.argument(value) else {
+            return Err(error(
+                "an operand is neither computed in the kernel nor a tensor argument",
+            ));
+        };
+        let (pointer, element) = (*pointer, *element);
+        let loaded = self.load(pointer, self.linear, element)?;
+        self.scalars.insert(key(value), loaded);
+        Ok(loaded)
+    }
+
+    fn load(
+        &self,
+        pointer: Value<'c, '_>,
+        offset: Value<'c, '_>,
+        element: ElementType,
+    ) -> Result<Value<'c, 'a>, Error> {
+        load_at(&self.at, pointer, offset, element)
+    }
+}
+
+/// Emits one op; returns its element value, `None` for reductions.
+pub(super) fn emit_op<'c, 'a>(
+    body: &mut Body<'c, 'a, '_>,
+    op: OperationRef<'c, '_>,
+    output_of: &HashMap<usize, usize>,
+    outputs: &[Output<'c, 'a>],
+    register: Option<usize>,
+) -> Result<Option<Value<'c, 'a>>, Error> {
+    let at = body.at;
+    let element_of =
+        |v: Value| super::element_of(v).ok_or_else(|| error("an operand is not a supported tensor"));
+    match op_name(op).as_str() {
+        "arith.constant" => {
+            let result: Value = op.result(0).map_err(|_| error("constant"))?.into();
+            let element = element_of(result)?;
+            let attribute = op.attribute("value").map_err(|_| error("constant"))?;
+            // SAFETY: the attribute is a splat dense elements attribute
+            // (checked by `check`) of `element`s.
+            let (value, integer) = unsafe {
+                let raw = melior::ir::AttributeLike::to_raw(&attribute);
+                match element {
+                    ElementType::F32 => (mlir_sys::mlirDenseElementsAttrGetFloatSplatValue(raw) as f64, 0),
+                    ElementType::F64 => (mlir_sys::mlirDenseElementsAttrGetDoubleSplatValue(raw), 0),
+                    ElementType::I32 => (0.0, mlir_sys::mlirDenseElementsAttrGetInt32SplatValue(raw) as i64),
+                    ElementType::I64 => (0.0, mlir_sys::mlirDenseElementsAttrGetInt64SplatValue(raw)),
+                    ElementType::I1 => (0.0, mlir_sys::mlirDenseElementsAttrGetBoolSplatValue(raw) as i64),
+                }
+            };
+            constant(&at, element, value, integer).map(Some)
+        }
+        "meta.reindex" => {
+            let reindex = ReindexOp::cast(op).ok_or_else(|| error("reindex"))?;
+            let input = reindex.input().ok_or_else(|| error("reindex input"))?;
+            let Some(Arg::Tensor {
+                pointer,
+                shape,
+                element,
+            }) = body.argument(input)
+            else {
+                return Err(error(
+                    "a reindex reads a value computed in its own kernel (rule 1)",
+                ));
+            };
+            let (pointer, shape, element) = (*pointer, shape.clone(), *element);
+            let symbols = reindex
+                .index_operands()
+                .into_iter()
+                .map(|v| body.index_of(v))
+                .collect::<Result<Vec<_>, _>>()?;
+            let overflow = match reindex.overflow_value() {
+                Some(attribute) => {
+                    let raw = melior::ir::AttributeLike::to_raw(&attribute);
+                    // SAFETY: the verifier checked it is a number of `element`.
+                    let (value, integer) = unsafe {
+                        if mlir_sys::mlirAttributeIsAFloat(raw) {
+                            (mlir_sys::mlirFloatAttrGetValueDouble(raw), 0)
+                        } else {
+                            (0.0, mlir_sys::mlirIntegerAttrGetValueInt(raw))
+                        }
+                    };
+                    constant(&at, element, value, integer)?
+                }
+                None => constant(&at, element, 0.0, 0)?,
+            };
+            if shape.contains(&0) {
+                return Ok(Some(overflow));
+            }
+            let map = reindex.indices().ok_or_else(|| error("reindex map"))?;
+            let schedule = body.schedule;
+            let checks = schedule
+                .checks_of(op)
+                .ok_or_else(|| error("a reindex without a schedule"))?;
+            let (indices, inside) = index::indices(
+                &at,
+                &body.ivs,
+                body.interior,
+                map,
+                &symbols,
+                checks,
+                reindex.overflow_conditions(),
+            )?;
+            let offset = index::clamped_offset(&at, &indices, inside, &checks.shape)?;
+            let loaded = body.load(pointer, offset, element)?;
+            match inside {
+                Some(inside) => at.select(inside, loaded, overflow).map(Some),
+                None => Ok(Some(loaded)),
+            }
+        }
+        "meta.reindex_reduce" => {
+            let reduce = ReindexReduceOp::cast(op).ok_or_else(|| error("reduce"))?;
+            let result = reduce.result().ok_or_else(|| error("reduce result"))?;
+            let Some(&j) = output_of.get(&key(result)) else {
+                return Ok(None);
+            };
+            let (pointer, element) = (outputs[j].0, outputs[j].2);
+            let kind = reduce.kind().ok_or_else(|| error("unknown reduction"))?;
+            let x = body.scalar(reduce.input().ok_or_else(|| error("reduce input"))?)?;
+            if let Some(r) = register {
+                let acc = body.accumulators[r];
+                let reassociate = body.math == MathMode::Fast;
+                body.accumulators[r] = combine(&at, kind, acc, x, element, body.status, reassociate)?;
+                return Ok(None);
+            }
+            let symbols = reduce
+                .index_operands()
+                .into_iter()
+                .map(|v| body.index_of(v))
+                .collect::<Result<Vec<_>, _>>()?;
+            let map = reduce.indices().ok_or_else(|| error("reduce map"))?;
+            let schedule = body.schedule;
+            let checks = schedule
+                .checks_of(op)
+                .ok_or_else(|| error("a reduction without a schedule"))?;
+            let (indices, inside) = index::indices(
+                &at,
+                &body.ivs,
+                body.interior,
+                map,
+                &symbols,
+                checks,
+                reduce.overflow_conditions(),
+            )?;
+            let offset = index::clamped_offset(&at, &indices, inside, &checks.shape)?;
+            let then = match inside {
+                Some(inside) => at.if_then(inside)?,
+                None => at,
+            };
+            let acc = load_at(&then, pointer, offset, element)?;
+            let combined = combine(&then, kind, acc, x, element, body.status, false)?;
+            store_at(&then, pointer, offset, combined, element)?;
+            if inside.is_some() {
+                then.finish()?;
+            }
+            Ok(None)
+        }
+        "meta.unary" => {
+            let unary = UnaryOp::cast(op).ok_or_else(|| error("unary"))?;
+            let input = unary.input().ok_or_else(|| error("unary input"))?;
+            let (from, to) = (
+                element_of(input)?,
+                element_of(unary.result().ok_or_else(|| error("unary result"))?)?,
+            );
+            let x = body.scalar(input)?;
+            let kind = unary.kind().ok_or_else(|| error("unary kind"))?;
+            unary_op(&at, kind, x, from, to, body.math).map(Some)
+        }
+        "meta.binary" => {
+            let binary = BinaryOp::cast(op).ok_or_else(|| error("binary"))?;
+            let (lhs, rhs) = (
+                binary.lhs().ok_or_else(|| error("lhs"))?,
+                binary.rhs().ok_or_else(|| error("rhs"))?,
+            );
+            let element = element_of(lhs)?;
+            let (a, b) = (body.scalar(lhs)?, body.scalar(rhs)?);
+            let kind = binary.kind().ok_or_else(|| error("binary kind"))?;
+            binary_op(&at, kind, a, b, element, body.status).map(Some)
+        }
+        "meta.ternary" => {
+            let c = body.scalar(op.operand(0).map_err(|_| error("select"))?)?;
+            let a = body.scalar(op.operand(1).map_err(|_| error("select"))?)?;
+            let b = body.scalar(op.operand(2).map_err(|_| error("select"))?)?;
+            at.select(c, a, b).map(Some)
+        }
+        other => Err(error(format!("'{other}' is not lowered"))),
+    }
+}

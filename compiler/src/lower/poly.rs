@@ -1,0 +1,197 @@
+//! Straight-line f32 `exp`, `log` and `tanh` for `--math fast`: plain
+//! `arith` that the loop vectorizer widens and the NVPTX backend compiles
+//! without libm, which the GPU target does not have.
+//!
+//! Each follows the Cephes single-precision routine: a range reduction to
+//! a small interval, a minimax polynomial there by Horner's rule, and the
+//! special values (NaN, infinities, zero, subnormals) put back with
+//! `select`s. Results are within 1-3 ulps of libm (`docs/semantics.md`).
+//!
+//! Invariants:
+//! - no branches and no calls: every op is `arith`, or `math.floor`,
+//!   `math.absf` and `math.copysign`, which become instructions;
+//! - no `fma`, which would become a libm call on a CPU without FMA: each
+//!   polynomial step is a multiply and an add;
+//! - inputs and results are `f32`; [`super::scalar`] uses these only for
+//!   f32 under [`super::MathMode::Fast`].
+//!
+//! The formulas:
+//!
+//! ```text
+//! exp x  = 2^n e^r             n = floor(x log2(e) + 1/2), r = x - n ln2
+//! log x  = e ln2 + ln(1 + f)   x = 2^e m, m in [sqrt(1/2), sqrt(2)), f = m - 1
+//! tanh x = x + x^3 P(x^2)                   if |x| < 0.625
+//!        = sign(x) (1 - 2 / (e^(2|x|) + 1)) otherwise
+//! ```
+//!
+//! `ln2` is split into a high part exact in a few bits and a low
+//! correction (Cody-Waite), so `n ln2` loses nothing; `2^n` is applied as
+//! two exponent-field scalings, so results in the subnormal range and past
+//! the largest float come out right.
+
+use super::Emitter;
+use crate::Error;
+use melior::ir::{Type, Value, ValueLike};
+
+/// `p[0]*x^(n-1) + ... + p[n-1]` by Horner's rule, in plain multiplies and
+/// adds (an `fma` would become a libm call on CPUs without FMA).
+fn horner<'c, 'a>(at: &Emitter<'c, 'a>, x: Value<'c, 'a>, p: &[f64]) -> Result<Value<'c, 'a>, Error> {
+    let t = x.r#type();
+    let mut y = at.float(t, p[0])?;
+    for &c in &p[1..] {
+        y = at.value("arith.mulf", &[y, x], t)?;
+        y = at.value("arith.addf", &[y, at.float(t, c)?], t)?;
+    }
+    Ok(y)
+}
+
+/// `e^x` for f32 in straight-line arithmetic that vectorizes (Cody-Waite
+/// range reduction and a degree-7 polynomial, as in Cephes `expf`):
+/// `x = n ln2 + r` with `|r| <= ln2/2`, `e^x = 2^n e^r`, and `2^n` applied
+/// as two exponent-field scalings so results that underflow to subnormals
+/// and overflow to infinity come out right. NaN is passed through.
+pub(super) fn exp_f32<'c, 'a>(at: &Emitter<'c, 'a>, x: Value<'c, 'a>) -> Result<Value<'c, 'a>, Error> {
+    let t = x.r#type();
+    let i32_type: Type = melior::ir::r#type::IntegerType::new(at.context, 32).into();
+    let c = |v: f64| at.float(t, v);
+    // maxnum/minnum ignore NaN, so the clamped value is finite.
+    let clamped = at.value("arith.minnumf", &[x, c(88.8)?], t)?;
+    let clamped = at.value("arith.maxnumf", &[clamped, c(-104.0)?], t)?;
+    let scaled = at.value("arith.mulf", &[clamped, c(std::f64::consts::LOG2_E)?], t)?;
+    let scaled = at.value("arith.addf", &[scaled, c(0.5)?], t)?;
+    let n = at.value("math.floor", &[scaled], t)?;
+    let high = at.value("arith.mulf", &[n, c(0.693359375)?], t)?;
+    let low = at.value("arith.mulf", &[n, c(-2.12194440e-4)?], t)?;
+    let r = at.value("arith.subf", &[clamped, high], t)?;
+    let r = at.value("arith.subf", &[r, low], t)?;
+    let p = horner(
+        at,
+        r,
+        &[
+            1.9875691500e-4,
+            1.3981999507e-3,
+            8.3334519073e-3,
+            4.1665795894e-2,
+            1.6666665459e-1,
+            5.0000001201e-1,
+        ],
+    )?;
+    let r2 = at.value("arith.mulf", &[r, r], t)?;
+    let y = at.value("arith.mulf", &[p, r2], t)?;
+    let y = at.value("arith.addf", &[y, r], t)?;
+    let y = at.value("arith.addf", &[y, c(1.0)?], t)?;
+    // n is in [-150, 128]: split it in two halves that are each a normal
+    // exponent.
+    let n = at.value("arith.fptosi", &[n], i32_type)?;
+    let half = at.value("arith.shrsi", &[n, at.int(i32_type, 1)?], i32_type)?;
+    let rest = at.value("arith.subi", &[n, half], i32_type)?;
+    let power = |e: Value<'c, 'a>| -> Result<Value<'c, 'a>, Error> {
+        let biased = at.value("arith.addi", &[e, at.int(i32_type, 127)?], i32_type)?;
+        let bits = at.value("arith.shli", &[biased, at.int(i32_type, 23)?], i32_type)?;
+        at.value("arith.bitcast", &[bits], t)
+    };
+    let y = at.value("arith.mulf", &[y, power(half)?], t)?;
+    let y = at.value("arith.mulf", &[y, power(rest)?], t)?;
+    let is_nan = at.cmpf(14, x, x)?;
+    at.select(is_nan, x, y)
+}
+
+/// `ln x` for f32 in straight-line arithmetic (Cephes `logf`): `x = 2^e m`
+/// with `m` in `[sqrt(1/2), sqrt(2))` read from the bits (subnormals scaled
+/// by `2^23` first), `ln x = e ln2 + ln m`, and `ln(1 + f)` for
+/// `f = m - 1` (exact) as `f - f^2/2 + f^3 P(f)` with a degree-8
+/// polynomial, `e ln2` added in two parts. Zero gives `-inf`, negative
+/// values NaN, and `+inf` and NaN pass through.
+pub(super) fn log_f32<'c, 'a>(at: &Emitter<'c, 'a>, x: Value<'c, 'a>) -> Result<Value<'c, 'a>, Error> {
+    let t = x.r#type();
+    let i32_type: Type = melior::ir::r#type::IntegerType::new(at.context, 32).into();
+    let c = |v: f64| at.float(t, v);
+    let int = |v: i64| at.int(i32_type, v);
+    let tiny = at.cmpf(4, x, c(f32::MIN_POSITIVE as f64)?)?;
+    let scaled = at.value("arith.mulf", &[x, c(8388608.0)?], t)?;
+    let normal = at.select(tiny, scaled, x)?;
+    let bits = at.value("arith.bitcast", &[normal], i32_type)?;
+    let field = at.value("arith.shrui", &[bits, int(23)?], i32_type)?;
+    let field = at.value("arith.andi", &[field, int(0xff)?], i32_type)?;
+    // m in [0.5, 1): the mantissa under the exponent of 0.5.
+    let e = at.value("arith.subi", &[field, int(126)?], i32_type)?;
+    let e_tiny = at.value("arith.subi", &[e, int(23)?], i32_type)?;
+    let e = at.select(tiny, e_tiny, e)?;
+    let mantissa = at.value("arith.andi", &[bits, int(0x007f_ffff)?], i32_type)?;
+    let mantissa = at.value("arith.ori", &[mantissa, int(0x3f00_0000)?], i32_type)?;
+    let m = at.value("arith.bitcast", &[mantissa], t)?;
+    // Below sqrt(1/2), use 2m and e - 1, so f = m - 1 is in
+    // [sqrt(1/2) - 1, sqrt(2) - 1).
+    let below = at.cmpf(4, m, c(std::f64::consts::FRAC_1_SQRT_2)?)?;
+    let e_below = at.value("arith.subi", &[e, int(1)?], i32_type)?;
+    let e = at.select(below, e_below, e)?;
+    let doubled = at.value("arith.addf", &[m, m], t)?;
+    let m = at.select(below, doubled, m)?;
+    let f = at.value("arith.subf", &[m, c(1.0)?], t)?;
+    let e = at.value("arith.sitofp", &[e], t)?;
+    let z = at.value("arith.mulf", &[f, f], t)?;
+    let p = horner(
+        at,
+        f,
+        &[
+            7.0376836292e-2,
+            -1.1514610310e-1,
+            1.1676998740e-1,
+            -1.2420140846e-1,
+            1.4249322787e-1,
+            -1.6668057665e-1,
+            2.0000714765e-1,
+            -2.4999993993e-1,
+            3.3333331174e-1,
+        ],
+    )?;
+    let y = at.value("arith.mulf", &[p, z], t)?;
+    let y = at.value("arith.mulf", &[y, f], t)?;
+    let low = at.value("arith.mulf", &[e, c(-2.12194440e-4)?], t)?;
+    let y = at.value("arith.addf", &[y, low], t)?;
+    let half_z = at.value("arith.mulf", &[z, c(0.5)?], t)?;
+    let y = at.value("arith.subf", &[y, half_z], t)?;
+    let y = at.value("arith.addf", &[f, y], t)?;
+    let high = at.value("arith.mulf", &[e, c(0.693359375)?], t)?;
+    let y = at.value("arith.addf", &[y, high], t)?;
+    // The special values.
+    let infinity = at.cmpf(1, x, c(f64::INFINITY)?)?;
+    let y = at.select(infinity, x, y)?;
+    let zero = at.cmpf(1, x, c(0.0)?)?;
+    let y = at.select(zero, c(f64::NEG_INFINITY)?, y)?;
+    let negative = at.cmpf(4, x, c(0.0)?)?;
+    let y = at.select(negative, c(f64::NAN)?, y)?;
+    let is_nan = at.cmpf(14, x, x)?;
+    at.select(is_nan, x, y)
+}
+
+/// `tanh x` for f32: an odd polynomial below 0.625 (Cephes `tanhf`), and
+/// `1 - 2 / (e^(2|x|) + 1)` with the sign of `x` above.
+pub(super) fn tanh_f32<'c, 'a>(at: &Emitter<'c, 'a>, x: Value<'c, 'a>) -> Result<Value<'c, 'a>, Error> {
+    let t = x.r#type();
+    let c = |v: f64| at.float(t, v);
+    let z = at.value("arith.mulf", &[x, x], t)?;
+    let p = horner(
+        at,
+        z,
+        &[
+            -5.70498872745e-3,
+            2.06390887954e-2,
+            -5.37397155531e-2,
+            1.33314422036e-1,
+            -3.33332819422e-1,
+        ],
+    )?;
+    let small = at.value("arith.mulf", &[p, z], t)?;
+    let small = at.value("arith.mulf", &[small, x], t)?;
+    let small = at.value("arith.addf", &[small, x], t)?;
+    let magnitude = at.value("math.absf", &[x], t)?;
+    let doubled = at.value("arith.addf", &[magnitude, magnitude], t)?;
+    let e = exp_f32(at, doubled)?;
+    let denominator = at.value("arith.addf", &[e, c(1.0)?], t)?;
+    let quotient = at.value("arith.divf", &[c(2.0)?, denominator], t)?;
+    let large = at.value("arith.subf", &[c(1.0)?, quotient], t)?;
+    let large = at.value("math.copysign", &[large, x], t)?;
+    let is_small = at.cmpf(4, magnitude, c(0.625)?)?;
+    at.select(is_small, small, large)
+}
