@@ -4,6 +4,7 @@
 #   JITC_BIN_DIR  folder holding the built `jitc` (default: target/debug)
 #   LLVM_BIN_DIR  LLVM 22's tools: FileCheck, not, count (default: /usr/lib/llvm-22/bin)
 import os
+import sys
 
 import lit.formats
 
@@ -28,6 +29,7 @@ for tool in ("FileCheck", "not", "mlir-opt"):
 config.environment["PATH"] = os.pathsep.join([jitc_dir, llvm_dir, config.environment.get("PATH", os.environ["PATH"])])
 config.substitutions.append(("%irdl", os.path.join(root, "dialects", "irdl", "meta.irdl.mlir")))
 config.substitutions.append(("%examples", os.path.join(root, "examples")))
+config.substitutions.append(("%python", sys.executable))
 
 # A machine with the CUDA driver runs `--backend cuda` for real; tests of
 # the no-driver message are unsupported there.

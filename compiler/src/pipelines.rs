@@ -78,6 +78,9 @@ pub static PIPELINES: &[NamedPipeline] = &[
         summary: "run after the entry guards are taken out of a specialized module",
         text: "builtin.module(canonicalize)",
     },
+    // `arith-expand` turns `arith.minimumf`/`maximumf` into a compare and
+    // select blind to the sign of zero, so the lowering emits float
+    // min/max as `llvm.intr.minimum`/`maximum` (`lower::scalar`).
     NamedPipeline {
         name: "llvm",
         summary: "lowered kernels to the LLVM dialect, for the CPU and the GPU",

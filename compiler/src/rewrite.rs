@@ -32,7 +32,7 @@ use melior::{
         r#type::{DimSize, IntegerType, RankedTensorType, ShapedTypeLike},
     },
 };
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 /// Runs `f` with the `&Context` that owns `op`, for code that builds ops
 /// (melior's builders take `&Context`; an op hands out a `ContextRef`).
@@ -251,29 +251,39 @@ impl<'c, 'a> Builder<'c, 'a> {
     }
 }
 
-/// Hands out guard ids unique within one function.
+/// Hands out guard ids unique within one function: positive, after every
+/// id already used, and when that passes `i64::MAX`, the smallest positive
+/// ids still free (a function cannot hold 2^63 guards, so one always is).
 #[derive(Debug, Clone)]
 pub struct GuardIds {
+    used: BTreeSet<i64>,
     next: i64,
 }
 
 impl GuardIds {
     /// Ids after every guard already in `function`.
     pub fn of(function: OperationRef) -> Self {
-        let max = collect_ops(function)
+        let used: BTreeSet<i64> = collect_ops(function)
             .into_iter()
             .filter_map(GuardOp::cast)
             .filter_map(|g| g.id())
-            .max()
-            .unwrap_or(0);
-        Self { next: max + 1 }
+            .collect();
+        let max = used.last().copied().unwrap_or(0).max(0);
+        Self {
+            next: max.checked_add(1).unwrap_or(1),
+            used,
+        }
     }
 
     /// The next unused id.
     pub fn fresh(&mut self) -> i64 {
-        let id = self.next;
-        self.next += 1;
-        id
+        loop {
+            let id = self.next;
+            self.next = self.next.checked_add(1).unwrap_or(1);
+            if self.used.insert(id) {
+                return id;
+            }
+        }
     }
 }
 

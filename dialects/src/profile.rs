@@ -276,6 +276,25 @@ impl Profile {
         Ok(())
     }
 
+    /// Checks that what this profile recorded of entry function `name`, if
+    /// anything, was recorded on a function taking arguments of `types` (as
+    /// MLIR prints them): a profile of another program is refused before
+    /// it is used, rather than failing guards or merges later.
+    pub fn check_signature(&self, name: &str, types: &[String]) -> Result<(), ProfileError> {
+        let Some(recorded) = self.functions.get(name) else {
+            return Ok(());
+        };
+        let theirs: Vec<&str> = recorded.arguments.iter().map(|a| a.r#type.as_str()).collect();
+        if theirs.iter().eq(types.iter()) {
+            return Ok(());
+        }
+        Err(ProfileError(format!(
+            "the profile was recorded on another program: its @{name} takes ({}) but this program's @{name} takes ({})",
+            theirs.join(", "),
+            types.join(", ")
+        )))
+    }
+
     /// Records one execution of an `scf.if` at `site`.
     pub fn record_branch(&mut self, site: String, taken: bool) {
         self.record_site(
@@ -487,6 +506,24 @@ mod tests {
         assert_eq!(Profile::from_json(&text).unwrap(), profile);
 
         let error = Profile::from_json("{\"version\": 9, \"runs\": 1}").unwrap_err();
+        let mut recorded = Profile::new();
+        recorded.record_entry(
+            "main",
+            vec![ArgumentProfile {
+                r#type: "tensor<5x4x6xf32>".into(),
+                shape: vec![Some(5), Some(4), Some(6)],
+                value: None,
+            }],
+        );
+        assert!(recorded.check_signature("main", &["tensor<5x4x6xf32>".into()]).is_ok());
+        assert!(recorded.check_signature("other", &["f32".into()]).is_ok());
+        let mismatch = recorded
+            .check_signature("main", &["tensor<?x16x64xf32>".into()])
+            .unwrap_err();
+        assert_eq!(
+            mismatch.0,
+            "the profile was recorded on another program: its @main takes (tensor<5x4x6xf32>) but this program's @main takes (tensor<?x16x64xf32>)"
+        );
         assert_eq!(
             error.to_string(),
             "profile version 9 is not supported (this jitc writes version 1)"

@@ -4,11 +4,18 @@
 
 use crate::tensor::{Buffer, Tensor};
 use npyz::{DType, NpyFile, WriterBuilder};
-use std::{fs::File, io::BufReader, path::Path};
+use std::{
+    fs::File,
+    io::{self, BufReader, Read, Seek, Write},
+    path::Path,
+};
 
 /// Reads a `.npy` file.
 pub fn read(path: &Path) -> Result<Tensor, String> {
-    let file = File::open(path).map_err(|e| format!("cannot open '{}': {e}", path.display()))?;
+    let mut file = File::open(path).map_err(|e| format!("cannot open '{}': {e}", path.display()))?;
+    check_shape(&mut file).map_err(|e| format!("'{}' {e}", path.display()))?;
+    file.rewind()
+        .map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
     let npy = NpyFile::new(BufReader::new(file))
         .map_err(|e| format!("'{}' is not a .npy file: {e}", path.display()))?;
     if npy.order() != npyz::Order::C {
@@ -46,21 +53,78 @@ pub fn read(path: &Path) -> Result<Tensor, String> {
         .ok_or_else(|| format!("'{}' holds fewer elements than its shape says", path.display()))
 }
 
+/// Checks, before `npyz` computes with it, that the shape in the header
+/// of the `.npy` file `reader` is at the start of has an element count that
+/// fits in 64 bits (`npyz` multiplies the dimensions unchecked). Anything
+/// else wrong with the header is left for `npyz` to report.
+fn check_shape(reader: &mut impl Read) -> Result<(), String> {
+    let mut prefix = [0u8; 12];
+    let mut filled = 0;
+    while filled < prefix.len() {
+        match reader.read(&mut prefix[filled..]) {
+            Ok(0) => return Ok(()),
+            Ok(n) => filled += n,
+            Err(e) => return Err(format!("cannot be read: {e}")),
+        }
+    }
+    if &prefix[..6] != b"\x93NUMPY" {
+        return Ok(());
+    }
+    let (length, start) = match prefix[6] {
+        1 => (u16::from_le_bytes([prefix[8], prefix[9]]) as usize, 10),
+        _ => (
+            u32::from_le_bytes([prefix[8], prefix[9], prefix[10], prefix[11]]) as usize,
+            12,
+        ),
+    };
+    let mut header = prefix[start..].to_vec();
+    reader
+        .take(length.saturating_sub(header.len()) as u64)
+        .read_to_end(&mut header)
+        .map_err(|e| format!("cannot be read: {e}"))?;
+    let header = String::from_utf8_lossy(&header);
+    let Some(tuple) = header
+        .split_once("'shape'")
+        .and_then(|(_, rest)| rest.split_once('('))
+        .and_then(|(_, rest)| rest.split_once(')'))
+        .map(|(tuple, _)| tuple)
+    else {
+        return Ok(());
+    };
+    let mut count: u64 = 1;
+    for dimension in tuple.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        // A dimension that is not a number is npyz's to report.
+        let Ok(dimension) = dimension.parse::<u64>() else {
+            return Ok(());
+        };
+        count = count
+            .checked_mul(dimension)
+            .ok_or_else(|| format!("has shape ({tuple}), whose element count does not fit in 64 bits"))?;
+    }
+    Ok(())
+}
+
 /// Writes a `.npy` file.
 pub fn write(path: &Path, tensor: &Tensor) -> Result<(), String> {
-    let failed = |e: std::io::Error| format!("cannot write '{}': {e}", path.display());
-    let mut file = File::create(path).map_err(failed)?;
+    let failed = |e: io::Error| format!("cannot write '{}': {e}", path.display());
+    let mut file = io::BufWriter::new(File::create(path).map_err(failed)?);
+    write_to(&mut file, tensor)
+        .and_then(|()| file.flush())
+        .map_err(failed)
+}
+
+/// Writes `tensor` in `.npy` format to `out`.
+pub fn write_to(out: &mut impl Write, tensor: &Tensor) -> io::Result<()> {
     let shape: Vec<u64> = tensor.shape().iter().map(|&d| d as u64).collect();
     macro_rules! write_all {
         ($values:expr) => {{
             let mut writer = npyz::WriteOptions::new()
                 .default_dtype()
                 .shape(&shape)
-                .writer(&mut file)
-                .begin_nd()
-                .map_err(failed)?;
-            writer.extend($values.iter().copied()).map_err(failed)?;
-            writer.finish().map_err(failed)
+                .writer(&mut *out)
+                .begin_nd()?;
+            writer.extend($values.iter().copied())?;
+            writer.finish()
         }};
     }
     match tensor.buffer() {
@@ -105,5 +169,31 @@ mod tests {
                 .contains("cannot open")
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A `.npy` file whose header says `shape` and holds no data.
+    fn header_only(shape: &str) -> Vec<u8> {
+        let mut header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}");
+        while (10 + header.len() + 1) % 64 != 0 {
+            header.push(' ');
+        }
+        header.push('\n');
+        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+        bytes.extend((header.len() as u16).to_le_bytes());
+        bytes.extend(header.as_bytes());
+        bytes
+    }
+
+    #[test]
+    fn a_shape_whose_count_overflows_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("huge.npy");
+        std::fs::write(&path, header_only("(4611686018427387904, 4611686018427387904)")).unwrap();
+        let error = read(&path).unwrap_err();
+        assert!(error.contains("does not fit in 64 bits"), "{error}");
+        // Within 64 bits but past the element limit: the limit's message.
+        std::fs::write(&path, header_only("(4294967296, 4)")).unwrap();
+        let error = read(&path).unwrap_err();
+        assert!(error.contains("elements"), "{error}");
     }
 }

@@ -243,19 +243,33 @@ impl Tensor {
     }
 }
 
-/// The most elements one tensor of the interpreter may hold (2^28, 1 GiB of
-/// f32): beyond that, a run stops with an error instead of exhausting memory.
+/// The most elements one tensor may hold by default (2^28, 1 GiB of f32):
+/// beyond that, a run stops with an error instead of exhausting memory.
 pub const MAX_ELEMENTS: usize = 1 << 28;
+
+/// The most elements one tensor may hold: `JITC_MAX_ELEMENTS`, else
+/// [`MAX_ELEMENTS`]. One limit for every place that makes a tensor: the
+/// interpreter, the CPU and CUDA backends, literals and `.npy` files.
+pub fn max_elements() -> usize {
+    static LIMIT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        std::env::var("JITC_MAX_ELEMENTS")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(MAX_ELEMENTS)
+    })
+}
 
 /// The element count of `shape`, or why it cannot be held.
 pub fn checked_len(shape: &[usize]) -> Result<usize, String> {
+    let limit = max_elements();
     shape
         .iter()
         .try_fold(1usize, |n, &d| n.checked_mul(d))
-        .filter(|&n| n <= MAX_ELEMENTS)
+        .filter(|&n| n <= limit)
         .ok_or_else(|| {
             format!(
-                "a tensor of shape {shape:?} has more than {MAX_ELEMENTS} elements, the interpreter's limit"
+                "a tensor of shape {shape:?} has more than {limit} elements, jitc's limit (JITC_MAX_ELEMENTS)"
             )
         })
 }

@@ -438,5 +438,5 @@ fn huge_results_are_an_error_not_an_abort() {
   return %b : tensor<100000x100000xf32>
 }"#;
     let error = run_with(source, &["2xf32=1 2"], &mut StateStore::new()).unwrap_err();
-    assert!(error.to_string().contains("the interpreter's limit"), "{error}");
+    assert!(error.to_string().contains("jitc's limit"), "{error}");
 }

@@ -4,8 +4,14 @@
 //! flips, strides and overflow conditions, on shapes with size-1 and prime
 //! dimensions.
 //!
+//! Random inputs: one float element in eight is a special value (a signed
+//! zero, an infinity, NaN or a subnormal), where IEEE's rules and the
+//! interpreter's (`-0.0` below `+0.0` in `min`/`max`, NaN propagating)
+//! are easiest to get wrong.
+//!
 //! Tolerance: random programs are compiled with `MathMode::Exact`, and
-//! results must be identical (NaN equals NaN), except that floats may
+//! results must be identical bit for bit (`-0.0` is not `+0.0`; NaN equals
+//! any NaN, whose payload is not specified), except that finite floats may
 //! differ by 4 ulps, for `erf`, where the interpreter and the platform libm
 //! are different implementations. Reductions fold in the same row-major
 //! order on both sides (the loop order keeps it), so they match exactly.
@@ -34,13 +40,20 @@ fn near(a: Scalar, b: Scalar) -> bool {
     x == y || (x.is_nan() && y.is_nan()) || (x - y).abs() <= 1e-5 * x.abs().max(y.abs()) + 1e-6
 }
 
+/// Equal bits (so `-0.0` differs from `+0.0`, which `==` would not
+/// tell), both NaN, or finite and at most 4 ulps apart. Infinities must be
+/// exact: `f32::MAX` is one ulp from `inf` by bits.
 fn close(a: Scalar, b: Scalar) -> bool {
     match (a, b) {
         (Scalar::F32(x), Scalar::F32(y)) => {
-            x == y || (x.is_nan() && y.is_nan()) || (x.to_bits() as i64 - y.to_bits() as i64).abs() <= 4
+            x.to_bits() == y.to_bits()
+                || (x.is_nan() && y.is_nan())
+                || (x.is_finite() && y.is_finite() && (x.to_bits() as i64 - y.to_bits() as i64).abs() <= 4)
         }
         (Scalar::F64(x), Scalar::F64(y)) => {
-            x == y || (x.is_nan() && y.is_nan()) || (x.to_bits() as i128 - y.to_bits() as i128).abs() <= 4
+            x.to_bits() == y.to_bits()
+                || (x.is_nan() && y.is_nan())
+                || (x.is_finite() && y.is_finite() && (x.to_bits() as i128 - y.to_bits() as i128).abs() <= 4)
         }
         _ => a == b,
     }
@@ -113,6 +126,17 @@ fn states_match(a: &StateStore, b: &StateStore, math: MathMode) -> bool {
 }
 
 const FLOATS: &[&str] = &["f32", "f64"];
+
+/// A special value of float `element`, as literal text: a signed zero, an
+/// infinity, NaN or a subnormal of either sign.
+fn special(rng: &mut Rng, element: &str) -> &'static str {
+    let tiny = if element == "f32" {
+        ["1e-40", "-1e-40"]
+    } else {
+        ["1e-310", "-1e-310"]
+    };
+    rng.pick(&["0", "-0", "inf", "-inf", "NaN", tiny[0], tiny[1]])
+}
 
 fn generate(seed: u64) -> (String, Vec<Tensor>) {
     let mut rng = Rng(seed.max(1));
@@ -242,6 +266,7 @@ fn generate(seed: u64) -> (String, Vec<Tensor>) {
             .map(|_| match element {
                 "i1" => ["true", "false"][rng.below(2)].to_owned(),
                 "i32" | "i64" => (rng.below(21) as i64 - 10).to_string(),
+                _ if rng.below(8) == 0 => special(&mut rng, element).to_owned(),
                 _ => format!("{}", (rng.below(81) as f64 - 40.0) / 16.0),
             })
             .collect();

@@ -51,6 +51,9 @@ func.func @cols(%x: tensor<4096x8192xf32>) -> tensor<8192xf32> {
 // Each step of the fold is one row down: 8192 floats.
 // CHECK: ld.global.b32 %r{{[0-9]+}}, [%rd{{[0-9]+}}+-131072];
 // CHECK: ld.global.b32 %r{{[0-9]+}}, [%rd{{[0-9]+}}+-98304];
+// The step is llvm.maximum, which propagates NaN and orders -0 below +0
+// (a compare and select would not).
+// CHECK: max.NaN.f32
 // CHECK-NOT: bar.sync
 // CHECK: ret;
 

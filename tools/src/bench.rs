@@ -94,27 +94,27 @@ fn bench(context: &Context, args: &BenchArgs) -> Result<(), String> {
     let backend = clap::ValueEnum::to_possible_value(&common.backend)
         .map(|v| v.get_name().to_owned())
         .unwrap_or_default();
-    println!("function: @{} ({backend} backend)", common.function);
-    match cached {
-        Some(hit) => println!(
-            "compile: {:.2} ms cold, {:.3} ms from the cache",
+    let mut report = format!("function: @{} ({backend} backend)\n", common.function);
+    report += &match cached {
+        Some(hit) => format!(
+            "compile: {:.2} ms cold, {:.3} ms from the cache\n",
             milliseconds(program.compile_time),
             milliseconds(hit)
         ),
-        None => println!("compile: {:.2} ms", milliseconds(program.compile_time)),
-    }
-    println!(
-        "calls: {} timed after {} warm-up; median {:.3} ms, min {:.3} ms",
+        None => format!("compile: {:.2} ms\n", milliseconds(program.compile_time)),
+    };
+    report += &format!(
+        "calls: {} timed after {} warm-up; median {:.3} ms, min {:.3} ms\n",
         samples.len(),
         args.warmup,
         milliseconds(median),
         milliseconds(samples[0])
     );
-    println!(
-        "bytes moved: {moved} per call; {:.3} GB/s at the median",
+    report += &format!(
+        "bytes moved: {moved} per call; {:.3} GB/s at the median\n",
         moved as f64 / median.as_secs_f64() / 1e9
     );
-    Ok(())
+    crate::output::print(&report)
 }
 
 /// A copy that shares nothing with `value`, so no call sees another's

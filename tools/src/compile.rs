@@ -3,7 +3,7 @@
 use clap::{Args, ValueEnum};
 use jitc_compiler::{CodegenOptions, CpuTarget, Emit, GpuArch, GpuOptions, MathMode};
 use melior::Context;
-use std::{io::Write, path::PathBuf, process::ExitCode};
+use std::{path::PathBuf, process::ExitCode};
 
 /// Compile a module's kernels to MLIR loops, LLVM IR, assembly, an object
 /// or PTX.
@@ -178,14 +178,5 @@ fn compile(context: &Context, args: &CompileArgs) -> Result<(), String> {
     for (kernel, reason) in skipped {
         eprintln!("jitc compile: note: kernel @{kernel} is not compiled: {reason}");
     }
-    if args.output.as_os_str() == "-" {
-        let mut stdout = std::io::stdout().lock();
-        stdout
-            .write_all(&bytes)
-            .and_then(|()| stdout.flush())
-            .map_err(|e| format!("cannot write standard output: {e}"))
-    } else {
-        std::fs::write(&args.output, bytes)
-            .map_err(|e| format!("cannot write '{}': {e}", args.output.display()))
-    }
+    crate::output::emit(&args.output, bytes)
 }

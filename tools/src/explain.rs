@@ -45,11 +45,8 @@ enum Format {
 
 /// Runs `jitc explain`.
 pub fn run(context: &Context, args: ExplainArgs) -> ExitCode {
-    match explain(context, &args) {
-        Ok(text) => {
-            print!("{text}");
-            ExitCode::SUCCESS
-        }
+    match explain(context, &args).and_then(|text| crate::output::print(&text)) {
+        Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("jitc explain: error: {message}");
             ExitCode::FAILURE

@@ -19,7 +19,54 @@ pub fn read_source(path: &Path) -> Result<(String, String), String> {
         bytes = std::fs::read(path).map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
         path.display().to_string()
     };
-    Ok((name, String::from_utf8_lossy(&bytes).into_owned()))
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    check_nesting(&text).map_err(|e| format!("'{name}' {e}"))?;
+    Ok((name, text))
+}
+
+/// The deepest nesting of braces (regions, attribute dictionaries) jitc
+/// reads. MLIR's parser and walks and jitc's interpreter recurse once per
+/// level; the tool's worker stack holds this many, and a deeper file is
+/// refused in one sentence before anything recurses.
+pub const MAX_NESTING: usize = 10_000;
+
+/// Checks that `text` nests braces at most [`MAX_NESTING`] deep, outside
+/// string literals and `//` comments.
+fn check_nesting(text: &str) -> Result<(), String> {
+    let mut depth = 0usize;
+    for (line, content) in text.lines().enumerate() {
+        let mut in_string = false;
+        let mut escaped = false;
+        let mut previous = ' ';
+        for c in content.chars() {
+            if in_string {
+                match c {
+                    _ if escaped => escaped = false,
+                    '\\' => escaped = true,
+                    '"' => in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match c {
+                '"' => in_string = true,
+                '/' if previous == '/' => break,
+                '{' => {
+                    depth += 1;
+                    if depth > MAX_NESTING {
+                        return Err(format!(
+                            "nests more than {MAX_NESTING} levels deep at line {}; jitc reads at most {MAX_NESTING} levels of regions and attributes",
+                            line + 1
+                        ));
+                    }
+                }
+                '}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            previous = c;
+        }
+    }
+    Ok(())
 }
 
 /// Parses and verifies the module at `path`, printing its diagnostics to
@@ -46,10 +93,20 @@ pub fn load_profile(path: &Path) -> Result<Profile, String> {
     Profile::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Writes `profile` to `path`.
-pub fn save_profile(profile: &Profile, path: &Path) -> Result<(), String> {
-    std::fs::write(path, profile.to_json() + "\n")
-        .map_err(|e| format!("cannot write profile {}: {e}", path.display()))
+/// Merges `profile` into the profile file at `path` (created when
+/// missing), under a lock so that concurrent runs each add theirs, and
+/// all-or-nothing.
+pub fn merge_into_profile(path: &Path, profile: &Profile) -> Result<(), String> {
+    crate::output::update_locked(path, |current| {
+        let mut merged = match current {
+            Some(text) => Profile::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))?,
+            None => Profile::new(),
+        };
+        merged
+            .merge(profile)
+            .map_err(|e| format!("cannot merge this run into {}: {e}", path.display()))?;
+        Ok(merged.to_json() + "\n")
+    })
 }
 
 /// Loads every profile file `pipeline`'s passes name into it.

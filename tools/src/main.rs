@@ -9,6 +9,7 @@ mod compile;
 mod explain;
 mod input;
 mod opt;
+mod output;
 mod run;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -40,7 +41,40 @@ enum Command {
     Bench(bench::BenchArgs),
 }
 
+/// The stack of the thread that does the work. MLIR's parser, verifier and
+/// walks, and the interpreter, recurse once per level of region nesting;
+/// with this much stack every level up to [`input::MAX_NESTING`] fits
+/// (the memory is only reserved, and touched as deep as a program goes).
+const STACK_BYTES: usize = 1 << 30;
+
 fn main() -> ExitCode {
+    ignore_file_size_signal();
+    let worker = std::thread::Builder::new()
+        .name("jitc".into())
+        .stack_size(STACK_BYTES)
+        .spawn(run);
+    match worker.map(std::thread::JoinHandle::join) {
+        Ok(Ok(code)) => code,
+        // A panic has printed its message; it is a bug, never user error.
+        Ok(Err(_)) => ExitCode::from(101),
+        Err(error) => {
+            eprintln!("jitc: error: cannot start the worker thread: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Makes a write past the file-size limit (`ulimit -f`) fail with an
+/// error the tool reports, instead of a signal that kills it halfway.
+fn ignore_file_size_signal() {
+    // SAFETY: setting a signal's disposition to "ignore" installs no
+    // handler code and is done before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+}
+
+fn run() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let context = match jitc_compiler::new_context() {
         Ok(context) => context,

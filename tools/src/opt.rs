@@ -8,7 +8,7 @@ use jitc_compiler::{
     render_diagnostic, split_input,
 };
 use melior::{Context, ir::operation::OperationLike};
-use std::{io::Write, path::PathBuf, process::ExitCode};
+use std::{path::PathBuf, process::ExitCode};
 
 /// Verify MLIR, run passes on it and print the result, as mlir-opt does.
 ///
@@ -109,22 +109,27 @@ pub fn extract_pass_flags(context: &Context, args: Vec<String>) -> (Vec<String>,
 /// Runs `jitc opt`.
 pub fn run(context: &Context, args: OptArgs, pass_flags: Vec<Element>) -> ExitCode {
     if args.list_passes {
-        print!(
+        return finish(crate::output::print(format!(
             "jitc passes:\n{}\nUpstream MLIR 22 passes are available too, under the names mlir-opt gives them\n(canonicalize, cse, inline, symbol-dce, loop-invariant-code-motion, ...).\nIRDL ops have no traits, so upstream cse and canonicalize leave meta ops alone:\nuse meta-cse and meta-dce for those.\n",
             list_passes()
-        );
-        return ExitCode::SUCCESS;
+        )));
     }
     if args.list_pipelines {
-        print!(
+        return finish(crate::output::print(format!(
             "jitc pipelines:\n{}\nRun one with --pass-pipeline='<text>'.\n",
             pipelines::list()
-        );
-        return ExitCode::SUCCESS;
+        )));
     }
     match opt(context, &args, pass_flags) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
+        Err(message) => finish(Err(message)),
+    }
+}
+
+fn finish(result: Result<(), String>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("jitc opt: error: {message}");
             ExitCode::FAILURE
@@ -196,7 +201,7 @@ fn opt(context: &Context, args: &OptArgs, pass_flags: Vec<Element>) -> Result<bo
         return Ok(false);
     }
     let output = outputs.join("// -----\n");
-    write_output(&args.output, &output)?;
+    crate::output::emit(&args.output, output)?;
     Ok(true)
 }
 
@@ -219,18 +224,6 @@ fn process(
             None
         }
         Err(_) => None,
-    }
-}
-
-fn write_output(path: &PathBuf, text: &str) -> Result<(), String> {
-    if path.as_os_str() == "-" {
-        let mut stdout = std::io::stdout().lock();
-        stdout
-            .write_all(text.as_bytes())
-            .and_then(|()| stdout.flush())
-            .map_err(|e| format!("cannot write standard output: {e}"))
-    } else {
-        std::fs::write(path, text).map_err(|e| format!("cannot write '{}': {e}", path.display()))
     }
 }
 

@@ -3,7 +3,8 @@
 
 use crate::{
     compile::MathArg,
-    input::{load_profile, save_profile},
+    input::{load_profile, merge_into_profile},
+    output::Transaction,
 };
 use clap::{Args, ValueEnum};
 use jitc_compiler::{CodegenOptions, GpuOptions, Profile};
@@ -47,7 +48,8 @@ pub struct RunArgs {
 
     /// Record what the run observes (argument shapes and scalar values,
     /// branch directions, trip counts, callees) into this profile JSON
-    /// file, merging with what the file already holds. Feed it to
+    /// file, merging with what the file already holds (under a file lock,
+    /// so concurrent runs all count). Feed it to
     /// `jitc opt --meta-specialize=profile=FILE`.
     #[arg(long, value_name = "FILE", conflicts_with = "speculate")]
     profile_out: Option<PathBuf>,
@@ -55,7 +57,9 @@ pub struct RunArgs {
     /// Run speculatively: specialize the function for this profile (shapes,
     /// scalar values, branches and trip counts made constant under guards),
     /// and if a guard fails, re-run the call on the generic program and say
-    /// which assumption broke. Decisions are printed on stderr.
+    /// which assumption broke. Decisions are printed on stderr. A profile
+    /// recorded on another program is refused; after a failed guard the
+    /// relaxed profile is written back to the file.
     #[arg(long, value_name = "PROFILE")]
     speculate: Option<PathBuf>,
 
@@ -215,6 +219,7 @@ fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
     let results = match (&args.profile_out, &args.speculate) {
         (_, Some(path)) => {
             let profile = load_profile(path)?;
+            check_profile(&profile, path, function, &signature)?;
             let (_, text) = crate::input::read_source(&common.file)?;
             let options = jitc_runtime::SessionOptions {
                 codegen: CodegenOptions {
@@ -228,37 +233,46 @@ fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
             let mut session = jitc_runtime::Session::new(context, &text, function, options)
                 .map_err(|e| e.to_string())?
                 .with_profile(profile);
-            return finish(
-                args,
-                session.call(inputs, &mut state).map_err(|e| e.to_string())?,
-                state,
-                &outputs,
-                &state_outputs,
-            );
+            let results = session.call(inputs, &mut state).map_err(|e| e.to_string())?;
+            if session.stats().fallbacks > 0 {
+                // Keep the relaxation: the next process must not speculate
+                // on the fact that just broke.
+                crate::output::update_locked(path, |_| Ok(session.profile().to_json() + "\n"))
+                    .map_err(|e| format!("cannot write the relaxed profile back: {e}"))?;
+                eprintln!(
+                    "jitc run: note: a guard failed; the relaxed profile is written back to {}",
+                    path.display()
+                );
+            }
+            return finish(args, results, state, &outputs, &state_outputs);
         }
         (None, None) => {
             program.note_schedule(function, "run");
             program.run(function, inputs, &mut state)
         }
         (Some(path), None) => {
-            // Read the old profile first: a bad file is reported, never
-            // overwritten.
-            let mut profile = if path.exists() {
-                load_profile(path)?
-            } else {
-                Profile::new()
-            };
-            let results = interpreter.run_profiled(function, inputs, &mut state, &mut profile);
-            if results.is_ok() {
-                save_profile(&profile, path)?;
+            // Read the old profile first: a bad file, or one recorded on
+            // another program, is reported before anything runs and is
+            // never overwritten.
+            if path.exists() {
+                check_profile(&load_profile(path)?, path, function, &signature)?;
             }
-            results.map_err(|e| e.to_string())
+            let mut profile = Profile::new();
+            let results = interpreter
+                .run_profiled(function, inputs, &mut state, &mut profile)
+                .map_err(|e| e.to_string())?;
+            // Another process may have merged into the file meanwhile:
+            // merge this run into what it holds now.
+            merge_into_profile(path, &profile)?;
+            Ok(results)
         }
     }?;
     finish(args, results, state, &outputs, &state_outputs)
 }
 
-/// Prints and saves results and state.
+/// Saves results and state, all files or none, then prints them. Files
+/// come first: a run whose standard output closes early (`| head`) has
+/// still committed its state.
 fn finish(
     args: &RunArgs,
     results: Vec<Value>,
@@ -266,30 +280,33 @@ fn finish(
     outputs: &[&Path],
     state_outputs: &[(&str, &Path)],
 ) -> Result<(), String> {
-    for (i, value) in results.iter().enumerate() {
-        println!("result[{i}]: {}", show(value, args.print_max_elements));
-    }
-    for (name, value) in state.iter() {
-        println!(
-            "state[{name}]: {}",
-            show(&Value::tensor(value.clone()), args.print_max_elements)
-        );
-    }
+    let mut files = Transaction::new();
     for (value, path) in results.iter().zip(outputs) {
         let tensor = match value {
             Value::Tensor(t) => (**t).clone(),
             Value::Scalar(s) => Tensor::scalar(*s),
             Value::Index(i) => Tensor::scalar(jitc_interp::Scalar::I64(*i)),
         };
-        npy::write(path, &tensor)?;
+        files.stage(path, |w| npy::write_to(w, &tensor))?;
     }
     for &(name, path) in state_outputs {
         let value = state
             .get(name)
             .ok_or_else(|| format!("--state-output names '{name}', which the run never set"))?;
-        npy::write(path, value)?;
+        files.stage(path, |w| npy::write_to(w, value))?;
     }
-    Ok(())
+    files.commit()?;
+    let mut text = String::new();
+    for (i, value) in results.iter().enumerate() {
+        text += &format!("result[{i}]: {}\n", show(value, args.print_max_elements));
+    }
+    for (name, value) in state.iter() {
+        text += &format!(
+            "state[{name}]: {}\n",
+            show(&Value::tensor(value.clone()), args.print_max_elements)
+        );
+    }
+    crate::output::print(&text)
 }
 
 /// A module ready to execute: verified, and for `cpu` and `cuda` fused and
@@ -379,6 +396,20 @@ impl<'c> Program<'c> {
             None => Interpreter::new(&self.module),
         }
     }
+}
+
+/// Refuses a profile recorded on another program: its record of
+/// `function` must have been made on `signature`'s argument types.
+fn check_profile(
+    profile: &Profile,
+    path: &Path,
+    function: &str,
+    signature: &Signature,
+) -> Result<(), String> {
+    let types: Vec<String> = signature.inputs.iter().map(ToString::to_string).collect();
+    profile
+        .check_signature(function, &types)
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Reads the `--input`s of `function`, checking count, shape and type.

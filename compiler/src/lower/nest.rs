@@ -35,7 +35,7 @@
 //! scf.for %d0 = %begin to %end step %c1 {
 //!   %m = scf.for %d1 = %c0 to %c8 step %c1 iter_args(%acc = %ninf) -> (f32) {
 //!     %x = ... the input's element at 8 * %d0 + %d1
-//!     %next = arith.maximumf %acc, %x : f32
+//!     %next = llvm.intr.maximum(%acc, %x) : (f32, f32) -> f32
 //!     scf.yield %next : f32
 //!   }
 //!   ... llvm.store %m at %d0 of the output

@@ -12,6 +12,14 @@
 //!   ([`ReduceKind::step`]); only [`combine`] with `reassociate` marks float
 //!   `add`/`mul` `reassoc`, for register accumulators under
 //!   [`MathMode::Fast`] and for the GPU's block trees;
+//! - float `max`/`min` are `llvm.intr.maximum`/`llvm.intr.minimum` (NaN
+//!   propagates, `-0.0` orders below `+0.0`), not `arith.maximumf`/
+//!   `arith.minimumf`: the `llvm` pipeline starts with `arith-expand`,
+//!   which rewrites those into a compare and select that ignores the sign
+//!   of zero. The intrinsics are exact on x86 and on NVPTX (`min.NaN.f32`
+//!   on sm_80; f64 expanded by LLVM with the signed-zero fix-up); `max`/
+//!   `min` reductions step with the same ops ([`combine`]) from the
+//!   identities -inf/+inf, so they agree too;
 //! - under [`MathMode::Fast`], f32 `exp`, `log`, `tanh` and `sigmoid` are
 //!   the polynomials of [`super::poly`]; other math is a `math` op, which
 //!   becomes a libm call on the CPU.
@@ -221,8 +229,9 @@ pub(super) fn binary_op<'c, 'a>(
         BinaryKind::Mod if float => op("arith.remf"),
         BinaryKind::Div | BinaryKind::Mod => integer_division(at, kind, a, b, element, status),
         BinaryKind::Pow => op("math.powf"),
-        BinaryKind::Max => op(if float { "arith.maximumf" } else { "arith.maxsi" }),
-        BinaryKind::Min => op(if float { "arith.minimumf" } else { "arith.minsi" }),
+        // Not `arith.maximumf`/`minimumf`: see the module docs.
+        BinaryKind::Max => op(if float { "llvm.intr.maximum" } else { "arith.maxsi" }),
+        BinaryKind::Min => op(if float { "llvm.intr.minimum" } else { "arith.minsi" }),
         BinaryKind::And => op("arith.andi"),
         BinaryKind::Or => op("arith.ori"),
         _ => op("arith.xori"),

@@ -160,6 +160,13 @@ pub fn specialize(
         let Some(entry) = function.region(0).ok().and_then(|r| r.first_block()) else {
             continue;
         };
+        let types: Vec<String> = (0..entry.argument_count())
+            .filter_map(|i| entry.argument(i).ok())
+            .map(|argument| argument.r#type().to_string())
+            .collect();
+        profile
+            .check_signature(&name, &types)
+            .map_err(|e| e.to_string())?;
         let mut ids = GuardIds::of(function);
         let mut specializer = Specializer {
             context,
@@ -262,6 +269,21 @@ impl Specializer<'_> {
                 return Some(());
             }
             let mut sizes = dims(tensor);
+            // A shape no tensor can have (a hand-edited profile) is not
+            // assumed: its bytes would not fit in the index arithmetic of
+            // every later pass.
+            let fits = sizes
+                .iter()
+                .enumerate()
+                .map(|(d, &size)| match shape.get(d).copied().flatten() {
+                    Some(observed) if size == DYNAMIC => i64::try_from(observed).ok(),
+                    _ => Some(size.max(1)),
+                })
+                .try_fold(8i64, |bytes, size| bytes.checked_mul(size?))
+                .is_some();
+            if !fits {
+                return Some(());
+            }
             for (d, size) in sizes.iter_mut().enumerate() {
                 if *size == DYNAMIC
                     && let Some(observed) = shape.get(d).copied().flatten()

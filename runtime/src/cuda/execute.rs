@@ -299,7 +299,8 @@ impl CudaModule {
                 let Slot::Tensor(shape, element) = slot else {
                     return Err(Error::Cuda(format!("kernel @{} returns an index", step.kernel)));
                 };
-                let bytes = shape.iter().product::<usize>() * element.byte_width();
+                let bytes =
+                    jitc_interp::tensor::checked_len(shape).map_err(Error::Cuda)? * element.byte_width();
                 // SAFETY: the kernel writes every element before anything
                 // reads them (module docs).
                 let buffer = unsafe { compute.alloc::<u8>(bytes.max(1)) }.map_err(failed("allocation"))?;

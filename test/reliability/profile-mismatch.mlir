@@ -1,0 +1,17 @@
+// A profile records each entry function's argument types; a profile
+// recorded on another program is refused before anything runs, in one
+// sentence, by `--speculate`, `--profile-out` and `meta-specialize`, and
+// the file is left as it was.
+// RUN: rm -f %t.json
+// RUN: jitc run %examples/rnn.mlir --input 5x4x6xf32=0.1 --input 6x8xf32=0.2 --input 8x8xf32=0.3 --state rnn.h=4x8xf32=0 --profile-out %t.json > /dev/null
+// RUN: cp %t.json %t.before.json
+//
+// RUN: not jitc run %examples/indrnn.mlir --input 4x16x64xf32=0.1 --input 64x64xf32=0.01 --input 64xf32=0.5 --state rnn.h=16x64xf32=0 --speculate %t.json 2>&1 | FileCheck %s
+// RUN: not jitc run %examples/indrnn.mlir --input 4x16x64xf32=0.1 --input 64x64xf32=0.01 --input 64xf32=0.5 --state rnn.h=16x64xf32=0 --profile-out %t.json 2>&1 | FileCheck %s
+// CHECK: jitc run: error: {{.*}}.json: the profile was recorded on another program: its @main takes (tensor<5x4x6xf32>, tensor<6x8xf32>, tensor<8x8xf32>) but this program's @main takes (tensor<?x16x64xf32>, tensor<64x64xf32>, tensor<64xf32>)
+// CHECK-NOT: speculation
+//
+// RUN: not jitc opt %examples/indrnn.mlir --meta-specialize=profile=%t.json 2>&1 | FileCheck %s --check-prefix=OPT
+// OPT: error: meta-specialize: the profile was recorded on another program: its @main takes (tensor<5x4x6xf32>, tensor<6x8xf32>, tensor<8x8xf32>) but this program's @main takes (tensor<?x16x64xf32>, tensor<64x64xf32>, tensor<64xf32>)
+//
+// RUN: diff %t.json %t.before.json

@@ -1,0 +1,212 @@
+//! Writing what a subcommand produces without losing or half-writing
+//! anything.
+//!
+//! - **Standard output** may close before the tool is done (`jitc run ... |
+//!   head -c1`). Writes go through [`print`], which turns a closed pipe or
+//!   any other write error into an error message instead of the panic of
+//!   `println!`.
+//! - **Files** are written all-or-nothing through a [`Transaction`]: each
+//!   file is staged as a temporary file in its destination's directory,
+//!   written and synced; only when every staged write has succeeded are
+//!   they renamed over their destinations. A failure at any point (a full
+//!   disk, a file-size limit, a directory that does not exist) leaves every
+//!   destination as it was, and the temporary files are removed.
+//! - **Read-modify-write files** (profiles that several processes merge
+//!   into) are updated under an exclusive lock on a sibling lock file, so
+//!   concurrent writers serialize instead of losing each other's updates:
+//!   see [`update_locked`].
+
+use std::{
+    fs::File,
+    io::{self, Write},
+    path::{Path, PathBuf},
+};
+use tempfile::NamedTempFile;
+
+/// Writes `text` to standard output and flushes it.
+pub fn print(text: impl AsRef<[u8]>) -> Result<(), String> {
+    let mut stdout = io::stdout().lock();
+    stdout
+        .write_all(text.as_ref())
+        .and_then(|()| stdout.flush())
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::BrokenPipe => {
+                "standard output was closed before all output was written".to_owned()
+            }
+            _ => format!("cannot write standard output: {e}"),
+        })
+}
+
+/// Files staged for an all-or-nothing write.
+#[derive(Default)]
+pub struct Transaction {
+    staged: Vec<(NamedTempFile, PathBuf)>,
+}
+
+impl Transaction {
+    /// An empty transaction.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Stages `path` with the content `write` produces. Nothing is visible
+    /// at `path` until [`Self::commit`].
+    pub fn stage(
+        &mut self,
+        path: &Path,
+        write: impl FnOnce(&mut io::BufWriter<&mut File>) -> io::Result<()>,
+    ) -> Result<(), String> {
+        let failed = |e: io::Error| format!("cannot write '{}': {e}", path.display());
+        let directory = match path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+        let mut temporary = tempfile::Builder::new()
+            .prefix(".jitc-")
+            .suffix(".tmp")
+            .tempfile_in(directory)
+            .map_err(failed)?;
+        {
+            let mut writer = io::BufWriter::new(temporary.as_file_mut());
+            write(&mut writer).map_err(failed)?;
+            writer.flush().map_err(failed)?;
+        }
+        temporary.as_file().sync_all().map_err(failed)?;
+        self.staged.push((temporary, path.to_owned()));
+        Ok(())
+    }
+
+    /// Renames every staged file over its destination. A rename within one
+    /// directory is atomic; all of them are attempted only after every
+    /// write has succeeded, so the only failure left is the rename itself.
+    pub fn commit(self) -> Result<(), String> {
+        for (temporary, path) in self.staged {
+            temporary
+                .persist(&path)
+                .map_err(|e| format!("cannot write '{}': {}", path.display(), e.error))?;
+            sync_directory(&path);
+        }
+        Ok(())
+    }
+}
+
+/// Makes a rename in `path`'s directory durable; best effort, since not
+/// every file system can sync a directory.
+fn sync_directory(path: &Path) {
+    let directory = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    if let Ok(directory) = File::open(directory) {
+        let _ = directory.sync_all();
+    }
+}
+
+/// Writes `bytes` to `path` all-or-nothing.
+pub fn write_file(path: &Path, bytes: impl AsRef<[u8]>) -> Result<(), String> {
+    let mut transaction = Transaction::new();
+    transaction.stage(path, |w| w.write_all(bytes.as_ref()))?;
+    transaction.commit()
+}
+
+/// Writes `bytes` to the `-o`-style destination `path`: standard output
+/// for `-`, else the file, all-or-nothing.
+pub fn emit(path: &Path, bytes: impl AsRef<[u8]>) -> Result<(), String> {
+    if path.as_os_str() == "-" {
+        print(bytes)
+    } else {
+        write_file(path, bytes)
+    }
+}
+
+/// Reads, changes and writes back `path` while holding an exclusive lock
+/// on `path` + `.lock`, so two processes updating the same file one after
+/// the other each see the other's result. `update` gets the current text
+/// (`None` when the file does not exist) and returns the new one; the
+/// write is all-or-nothing.
+pub fn update_locked(
+    path: &Path,
+    update: impl FnOnce(Option<String>) -> Result<String, String>,
+) -> Result<(), String> {
+    let mut lock_path = path.as_os_str().to_owned();
+    lock_path.push(".lock");
+    let lock_path = PathBuf::from(lock_path);
+    let lock = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| format!("cannot lock '{}': {e}", path.display()))?;
+    lock.lock()
+        .map_err(|e| format!("cannot lock '{}': {e}", path.display()))?;
+    let current = match std::fs::read_to_string(path) {
+        Ok(text) => Some(text),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(format!("cannot read '{}': {e}", path.display())),
+    };
+    let text = update(current)?;
+    write_file(path, &text)
+    // The lock is released when `lock` is dropped, after the rename.
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_stage_leaves_every_destination_untouched() {
+        let directory = tempfile::tempdir().unwrap();
+        let first = directory.path().join("a.txt");
+        std::fs::write(&first, "old").unwrap();
+        let mut transaction = Transaction::new();
+        transaction.stage(&first, |w| w.write_all(b"new")).unwrap();
+        let missing = directory.path().join("no/such/dir/b.txt");
+        let error = transaction.stage(&missing, |w| w.write_all(b"x")).unwrap_err();
+        assert!(error.contains("cannot write"), "{error}");
+        drop(transaction);
+        assert_eq!(std::fs::read_to_string(&first).unwrap(), "old");
+        // No temporary file is left behind.
+        let names: Vec<_> = std::fs::read_dir(directory.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("a.txt")]);
+    }
+
+    #[test]
+    fn a_commit_replaces_every_destination() {
+        let directory = tempfile::tempdir().unwrap();
+        let paths: Vec<_> = ["a", "b"].iter().map(|n| directory.path().join(n)).collect();
+        std::fs::write(&paths[0], "old").unwrap();
+        let mut transaction = Transaction::new();
+        for path in &paths {
+            transaction.stage(path, |w| w.write_all(b"new")).unwrap();
+        }
+        transaction.commit().unwrap();
+        for path in &paths {
+            assert_eq!(std::fs::read_to_string(path).unwrap(), "new");
+        }
+    }
+
+    #[test]
+    fn locked_updates_from_threads_are_all_kept() {
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("count");
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    update_locked(&path, |text| {
+                        let n: u32 = text.map_or(0, |t| t.trim().parse().unwrap());
+                        Ok((n + 1).to_string())
+                    })
+                    .unwrap()
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "8");
+    }
+}
