@@ -12,6 +12,7 @@
 //!
 //! This crate knows nothing of passes, code generation or devices.
 
+mod affine;
 mod context;
 mod diag;
 pub mod kinds;

@@ -515,7 +515,11 @@ mod tests {
                 value: None,
             }],
         );
-        assert!(recorded.check_signature("main", &["tensor<5x4x6xf32>".into()]).is_ok());
+        assert!(
+            recorded
+                .check_signature("main", &["tensor<5x4x6xf32>".into()])
+                .is_ok()
+        );
         assert!(recorded.check_signature("other", &["f32".into()]).is_ok());
         let mismatch = recorded
             .check_signature("main", &["tensor<?x16x64xf32>".into()])

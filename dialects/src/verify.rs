@@ -1,4 +1,5 @@
-//! The semantic verifier: everything about `meta` ops that IRDL cannot say.
+//! The semantic verifier: everything about `meta` ops that IRDL cannot say,
+//! and the limits every op's tensor types must respect.
 //!
 //! IRDL checks that operands, results and required attributes have the right
 //! base types. This verifier checks the rest, and reports each problem as an
@@ -14,11 +15,27 @@
 //! 5. element-wise operands and results have compatible shapes: equal ranks,
 //!    and no two static sizes that differ;
 //! 6. guards take a `tensor<i1>`, and guard ids are unique per function;
-//! 7. one state name has one type across the module.
+//! 7. one state name has one type across the module;
+//! 8. no ranked tensor type is too large: the size in bytes (the static
+//!    sizes, `?` skipped, times the element's bytes: one for `i1`, eight for
+//!    a type the dialect does not support) of every op's results, of its
+//!    blocks' arguments and, for a `func.func`, of its signature
+//!    (declarations included) fits in i64. This covers every op, `meta` or
+//!    not; a value is checked where it is defined, and an op gets at most
+//!    one such error;
+//! 9. in `indices` maps and `overflow_conditions` sets, every `mod`,
+//!    `floordiv` and `ceildiv` by a constant divides by a positive one, and,
+//!    when nothing else is wrong with the op, no index of its domain (the
+//!    result's indices for `reindex`, the input's for `reindex_reduce`)
+//!    provably makes the index arithmetic overflow i64 as the interpreter
+//!    evaluates it (`crate::affine`: bounds first, then a witness among the
+//!    domain's corners; symbols and `?`-sized dimensions are unknowns).
 //!
-//! It never panics: every accessor it uses returns `Option`.
+//! It never panics: every accessor it uses returns `Option`, and index and
+//! size arithmetic is checked or saturating.
 
 use crate::{
+    affine::{Fault, Indexing, Source, Tree},
     emit_error,
     kinds::{BinaryKind, ElementType, ReduceKind, TernaryKind, TypeClass, UnaryKind},
     ops::{
@@ -27,23 +44,27 @@ use crate::{
     },
 };
 use melior::ir::{
-    AffineMap, Attribute, AttributeLike, Location, OperationRef, Value,
+    AffineMap, Attribute, AttributeLike, BlockLike, Location, OperationRef, RegionLike, Type, Value,
+    ValueLike,
+    attribute::TypeAttribute,
     operation::{OperationLike, WalkOrder, WalkResult},
-    r#type::{RankedTensorType, ShapedTypeLike},
+    r#type::{DimSize, FunctionType, RankedTensorType, ShapedTypeLike},
 };
 use std::collections::HashMap;
 
-/// Verifies every `meta` op nested in `root` (and `root` itself). Returns
-/// `true` when no error was emitted.
+/// Verifies every op nested in `root` (and `root` itself): the sizes of
+/// every op's tensor types and everything about `meta` ops. Returns `true`
+/// when no error was emitted.
 pub fn verify(root: OperationRef) -> bool {
     let ops = collect_ops(root);
-    let mut verifier = Verifier { failed: false };
+    let mut verifier = Verifier { errors: 0 };
     for &op in &ops {
+        verifier.check_type_sizes(op);
         verifier.check(op);
     }
     verifier.check_guard_ids(&ops);
     verifier.check_state_types(&ops);
-    !verifier.failed
+    verifier.errors == 0
 }
 
 /// Every op nested in `root`, `root` first, in pre-order. Collecting first
@@ -68,7 +89,8 @@ pub fn location_line(location: Location) -> Option<usize> {
 }
 
 struct Verifier {
-    failed: bool,
+    /// How many errors were emitted so far.
+    errors: usize,
 }
 
 /// The name of `op`, e.g. `meta.reindex`.
@@ -86,7 +108,153 @@ impl Verifier {
             op.location(),
             &format!("'{}' op {}", op_name(op), message.as_ref()),
         );
-        self.failed = true;
+        self.errors += 1;
+    }
+
+    /// Rule 8: reports the first type of `op`'s signature (for a
+    /// `func.func`), results and block arguments whose size in bytes
+    /// overflows i64.
+    fn check_type_sizes(&mut self, op: OperationRef) {
+        let is_function = op.name().as_string_ref().as_str() == Ok("func.func");
+        if is_function && let Some(signature) = function_type(op) {
+            for i in 0..signature.input_count() {
+                if let Ok(r#type) = signature.input(i)
+                    && size_overflows(r#type)
+                {
+                    return self.report_too_large(op, &format!("argument {i}"), r#type);
+                }
+            }
+            for i in 0..signature.result_count() {
+                if let Ok(r#type) = signature.result(i)
+                    && size_overflows(r#type)
+                {
+                    return self.report_too_large(op, &format!("result {i}"), r#type);
+                }
+            }
+        }
+        let results = op.result_count();
+        for (i, result) in op.results().enumerate() {
+            if size_overflows(result.r#type()) {
+                let what = if results == 1 {
+                    "result".to_owned()
+                } else {
+                    format!("result {i}")
+                };
+                return self.report_too_large(op, &what, result.r#type());
+            }
+        }
+        for (r, region) in op.regions().enumerate() {
+            let mut block = region.first_block();
+            let mut b = 0;
+            while let Some(current) = block {
+                // A function's entry block arguments are its signature's
+                // inputs, checked above.
+                if !(is_function && r == 0 && b == 0) {
+                    for i in 0..current.argument_count() {
+                        if let Ok(argument) = current.argument(i)
+                            && size_overflows(argument.r#type())
+                        {
+                            let what = if b == 0 {
+                                format!("region {r} argument {i}")
+                            } else {
+                                format!("region {r} block {b} argument {i}")
+                            };
+                            return self.report_too_large(op, &what, argument.r#type());
+                        }
+                    }
+                }
+                block = current.next_in_region();
+                b += 1;
+            }
+        }
+    }
+
+    fn report_too_large(&mut self, op: OperationRef, what: &str, r#type: Type) {
+        self.error(
+            op,
+            format!("{what} type '{type}' is too large: its size in bytes overflows i64"),
+        );
+    }
+
+    /// Rule 9 for the `indices` map and `overflow_conditions` of `op`,
+    /// whose domain is `domain` (the `domain_name`'s indices). The overflow
+    /// search runs only when the op has no other error: `errors_before` is
+    /// the error count before its checks began.
+    fn check_index_arithmetic<'c>(
+        &mut self,
+        op: OperationRef,
+        map: AffineMap<'c>,
+        conditions: Option<Result<Vec<IntegerSet<'c>>, ()>>,
+        (domain, domain_name): (RankedTensorType, &str),
+        errors_before: usize,
+    ) {
+        let sets = match conditions {
+            Some(Ok(sets)) => sets,
+            _ => Vec::new(),
+        };
+        let indexing = Indexing {
+            map: (0..map.result_count())
+                .filter_map(|i| map.result(i).ok())
+                .map(Tree::new)
+                .collect(),
+            sets: sets
+                .iter()
+                .map(|set| {
+                    set.constraints()
+                        .into_iter()
+                        .map(|(expr, equality)| (Tree::new(expr), equality))
+                        .collect()
+                })
+                .collect(),
+        };
+        let trees = indexing.map.iter().map(|tree| (Source::Map, tree)).chain(
+            indexing
+                .sets
+                .iter()
+                .enumerate()
+                .flat_map(|(i, set)| set.iter().map(move |(tree, _)| (Source::Set(i), tree))),
+        );
+        for (source, tree) in trees {
+            for (expr, divisor) in tree.constant_divisors() {
+                self.error(
+                    op,
+                    format!(
+                        "{} divides by {divisor} in '{expr}'; affine divisors must be positive",
+                        place(source)
+                    ),
+                );
+            }
+        }
+        if self.errors > errors_before {
+            return;
+        }
+        let extents: Vec<Option<i64>> = (0..domain.rank())
+            .map(|d| match domain.dim_size(d) {
+                Ok(DimSize::Static(size)) => i64::try_from(size).ok(),
+                _ => None,
+            })
+            .collect();
+        let Some(witness) = indexing.find_fault(&extents) else {
+            return;
+        };
+        let at = if witness.index.is_empty() {
+            String::new()
+        } else {
+            let index: Vec<String> = witness
+                .index
+                .iter()
+                .map(|i| i.map_or_else(|| "?".to_owned(), |i| i.to_string()))
+                .collect();
+            format!(" at {domain_name} index ({})", index.join(", "))
+        };
+        let what = place(witness.source);
+        let message = match witness.fault {
+            Fault::Overflow(expr) => format!("{what} overflows i64 in '{expr}'{at}"),
+            Fault::Divisor(expr, divisor) => {
+                format!("{what} divides by {divisor} in '{expr}'{at}; affine divisors must be positive")
+            }
+        };
+        self.error(op, message);
     }
 
     fn check(&mut self, op: OperationRef) {
@@ -211,6 +379,7 @@ impl Verifier {
 
     fn check_reindex(&mut self, reindex: ReindexOp) {
         let op = reindex.operation();
+        let errors_before = self.errors;
         let (Some((input, in_elem)), Some((result, out_elem)), Some(map)) = (
             self.tensor(op, reindex.input(), "input"),
             self.tensor(op, reindex.result(), "result"),
@@ -249,6 +418,8 @@ impl Verifier {
             self.check_overflow_value(op, value, in_elem);
         }
         self.check_conditions(op, reindex.overflow_conditions(), map, "result", result.rank());
+        let conditions = reindex.overflow_conditions();
+        self.check_index_arithmetic(op, map, conditions, (result, "result"), errors_before);
     }
 
     fn check_overflow_value(&mut self, op: OperationRef, value: Attribute, element: ElementType) {
@@ -275,6 +446,7 @@ impl Verifier {
 
     fn check_reindex_reduce(&mut self, reduce: ReindexReduceOp) {
         let op = reduce.operation();
+        let errors_before = self.errors;
         let (Some((input, in_elem)), Some((result, out_elem)), Some(map)) = (
             self.tensor(op, reduce.input(), "input"),
             self.tensor(op, reduce.result(), "result"),
@@ -320,6 +492,8 @@ impl Verifier {
         }
         self.check_index_operands(op, result, map, reduce.index_operands().len());
         self.check_conditions(op, reduce.overflow_conditions(), map, "input", input.rank());
+        let conditions = reduce.overflow_conditions();
+        self.check_index_arithmetic(op, map, conditions, (input, "input"), errors_before);
     }
 
     fn unknown_kind(&mut self, op: OperationRef, spellings: String) {
@@ -516,6 +690,44 @@ impl Verifier {
             }
         }
     }
+}
+
+/// How a diagnostic names the expressions a fault lies in.
+fn place(source: Source) -> String {
+    match source {
+        Source::Map => "indices map".to_owned(),
+        Source::Set(i) => format!("overflow_conditions set {i}"),
+    }
+}
+
+/// The signature of a `func.func`.
+fn function_type<'c>(function: OperationRef<'c, '_>) -> Option<FunctionType<'c>> {
+    let attribute = function.attribute("function_type").ok()?;
+    FunctionType::try_from(TypeAttribute::try_from(attribute).ok()?.value()).ok()
+}
+
+/// Whether `type` is a ranked tensor type whose size in bytes overflows
+/// i64 (rule 8).
+fn size_overflows(r#type: Type) -> bool {
+    let Ok(tensor) = RankedTensorType::try_from(r#type) else {
+        return false;
+    };
+    let mut elements: i128 = 1;
+    for d in 0..tensor.rank() {
+        match tensor.dim_size(d) {
+            Ok(DimSize::Static(0)) => return false,
+            Ok(DimSize::Static(size)) => elements = elements.saturating_mul(i128::from(size)),
+            _ => {}
+        }
+    }
+    let limit = i128::from(i64::MAX);
+    // Most tensors are far below the limit: only the others need the
+    // element type, which is read from its spelling.
+    if elements.saturating_mul(8) <= limit {
+        return false;
+    }
+    let bytes = ElementType::from_type(tensor.element()).map_or(8, ElementType::byte_width);
+    elements.saturating_mul(bytes as i128) > limit
 }
 
 /// The nearest enclosing `func.func`, if any.

@@ -105,7 +105,8 @@ impl Expr {
             Self::CeilDiv(a, b) => {
                 let (x, y) = binary(a, b)?;
                 let y = divisor(y)?;
-                Ok(-((-x).div_euclid(y)))
+                // Not `-((-x) floordiv y)`: `-x` overflows at `i64::MIN`.
+                Ok(x.div_euclid(y) + i64::from(x.rem_euclid(y) != 0))
             }
         }
     }
@@ -187,6 +188,9 @@ mod tests {
         assert_eq!(floordiv.eval(&[-3], &[]), Ok(-2));
         assert_eq!(ceildiv.eval(&[-3], &[]), Ok(-1));
         assert_eq!(ceildiv.eval(&[3], &[]), Ok(2));
+        assert_eq!(ceildiv.eval(&[i64::MIN], &[]), Ok(i64::MIN / 2));
+        assert_eq!(ceildiv.eval(&[i64::MIN + 1], &[]), Ok(i64::MIN / 2 + 1));
+        assert_eq!(ceildiv.eval(&[i64::MAX], &[]), Ok(i64::MAX / 2 + 1));
         assert_eq!(modulo.eval(&[-1], &[]), Ok(2));
         assert!(Mod(b(Dim(0)), b(Symbol(0))).eval(&[1], &[0]).is_err());
     }

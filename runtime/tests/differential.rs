@@ -1,13 +1,13 @@
 //! Compiled code equals the interpreter: every example, and a few hundred
-//! random programs per run covering every element-wise kind, every
-//! reduction kind, every element type, and reindex maps with padding,
-//! flips, strides and overflow conditions, on shapes with size-1 and prime
-//! dimensions.
+//! random programs per run (`jitc_test_support::random_program`) covering
+//! every element-wise kind, every reduction kind, every element type, and
+//! reindex maps with padding, flips, strides and overflow conditions, on
+//! shapes with size-1 and prime dimensions.
 //!
-//! Random inputs: one float element in eight is a special value (a signed
-//! zero, an infinity, NaN or a subnormal), where IEEE's rules and the
-//! interpreter's (`-0.0` below `+0.0` in `min`/`max`, NaN propagating)
-//! are easiest to get wrong.
+//! Random inputs: one element in eight is a special value (a signed zero,
+//! an infinity, NaN or a subnormal; an integer extreme), where IEEE's
+//! rules and the interpreter's (`-0.0` below `+0.0` in `min`/`max`, NaN
+//! propagating, wrapping integer arithmetic) are easiest to get wrong.
 //!
 //! Tolerance: random programs are compiled with `MathMode::Exact`, and
 //! results must be identical bit for bit (`-0.0` is not `+0.0`; NaN equals
@@ -29,7 +29,7 @@ use jitc_interp::{Interpreter, Scalar, StateStore, Tensor, Value};
 use jitc_runtime::CpuModule;
 use proptest::prelude::*;
 
-use jitc_test_support::{Rng, example, random};
+use jitc_test_support::{Rng, example, random, random_program};
 
 fn near(a: Scalar, b: Scalar) -> bool {
     let (x, y) = match (a, b) {
@@ -125,163 +125,12 @@ fn states_match(a: &StateStore, b: &StateStore, math: MathMode) -> bool {
         })
 }
 
-const FLOATS: &[&str] = &["f32", "f64"];
-
-/// A special value of float `element`, as literal text: a signed zero, an
-/// infinity, NaN or a subnormal of either sign.
-fn special(rng: &mut Rng, element: &str) -> &'static str {
-    let tiny = if element == "f32" {
-        ["1e-40", "-1e-40"]
-    } else {
-        ["1e-310", "-1e-310"]
-    };
-    rng.pick(&["0", "-0", "inf", "-inf", "NaN", tiny[0], tiny[1]])
-}
-
-fn generate(seed: u64) -> (String, Vec<Tensor>) {
-    let mut rng = Rng(seed.max(1));
-    let element = rng.pick(&["f32", "f64", "i32", "i64", "i1"]);
-    let float = FLOATS.contains(&element);
-    let (a, b) = ([1, 2, 3, 5, 7][rng.below(5)], [1, 2, 4, 7, 8][rng.below(5)]);
-    let full = format!("tensor<{a}x{b}x{element}>");
-    let reduced = format!("tensor<{a}x{element}>");
-    let columns = format!("tensor<{b}x{element}>");
-    let mask = format!("tensor<{a}x{b}xi1>");
-    let mut values = vec!["%x".to_owned(), "%y".to_owned()];
-    let mut masks: Vec<String> = Vec::new();
-    let mut body = String::new();
-    let unary: &[&str] = match element {
-        "f32" | "f64" => &[
-            "neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "sigmoid", "floor",
-            "ceil", "round",
-        ],
-        "i1" => &["not"],
-        _ => &["neg", "abs", "not"],
-    };
-    let binary: &[&str] = match element {
-        "f32" | "f64" => &["add", "sub", "mul", "div", "mod", "pow", "max", "min"],
-        "i1" => &["and", "or", "xor"],
-        _ => &[
-            "add", "sub", "mul", "div", "mod", "max", "min", "and", "or", "xor",
-        ],
-    };
-    let reductions: &[&str] = if element == "i1" {
-        &["and", "or"]
-    } else {
-        &["add", "mul", "max", "min"]
-    };
-    for i in 0..(3 + rng.below(9)) {
-        let name = format!("%v{i}");
-        let last = values[values.len() - 1 - rng.below(values.len().min(3))].clone();
-        let other = values[rng.below(values.len())].clone();
-        match rng.below(8) {
-            0 | 1 => {
-                let kind = rng.pick(unary);
-                body += &format!(
-                    "  {name} = \"meta.unary\"({last}) {{kind = \"{kind}\"}} : ({full}) -> {full}\n"
-                );
-            }
-            2 | 3 => {
-                let kind = rng.pick(binary);
-                body += &format!(
-                    "  {name} = \"meta.binary\"({last}, {other}) {{kind = \"{kind}\"}} : ({full}, {full}) -> {full}\n"
-                );
-            }
-            4 => {
-                let kind = rng.pick(&["eq", "ne", "lt", "le", "gt", "ge"]);
-                let m = format!("%m{i}");
-                body += &format!(
-                    "  {m} = \"meta.binary\"({last}, {other}) {{kind = \"{kind}\"}} : ({full}, {full}) -> {mask}\n"
-                );
-                body += &format!(
-                    "  {name} = \"meta.ternary\"({m}, {other}, {last}) {{kind = \"select\"}} : ({mask}, {full}, {full}) -> {full}\n"
-                );
-                masks.push(m);
-            }
-            5 => {
-                let kind = rng.pick(reductions);
-                let r = format!("%r{i}");
-                // Rows (the folded dimension innermost), columns (folded
-                // outermost), or irregular maps.
-                let (map, kept, back) = [
-                    ("(d0, d1) -> (d0)", &reduced, "(d0, d1) -> (d0)"),
-                    ("(d0, d1) -> (d0 floordiv 2)", &reduced, "(d0, d1) -> (d0)"),
-                    ("(d0, d1) -> (a - 1 - d0)", &reduced, "(d0, d1) -> (d0)"),
-                    ("(d0, d1) -> (d1)", &columns, "(d0, d1) -> (d1)"),
-                    ("(d0, d1) -> (d1 floordiv 2)", &columns, "(d0, d1) -> (d1)"),
-                ][rng.below(5)];
-                let map = map.replace('a', &a.to_string());
-                body += &format!(
-                    "  {r} = \"meta.reindex_reduce\"({last}) {{kind = \"{kind}\", indices = affine_map<{map}>}} : ({full}) -> {kept}\n"
-                );
-                body += &format!(
-                    "  {name} = \"meta.reindex\"({r}) {{indices = affine_map<{back}>}} : ({kept}) -> {full}\n"
-                );
-            }
-            6 => {
-                let map = rng
-                    .pick(&[
-                        "(d0, d1) -> (d0, d1 - 1)",
-                        "(d0, d1) -> (d0, B - 1 - d1)",
-                        "(d0, d1) -> (d0, d1 * 2)",
-                        "(d0, d1) -> (d0 + 1, d1)",
-                        "(d0, d1) -> (d0, d1 mod 3)",
-                    ])
-                    .replace('B', &b.to_string());
-                let overflow = if float {
-                    format!("2.5 : {element}")
-                } else if element == "i1" {
-                    "true".to_owned()
-                } else {
-                    format!("7 : {element}")
-                };
-                let condition = if rng.below(3) == 0 {
-                    ", overflow_conditions = [affine_set<(d0, d1) : (d0 - 1 == 0)>]"
-                } else {
-                    ""
-                };
-                body += &format!(
-                    "  {name} = \"meta.reindex\"({last}) {{indices = affine_map<{map}>, overflow_value = {overflow}{condition}}} : ({full}) -> {full}\n"
-                );
-            }
-            _ => {
-                // A round trip through another element type.
-                let via = rng.pick(&["f32", "f64", "i32", "i64", "i1"]);
-                let middle = format!("tensor<{a}x{b}x{via}>");
-                let c = format!("%c{i}");
-                body +=
-                    &format!("  {c} = \"meta.unary\"({last}) {{kind = \"cast\"}} : ({full}) -> {middle}\n");
-                body +=
-                    &format!("  {name} = \"meta.unary\"({c}) {{kind = \"cast\"}} : ({middle}) -> {full}\n");
-            }
-        }
-        values.push(name);
-    }
-    let result = values.last().unwrap();
-    let text = format!(
-        "func.func @main(%x: {full}, %y: {full}) -> {full} {{\n{body}  return {result} : {full}\n}}\n"
-    );
-    let mut literal = || {
-        let numbers: Vec<String> = (0..a * b)
-            .map(|_| match element {
-                "i1" => ["true", "false"][rng.below(2)].to_owned(),
-                "i32" | "i64" => (rng.below(21) as i64 - 10).to_string(),
-                _ if rng.below(8) == 0 => special(&mut rng, element).to_owned(),
-                _ => format!("{}", (rng.below(81) as f64 - 40.0) / 16.0),
-            })
-            .collect();
-        Tensor::parse_literal(&format!("{a}x{b}x{element}={}", numbers.join(" "))).unwrap()
-    };
-    let inputs = vec![literal(), literal()];
-    (text, inputs)
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
 
     #[test]
     fn compiled_equals_interpreted(seed in any::<u64>()) {
-        let (source, inputs) = generate(seed);
+        let (source, inputs) = random_program(&mut Rng(seed.max(1)));
         if let Some(difference) = differ(&source, &inputs, &StateStore::new(), MathMode::Exact) {
             prop_assert!(false, "{difference}\nprogram:\n{source}\ninputs: {inputs:?}");
         }

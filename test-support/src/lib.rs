@@ -1,12 +1,52 @@
-//! Helpers shared by jitc's tests and benchmarks, written once: a seeded
-//! xorshift generator ([`Rng`]), random f32 inputs ([`random`]) and the
-//! bundled examples' sources ([`example`]).
+//! Helpers shared by jitc's tests, fuzz targets and benchmarks, written
+//! once: a seeded xorshift generator ([`Rng`]) and fuzzer bytes
+//! ([`Bytes`]) as sources of choices ([`Draw`]), random f32 inputs
+//! ([`random`]), random well-formed meta programs with special inputs
+//! ([`random_program`]) and the bundled examples' sources ([`example`]).
 //!
 //! Every crate's tests take these from here (a dev-dependency), so a
 //! failing seed reproduces the same program and inputs everywhere.
 
 use jitc_interp::Tensor;
 use std::path::{Path, PathBuf};
+
+/// A source of random choices: [`Rng`] for seeded tests, or a fuzzer's
+/// bytes.
+pub trait Draw {
+    /// The next 64 random bits.
+    fn draw(&mut self) -> u64;
+
+    /// A number below `n` (which must not be 0).
+    fn below(&mut self, n: usize) -> usize {
+        (self.draw() % n as u64) as usize
+    }
+
+    /// One of `items` (which must not be empty).
+    fn pick<'t>(&mut self, items: &[&'t str]) -> &'t str {
+        items[self.below(items.len())]
+    }
+}
+
+impl Draw for Rng {
+    fn draw(&mut self) -> u64 {
+        self.next()
+    }
+}
+
+/// Choices read from bytes, eight at a time (little-endian), then zeros
+/// once they run out: a fuzzer's input steering a generator.
+#[derive(Debug, Clone)]
+pub struct Bytes<'b>(pub &'b [u8]);
+
+impl Draw for Bytes<'_> {
+    fn draw(&mut self) -> u64 {
+        let take = self.0.len().min(8);
+        let mut word = [0u8; 8];
+        word[..take].copy_from_slice(&self.0[..take]);
+        self.0 = &self.0[take..];
+        u64::from_le_bytes(word)
+    }
+}
 
 /// A xorshift64 generator: the same seed gives the same programs and
 /// inputs on every machine. Seed it with a nonzero state (xorshift stays at
@@ -56,6 +96,177 @@ pub fn random(shape: &[usize], seed: u64) -> Tensor {
         .collect();
     let prefix: String = shape.iter().map(|d| format!("{d}x")).collect();
     Tensor::parse_literal(&format!("{prefix}f32={}", values.join(" "))).expect("a valid literal")
+}
+
+const FLOATS: &[&str] = &["f32", "f64"];
+
+/// An extreme value of integer `element`, as literal text.
+fn extreme(rng: &mut impl Draw, element: &str) -> &'static str {
+    if element == "i32" {
+        rng.pick(&["-2147483648", "2147483647", "-1", "0"])
+    } else {
+        rng.pick(&["-9223372036854775808", "9223372036854775807", "-1", "0"])
+    }
+}
+
+/// A special value of float `element`, as literal text: a signed zero, an
+/// infinity, NaN or a subnormal of either sign.
+fn special(rng: &mut impl Draw, element: &str) -> &'static str {
+    let tiny = if element == "f32" {
+        ["1e-40", "-1e-40"]
+    } else {
+        ["1e-310", "-1e-310"]
+    };
+    rng.pick(&["0", "-0", "inf", "-inf", "NaN", tiny[0], tiny[1]])
+}
+
+/// A random well-formed meta program `@main(%x, %y)` of 3 to 11 ops on
+/// two 2-D tensors of one element type, with its two inputs, every choice
+/// drawn from `rng`: every element-wise kind, every reduction kind, every
+/// element type, and reindex maps with padding, flips, strides and overflow
+/// conditions, on shapes with size-1 and prime dimensions. One input
+/// element in eight is a special value: a signed zero, an infinity, NaN or
+/// a subnormal for floats, an extreme (`MIN`, `MAX`, -1, 0) for integers.
+///
+/// `runtime/tests/differential.rs` draws from an [`Rng`]; the
+/// `differential` fuzz target draws from the fuzzer's bytes, so the fuzzer
+/// steers the structure.
+pub fn random_program(rng: &mut impl Draw) -> (String, Vec<Tensor>) {
+    let element = rng.pick(&["f32", "f64", "i32", "i64", "i1"]);
+    let float = FLOATS.contains(&element);
+    let (a, b) = ([1, 2, 3, 5, 7][rng.below(5)], [1, 2, 4, 7, 8][rng.below(5)]);
+    let full = format!("tensor<{a}x{b}x{element}>");
+    let reduced = format!("tensor<{a}x{element}>");
+    let columns = format!("tensor<{b}x{element}>");
+    let mask = format!("tensor<{a}x{b}xi1>");
+    let mut values = vec!["%x".to_owned(), "%y".to_owned()];
+    let mut masks: Vec<String> = Vec::new();
+    let mut body = String::new();
+    let unary: &[&str] = match element {
+        "f32" | "f64" => &[
+            "neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "sigmoid", "floor",
+            "ceil", "round",
+        ],
+        "i1" => &["not"],
+        _ => &["neg", "abs", "not"],
+    };
+    let binary: &[&str] = match element {
+        "f32" | "f64" => &["add", "sub", "mul", "div", "mod", "pow", "max", "min"],
+        "i1" => &["and", "or", "xor"],
+        _ => &[
+            "add", "sub", "mul", "div", "mod", "max", "min", "and", "or", "xor",
+        ],
+    };
+    let reductions: &[&str] = if element == "i1" {
+        &["and", "or"]
+    } else {
+        &["add", "mul", "max", "min"]
+    };
+    for i in 0..(3 + rng.below(9)) {
+        let name = format!("%v{i}");
+        let last = values[values.len() - 1 - rng.below(values.len().min(3))].clone();
+        let other = values[rng.below(values.len())].clone();
+        match rng.below(8) {
+            0 | 1 => {
+                let kind = rng.pick(unary);
+                body += &format!(
+                    "  {name} = \"meta.unary\"({last}) {{kind = \"{kind}\"}} : ({full}) -> {full}\n"
+                );
+            }
+            2 | 3 => {
+                let kind = rng.pick(binary);
+                body += &format!(
+                    "  {name} = \"meta.binary\"({last}, {other}) {{kind = \"{kind}\"}} : ({full}, {full}) -> {full}\n"
+                );
+            }
+            4 => {
+                let kind = rng.pick(&["eq", "ne", "lt", "le", "gt", "ge"]);
+                let m = format!("%m{i}");
+                body += &format!(
+                    "  {m} = \"meta.binary\"({last}, {other}) {{kind = \"{kind}\"}} : ({full}, {full}) -> {mask}\n"
+                );
+                body += &format!(
+                    "  {name} = \"meta.ternary\"({m}, {other}, {last}) {{kind = \"select\"}} : ({mask}, {full}, {full}) -> {full}\n"
+                );
+                masks.push(m);
+            }
+            5 => {
+                let kind = rng.pick(reductions);
+                let r = format!("%r{i}");
+                // Rows (the folded dimension innermost), columns (folded
+                // outermost), or irregular maps.
+                let (map, kept, back) = [
+                    ("(d0, d1) -> (d0)", &reduced, "(d0, d1) -> (d0)"),
+                    ("(d0, d1) -> (d0 floordiv 2)", &reduced, "(d0, d1) -> (d0)"),
+                    ("(d0, d1) -> (a - 1 - d0)", &reduced, "(d0, d1) -> (d0)"),
+                    ("(d0, d1) -> (d1)", &columns, "(d0, d1) -> (d1)"),
+                    ("(d0, d1) -> (d1 floordiv 2)", &columns, "(d0, d1) -> (d1)"),
+                ][rng.below(5)];
+                let map = map.replace('a', &a.to_string());
+                body += &format!(
+                    "  {r} = \"meta.reindex_reduce\"({last}) {{kind = \"{kind}\", indices = affine_map<{map}>}} : ({full}) -> {kept}\n"
+                );
+                body += &format!(
+                    "  {name} = \"meta.reindex\"({r}) {{indices = affine_map<{back}>}} : ({kept}) -> {full}\n"
+                );
+            }
+            6 => {
+                let map = rng
+                    .pick(&[
+                        "(d0, d1) -> (d0, d1 - 1)",
+                        "(d0, d1) -> (d0, B - 1 - d1)",
+                        "(d0, d1) -> (d0, d1 * 2)",
+                        "(d0, d1) -> (d0 + 1, d1)",
+                        "(d0, d1) -> (d0, d1 mod 3)",
+                    ])
+                    .replace('B', &b.to_string());
+                let overflow = if float {
+                    format!("2.5 : {element}")
+                } else if element == "i1" {
+                    "true".to_owned()
+                } else {
+                    format!("7 : {element}")
+                };
+                let condition = if rng.below(3) == 0 {
+                    ", overflow_conditions = [affine_set<(d0, d1) : (d0 - 1 == 0)>]"
+                } else {
+                    ""
+                };
+                body += &format!(
+                    "  {name} = \"meta.reindex\"({last}) {{indices = affine_map<{map}>, overflow_value = {overflow}{condition}}} : ({full}) -> {full}\n"
+                );
+            }
+            _ => {
+                // A round trip through another element type.
+                let via = rng.pick(&["f32", "f64", "i32", "i64", "i1"]);
+                let middle = format!("tensor<{a}x{b}x{via}>");
+                let c = format!("%c{i}");
+                body +=
+                    &format!("  {c} = \"meta.unary\"({last}) {{kind = \"cast\"}} : ({full}) -> {middle}\n");
+                body +=
+                    &format!("  {name} = \"meta.unary\"({c}) {{kind = \"cast\"}} : ({middle}) -> {full}\n");
+            }
+        }
+        values.push(name);
+    }
+    let result = values.last().unwrap();
+    let text = format!(
+        "func.func @main(%x: {full}, %y: {full}) -> {full} {{\n{body}  return {result} : {full}\n}}\n"
+    );
+    let mut literal = || {
+        let numbers: Vec<String> = (0..a * b)
+            .map(|_| match element {
+                "i1" => ["true", "false"][rng.below(2)].to_owned(),
+                "i32" | "i64" if rng.below(8) == 0 => extreme(rng, element).to_owned(),
+                "i32" | "i64" => (rng.below(21) as i64 - 10).to_string(),
+                _ if rng.below(8) == 0 => special(rng, element).to_owned(),
+                _ => format!("{}", (rng.below(81) as f64 - 40.0) / 16.0),
+            })
+            .collect();
+        Tensor::parse_literal(&format!("{a}x{b}x{element}={}", numbers.join(" "))).unwrap()
+    };
+    let inputs = vec![literal(), literal()];
+    (text, inputs)
 }
 
 #[cfg(test)]

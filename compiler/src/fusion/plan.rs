@@ -5,7 +5,8 @@
 //! group, so `C = Σ w(v) × |{consumer groups of v other than v's own}|`,
 //! with `w(v)` the bytes of `v` (each `?` dimension counted as
 //! [`DYNAMIC_DIM_ESTIMATE`]). With one op per group this is Jittor's edge
-//! sum; counting a value once per group also rewards groups that read a
+//! sum (all byte counts saturate at `u64::MAX`, so no shape overflows the
+//! model); counting a value once per group also rewards groups that read a
 //! shared input together (sibling merges).
 //!
 //! Algorithm:
@@ -549,12 +550,12 @@ pub fn plan(nodes: Vec<Node>, values: &[ValueUse], options: Options) -> Plan {
                     // Opaque consumers each read the value themselves.
                     if g.is_none() || !seen.contains(&g) {
                         seen.push(g);
-                        total += value.bytes;
+                        total = u64::saturating_add(total, value.bytes);
                     }
                 }
                 total
             })
-            .sum()
+            .fold(0, u64::saturating_add)
     };
     let singleton = |i: usize| (nodes[i].kind.fusable() && nodes[i].kind != NodeKind::Constant).then_some(i);
     let cost_before = cost(&singleton);
@@ -572,12 +573,12 @@ pub fn plan(nodes: Vec<Node>, values: &[ValueUse], options: Options) -> Plan {
         readers.sort_unstable();
         readers.dedup();
         for g in readers {
-            traffic[g].0 += value.bytes;
+            traffic[g].0 = traffic[g].0.saturating_add(value.bytes);
         }
         if let Some(g) = own
             && value.consumers.iter().any(|&c| group_of[c] != Some(g))
         {
-            traffic[g].1 += value.bytes;
+            traffic[g].1 = traffic[g].1.saturating_add(value.bytes);
         }
     }
     Plan {

@@ -312,3 +312,96 @@ func.func @state_type_mismatch(%h: tensor<16x128xf32>) -> tensor<16x256xf32> {
   "meta.state_write"(%h) {name = "rnn.h"} : (tensor<16x128xf32>) -> ()
   return %0 : tensor<16x256xf32>
 }
+
+// -----
+
+func.func @result_too_large(%x: tensor<f32>) -> tensor<f32> {
+  // expected-error@+1 {{'meta.reindex' op result type 'tensor<4294967296x4294967296x4294967296xf32>' is too large: its size in bytes overflows i64}}
+  %b = "meta.reindex"(%x) {indices = affine_map<(d0, d1, d2) -> ()>} : (tensor<f32>) -> tensor<4294967296x4294967296x4294967296xf32>
+  %s = "meta.reindex_reduce"(%b) {kind = "add", indices = affine_map<(d0, d1, d2) -> ()>} : (tensor<4294967296x4294967296x4294967296xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
+func.func @upstream_result_bytes_too_large() {
+  // expected-error@+1 {{'tensor.empty' op result type 'tensor<1152921504606846976xf64>' is too large: its size in bytes overflows i64}}
+  %e = tensor.empty() : tensor<1152921504606846976xf64>
+  return
+}
+
+// -----
+
+// expected-error@+1 {{'func.func' op argument 0 type 'tensor<4294967296x4294967296xf32>' is too large: its size in bytes overflows i64}}
+func.func @argument_too_large(%x: tensor<4294967296x4294967296xf32>) {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{'func.func' op result 0 type 'tensor<?x4611686018427387904xf32>' is too large: its size in bytes overflows i64}}
+func.func private @declared_result_too_large() -> tensor<?x4611686018427387904xf32>
+
+// -----
+
+func.func @reindex_mod_by_zero(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'meta.reindex' op indices map divides by 0 in 'd0 mod 0'; affine divisors must be positive}}
+  %b = "meta.reindex"(%a) {indices = affine_map<(d0) -> (d0 mod 0)>} : (tensor<4xf32>) -> tensor<4xf32>
+  return %b : tensor<4xf32>
+}
+
+// -----
+
+func.func @reindex_floordiv_by_negative(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'meta.reindex' op indices map divides by -2 in 'd0 floordiv -2'; affine divisors must be positive}}
+  %b = "meta.reindex"(%a) {indices = affine_map<(d0) -> (d0 floordiv -2)>} : (tensor<4xf32>) -> tensor<4xf32>
+  return %b : tensor<4xf32>
+}
+
+// -----
+
+func.func @reduce_ceildiv_by_zero(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'meta.reindex_reduce' op indices map divides by 0 in 'd0 ceildiv 0'; affine divisors must be positive}}
+  %b = "meta.reindex_reduce"(%a) {kind = "add", indices = affine_map<(d0) -> (d0 ceildiv 0)>} : (tensor<4xf32>) -> tensor<4xf32>
+  return %b : tensor<4xf32>
+}
+
+// -----
+
+func.func @overflow_condition_mod_by_negative(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'meta.reindex' op overflow_conditions set 0 divides by -1 in 'd0 mod -1'; affine divisors must be positive}}
+  %b = "meta.reindex"(%a) {indices = affine_map<(d0) -> (d0)>, overflow_conditions = [affine_set<(d0) : (d0 mod -1 >= 0)>]} : (tensor<4xf32>) -> tensor<4xf32>
+  return %b : tensor<4xf32>
+}
+
+// -----
+
+func.func @reindex_multiply_overflows(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'meta.reindex' op indices map overflows i64 in 'd0 * 4611686018427387904' at result index (3)}}
+  %b = "meta.reindex"(%a) {indices = affine_map<(d0) -> (d0 * 4611686018427387904)>} : (tensor<4xf32>) -> tensor<4xf32>
+  return %b : tensor<4xf32>
+}
+
+// -----
+
+func.func @reindex_overflows_one_past_the_limit(%a: tensor<4xi1>) -> tensor<4611686018427387905xi1> {
+  // expected-error@+1 {{'meta.reindex' op indices map overflows i64 in 'd0 * 2' at result index (4611686018427387904)}}
+  %b = "meta.reindex"(%a) {indices = affine_map<(d0) -> ((d0 * 2 + 1) ceildiv 3)>} : (tensor<4xi1>) -> tensor<4611686018427387905xi1>
+  return %b : tensor<4611686018427387905xi1>
+}
+
+// -----
+
+func.func @reduce_overflows_over_input_indices(%a: tensor<4xf32>) -> tensor<1xf32> {
+  // expected-error@+1 {{'meta.reindex_reduce' op indices map overflows i64 in 'd0 * 4611686018427387904' at input index (3)}}
+  %b = "meta.reindex_reduce"(%a) {kind = "add", indices = affine_map<(d0) -> (d0 * 4611686018427387904)>} : (tensor<4xf32>) -> tensor<1xf32>
+  return %b : tensor<1xf32>
+}
+
+// -----
+
+func.func @overflow_condition_overflows(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'meta.reindex' op overflow_conditions set 0 overflows i64 in 'd0 * 4611686018427387904' at result index (3)}}
+  %b = "meta.reindex"(%a) {indices = affine_map<(d0) -> (d0)>, overflow_conditions = [affine_set<(d0) : (d0 * 4611686018427387904 >= 0)>]} : (tensor<4xf32>) -> tensor<4xf32>
+  return %b : tensor<4xf32>
+}
