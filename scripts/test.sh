@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Quick start, part 2: sets up, then runs every check and test: formatting,
 # clippy, the architecture invariants (scripts/check-architecture.sh), cargo
-# test, the lit suite with LLVM 22's lit and FileCheck, and the
-# NumPy cross-check of the interpreter.
+# test, the lit suite with LLVM 22's lit and FileCheck, the NumPy
+# cross-checks of the interpreter and of compiled code, and the fuzz smoke
+# (scripts/fuzz.sh: every libFuzzer target for a few seconds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -39,3 +40,6 @@ step "numpy cross-check of the interpreter"
 
 step "numpy cross-check of compiled code"
 .venv/bin/python test/numpy/crosscheck.py "$target_dir/debug/jitc" --backend cpu --cases 100
+
+step "fuzz smoke"
+bash scripts/fuzz.sh smoke 10

@@ -4,14 +4,21 @@
 //! the host CPU and JIT-compiled.
 //!
 //! Algorithm:
-//! 1. `lower::lower` builds one `func.func @kernel(!llvm.ptr)` per kernel;
+//! 1. `lower::lower` builds one `func.func @kernel(!llvm.ptr, i64, i64)`
+//!    per kernel (in the bounds-checked mode, with every element access
+//!    checked; see `lower::access`);
 //! 2. the `llvm` pipeline of [`crate::pipelines`] converts it to the LLVM
 //!    dialect;
 //! 3. `mlirTranslateModuleToLLVMIR` writes LLVM IR into an inkwell context;
 //! 4. the host target machine runs `default<O3>`;
 //! 5. MCJIT compiles it; kernel addresses are looked up by name.
 
-use crate::{Error, guards::EntryGuard, lower::KernelSignature, pipelines::Pipeline};
+use crate::{
+    Error,
+    guards::EntryGuard,
+    lower::{KernelSignature, LowerOptions},
+    pipelines::Pipeline,
+};
 use inkwell::{
     OptimizationLevel,
     context::Context as LlvmContext,
@@ -24,8 +31,9 @@ use melior::{Context, ir::Module};
 use std::collections::HashMap;
 
 /// A compiled kernel: `buffers` points to one data pointer per argument,
-/// then per result, then to an i32 status word; it runs the part
-/// `[begin, end)` of the outermost domain dimension (see `lower`).
+/// then per result, then to a zeroed [`crate::KernelStatus`] record; it
+/// runs the part `[begin, end)` of the split dimension (see `lower`).
+/// [`KernelSignature::failure`] reads the record after the call.
 pub type KernelFn = unsafe extern "C" fn(buffers: *const *mut u8, begin: i64, end: i64);
 
 /// A module compiled for the CPU: its kernels as native code with their
@@ -151,6 +159,21 @@ pub struct CodegenOptions {
     pub target: CpuTarget,
     /// How transcendental functions are computed.
     pub math: crate::lower::MathMode,
+    /// The bounds-checked mode: every element load and store of a kernel
+    /// is checked against its buffer's extent, and one out of bounds is
+    /// reported through the status record instead of made
+    /// ([`KernelSignature::failure`] says which access and offset).
+    pub check_bounds: bool,
+}
+
+impl CodegenOptions {
+    fn lowering(&self) -> LowerOptions {
+        LowerOptions {
+            math: self.math,
+            check_bounds: self.check_bounds,
+            ..LowerOptions::default()
+        }
+    }
 }
 
 /// The host CPU's name and features, for cache keys (asked of LLVM once).
@@ -166,12 +189,12 @@ pub fn host_description() -> &'static str {
 }
 
 /// Lowers `module`'s kernels and converts them to the LLVM dialect.
-pub fn to_llvm_dialect<'c>(
+pub(crate) fn to_llvm_dialect<'c>(
     context: &'c Context,
     module: &Module<'c>,
-    math: crate::lower::MathMode,
+    options: &LowerOptions,
 ) -> Result<crate::lower::Lowered<'c>, Error> {
-    let mut lowered = crate::lower::lower(context, module, math)?;
+    let mut lowered = crate::lower::lower(context, module, options)?;
     convert(context, &mut lowered.module)?;
     Ok(lowered)
 }
@@ -268,13 +291,13 @@ pub fn emit(
     options: &CodegenOptions,
 ) -> Result<Emitted, Error> {
     if emit == Emit::Mlir {
-        let lowered = crate::lower::lower(context, module, options.math)?;
+        let lowered = crate::lower::lower(context, module, &options.lowering())?;
         return Ok((
             format!("{}\n", lowered.module.as_operation()).into_bytes(),
             lowered.skipped,
         ));
     }
-    let lowered = to_llvm_dialect(context, module, options.math)?;
+    let lowered = to_llvm_dialect(context, module, &options.lowering())?;
     let machine = target_machine(&options.target)?;
     let llvm_context = LlvmContext::create();
     let llvm_module = to_llvm_ir(&lowered.module, &llvm_context, &machine)?;
@@ -305,17 +328,23 @@ pub fn emit(
 /// Lowers, optimizes and JIT-compiles the `meta.fused` kernels of `module`
 /// for `options.target` (which must be the host or a CPU it can run).
 pub fn compile(context: &Context, module: &Module, options: &CodegenOptions) -> Result<CpuArtifact, Error> {
+    let lowered = to_llvm_dialect(context, module, &options.lowering())?;
+    jit(lowered, &options.target)
+}
+
+/// JIT-compiles kernels in the LLVM dialect for `target`.
+fn jit(lowered: crate::lower::Lowered, target: &CpuTarget) -> Result<CpuArtifact, Error> {
     let crate::lower::Lowered {
         module: lowered,
         signatures,
         skipped,
-    } = to_llvm_dialect(context, module, options.math)?;
+    } = lowered;
     let llvm_context = Box::new(LlvmContext::create());
     // SAFETY: the context is boxed, so its address is stable when the box
     // moves into `CpuArtifact`, which drops it after the engine that
     // borrows it (field order).
     let context_ref: &'static LlvmContext = unsafe { &*(llvm_context.as_ref() as *const LlvmContext) };
-    let machine = target_machine(&options.target)?;
+    let machine = target_machine(target)?;
     let llvm_module = to_llvm_ir(&lowered, context_ref, &machine)?;
     let llvm_ir = llvm_module.print_to_string().to_string();
     let engine = llvm_module
@@ -387,6 +416,18 @@ pub struct GpuOptions {
     pub arch: GpuArch,
     /// How transcendental functions are computed.
     pub math: crate::lower::MathMode,
+    /// The bounds-checked mode, as [`CodegenOptions::check_bounds`].
+    pub check_bounds: bool,
+}
+
+impl GpuOptions {
+    fn lowering(&self) -> LowerOptions {
+        LowerOptions {
+            math: self.math,
+            check_bounds: self.check_bounds,
+            ..LowerOptions::default()
+        }
+    }
 }
 
 /// The triple of NVIDIA GPUs (64-bit addresses).
@@ -427,12 +468,12 @@ pub struct PtxArtifact {
 
 /// Lowers `module`'s kernels (fused already) for the GPU, in the LLVM
 /// dialect.
-pub fn to_llvm_dialect_gpu<'c>(
+pub(crate) fn to_llvm_dialect_gpu<'c>(
     context: &'c Context,
     module: &Module<'c>,
-    math: crate::lower::MathMode,
+    options: &LowerOptions,
 ) -> Result<crate::lower::gpu::LoweredGpu<'c>, Error> {
-    let mut lowered = crate::lower::gpu::lower_gpu(context, module, math)?;
+    let mut lowered = crate::lower::gpu::lower_gpu(context, module, options)?;
     convert(context, &mut lowered.module)?;
     Ok(lowered)
 }
@@ -442,7 +483,7 @@ pub fn to_llvm_dialect_gpu<'c>(
 /// calling convention on every entry, `default<O3>` for the NVPTX target
 /// machine, and LLVM's NVPTX assembly printer.
 pub fn ptx(context: &Context, module: &Module, options: &GpuOptions) -> Result<PtxArtifact, Error> {
-    let lowered = to_llvm_dialect_gpu(context, module, options.math)?;
+    let lowered = to_llvm_dialect_gpu(context, module, &options.lowering())?;
     let machine = nvptx_machine(options.arch)?;
     let llvm_context = LlvmContext::create();
     let llvm_module = translate(&lowered.module, &llvm_context, &machine)?;
@@ -485,7 +526,7 @@ pub fn emit_gpu(
 ) -> Result<Emitted, Error> {
     match emit {
         Emit::Mlir => {
-            let lowered = crate::lower::gpu::lower_gpu(context, module, options.math)?;
+            let lowered = crate::lower::gpu::lower_gpu(context, module, &options.lowering())?;
             Ok((
                 format!("{}\n", lowered.module.as_operation()).into_bytes(),
                 lowered.skipped,
@@ -503,4 +544,99 @@ pub fn emit_gpu(
             "the GPU target emits PTX text (--emit ptx); the driver compiles it when it loads it".into(),
         )),
     }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The bounds-checked mode catches accesses out of bounds. Correct
+    //! lowering never makes one, so these tests skew every checked offset
+    //! (`LowerOptions::skew`, applied inside the check) and call the kernel
+    //! directly: without the checks, nothing would be skewed, the kernel
+    //! would succeed, and the tests would fail.
+
+    use super::*;
+    use crate::{KernelStatus, lower::MathMode};
+
+    const ADD: &str = r#"func.func @main(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
+  %s = "meta.binary"(%x, %y) {kind = "add"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %s : tensor<4xf32>
+}"#;
+
+    /// The output and status record of `ADD`'s kernel, compiled in the
+    /// bounds-checked mode with `skew`, on `[1 2 3 4] + [10 20 30 40]`,
+    /// its output filled with -1 first; and the kernel's signature.
+    fn run_add(skew: i64) -> ([f32; 4], KernelStatus, KernelSignature) {
+        let context = crate::new_context().unwrap();
+        let mut module = crate::parse_module(&context, ADD).unwrap();
+        crate::fuse(&context, &mut module).unwrap();
+        let options = LowerOptions {
+            math: MathMode::Exact,
+            check_bounds: true,
+            skew,
+        };
+        let artifact = jit(
+            to_llvm_dialect(&context, &module, &options).unwrap(),
+            &CpuTarget::default(),
+        )
+        .unwrap();
+        let (function, signature) = artifact.get("main_fused_0").unwrap();
+        let mut x = [1.0f32, 2.0, 3.0, 4.0];
+        let mut y = [10.0f32, 20.0, 30.0, 40.0];
+        let mut out = [-1.0f32; 4];
+        let mut status: KernelStatus = [0; 2];
+        let pointers: [*mut u8; 4] = [
+            x.as_mut_ptr().cast(),
+            y.as_mut_ptr().cast(),
+            out.as_mut_ptr().cast(),
+            status.as_mut_ptr().cast(),
+        ];
+        // SAFETY: the kernel takes two 4-element f32 inputs, a 4-element
+        // f32 output and a status record, all live across the call.
+        unsafe { function(pointers.as_ptr(), 0, signature.outer) };
+        (out, status, signature.clone())
+    }
+
+    #[test]
+    fn checked_accesses_are_numbered_and_described() {
+        let (out, status, signature) = run_add(0);
+        assert_eq!(out, [11.0, 22.0, 33.0, 44.0]);
+        assert_eq!(status, [0, 0]);
+        assert_eq!(signature.failure(status), None);
+        let table: Vec<String> = signature.accesses.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            table,
+            [
+                "'meta.binary' at line 2 reads %arg0 (tensor<4xf32>, 4 elements)",
+                "'meta.binary' at line 2 reads %arg1 (tensor<4xf32>, 4 elements)",
+                "'meta.binary' at line 2 writes result 0 (tensor<4xf32>, 4 elements)",
+            ]
+        );
+    }
+
+    #[test]
+    fn an_access_past_the_end_is_reported_and_not_made() {
+        let (out, status, signature) = run_add(4);
+        // The first failing access in loop order: %arg0 at point 0.
+        assert_eq!(status, [FIRST_ACCESS, 4]);
+        assert_eq!(
+            signature.failure(status).unwrap(),
+            "out-of-bounds access: 'meta.binary' at line 2 reads %arg0 (tensor<4xf32>) at element offset 4, outside its 4 elements"
+        );
+        // Every store was out of bounds too, so none was made.
+        assert_eq!(out, [-1.0; 4]);
+    }
+
+    #[test]
+    fn an_access_before_the_start_is_reported() {
+        let (_, status, signature) = run_add(-1);
+        assert_eq!(status, [FIRST_ACCESS, -1]);
+        assert!(
+            signature
+                .failure(status)
+                .unwrap()
+                .ends_with("at element offset -1, outside its 4 elements")
+        );
+    }
+
+    const FIRST_ACCESS: i64 = crate::lower::FIRST_ACCESS_STATUS;
 }

@@ -50,11 +50,11 @@ pub use error::Error;
 pub use guards::{ArgumentCheck, EntryGuard, take_entry_guards};
 pub use jitc_dialect::profile::Profile;
 pub use lower::{
-    Buffer as Slot, KernelSignature, MathMode,
+    Buffer as Slot, CheckedAccess, KernelSignature, KernelStatus, MathMode,
     gpu::{FillLaunch, GpuKernel, Launch},
 };
 pub use pipelines::{OptimizeOptions, Pipeline, optimize};
-pub use source::{Chunk, parse_module, split_input};
+pub use source::{Chunk, check_nesting, parse_module, split_input};
 pub use transforms::specialize::{Assumption, SpecializeOptions, argument_site, specialize};
 pub use verify_diagnostics::{Expectation, check as check_expectations, parse_expectations};
 

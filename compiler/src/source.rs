@@ -18,6 +18,48 @@ pub struct Chunk {
     pub text: String,
 }
 
+/// Checks that `text` nests braces (regions, attribute dictionaries) at
+/// most `limit` deep, outside string literals and `//` comments. MLIR's
+/// parser and walks recurse once per level, so a caller checks this
+/// against the stack it runs on before parsing; the error completes a
+/// sentence whose subject is the input ("nests more than ...").
+pub fn check_nesting(text: &str, limit: usize) -> Result<(), String> {
+    let mut depth = 0usize;
+    for (line, content) in text.lines().enumerate() {
+        let mut in_string = false;
+        let mut escaped = false;
+        let mut previous = ' ';
+        for c in content.chars() {
+            if in_string {
+                match c {
+                    _ if escaped => escaped = false,
+                    '\\' => escaped = true,
+                    '"' => in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match c {
+                '"' => in_string = true,
+                '/' if previous == '/' => break,
+                '{' => {
+                    depth += 1;
+                    if depth > limit {
+                        return Err(format!(
+                            "nests more than {limit} levels deep at line {}; jitc reads at most {limit} levels of regions and attributes",
+                            line + 1
+                        ));
+                    }
+                }
+                '}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            previous = c;
+        }
+    }
+    Ok(())
+}
+
 /// Splits `text` at [`SPLIT_MARKER`] lines (which belong to no chunk).
 pub fn split_input(text: &str) -> Vec<Chunk> {
     let mut chunks = Vec::new();

@@ -26,7 +26,7 @@
 
 use melior::ir::{Location, OperationRef, operation::OperationLike};
 use serde::{Deserialize, Serialize};
-use std::{collections::BTreeMap, fmt, path::Path};
+use std::{collections::BTreeMap, fmt};
 
 /// The profile format written by this version.
 pub const PROFILE_VERSION: u32 = 1;
@@ -203,23 +203,10 @@ impl Profile {
         Ok(profile)
     }
 
-    /// Reads a profile file.
-    pub fn load(path: &Path) -> Result<Self, ProfileError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ProfileError(format!("cannot read profile {}: {e}", path.display())))?;
-        Self::from_json(&text).map_err(|e| ProfileError(format!("{}: {e}", path.display())))
-    }
-
     /// The profile as pretty-printed JSON.
     pub fn to_json(&self) -> String {
         // Serializing these types cannot fail: every map key is a string.
         serde_json::to_string_pretty(self).unwrap_or_default()
-    }
-
-    /// Writes the profile to `path`.
-    pub fn save(&self, path: &Path) -> Result<(), ProfileError> {
-        std::fs::write(path, self.to_json() + "\n")
-            .map_err(|e| ProfileError(format!("cannot write profile {}: {e}", path.display())))
     }
 
     /// Joins `other` into `self`: facts that disagree become varied and

@@ -12,30 +12,28 @@ use std::{
 
 /// Reads a `.npy` file.
 pub fn read(path: &Path) -> Result<Tensor, String> {
-    let mut file = File::open(path).map_err(|e| format!("cannot open '{}': {e}", path.display()))?;
-    check_shape(&mut file).map_err(|e| format!("'{}' {e}", path.display()))?;
-    file.rewind()
-        .map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
-    let npy = NpyFile::new(BufReader::new(file))
-        .map_err(|e| format!("'{}' is not a .npy file: {e}", path.display()))?;
+    let file = File::open(path).map_err(|e| format!("cannot open '{}': {e}", path.display()))?;
+    read_from(BufReader::new(file)).map_err(|e| format!("'{}' {e}", path.display()))
+}
+
+/// Reads a tensor in `.npy` format from `reader`; the error completes a
+/// sentence whose subject is the file ("is not a .npy file: ...").
+pub fn read_from(mut reader: impl Read + Seek) -> Result<Tensor, String> {
+    check_shape(&mut reader)?;
+    reader.rewind().map_err(|e| format!("cannot be read: {e}"))?;
+    let npy = NpyFile::new(reader).map_err(|e| format!("is not a .npy file: {e}"))?;
     if npy.order() != npyz::Order::C {
-        return Err(format!(
-            "'{}' is in Fortran order; save it in C order",
-            path.display()
-        ));
+        return Err("is in Fortran order; save it in C order".to_owned());
     }
     let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
-    crate::tensor::checked_len(&shape).map_err(|e| format!("'{}': {e}", path.display()))?;
+    crate::tensor::checked_len(&shape).map_err(|e| format!("is too large: {e}"))?;
     let descr = match npy.dtype() {
         DType::Plain(ty) => ty.to_string(),
         other => {
-            return Err(format!(
-                "'{}' has dtype {other:?}; expected a plain numeric dtype",
-                path.display()
-            ));
+            return Err(format!("has dtype {other:?}; expected a plain numeric dtype"));
         }
     };
-    let bad = |e: std::io::Error| format!("'{}' is truncated or corrupt: {e}", path.display());
+    let bad = |e: io::Error| format!("is truncated or corrupt: {e}");
     let buffer = match descr.as_str() {
         "<f4" => Buffer::F32(npy.into_vec().map_err(bad)?.into()),
         "<f8" => Buffer::F64(npy.into_vec().map_err(bad)?.into()),
@@ -44,14 +42,16 @@ pub fn read(path: &Path) -> Result<Tensor, String> {
         "|b1" => Buffer::I1(npy.into_vec().map_err(bad)?.into()),
         other => {
             return Err(format!(
-                "'{}' has dtype '{other}'; expected float32, float64, int32, int64 or bool",
-                path.display()
+                "has dtype '{other}'; expected float32, float64, int32, int64 or bool"
             ));
         }
     };
-    Tensor::new(shape, buffer)
-        .ok_or_else(|| format!("'{}' holds fewer elements than its shape says", path.display()))
+    Tensor::new(shape, buffer).ok_or_else(|| "holds fewer elements than its shape says".to_owned())
 }
+
+/// The deepest bracket nesting of a `.npy` header jitc parses: a record
+/// dtype with nested fields and sub-array shapes stays well within it.
+const MAX_HEADER_NESTING: usize = 8;
 
 /// Checks, before `npyz` computes with it, that the shape in the header
 /// of the `.npy` file `reader` is at the start of has an element count that
@@ -72,34 +72,66 @@ fn check_shape(reader: &mut impl Read) -> Result<(), String> {
     }
     let (length, start) = match prefix[6] {
         1 => (u16::from_le_bytes([prefix[8], prefix[9]]) as usize, 10),
-        _ => (
+        2 | 3 => (
             u32::from_le_bytes([prefix[8], prefix[9], prefix[10], prefix[11]]) as usize,
             12,
         ),
+        // A version npyz does not read: it says so.
+        _ => return Ok(()),
     };
     let mut header = prefix[start..].to_vec();
     reader
         .take(length.saturating_sub(header.len()) as u64)
         .read_to_end(&mut header)
         .map_err(|e| format!("cannot be read: {e}"))?;
+    // A header is a flat dict whose values nest a level or two (a shape
+    // tuple, a record dtype's list of tuples). The Python-literal parser
+    // takes exponential time on deep nesting, so a header nested deeper
+    // than any NumPy writes is refused before it is parsed.
+    let mut depth = 0usize;
+    for &byte in &header {
+        match byte {
+            b'{' | b'(' | b'[' => depth += 1,
+            b'}' | b')' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if depth > MAX_HEADER_NESTING {
+            return Err(format!(
+                "has a malformed header: it nests brackets more than {MAX_HEADER_NESTING} deep"
+            ));
+        }
+    }
+    // The same parser npyz uses (`py_literal`), so every header npyz would
+    // accept is understood here too.
     let header = String::from_utf8_lossy(&header);
-    let Some(tuple) = header
-        .split_once("'shape'")
-        .and_then(|(_, rest)| rest.split_once('('))
-        .and_then(|(_, rest)| rest.split_once(')'))
-        .map(|(tuple, _)| tuple)
-    else {
+    let Ok(py_literal::Value::Dict(entries)) = header.trim_end().parse::<py_literal::Value>() else {
         return Ok(());
     };
+    let shape = entries.iter().find_map(|(key, value)| match (key, value) {
+        (py_literal::Value::String(key), py_literal::Value::Tuple(dims) | py_literal::Value::List(dims))
+            if key == "shape" =>
+        {
+            Some(dims)
+        }
+        _ => None,
+    });
     let mut count: u64 = 1;
-    for dimension in tuple.split(',').map(str::trim).filter(|d| !d.is_empty()) {
-        // A dimension that is not a number is npyz's to report.
-        let Ok(dimension) = dimension.parse::<u64>() else {
+    for dimension in shape.into_iter().flatten() {
+        // A dimension that is not a non-negative 64-bit integer is npyz's
+        // to report.
+        let py_literal::Value::Integer(dimension) = dimension else {
             return Ok(());
         };
-        count = count
-            .checked_mul(dimension)
-            .ok_or_else(|| format!("has shape ({tuple}), whose element count does not fit in 64 bits"))?;
+        let Ok(dimension) = dimension.to_string().parse::<u64>() else {
+            return Ok(());
+        };
+        count = count.checked_mul(dimension).ok_or_else(|| {
+            let dims: Vec<String> = shape.into_iter().flatten().map(ToString::to_string).collect();
+            format!(
+                "has shape ({}), whose element count does not fit in 64 bits",
+                dims.join(", ")
+            )
+        })?;
     }
     Ok(())
 }
@@ -191,6 +223,20 @@ mod tests {
         std::fs::write(&path, header_only("(4611686018427387904, 4611686018427387904)")).unwrap();
         let error = read(&path).unwrap_err();
         assert!(error.contains("does not fit in 64 bits"), "{error}");
+        // Found by the `inputs` fuzz target: npyz's Python-literal parser
+        // reads `4611686018+427387904` as one integer, so the check reads
+        // headers with the same parser.
+        std::fs::write(&path, header_only("(4611686018+427387904, 4611686018427387904)")).unwrap();
+        let error = read(&path).unwrap_err();
+        assert!(error.contains("does not fit in 64 bits"), "{error}");
+        // Found by the `inputs` fuzz target: the header parser takes
+        // exponential time on nested brackets.
+        let mut nested = header_only("()");
+        let braces = nested.iter().position(|&b| b == b'{').unwrap();
+        nested.splice(braces..braces, std::iter::repeat_n(b'{', 80));
+        std::fs::write(&path, nested).unwrap();
+        let error = read(&path).unwrap_err();
+        assert!(error.contains("malformed header"), "{error}");
         // Within 64 bits but past the element limit: the limit's message.
         std::fs::write(&path, header_only("(4294967296, 4)")).unwrap();
         let error = read(&path).unwrap_err();

@@ -1,7 +1,13 @@
 //! Running modules on the CPU with compiled kernels.
+//!
+//! Each kernel call gets a zeroed status record ([`KernelStatus`]); a part
+//! of a split kernel gets its own, and the first part (in range order)
+//! that failed is reported, worded by [`jitc_compiler::KernelSignature::failure`]
+//! as on the GPU: a division by zero, or in the bounds-checked mode
+//! ([`CodegenOptions::check_bounds`]) the access that went out of bounds.
 
 use crate::{Error, Executor};
-use jitc_compiler::{CodegenOptions, CpuArtifact, EntryGuard, KernelFn, Slot};
+use jitc_compiler::{CodegenOptions, CpuArtifact, EntryGuard, KernelFn, KernelStatus, Slot};
 use jitc_interp::{Interpreter, KernelRunner, StateStore, Tensor, Value};
 use melior::{Context, ir::Module};
 use rayon::prelude::*;
@@ -49,13 +55,13 @@ fn workers() -> Option<&'static rayon::ThreadPool> {
     .as_ref()
 }
 
-/// Runs `[begin, end)` of `function` with its own status word in place of
-/// the last pointer; returns that status.
-fn run_part(function: KernelFn, pointers: &[*mut u8], begin: i64, end: i64) -> i32 {
+/// Runs `[begin, end)` of `function` with its own status record in place
+/// of the last pointer; returns that record.
+fn run_part(function: KernelFn, pointers: &[*mut u8], begin: i64, end: i64) -> KernelStatus {
     let mut own = pointers.to_vec();
-    let mut status: i32 = 0;
+    let mut status: KernelStatus = [0; 2];
     if let Some(last) = own.last_mut() {
-        *last = (&mut status as *mut i32).cast();
+        *last = status.as_mut_ptr().cast();
     }
     // SAFETY: as for a whole-range call in `run_kernel`; a part writes only
     // the outputs of its range of the split dimension.
@@ -64,16 +70,17 @@ fn run_part(function: KernelFn, pointers: &[*mut u8], begin: i64, end: i64) -> i
 }
 
 /// Runs a parallel kernel in `parts` contiguous ranges of its split
-/// dimension on the worker threads; returns the combined status. Falls
-/// back to one call when the pool could not be started.
-fn run_split(function: KernelFn, pointers: &[*mut u8], outer: i64, parts: usize) -> i32 {
+/// dimension on the worker threads; returns the status record of the
+/// first part that failed, or a zero one. Falls back to one call when the
+/// pool could not be started.
+fn run_split(function: KernelFn, pointers: &[*mut u8], outer: i64, parts: usize) -> KernelStatus {
     let Some(pool) = workers() else {
         return run_part(function, pointers, 0, outer);
     };
     let per_part = (outer as usize).div_ceil(parts) as i64;
     let shared = Buffers(pointers.to_vec());
     let shared = &shared;
-    let statuses: Vec<i32> = pool.install(|| {
+    let statuses: Vec<KernelStatus> = pool.install(|| {
         (0..parts as i64)
             .into_par_iter()
             .map(|t| (t * per_part, ((t + 1) * per_part).min(outer)))
@@ -81,7 +88,10 @@ fn run_split(function: KernelFn, pointers: &[*mut u8], outer: i64, parts: usize)
             .map(|(begin, end)| run_part(function, &shared.0, begin, end))
             .collect()
     });
-    statuses.into_iter().fold(0, |a, b| a | b)
+    statuses
+        .into_iter()
+        .find(|status| status[0] != 0)
+        .unwrap_or_default()
 }
 
 /// A cached compilation: the fused module's text and its kernels.
@@ -92,8 +102,9 @@ struct Entry {
 
 /// The in-memory cache of compilations, keyed by the module's canonical
 /// text before fusion (printed without locations), the code generation
-/// options, the entry function whose guards were taken out, and the host
-/// CPU.
+/// options (all of them, `check_bounds` included, so checked and unchecked
+/// kernels never share an entry), the entry function whose guards were
+/// taken out, and the host CPU.
 fn cache() -> &'static Mutex<HashMap<String, Entry>> {
     static CACHE: OnceLock<Mutex<HashMap<String, Entry>>> = OnceLock::new();
     CACHE.get_or_init(|| Mutex::new(HashMap::new()))
@@ -265,7 +276,7 @@ impl KernelRunner for CpuModule {
                 Slot::Index => return Some(Err("a kernel that returns an index".into())),
             }
         }
-        let mut status: i32 = 0;
+        let mut status: KernelStatus = [0; 2];
         let mut pointers: Vec<*mut u8> = Vec::with_capacity(args.len() + outputs.len() + 1);
         let mut next_index = 0;
         for (arg, slot) in args.iter().zip(&signature.inputs) {
@@ -291,18 +302,18 @@ impl KernelRunner for CpuModule {
         for output in &mut outputs {
             pointers.push(output.buffer_mut().as_mut_ptr());
         }
-        pointers.push((&mut status as *mut i32).cast());
+        pointers.push(status.as_mut_ptr().cast());
         let threads = thread_count().min(signature.outer.max(1) as usize);
         if signature.parallel && threads > 1 && signature.points >= PARALLEL_MIN_ELEMENTS as u64 {
             status = run_split(*function, &pointers, signature.outer, threads);
         } else {
             // SAFETY: `pointers` holds one live buffer per argument and
             // result, shaped as the kernel was compiled for (checked above),
-            // then the status word; all outlive the call.
+            // then the zeroed status record; all outlive the call.
             unsafe { function(pointers.as_ptr(), 0, signature.outer) };
         }
-        if status != 0 {
-            return Some(Err("integer division by zero".into()));
+        if let Some(failure) = signature.failure(status) {
+            return Some(Err(failure));
         }
         Some(Ok(outputs.into_iter().map(Value::tensor).collect()))
     }

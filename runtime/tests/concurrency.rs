@@ -3,52 +3,24 @@
 //! pool are shared by the process. THREADS threads each run ROUNDS rounds
 //! over the examples (in a different order per thread, so one thread's
 //! compile races another's cache hit) and a speculating `Session` on the
-//! IndRNN; every result and state must equal the interpreter's, bit for
-//! bit (`--math exact`).
+//! IndRNN; every result and state must equal the interpreter's
+//! (`--math exact`: bit for bit, 4 ulps for `erf`, see `Match::Ulps4`).
 
 use jitc_compiler::{
     CodegenOptions, MathMode, OptimizeOptions, Pipeline, new_context, optimize, parse_module,
 };
-use jitc_interp::{Interpreter, StateStore, Tensor, Value};
+use jitc_interp::{Interpreter, StateStore, Value};
 use jitc_runtime::{CpuModule, Session, SessionOptions};
-use jitc_test_support::{example, random};
+use jitc_test_support::{Match, STATIC_EXAMPLES, example, random, random_inputs};
 
 const THREADS: usize = 4;
 const ROUNDS: usize = 3;
-
-const CASES: &[(&str, &[&[usize]])] = &[
-    ("conv.mlir", &[&[2, 3, 5, 5], &[4, 3, 3, 3]]),
-    ("instance_norm.mlir", &[&[2, 3, 4, 4]]),
-    ("sigmoid.mlir", &[&[1024]]),
-    ("softmax.mlir", &[&[4, 8]]),
-    ("matmul.mlir", &[&[4, 3], &[3, 5]]),
-    ("mlp.mlir", &[&[2, 4], &[4, 8], &[8], &[8, 3], &[3]]),
-    ("rnn.mlir", &[&[5, 4, 6], &[6, 8], &[8, 8]]),
-];
 
 fn exact() -> CodegenOptions {
     CodegenOptions {
         math: MathMode::Exact,
         ..CodegenOptions::default()
     }
-}
-
-/// Equal shapes, types and bits (NaN equal to NaN).
-fn identical(a: &[Value], b: &[Value]) -> bool {
-    a.len() == b.len()
-        && a.iter().zip(b).all(|(x, y)| match (x, y) {
-            (Value::Tensor(x), Value::Tensor(y)) => same_tensor(x, y),
-            _ => x == y,
-        })
-}
-
-fn same_tensor(x: &Tensor, y: &Tensor) -> bool {
-    x.shape() == y.shape()
-        && x.element_type() == y.element_type()
-        && (0..x.len()).all(|i| {
-            let (a, b) = (x.get(i).as_f64(), y.get(i).as_f64());
-            a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
-        })
 }
 
 fn run_example(name: &str, shapes: &[&[usize]], seed: u64) -> Result<(), String> {
@@ -61,11 +33,7 @@ fn run_example(name: &str, shapes: &[&[usize]], seed: u64) -> Result<(), String>
         &OptimizeOptions::default(),
     )
     .map_err(|e| e.to_string())?;
-    let inputs: Vec<Tensor> = shapes
-        .iter()
-        .enumerate()
-        .map(|(i, s)| random(s, seed + i as u64))
-        .collect();
+    let inputs = random_inputs(shapes, seed);
     let args = || inputs.iter().cloned().map(Value::tensor).collect::<Vec<_>>();
     let mut state = StateStore::new();
     state.insert("rnn.h", random(&[4, 8], seed + 99));
@@ -80,8 +48,8 @@ fn run_example(name: &str, shapes: &[&[usize]], seed: u64) -> Result<(), String>
     let states_equal = interpreted_state
         .iter()
         .zip(state.iter())
-        .all(|((a, x), (b, y))| a == b && same_tensor(x, y));
-    if !identical(&expected, &actual) || !states_equal {
+        .all(|((a, x), (b, y))| a == b && Match::Ulps4.tensors(x, y));
+    if !Match::Ulps4.values(&expected, &actual) || !states_equal {
         return Err(format!(
             "compiled {actual:?} but the interpreter gave {expected:?}"
         ));
@@ -115,7 +83,7 @@ fn run_session(thread: usize) -> Result<(), String> {
             .run("main", args.clone(), &mut reference_state)
             .map_err(|e| e.to_string())?;
         let actual = session.call(args, &mut state).map_err(|e| e.to_string())?;
-        if !identical(&expected, &actual) {
+        if !Match::Ulps4.values(&expected, &actual) {
             return Err(format!(
                 "call {call}: the session's result differs from the interpreter's"
             ));
@@ -130,8 +98,8 @@ fn threads_compiling_and_calling_at_once_match_the_interpreter() {
         .map(|thread| {
             std::thread::spawn(move || -> Result<(), String> {
                 for round in 0..ROUNDS {
-                    for k in 0..CASES.len() {
-                        let (name, shapes) = CASES[(k + thread) % CASES.len()];
+                    for k in 0..STATIC_EXAMPLES.len() {
+                        let (name, shapes) = STATIC_EXAMPLES[(k + thread) % STATIC_EXAMPLES.len()];
                         let seed = (thread * 100 + round * 10 + k) as u64 + 1;
                         run_example(name, shapes, seed)
                             .map_err(|e| format!("thread {thread}, {name}: {e}"))?;

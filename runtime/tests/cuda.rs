@@ -2,7 +2,9 @@
 //! interpreter (relative tolerance 1e-5, absolute 1e-6 near zero, as the
 //! CPU's fast-math examples in `differential.rs`: the GPU uses the same
 //! polynomial `exp`/`tanh` and block reductions reassociate sums), with
-//! `--math exact` kernels compared within 4 ulps.
+//! `--math exact` kernels compared within 4 ulps. The fast-math examples
+//! also run in the bounds-checked mode (`GpuOptions::check_bounds`), where
+//! an access out of bounds would fail the run.
 //!
 //! Beside the examples it checks the device plans: which functions get
 //! one, that a run with values kept on the device gives the same bits as
@@ -17,40 +19,15 @@
 use jitc_compiler::{
     DiagnosticCollector, GpuOptions, MathMode, OptimizeOptions, Pipeline, new_context, optimize, parse_module,
 };
-use jitc_interp::{Interpreter, Scalar, StateStore, Tensor, Value};
+use jitc_interp::{Interpreter, StateStore, Tensor, Value};
 use jitc_runtime::cuda::{CudaDevice, CudaModule, DeviceValue, Schedule};
 use std::process::ExitCode;
 
-use jitc_test_support::{example, random};
+use jitc_test_support::{Match, STATIC_EXAMPLES, example, random, random_inputs};
 
-fn equal(a: Scalar, b: Scalar, math: MathMode) -> bool {
-    match (a, b, math) {
-        (Scalar::F32(x), Scalar::F32(y), MathMode::Exact) => {
-            x == y || (x.is_nan() && y.is_nan()) || (x.to_bits() as i64 - y.to_bits() as i64).abs() <= 4
-        }
-        (Scalar::F32(x), Scalar::F32(y), MathMode::Fast) => {
-            let (x, y) = (x as f64, y as f64);
-            x == y || (x.is_nan() && y.is_nan()) || (x - y).abs() <= 1e-5 * x.abs().max(y.abs()) + 1e-6
-        }
-        _ => a == b,
-    }
-}
-
-fn same(a: &[Value], b: &[Value], math: MathMode) -> bool {
-    a.len() == b.len()
-        && a.iter().zip(b).all(|(x, y)| match (x, y) {
-            (Value::Tensor(x), Value::Tensor(y)) => {
-                x.shape() == y.shape()
-                    && x.element_type() == y.element_type()
-                    && (0..x.len()).all(|i| equal(x.get(i), y.get(i), math))
-            }
-            _ => x == y,
-        })
-}
-
-/// Runs example `name` on `shapes` of random inputs on the GPU and in the
-/// interpreter; `Err` describes a difference.
-fn check(name: &str, shapes: &[&[usize]], math: MathMode) -> Result<(), String> {
+/// Runs example `name` on `shapes` of random inputs on the GPU (bounds
+/// checked or not) and in the interpreter; `Err` describes a difference.
+fn check(name: &str, shapes: &[&[usize]], math: MathMode, check_bounds: bool) -> Result<(), String> {
     let source = example(name);
     let context = new_context().map_err(|e| e.to_string())?;
     let collector = DiagnosticCollector::attach(&context);
@@ -62,11 +39,7 @@ fn check(name: &str, shapes: &[&[usize]], math: MathMode) -> Result<(), String> 
         &OptimizeOptions::default(),
     )
     .map_err(|e| e.to_string())?;
-    let inputs: Vec<Tensor> = shapes
-        .iter()
-        .enumerate()
-        .map(|(i, s)| random(s, 7 + i as u64))
-        .collect();
+    let inputs = random_inputs(shapes, 7);
     let args = || inputs.iter().cloned().map(Value::tensor).collect::<Vec<_>>();
     let mut state = StateStore::new();
     state.insert("rnn.h", random(&[4, 8], 99));
@@ -79,6 +52,7 @@ fn check(name: &str, shapes: &[&[usize]], math: MathMode) -> Result<(), String> 
         .map_err(|e| format!("the interpreter failed: {e}"))?;
     let options = GpuOptions {
         math,
+        check_bounds,
         ..GpuOptions::default()
     };
     let compiled = CudaModule::compile(&context, &mut module, &options).map_err(|e| e.to_string())?;
@@ -86,18 +60,14 @@ fn check(name: &str, shapes: &[&[usize]], math: MathMode) -> Result<(), String> 
     let got = compiled
         .run(&module, "main", args(), &mut gpu_state)
         .map_err(|e| format!("the GPU run failed: {e}"))?;
-    if !same(&expected, &got, math) {
+    if !Match::for_math(math == MathMode::Exact).values(&expected, &got) {
         return Err(format!("results differ\ninterpreter: {expected:?}\ngpu: {got:?}"));
     }
     for (key, value) in expected_state.iter() {
         let other = gpu_state
             .get(key)
             .ok_or_else(|| format!("state '{key}' was not written"))?;
-        if !same(
-            &[Value::tensor(value.clone())],
-            &[Value::tensor(other.clone())],
-            math,
-        ) {
+        if !Match::for_math(math == MathMode::Exact).tensors(value, other) {
             return Err(format!("state '{key}' differs"));
         }
     }
@@ -198,17 +168,14 @@ func.func @looped(%x: tensor<4xi32>, %y: tensor<4xi32>, %n: index) -> tensor<4xi
 }
 
 fn main() -> ExitCode {
-    let cases: &[(&str, &[&[usize]])] = &[
-        ("conv.mlir", &[&[2, 3, 5, 5], &[4, 3, 3, 3]]),
-        ("instance_norm.mlir", &[&[2, 3, 4, 4]]),
-        ("sigmoid.mlir", &[&[1024]]),
-        ("softmax.mlir", &[&[4, 8]]),
-        ("matmul.mlir", &[&[4, 3], &[3, 5]]),
-        ("mlp.mlir", &[&[2, 4], &[4, 8], &[8], &[8, 3], &[3]]),
-        ("rnn.mlir", &[&[5, 4, 6], &[6, 8], &[8, 8]]),
-        ("indrnn.mlir", &[&[3, 16, 64], &[64, 64], &[64]]),
+    let indrnn: (&str, &[&[usize]]) = ("indrnn.mlir", &[&[3, 16, 64], &[64, 64], &[64]]);
+    let cases: Vec<_> = STATIC_EXAMPLES.iter().copied().chain([indrnn]).collect();
+    let modes = [
+        (MathMode::Fast, false),
+        (MathMode::Exact, false),
+        (MathMode::Fast, true),
     ];
-    let total = cases.len() * 2 + 1;
+    let total = cases.len() * modes.len() + 1;
     if let Err(reason) = CudaDevice::get() {
         println!("cuda tests: SKIPPED, {total} tests not run: {reason}");
         if std::env::var_os("JITC_REQUIRE_GPU").is_some() {
@@ -218,13 +185,18 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let mut failures = 0;
-    for (name, shapes) in cases {
-        for math in [MathMode::Fast, MathMode::Exact] {
-            match check(name, shapes, math) {
-                Ok(()) => println!("test {name} ({math:?}) on the GPU ... ok"),
+    for &(name, shapes) in &cases {
+        for (math, check_bounds) in modes {
+            let mode = if check_bounds {
+                format!("{math:?}, bounds checked")
+            } else {
+                format!("{math:?}")
+            };
+            match check(name, shapes, math, check_bounds) {
+                Ok(()) => println!("test {name} ({mode}) on the GPU ... ok"),
                 Err(difference) => {
                     failures += 1;
-                    println!("test {name} ({math:?}) on the GPU ... FAILED\n{difference}");
+                    println!("test {name} ({mode}) on the GPU ... FAILED\n{difference}");
                 }
             }
         }

@@ -20,64 +20,35 @@
 //! relative tolerance of 1e-5 (absolute 1e-6 near zero); the
 //! approximations themselves are checked value by value in
 //! `approximations.rs`.
+//!
+//! Bounds: the random programs are compiled in the bounds-checked mode
+//! (`CodegenOptions::check_bounds`, `jitc run --check-bounds`), where every
+//! element load and store of a kernel is checked against its buffer's
+//! extent, and an access out of bounds fails the case even where the
+//! interpreter fails too. So the test proves, on every random reindex map
+//! (padding, flips, strides, overflow conditions), that no kernel reads or
+//! writes outside its buffers. Every other random program, and every
+//! example, also runs in the default, unchecked mode.
 
 use jitc_compiler::{
     CodegenOptions, DiagnosticCollector, MathMode, OptimizeOptions, Pipeline, new_context, optimize,
     parse_module,
 };
-use jitc_interp::{Interpreter, Scalar, StateStore, Tensor, Value};
+use jitc_interp::{Interpreter, StateStore, Tensor, Value};
 use jitc_runtime::CpuModule;
 use proptest::prelude::*;
 
-use jitc_test_support::{Rng, example, random, random_program};
+use jitc_test_support::{Match, Rng, STATIC_EXAMPLES, example, random, random_inputs, random_program};
 
-fn near(a: Scalar, b: Scalar) -> bool {
-    let (x, y) = match (a, b) {
-        (Scalar::F32(x), Scalar::F32(y)) => (x as f64, y as f64),
-        (Scalar::F64(x), Scalar::F64(y)) => (x, y),
-        _ => return a == b,
-    };
-    x == y || (x.is_nan() && y.is_nan()) || (x - y).abs() <= 1e-5 * x.abs().max(y.abs()) + 1e-6
-}
-
-/// Equal bits (so `-0.0` differs from `+0.0`, which `==` would not
-/// tell), both NaN, or finite and at most 4 ulps apart. Infinities must be
-/// exact: `f32::MAX` is one ulp from `inf` by bits.
-fn close(a: Scalar, b: Scalar) -> bool {
-    match (a, b) {
-        (Scalar::F32(x), Scalar::F32(y)) => {
-            x.to_bits() == y.to_bits()
-                || (x.is_nan() && y.is_nan())
-                || (x.is_finite() && y.is_finite() && (x.to_bits() as i64 - y.to_bits() as i64).abs() <= 4)
-        }
-        (Scalar::F64(x), Scalar::F64(y)) => {
-            x.to_bits() == y.to_bits()
-                || (x.is_nan() && y.is_nan())
-                || (x.is_finite() && y.is_finite() && (x.to_bits() as i128 - y.to_bits() as i128).abs() <= 4)
-        }
-        _ => a == b,
-    }
-}
-
-fn same(a: &[Value], b: &[Value], math: MathMode) -> bool {
-    let equal = |x: Scalar, y: Scalar| match math {
-        MathMode::Exact => close(x, y),
-        MathMode::Fast => near(x, y),
-    };
-    a.len() == b.len()
-        && a.iter().zip(b).all(|(x, y)| match (x, y) {
-            (Value::Tensor(x), Value::Tensor(y)) => {
-                x.shape() == y.shape()
-                    && x.element_type() == y.element_type()
-                    && (0..x.len()).all(|i| equal(x.get(i), y.get(i)))
-            }
-            _ => x == y,
-        })
-}
-
-/// Runs `source` both ways on `inputs`; returns a description of any
-/// difference.
-fn differ(source: &str, inputs: &[Tensor], state: &StateStore, math: MathMode) -> Option<String> {
+/// Runs `source` in the interpreter and compiled, once per bounds mode in
+/// `check_bounds`, on `inputs`; returns a description of any difference.
+fn differ(
+    source: &str,
+    inputs: &[Tensor],
+    state: &StateStore,
+    math: MathMode,
+    check_bounds: &[bool],
+) -> Option<String> {
     let context = new_context().unwrap();
     let collector = DiagnosticCollector::attach(&context);
     let mut module =
@@ -92,37 +63,44 @@ fn differ(source: &str, inputs: &[Tensor], state: &StateStore, math: MathMode) -
     let args = || inputs.iter().cloned().map(Value::tensor).collect::<Vec<_>>();
     let mut interpreted_state = state.clone();
     let interpreted = Interpreter::new(&module).run("main", args(), &mut interpreted_state);
-    let options = CodegenOptions {
-        math,
-        ..CodegenOptions::default()
-    };
-    let compiled =
-        CpuModule::compile_with(&context, &mut module, &options).unwrap_or_else(|e| panic!("{e}\n{source}"));
-    if let Some((kernel, reason)) = compiled.interpreted_kernels().first() {
-        return Some(format!("kernel @{kernel} was not compiled: {reason}"));
-    }
-    let mut compiled_state = state.clone();
-    let native = compiled.run(&module, "main", args(), &mut compiled_state);
-    match (interpreted, native) {
-        (Ok(a), Ok(b)) if same(&a, &b, math) && states_match(&interpreted_state, &compiled_state, math) => {
-            None
+    let optimized = module.as_operation().to_string();
+    check_bounds.iter().find_map(|&check_bounds| {
+        let mut module = parse_module(&context, &optimized).unwrap();
+        let options = CodegenOptions {
+            math,
+            check_bounds,
+            ..CodegenOptions::default()
+        };
+        let compiled = CpuModule::compile_with(&context, &mut module, &options)
+            .unwrap_or_else(|e| panic!("{e}\n{source}"));
+        if let Some((kernel, reason)) = compiled.interpreted_kernels().first() {
+            return Some(format!("kernel @{kernel} was not compiled: {reason}"));
         }
-        (Err(_), Err(_)) => None,
-        (a, b) => Some(format!("interpreter: {a:?}\ncompiled: {b:?}")),
-    }
+        let mut compiled_state = state.clone();
+        let native = compiled.run(&module, "main", args(), &mut compiled_state);
+        let mode = format!("check_bounds {check_bounds}");
+        match (&interpreted, native) {
+            (_, Err(e)) if e.to_string().contains("out-of-bounds access") => {
+                Some(format!("{mode}: compiled: {e}"))
+            }
+            (Ok(a), Ok(b))
+                if Match::for_math(math == MathMode::Exact).values(a, &b)
+                    && states_match(&interpreted_state, &compiled_state, math) =>
+            {
+                None
+            }
+            (Err(_), Err(_)) => None,
+            (a, b) => Some(format!("{mode}: interpreter: {a:?}\ncompiled: {b:?}")),
+        }
+    })
 }
 
 fn states_match(a: &StateStore, b: &StateStore, math: MathMode) -> bool {
-    let values = |s: &StateStore| {
-        s.iter()
-            .map(|(k, v)| (k.to_owned(), Value::tensor(v.clone())))
-            .collect::<Vec<_>>()
-    };
-    let (a, b) = (values(a), values(b));
-    a.len() == b.len()
-        && a.iter().zip(&b).all(|((ka, va), (kb, vb))| {
-            ka == kb && same(std::slice::from_ref(va), std::slice::from_ref(vb), math)
-        })
+    let tolerance = Match::for_math(math == MathMode::Exact);
+    a.iter().count() == b.iter().count()
+        && a.iter()
+            .zip(b.iter())
+            .all(|((ka, va), (kb, vb))| ka == kb && tolerance.tensors(va, vb))
 }
 
 proptest! {
@@ -131,7 +109,10 @@ proptest! {
     #[test]
     fn compiled_equals_interpreted(seed in any::<u64>()) {
         let (source, inputs) = random_program(&mut Rng(seed.max(1)));
-        if let Some(difference) = differ(&source, &inputs, &StateStore::new(), MathMode::Exact) {
+        // Checked always; unchecked (the default mode) on every other
+        // seed, to keep the test's time near what one mode takes.
+        let modes: &[bool] = if seed % 2 == 0 { &[true, false] } else { &[true] };
+        if let Some(difference) = differ(&source, &inputs, &StateStore::new(), MathMode::Exact, modes) {
             prop_assert!(false, "{difference}\nprogram:\n{source}\ninputs: {inputs:?}");
         }
     }
@@ -139,24 +120,11 @@ proptest! {
 
 #[test]
 fn every_example_matches() {
-    let cases: &[(&str, &[&[usize]])] = &[
-        ("conv.mlir", &[&[2, 3, 5, 5], &[4, 3, 3, 3]]),
-        ("instance_norm.mlir", &[&[2, 3, 4, 4]]),
-        ("sigmoid.mlir", &[&[1024]]),
-        ("softmax.mlir", &[&[4, 8]]),
-        ("matmul.mlir", &[&[4, 3], &[3, 5]]),
-        ("mlp.mlir", &[&[2, 4], &[4, 8], &[8], &[8, 3], &[3]]),
-        ("rnn.mlir", &[&[5, 4, 6], &[6, 8], &[8, 8]]),
-    ];
-    for (name, shapes) in cases {
-        let inputs: Vec<Tensor> = shapes
-            .iter()
-            .enumerate()
-            .map(|(i, s)| random(s, 7 + i as u64))
-            .collect();
+    for (name, shapes) in STATIC_EXAMPLES {
+        let inputs = random_inputs(shapes, 7);
         let mut state = StateStore::new();
         state.insert("rnn.h", random(&[4, 8], 99));
-        if let Some(difference) = differ(&example(name), &inputs, &state, MathMode::Fast) {
+        if let Some(difference) = differ(&example(name), &inputs, &state, MathMode::Fast, &[false, true]) {
             panic!("{name}: {difference}");
         }
     }
@@ -176,7 +144,7 @@ fn kernels_split_across_threads_match() {
 }"#;
     assert!(jitc_runtime::cpu::thread_count() >= 1);
     let inputs = vec![random(&[257, 256], 3), random(&[257, 256], 4)];
-    if let Some(difference) = differ(source, &inputs, &StateStore::new(), MathMode::Fast) {
+    if let Some(difference) = differ(source, &inputs, &StateStore::new(), MathMode::Fast, &[false]) {
         panic!("{difference}");
     }
 }

@@ -1,7 +1,7 @@
 //! The runtime as a frontend uses it from Rust: parse, compile, run on
 //! buffers, errors as values; the kernel cache and the buffer pool.
 
-use jitc_compiler::{DiagnosticCollector, new_context, parse_module};
+use jitc_compiler::{CodegenOptions, DiagnosticCollector, new_context, parse_module};
 use jitc_interp::{Buffer, StateStore, Tensor, Value, storage};
 use jitc_runtime::{CpuModule, cpu};
 
@@ -41,6 +41,41 @@ fn a_second_compile_of_the_same_module_hits_the_cache() {
     assert_eq!(first, second);
     let Value::Tensor(t) = &first[0] else { panic!() };
     assert_eq!(t.get(1000).as_f64(), 3000.0);
+}
+
+/// The bounds-checked mode is part of the cache key: a checked compile
+/// never gets the unchecked kernels, or the other way round. The checked
+/// kernels run split across threads, each part with its own status record,
+/// and compute the same.
+#[test]
+fn checked_and_unchecked_kernels_never_share_a_cache_entry() {
+    let compile = |check_bounds: bool| {
+        let context = new_context().unwrap();
+        let mut module = parse_module(&context, ADD).unwrap();
+        let options = CodegenOptions {
+            check_bounds,
+            ..CodegenOptions::default()
+        };
+        let compiled = CpuModule::compile_with(&context, &mut module, &options).unwrap();
+        let (x, y) = (tensor(512 * 512, |i| i as f32), tensor(512 * 512, |_| 1.0));
+        let out = compiled
+            .run(
+                &module,
+                "main",
+                vec![Value::tensor(x), Value::tensor(y)],
+                &mut StateStore::new(),
+            )
+            .unwrap();
+        (compiled.cache_hit(), compiled.llvm_ir().contains("cmpxchg"), out)
+    };
+    let (_, unchecked_has_checks, unchecked) = compile(false);
+    let (hit, checked_has_checks, checked) = compile(true);
+    assert!(!hit, "the checked compile must not reuse the unchecked kernels");
+    assert!(!unchecked_has_checks);
+    assert!(checked_has_checks, "the checked kernels check their accesses");
+    assert_eq!(unchecked, checked);
+    let (hit, has_checks, _) = compile(true);
+    assert!(hit && has_checks, "a second checked compile hits its own entry");
 }
 
 #[test]

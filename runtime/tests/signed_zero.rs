@@ -12,8 +12,9 @@ use jitc_compiler::{
     CodegenOptions, DiagnosticCollector, MathMode, OptimizeOptions, Pipeline, new_context, optimize,
     parse_module,
 };
-use jitc_interp::{Interpreter, Scalar, StateStore, Tensor, Value};
+use jitc_interp::{Interpreter, StateStore, Tensor, Value};
 use jitc_runtime::CpuModule;
+use jitc_test_support::Match;
 
 fn source(element: &str) -> String {
     let full = format!("tensor<2x4x{element}>");
@@ -34,15 +35,6 @@ func.func @cols(%x: {full}, %y: {full}) -> ({cols}, {cols}) {{
 }}
 "#
     )
-}
-
-/// Equal bits, or both NaN.
-fn identical(a: Scalar, b: Scalar) -> bool {
-    match (a, b) {
-        (Scalar::F32(x), Scalar::F32(y)) => x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()),
-        (Scalar::F64(x), Scalar::F64(y)) => x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()),
-        _ => a == b,
-    }
 }
 
 /// Runs `function` of the `element` program on `x` and `y` (literal
@@ -85,7 +77,7 @@ fn check(element: &str, function: &str, x: &str, y: &str, math: MathMode) {
             panic!("result {i} is not a tensor")
         };
         assert!(
-            e.shape() == a.shape() && (0..e.len()).all(|k| identical(e.get(k), a.get(k))),
+            Match::Identical.tensors(e, a),
             "@{function} {element} {math:?}, x = {x}, y = {y}: result {i} is {a}, the interpreter's {e}"
         );
     }

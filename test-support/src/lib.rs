@@ -2,12 +2,13 @@
 //! once: a seeded xorshift generator ([`Rng`]) and fuzzer bytes
 //! ([`Bytes`]) as sources of choices ([`Draw`]), random f32 inputs
 //! ([`random`]), random well-formed meta programs with special inputs
-//! ([`random_program`]) and the bundled examples' sources ([`example`]).
+//! ([`random_program`]), the bundled examples' sources ([`example`]), and
+//! how closely compiled results must match the interpreter's ([`Match`]).
 //!
 //! Every crate's tests take these from here (a dev-dependency), so a
 //! failing seed reproduces the same program and inputs everywhere.
 
-use jitc_interp::Tensor;
+use jitc_interp::{Scalar, Tensor, Value};
 use std::path::{Path, PathBuf};
 
 /// A source of random choices: [`Rng`] for seeded tests, or a fuzzer's
@@ -73,6 +74,97 @@ impl Rng {
     pub fn pick<'t>(&mut self, items: &[&'t str]) -> &'t str {
         items[self.below(items.len())]
     }
+}
+
+/// How closely a compiled result must match the interpreter's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Match {
+    /// Equal bits (`-0.0` is not `+0.0`); any NaN equals any NaN, whose
+    /// payload is not specified.
+    Identical,
+    /// [`Match::Identical`], or both finite and at most 4 ulps apart: the
+    /// tolerance of `--math exact`, for `erf`, where the interpreter and
+    /// the platform's libm are different implementations. Infinities must
+    /// be exact (`f32::MAX` is one ulp from `inf` by bits), and so must
+    /// zeros' signs (the bits of -0 and +0 are far apart).
+    Ulps4,
+    /// Within a relative 1e-5 (absolute 1e-6 near zero), or both NaN: the
+    /// tolerance of `--math fast` (polynomial `exp`/`tanh`, reassociated
+    /// reductions of a few terms).
+    Relative,
+}
+
+impl Match {
+    /// The tolerance of `--math exact` ([`Match::Ulps4`]) or of `--math
+    /// fast` ([`Match::Relative`]).
+    pub fn for_math(exact: bool) -> Self {
+        if exact { Self::Ulps4 } else { Self::Relative }
+    }
+
+    /// Whether scalars `a` and `b` match.
+    pub fn scalars(self, a: Scalar, b: Scalar) -> bool {
+        let (x, y, bits) = match (a, b) {
+            (Scalar::F32(x), Scalar::F32(y)) => (
+                f64::from(x),
+                f64::from(y),
+                (x.to_bits() as i64 - y.to_bits() as i64).unsigned_abs(),
+            ),
+            (Scalar::F64(x), Scalar::F64(y)) => (
+                x,
+                y,
+                (x.to_bits() as i128 - y.to_bits() as i128)
+                    .unsigned_abs()
+                    .min(u64::MAX as u128) as u64,
+            ),
+            _ => return a == b,
+        };
+        let identical = (bits == 0) || (x.is_nan() && y.is_nan());
+        match self {
+            Self::Identical => identical,
+            Self::Ulps4 => identical || (x.is_finite() && y.is_finite() && bits <= 4),
+            Self::Relative => identical || x == y || (x - y).abs() <= 1e-5 * x.abs().max(y.abs()) + 1e-6,
+        }
+    }
+
+    /// Whether two runs' values match: the same kinds, shapes and element
+    /// types, and every element matching.
+    pub fn values(self, a: &[Value], b: &[Value]) -> bool {
+        a.len() == b.len()
+            && a.iter().zip(b).all(|(x, y)| match (x, y) {
+                (Value::Tensor(x), Value::Tensor(y)) => self.tensors(x, y),
+                (Value::Scalar(x), Value::Scalar(y)) => self.scalars(*x, *y),
+                _ => x == y,
+            })
+    }
+
+    /// Whether two tensors match.
+    pub fn tensors(self, x: &Tensor, y: &Tensor) -> bool {
+        x.shape() == y.shape()
+            && x.element_type() == y.element_type()
+            && (0..x.len()).all(|i| self.scalars(x.get(i), y.get(i)))
+    }
+}
+
+/// The bundled examples with static shapes and the shapes of their
+/// arguments, small enough for tests (`rnn.mlir` also reads the state
+/// `rnn.h`, a 4x8 `f32` tensor).
+pub const STATIC_EXAMPLES: &[(&str, &[&[usize]])] = &[
+    ("conv.mlir", &[&[2, 3, 5, 5], &[4, 3, 3, 3]]),
+    ("instance_norm.mlir", &[&[2, 3, 4, 4]]),
+    ("sigmoid.mlir", &[&[1024]]),
+    ("softmax.mlir", &[&[4, 8]]),
+    ("matmul.mlir", &[&[4, 3], &[3, 5]]),
+    ("mlp.mlir", &[&[2, 4], &[4, 8], &[8], &[8, 3], &[3]]),
+    ("rnn.mlir", &[&[5, 4, 6], &[6, 8], &[8, 8]]),
+];
+
+/// Random inputs of `shapes`, the `i`th from seed `seed + i`.
+pub fn random_inputs(shapes: &[&[usize]], seed: u64) -> Vec<Tensor> {
+    shapes
+        .iter()
+        .enumerate()
+        .map(|(i, s)| random(s, seed + i as u64))
+        .collect()
 }
 
 /// The workspace's `examples/` directory.

@@ -18,6 +18,9 @@ use std::{path::PathBuf, process::ExitCode};
 /// compiles GPU kernels for NVIDIA GPUs (`--gpu-arch`, sm_80 by default);
 /// `--emit ptx` writes the PTX a CUDA driver loads. No GPU is needed.
 ///
+/// `--check-bounds` compiles the kernels `jitc run --check-bounds` runs:
+/// every element load and store checked against its buffer's extent.
+///
 /// Kernels that cannot be lowered yet (dynamic shapes; on the GPU, math
 /// that needs libm) are listed on stderr and left out. Exit status: 0 on
 /// success, 1 on any error.
@@ -54,6 +57,12 @@ pub struct CompileArgs {
     /// How closely float arithmetic follows the interpreter.
     #[arg(long, value_enum, default_value_t = MathArg::Fast)]
     math: MathArg,
+
+    /// Check every element load and store against its buffer's extent, as
+    /// `-fsanitize=bounds` does; the kernel reports an access out of
+    /// bounds through its status record instead of making it.
+    #[arg(long)]
+    check_bounds: bool,
 }
 
 /// `--math` values.
@@ -161,6 +170,7 @@ fn compile(context: &Context, args: &CompileArgs) -> Result<(), String> {
             features: args.target_features.clone(),
         },
         math: args.math.into(),
+        check_bounds: args.check_bounds,
     };
     let (bytes, skipped) = match args.target {
         TargetKind::Cpu => jitc_compiler::emit_cpu(context, &mut module, emit, &options),
@@ -171,6 +181,7 @@ fn compile(context: &Context, args: &CompileArgs) -> Result<(), String> {
             &GpuOptions {
                 arch: args.gpu_arch.into(),
                 math: options.math,
+                check_bounds: args.check_bounds,
             },
         ),
     }

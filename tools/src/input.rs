@@ -20,7 +20,7 @@ pub fn read_source(path: &Path) -> Result<(String, String), String> {
         path.display().to_string()
     };
     let text = String::from_utf8_lossy(&bytes).into_owned();
-    check_nesting(&text).map_err(|e| format!("'{name}' {e}"))?;
+    jitc_compiler::check_nesting(&text, MAX_NESTING).map_err(|e| format!("'{name}' {e}"))?;
     Ok((name, text))
 }
 
@@ -29,45 +29,6 @@ pub fn read_source(path: &Path) -> Result<(String, String), String> {
 /// level; the tool's worker stack holds this many, and a deeper file is
 /// refused in one sentence before anything recurses.
 pub const MAX_NESTING: usize = 10_000;
-
-/// Checks that `text` nests braces at most [`MAX_NESTING`] deep, outside
-/// string literals and `//` comments.
-fn check_nesting(text: &str) -> Result<(), String> {
-    let mut depth = 0usize;
-    for (line, content) in text.lines().enumerate() {
-        let mut in_string = false;
-        let mut escaped = false;
-        let mut previous = ' ';
-        for c in content.chars() {
-            if in_string {
-                match c {
-                    _ if escaped => escaped = false,
-                    '\\' => escaped = true,
-                    '"' => in_string = false,
-                    _ => {}
-                }
-                continue;
-            }
-            match c {
-                '"' => in_string = true,
-                '/' if previous == '/' => break,
-                '{' => {
-                    depth += 1;
-                    if depth > MAX_NESTING {
-                        return Err(format!(
-                            "nests more than {MAX_NESTING} levels deep at line {}; jitc reads at most {MAX_NESTING} levels of regions and attributes",
-                            line + 1
-                        ));
-                    }
-                }
-                '}' => depth = depth.saturating_sub(1),
-                _ => {}
-            }
-            previous = c;
-        }
-    }
-    Ok(())
-}
 
 /// Parses and verifies the module at `path`, printing its diagnostics to
 /// stderr when it is not valid.

@@ -99,6 +99,14 @@ pub struct ProgramArgs {
     /// the interpreter (`exact` matches it bit for bit).
     #[arg(long, value_enum, default_value_t = MathArg::Fast)]
     pub math: MathArg,
+
+    /// With `--backend cpu` or `cuda`: check every element load and store
+    /// of the compiled kernels against its buffer's extent, as
+    /// `-fsanitize=bounds` does; an access out of bounds is an error that
+    /// names the op, the buffer and the offset. Slower; for finding
+    /// compiler bugs.
+    #[arg(long)]
+    pub check_bounds: bool,
 }
 
 /// Executors of `jitc run` and `jitc bench`.
@@ -224,6 +232,7 @@ fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
             let options = jitc_runtime::SessionOptions {
                 codegen: CodegenOptions {
                     math: common.math.into(),
+                    check_bounds: common.check_bounds,
                     ..Default::default()
                 },
                 compile: common.backend == Backend::Cpu,
@@ -331,6 +340,7 @@ impl<'c> Program<'c> {
             Backend::Cpu => {
                 let options = CodegenOptions {
                     math: args.math.into(),
+                    check_bounds: args.check_bounds,
                     ..Default::default()
                 };
                 let compiled =
@@ -340,6 +350,7 @@ impl<'c> Program<'c> {
             Backend::Cuda => {
                 let options = GpuOptions {
                     math: args.math.into(),
+                    check_bounds: args.check_bounds,
                     ..Default::default()
                 };
                 let compiled =

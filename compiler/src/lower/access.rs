@@ -1,5 +1,6 @@
 //! Kernel buffers as the loop nest sees them: the lowered arguments and
-//! results, and element loads and stores.
+//! results, element loads and stores, and the bounds-checked mode that
+//! guards them.
 //!
 //! A tensor is a data pointer to dense row-major elements of its memory
 //! type ([`super::memory_type`]); an index argument is already an `index`
@@ -12,7 +13,11 @@
 //!   over the memory type;
 //! - `i1` is stored as a byte: a load truncates it (`arith.trunci`), a
 //!   store widens it (`arith.extui`); every other type is stored as
-//!   computed.
+//!   computed;
+//! - every element load and store of a kernel goes through [`load_at`] and
+//!   [`store_at`], so the bounds-checked mode sees them all. (Index
+//!   arguments are read once, at their own pointer, with no computed
+//!   offset; they are not element accesses.)
 //!
 //! A store of an `i1` `%v` at the `index` offset `%o`:
 //!
@@ -22,11 +27,67 @@
 //! %b = arith.extui %v : i1 to i8
 //! llvm.store %b, %p : i8, !llvm.ptr
 //! ```
+//!
+//! # The bounds-checked mode
+//!
+//! With `check_bounds` (`jitc run --check-bounds`, in the spirit of
+//! `-fsanitize=bounds`), each access is given a [`Check`]: the access is
+//! numbered `k` in its kernel's table of [`CheckedAccess`]es (the table
+//! goes to the runtime in the kernel's signature), and its linear offset is
+//! compared with the buffer's element count before the access. This is a
+//! safety net, not semantics: the schedule's bounds checks
+//! ([`super::index`]) already make every index of a reindex valid or
+//! select its `overflow_value`, so a failed check means a compiler bug.
+//! Every buffer has a static element count: kernels with a dynamic shape
+//! are never lowered (see [`super::signature`]).
+//!
+//! One unsigned comparison `offset <u len` covers both ends (a negative
+//! offset is a huge unsigned one). When it fails, the access is not made:
+//! a load reads element 0 and yields zero, a store is skipped, and the
+//! kernel's status record is claimed with `2 + k` and the offset. The
+//! record is `[i64; 2]`: word 0 the status (0 success, 1 an integer
+//! division by zero, `2 + k` access `k` out of bounds), word 1 the offset.
+//! The claim is an `llvm.cmpxchg` of word 0 from 0, and only its winner
+//! writes word 1, so on the GPU, where many threads may fail at once, the
+//! two words always belong to the same access; on the CPU, the first
+//! failing access of a call (in loop order) is the one reported. (A
+//! division by zero stores its status unconditionally, so it may replace a
+//! claim; either is a real failure.) Branches on the failure path cost
+//! vectorization; the mode is for finding bugs, and its speed is
+//! secondary.
+//!
+//! A checked load of `%arg0` (`tensor<32xf32>`) at the `i64` offset `%i`,
+//! access number 0 (status code 2):
+//!
+//! ```mlir
+//! %bad = arith.cmpi uge, %i, %c32_i64 : i64
+//! scf.if %bad {
+//!   %r = llvm.cmpxchg %status, %c0_i64, %c2_i64 monotonic monotonic : !llvm.ptr, i64
+//!   %won = llvm.extractvalue %r[1] : !llvm.struct<(i64, i1)>
+//!   scf.if %won {
+//!     %w = llvm.getelementptr %status[1] : (!llvm.ptr) -> !llvm.ptr, i64
+//!     llvm.store %i, %w : i64, !llvm.ptr
+//!   }
+//! }
+//! %ok = arith.cmpi ult, %i, %c32_i64 : i64
+//! %j = arith.select %ok, %i, %c0_i64 : i64
+//! %p = llvm.getelementptr %arg0[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+//! %x = llvm.load %p : !llvm.ptr -> f32
+//! %v = arith.select %ok, %x, %cst_0 : f32
+//! ```
 
-use super::{Emitter, emit_gep, memory};
+use super::{Emitter, emit_gep, memory, value_type};
 use crate::Error;
-use jitc_dialect::kinds::ElementType;
-use melior::ir::{Type, Value, ValueLike};
+use jitc_dialect::{
+    kinds::ElementType,
+    verify::{location_line, op_name},
+};
+use melior::ir::{
+    OperationRef, Type, Value, ValueLike,
+    attribute::{DenseI64ArrayAttribute, IntegerAttribute},
+    operation::OperationLike,
+};
+use std::{cell::RefCell, fmt};
 
 /// A kernel argument, lowered.
 pub(super) enum Arg<'c, 'a> {
@@ -48,20 +109,237 @@ pub(super) fn key(value: Value) -> usize {
     value.to_raw().ptr as usize
 }
 
+/// The record a kernel reports failures in, `[status, offset]`: status 0
+/// is success, 1 an integer division by zero, and `2 + k` an out-of-bounds
+/// access, number `k` of [`super::KernelSignature::accesses`], at element
+/// offset `offset` (the bounds-checked mode).
+pub type KernelStatus = [i64; 2];
+
+/// The status of an integer division by zero.
+pub const DIVISION_BY_ZERO_STATUS: i64 = 1;
+
+/// The status of an out-of-bounds access number 0; access `k` is this
+/// plus `k`.
+pub const FIRST_ACCESS_STATUS: i64 = 2;
+
+/// One checked access of a kernel in the bounds-checked mode, as the
+/// runtime reports it: the op that makes it, and the buffer it touches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckedAccess {
+    /// The op, e.g. `meta.reindex`.
+    pub op: String,
+    /// The op's line in the source, when its location has one.
+    pub line: Option<usize>,
+    /// A store; otherwise a load.
+    pub store: bool,
+    /// The buffer: `%argN` for the kernel's argument N, `result N` for
+    /// its result N, `shared memory` for a GPU block reduction's array.
+    pub buffer: String,
+    /// The buffer's type, e.g. `tensor<4x8xf32>`.
+    pub r#type: String,
+    /// The buffer's element count.
+    pub elements: u64,
+}
+
+impl CheckedAccess {
+    /// The op, where it is, and what it does to which buffer.
+    fn head(&self) -> String {
+        let at = self.line.map_or(String::new(), |line| format!(" at line {line}"));
+        let verb = if self.store { "writes" } else { "reads" };
+        format!("'{}'{at} {verb} {}", self.op, self.buffer)
+    }
+
+    fn count(&self) -> String {
+        match self.elements {
+            1 => "1 element".into(),
+            n => format!("{n} elements"),
+        }
+    }
+
+    /// What the runtime says when this access went to element `offset`,
+    /// outside its buffer.
+    pub fn out_of_bounds(&self, offset: i64) -> String {
+        format!(
+            "out-of-bounds access: {} ({}) at element offset {offset}, outside its {}",
+            self.head(),
+            self.r#type,
+            self.count()
+        )
+    }
+}
+
+impl fmt::Display for CheckedAccess {
+    /// `'meta.reindex' at line 12 reads %arg0 (tensor<4x8xf32>, 32
+    /// elements)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({}, {})", self.head(), self.r#type, self.count())
+    }
+}
+
+/// A kernel's table of checked accesses, filled as they are emitted. An
+/// access that is emitted more than once (the loop nest emits the point
+/// once per part of a peeled loop) keeps its first number.
+#[derive(Default)]
+pub(super) struct Accesses(RefCell<Vec<CheckedAccess>>);
+
+impl Accesses {
+    fn number(&self, access: CheckedAccess) -> usize {
+        let mut table = self.0.borrow_mut();
+        if let Some(k) = table.iter().position(|a| *a == access) {
+            return k;
+        }
+        table.push(access);
+        table.len() - 1
+    }
+
+    /// The table, in access numbers' order.
+    pub(super) fn into_vec(self) -> Vec<CheckedAccess> {
+        self.0.into_inner()
+    }
+}
+
+/// Where a kernel reports failures: its status record, and in the
+/// bounds-checked mode the table its accesses are numbered in.
+#[derive(Clone, Copy)]
+pub(super) struct Status<'t, 'c, 'a> {
+    /// The pointer to the [`KernelStatus`] record.
+    pub(super) record: Value<'c, 'a>,
+    /// The table of checked accesses; `None` outside the bounds-checked
+    /// mode.
+    pub(super) accesses: Option<&'t Accesses>,
+    /// Added to every checked offset before its check: fault injection for
+    /// the mode's own tests, 0 everywhere else.
+    pub(super) skew: i64,
+}
+
+/// The check of one access in the bounds-checked mode.
+pub(super) struct Check<'c, 'a> {
+    record: Value<'c, 'a>,
+    status: i64,
+    elements: i64,
+    skew: i64,
+}
+
+impl<'c, 'a> Status<'_, 'c, 'a> {
+    /// The check of an access by `op` of `buffer` (a `type` of `elements`
+    /// elements), numbered in the kernel's table; `None` outside the
+    /// bounds-checked mode.
+    pub(super) fn check(
+        &self,
+        op: OperationRef,
+        store: bool,
+        buffer: String,
+        r#type: String,
+        elements: usize,
+    ) -> Option<Check<'c, 'a>> {
+        let accesses = self.accesses?;
+        let k = accesses.number(CheckedAccess {
+            op: op_name(op),
+            line: location_line(op.location()),
+            store,
+            buffer,
+            r#type,
+            elements: elements as u64,
+        });
+        Some(Check {
+            record: self.record,
+            status: FIRST_ACCESS_STATUS + k as i64,
+            elements: elements as i64,
+            skew: self.skew,
+        })
+    }
+
+    /// [`Self::check`] of a tensor buffer of `shape` and `element`s.
+    pub(super) fn check_tensor(
+        &self,
+        op: OperationRef,
+        store: bool,
+        buffer: String,
+        shape: &[usize],
+        element: ElementType,
+    ) -> Option<Check<'c, 'a>> {
+        self.accesses?;
+        let mut r#type = String::from("tensor<");
+        for extent in shape {
+            r#type += &format!("{extent}x");
+        }
+        r#type += element.name();
+        r#type.push('>');
+        self.check(op, store, buffer, r#type, shape.iter().product())
+    }
+}
+
 /// The element of `element` type at `offset` (an `index` or `i64`) of the
-/// buffer at `pointer`.
+/// buffer at `pointer`; with a `check`, only when `offset` is inside the
+/// buffer, and zero otherwise.
 pub(super) fn load_at<'c, 'a>(
     at: &Emitter<'c, 'a>,
     pointer: Value<'c, '_>,
     offset: Value<'c, '_>,
     element: ElementType,
+    check: Option<Check<'c, '_>>,
 ) -> Result<Value<'c, 'a>, Error> {
-    let i64_type: Type = melior::ir::r#type::IntegerType::new(at.context, 64).into();
-    let offset = if offset.r#type() == i64_type {
-        offset.into_value_ref()
-    } else {
-        at.value("arith.index_cast", &[offset], i64_type)?
+    let offset = to_i64(at, offset)?;
+    let Some(check) = check else {
+        return load(at, pointer, offset, element);
     };
+    let (offset, ok) = guard(at, &check, offset)?;
+    let r#type = value_type(at.context, element);
+    let zero = if element.is_float() {
+        at.float(r#type, 0.0)?
+    } else {
+        at.int(r#type, 0)?
+    };
+    // An empty buffer has no element to read instead.
+    let Some(ok) = ok else { return Ok(zero) };
+    let safe = at.select(ok, offset, at.int(offset.r#type(), 0)?)?;
+    let loaded = load(at, pointer, safe, element)?;
+    at.select(ok, loaded, zero)
+}
+
+/// Stores `value` as the element of `element` type at `offset` (an
+/// `index` or `i64`) of the buffer at `pointer`; with a `check`, only when
+/// `offset` is inside the buffer.
+pub(super) fn store_at<'c>(
+    at: &Emitter<'c, '_>,
+    pointer: Value<'c, '_>,
+    offset: Value<'c, '_>,
+    value: Value<'c, '_>,
+    element: ElementType,
+    check: Option<Check<'c, '_>>,
+) -> Result<(), Error> {
+    let offset = to_i64(at, offset)?;
+    let value = if element == ElementType::I1 {
+        at.value("arith.extui", &[value], memory(at.context, element))?
+    } else {
+        value.into_value_ref()
+    };
+    let Some(check) = check else {
+        return store(at, pointer, offset, value, element);
+    };
+    let (offset, ok) = guard(at, &check, offset)?;
+    let Some(ok) = ok else { return Ok(()) };
+    let inside = at.if_then(ok)?;
+    store(&inside, pointer, offset, value, element)?;
+    inside.finish()
+}
+
+/// `offset` as an `i64`.
+fn to_i64<'c, 'a>(at: &Emitter<'c, 'a>, offset: Value<'c, '_>) -> Result<Value<'c, 'a>, Error> {
+    let i64_type: Type = melior::ir::r#type::IntegerType::new(at.context, 64).into();
+    if offset.r#type() == i64_type {
+        Ok(offset.into_value_ref())
+    } else {
+        at.value("arith.index_cast", &[offset], i64_type)
+    }
+}
+
+fn load<'c, 'a>(
+    at: &Emitter<'c, 'a>,
+    pointer: Value<'c, '_>,
+    offset: Value<'c, '_>,
+    element: ElementType,
+) -> Result<Value<'c, 'a>, Error> {
     let address = emit_gep(at, pointer, offset, memory(at.context, element))?;
     let loaded = at.value("llvm.load", &[address], memory(at.context, element))?;
     if element == ElementType::I1 {
@@ -71,24 +349,82 @@ pub(super) fn load_at<'c, 'a>(
     }
 }
 
-/// Stores `value` as the element of `element` type at the `index`
-/// `offset` of the buffer at `pointer`.
-pub(super) fn store_at<'c>(
+/// Stores `value`, already of the memory type, at the `i64` `offset`.
+fn store<'c>(
     at: &Emitter<'c, '_>,
     pointer: Value<'c, '_>,
     offset: Value<'c, '_>,
     value: Value<'c, '_>,
     element: ElementType,
 ) -> Result<(), Error> {
-    let i64_type: Type = melior::ir::r#type::IntegerType::new(at.context, 64).into();
-    let offset = at.value("arith.index_cast", &[offset], i64_type)?;
     let address = emit_gep(at, pointer, offset, memory(at.context, element))?;
-    let value = if element == ElementType::I1 {
-        at.value("arith.extui", &[value], memory(at.context, element))?
-    } else {
-        value.into_value_ref()
-    };
     at.op("llvm.store", &[value, address], &[], &[]).map(|_| ())
+}
+
+/// LLVM's `monotonic` atomic ordering, as the LLVM dialect numbers it:
+/// the claim of the status record needs atomicity, not ordering (the
+/// runtime reads the record after the kernel has finished).
+const MONOTONIC: i64 = 2;
+
+/// The check of the `i64` `offset`: reports it when it is outside the
+/// buffer; returns the offset to use (skewed, in tests) and whether it is
+/// inside, `None` when the buffer is empty and no offset is.
+fn guard<'c, 'a>(
+    at: &Emitter<'c, 'a>,
+    check: &Check<'c, '_>,
+    offset: Value<'c, 'a>,
+) -> Result<(Value<'c, 'a>, Option<Value<'c, 'a>>), Error> {
+    let i64_type: Type = melior::ir::r#type::IntegerType::new(at.context, 64).into();
+    let offset = if check.skew == 0 {
+        offset
+    } else {
+        at.value("arith.addi", &[offset, at.int(i64_type, check.skew)?], i64_type)?
+    };
+    if check.elements == 0 {
+        report(at, check, offset)?;
+        return Ok((offset, None));
+    }
+    let elements = at.int(i64_type, check.elements)?;
+    // Unsigned: a negative offset is above every element count.
+    let outside = at.cmpi(9, offset, elements)?;
+    let failed = at.if_then(outside)?;
+    report(&failed, check, offset)?;
+    failed.finish()?;
+    let inside = at.cmpi(6, offset, elements)?;
+    Ok((offset, Some(inside)))
+}
+
+/// Claims the status record for `check`'s access at `offset`: its status
+/// word goes from 0 to the access's status, and only then is the offset
+/// written, so the record's two words belong to one access.
+fn report<'c>(at: &Emitter<'c, '_>, check: &Check<'c, '_>, offset: Value<'c, '_>) -> Result<(), Error> {
+    let context = at.context;
+    let i64_type: Type = melior::ir::r#type::IntegerType::new(context, 64).into();
+    let failed = || Error::Lowering("building the bounds check failed".into());
+    let pair = Type::parse(context, "!llvm.struct<(i64, i1)>").ok_or_else(failed)?;
+    let ordering = IntegerAttribute::new(i64_type, MONOTONIC).into();
+    let (zero, status) = (at.int(i64_type, 0)?, at.int(i64_type, check.status)?);
+    let exchanged = at
+        .op(
+            "llvm.cmpxchg",
+            &[check.record, zero, status],
+            &[pair],
+            &[("success_ordering", ordering), ("failure_ordering", ordering)],
+        )?
+        .ok_or_else(failed)?;
+    let position = DenseI64ArrayAttribute::new(context, &[1]).into();
+    let claimed = at
+        .op(
+            "llvm.extractvalue",
+            &[exchanged],
+            &[at.i1()],
+            &[("position", position)],
+        )?
+        .ok_or_else(failed)?;
+    let first = at.if_then(claimed)?;
+    let word = emit_gep(&first, check.record, first.int(i64_type, 1)?, i64_type)?;
+    first.op("llvm.store", &[offset, word], &[], &[])?;
+    first.finish()
 }
 
 trait IntoValueRef<'c, 'a> {

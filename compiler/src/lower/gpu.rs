@@ -5,8 +5,10 @@
 //! Every kernel becomes `func.func @name(...)`, its parameters passed by
 //! value, in the order of [`GpuKernel::signature`]: one `!llvm.ptr` (a
 //! device address) per tensor argument, an `i64` per index argument, one
-//! `!llvm.ptr` per result and one to an `i32` status word that is set to 1
-//! on an integer division by zero. Kernels whose reductions accumulate in
+//! `!llvm.ptr` per result and one to the kernel's status record
+//! ([`super::KernelStatus`], as on the CPU: 1 on an integer division by
+//! zero, `2 + k` and the offset when checked access `k` is out of bounds;
+//! one record per launch, zeroed by the caller). Kernels whose reductions accumulate in
 //! memory get a second entry, `@name_fill`, with the same parameters, to be
 //! launched first (see [`FillLaunch`]). Tensors are dense and row-major;
 //! `i1` elements are bytes.
@@ -29,11 +31,16 @@
 //!    in a shared-memory array, halved in a tree with a barrier per step,
 //!    and thread 0 stores the result;
 //! 6. the body at a point is the CPU's (`point`): the same bounds checks,
-//!    element-wise ops and reductions.
+//!    element-wise ops and reductions;
+//! 7. in the bounds-checked mode, the CPU's checks of every element access
+//!    (`access`), plus those of the block reductions' shared memory; the
+//!    fill entry numbers its accesses in the kernel's table, since the two
+//!    share the status record. Many threads may fail at once: the record
+//!    is claimed atomically, so it holds one of them.
 
 use super::{
-    Buffer, KernelSignature, MathMode,
-    access::Output,
+    Buffer, KernelSignature, LowerOptions, MathMode,
+    access::{Accesses, Output, Status},
     emit::Emitter,
     gpu_nest::{GpuIds, emit_gpu_fill, emit_gpu_kernel},
     i64_array, legal, memory_type,
@@ -107,11 +114,12 @@ pub struct LoweredGpu<'c> {
 
 /// Lowers the kernels of `module` that can run on the GPU into a new
 /// module.
-pub fn lower_gpu<'c>(
+pub(crate) fn lower_gpu<'c>(
     context: &'c Context,
     module: &Module<'c>,
-    math: MathMode,
+    options: &LowerOptions,
 ) -> Result<LoweredGpu<'c>, Error> {
+    let math = options.math;
     for dialect in ["llvm", "scf", "arith", "math", "func", "cf", "index", "nvvm"] {
         context.get_or_load_dialect(dialect);
     }
@@ -136,8 +144,12 @@ pub fn lower_gpu<'c>(
             Ok((signature, gpu, launch))
         });
         match prepared {
-            Ok((signature, gpu, launch)) => {
-                lower_kernel(context, &lowered, kernel, &signature, &gpu, &launch, math)?;
+            Ok((mut signature, gpu, launch)) => {
+                let accesses = Accesses::default();
+                let checked = options.check_bounds.then_some(&accesses);
+                let prepared = (&signature, &gpu, &launch);
+                lower_kernel(context, &lowered, kernel, prepared, checked, options)?;
+                signature.accesses = accesses.into_vec();
                 kernels.push(GpuKernel { signature, launch });
             }
             Err(reason) => {
@@ -342,15 +354,18 @@ fn outputs_of<'c, 'a>(
         .collect()
 }
 
+/// A kernel's signature, GPU schedule and launch.
+type Prepared<'p> = (&'p KernelSignature, &'p schedule::GpuSchedule, &'p Launch);
+
 fn lower_kernel<'c>(
     context: &'c Context,
     lowered: &Module<'c>,
     kernel: OperationRef<'c, '_>,
-    signature: &KernelSignature,
-    gpu: &schedule::GpuSchedule,
-    launch: &Launch,
-    math: MathMode,
+    (signature, gpu, launch): Prepared,
+    accesses: Option<&Accesses>,
+    options: &LowerOptions,
 ) -> Result<(), Error> {
+    let skew = options.skew;
     let location = kernel.location();
     let body = kernel
         .region(0)
@@ -374,7 +389,11 @@ fn lower_kernel<'c>(
                 top.value("arith.index_cast", &[value], index)
             })?;
             let outputs = outputs_of(signature, values)?;
-            let status = values[values.len() - 1];
+            let status = Status {
+                record: values[values.len() - 1],
+                accesses,
+                skew,
+            };
             let mut shared = |r: usize, element: ElementType, block: i64| {
                 shared_array(
                     top,
@@ -394,7 +413,7 @@ fn lower_kernel<'c>(
                 gpu,
                 ids,
                 &mut shared,
-                math,
+                options.math,
             )
         },
     )?;
@@ -405,7 +424,14 @@ fn lower_kernel<'c>(
             location,
             &fill.name,
             signature,
-            |top, ids, values| emit_gpu_fill(top, body, &outputs_of(signature, values)?, ids),
+            |top, ids, values| {
+                let status = Status {
+                    record: values[values.len() - 1],
+                    accesses,
+                    skew,
+                };
+                emit_gpu_fill(top, body, &outputs_of(signature, values)?, status, ids)
+            },
         )?;
     }
     Ok(())

@@ -27,20 +27,25 @@
 //!   hold only loads, combines and stores;
 //! - no barrier spans the grid, so reductions that accumulate in memory
 //!   are filled with their identity by a launch of their own
-//!   ([`emit_gpu_fill`]) before the kernel's.
+//!   ([`emit_gpu_fill`]) before the kernel's;
+//! - in the bounds-checked mode, the tree's loads and stores of shared
+//!   memory are checked like every other access (`shared memory`, `block`
+//!   elements); a failed check skips the access, never a barrier, so no
+//!   thread is left waiting.
 
 use super::{
     MathMode,
-    access::{Arg, Output, load_at, store_at},
+    access::{Arg, Check, Output, Status, load_at, store_at},
     emit::{Emitter, error},
     index::delinearize,
+    memory_type,
     nest::Kernel,
     scalar::{combine, identity},
     schedule::{self, GpuStrategy},
 };
 use crate::Error;
 use jitc_dialect::{kinds::ElementType, ops::ReindexReduceOp};
-use melior::ir::{BlockLike, BlockRef, Type, Value, operation::OperationLike};
+use melior::ir::{BlockLike, BlockRef, OperationRef, Type, Value, operation::OperationLike};
 
 /// The thread and block of a GPU kernel, as index values.
 pub(super) struct GpuIds<'c, 'a> {
@@ -65,7 +70,7 @@ pub(super) fn emit_gpu_kernel<'c, 'a>(
     kernel_body: BlockRef<'c, '_>,
     arguments: &[(Value<'c, '_>, Arg<'c, 'a>)],
     outputs: &[Output<'c, 'a>],
-    status: Value<'c, 'a>,
+    status: Status<'_, 'c, 'a>,
     domain: &[i64],
     gpu: &schedule::GpuSchedule,
     ids: &GpuIds<'c, 'a>,
@@ -131,11 +136,13 @@ pub(super) fn emit_gpu_kernel<'c, 'a>(
 
 /// Fills the outputs of the reductions that accumulate in memory with
 /// their identity, one element per thread: the launch before a kernel
-/// whose [`schedule::GpuSchedule::fill`] is set.
+/// whose [`schedule::GpuSchedule::fill`] is set. It shares the kernel's
+/// parameters, so its `status` is the kernel's.
 pub(super) fn emit_gpu_fill<'c, 'a>(
     top: &Emitter<'c, 'a>,
     kernel_body: BlockRef<'c, '_>,
     outputs: &[Output<'c, 'a>],
+    status: Status<'_, 'c, 'a>,
     ids: &GpuIds<'c, 'a>,
 ) -> Result<(), Error> {
     let index = Type::index(top.context);
@@ -158,7 +165,8 @@ pub(super) fn emit_gpu_fill<'c, 'a>(
         let inside = top.cmpi(6, point, top.index(total)?)?;
         let then = top.if_then(inside)?;
         let value = identity(&then, kind, *element)?;
-        store_at(&then, *pointer, point, value, *element)?;
+        let check = status.check_tensor(reduce.operation(), true, format!("result {j}"), shape, *element);
+        store_at(&then, *pointer, point, value, *element, check)?;
         then.finish()?;
     }
     Ok(())
@@ -178,8 +186,21 @@ fn block_reduce<'c, 'a>(
 ) -> Result<(), Error> {
     let index = Type::index(top.context);
     let barrier = || top.op("nvvm.barrier0", &[], &[], &[]).map(|_| ());
-    for ((_, _, _, element), (buffer, value)) in kernel.registers.iter().zip(shared.iter().zip(partial)) {
-        store_at(top, *buffer, ids.thread, *value, *element)?;
+    let check = |op: OperationRef<'c, '_>, store: bool, element: ElementType| -> Option<Check<'c, 'a>> {
+        let r#type = format!("!llvm.array<{block} x {}>", memory_type(top.context, element));
+        kernel
+            .status
+            .check(op, store, "shared memory".into(), r#type, block as usize)
+    };
+    for ((op, _, _, element), (buffer, value)) in kernel.registers.iter().zip(shared.iter().zip(partial)) {
+        store_at(
+            top,
+            *buffer,
+            ids.thread,
+            *value,
+            *element,
+            check(*op, true, *element),
+        )?;
     }
     barrier()?;
     let mut stride = block / 2;
@@ -187,11 +208,19 @@ fn block_reduce<'c, 'a>(
         let active = top.cmpi(6, ids.thread, top.index(stride)?)?;
         let then = top.if_then(active)?;
         let other = then.value("arith.addi", &[ids.thread, then.index(stride)?], index)?;
-        for ((_, _, kind, element), buffer) in kernel.registers.iter().zip(shared) {
-            let mine = load_at(&then, *buffer, ids.thread, *element)?;
-            let theirs = load_at(&then, *buffer, other, *element)?;
-            let combined = combine(&then, *kind, mine, theirs, *element, kernel.status, true)?;
-            store_at(&then, *buffer, ids.thread, combined, *element)?;
+        for ((op, _, kind, element), buffer) in kernel.registers.iter().zip(shared) {
+            let mine = load_at(&then, *buffer, ids.thread, *element, check(*op, false, *element))?;
+            let theirs = load_at(&then, *buffer, other, *element, check(*op, false, *element))?;
+            let status = kernel.status.record;
+            let combined = combine(&then, *kind, mine, theirs, *element, status, true)?;
+            store_at(
+                &then,
+                *buffer,
+                ids.thread,
+                combined,
+                *element,
+                check(*op, true, *element),
+            )?;
         }
         then.finish()?;
         barrier()?;
@@ -203,7 +232,15 @@ fn block_reduce<'c, 'a>(
         .registers
         .iter()
         .zip(shared)
-        .map(|((_, _, _, element), buffer)| load_at(&then, *buffer, then.index(0)?, *element))
+        .map(|((op, _, _, element), buffer)| {
+            load_at(
+                &then,
+                *buffer,
+                then.index(0)?,
+                *element,
+                check(*op, false, *element),
+            )
+        })
         .collect::<Result<Vec<_>, _>>()?;
     kernel.store_registers(&then, ivs, &results)?;
     then.finish()

@@ -6,12 +6,19 @@
 //! Every kernel becomes `func.func @name(%buffers: !llvm.ptr, %begin: i64,
 //! %end: i64)`: a pointer to an array of data pointers, one per kernel
 //! argument (index arguments point to an i64), then one per result, then
-//! one to an i32 status word that is set to 1 on an integer division by
-//! zero; and the part `[begin, end)` of the kernel's split dimension to run
-//! ([`KernelSignature::outer`]). When [`KernelSignature::parallel`] is set,
-//! disjoint parts may run at once; otherwise the kernel must get the whole
-//! range in one call. Tensors are dense and row-major; `i1` elements are
-//! stored as bytes.
+//! one to the kernel's status record ([`KernelStatus`], two i64 words,
+//! zeroed by the caller); and the part `[begin, end)` of the kernel's
+//! split dimension to run ([`KernelSignature::outer`]). When
+//! [`KernelSignature::parallel`] is set, disjoint parts may run at once;
+//! otherwise the kernel must get the whole range in one call. Tensors are
+//! dense and row-major; `i1` elements are stored as bytes.
+//!
+//! The status record says how the call went: status 0 is success, 1 an
+//! integer division by zero (`scalar`), and in the bounds-checked mode
+//! ([`LowerOptions::check_bounds`]) `2 + k` an access outside its buffer,
+//! number `k` of [`KernelSignature::accesses`], at the element offset in
+//! the second word (`access`); [`KernelSignature::failure`] says it in
+//! words, for every runtime.
 //!
 //! Algorithm, per kernel:
 //! 1. decide the schedule ([`schedule`]): loop order, split dimension,
@@ -30,7 +37,9 @@
 //!    of bounds or in an overflow condition (branch-free, so loops stay
 //!    vectorizable); element-wise ops become `arith`/`math`; a reduction
 //!    combines into its accumulator or output;
-//! 6. results that are not reductions are stored at the point's index.
+//! 6. results that are not reductions are stored at the point's index;
+//! 7. in the bounds-checked mode, every element load and store of steps 3
+//!    to 6 is checked against its buffer's element count first (`access`).
 //!
 //! The semantics are the interpreter's (`docs/semantics.md`). The loop order
 //! keeps the order of the dimensions every float `add`/`mul` reduction folds
@@ -48,8 +57,8 @@
 //! - `index`: affine indices, bounds checks and the peeled interior;
 //! - `scalar` and `poly`: element-wise and reduction semantics, and the
 //!   polynomial f32 `exp`, `log` and `tanh`;
-//! - `access` and `emit`: buffer loads and stores, and the IR builder
-//!   everything above emits with.
+//! - `access` and `emit`: buffer loads and stores (and their checks in the
+//!   bounds-checked mode), and the IR builder everything above emits with.
 
 mod access;
 mod emit;
@@ -65,7 +74,8 @@ pub mod schedule;
 mod types;
 
 use crate::Error;
-use access::Arg;
+use access::{Accesses, Arg, Status};
+pub use access::{CheckedAccess, DIVISION_BY_ZERO_STATUS, FIRST_ACCESS_STATUS, KernelStatus};
 use emit::Emitter;
 use jitc_dialect::kinds::ElementType;
 use melior::{
@@ -107,6 +117,45 @@ pub struct KernelSignature {
     pub parallel: bool,
     /// Points in the domain: the work of one whole call.
     pub points: u64,
+    /// In the bounds-checked mode, the kernel's checked accesses: status
+    /// `FIRST_ACCESS_STATUS + k` reports access `k`. Empty otherwise.
+    pub accesses: Vec<CheckedAccess>,
+}
+
+impl KernelSignature {
+    /// What went wrong in a call that left `status` in its status record,
+    /// in words (without the kernel's name); `None` when nothing did.
+    pub fn failure(&self, status: KernelStatus) -> Option<String> {
+        let [code, offset] = status;
+        match code {
+            0 => None,
+            DIVISION_BY_ZERO_STATUS => Some("integer division by zero".into()),
+            _ => Some(
+                code.checked_sub(FIRST_ACCESS_STATUS)
+                    .and_then(|k| usize::try_from(k).ok())
+                    .and_then(|k| self.accesses.get(k))
+                    .map_or_else(
+                        || format!("the kernel failed with the unknown status {code}"),
+                        |access| access.out_of_bounds(offset),
+                    ),
+            ),
+        }
+    }
+}
+
+/// What decides how kernels are lowered: the lowering's part of
+/// `CodegenOptions` and `GpuOptions`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct LowerOptions {
+    /// How closely float arithmetic follows the interpreter.
+    pub(crate) math: MathMode,
+    /// The bounds-checked mode: every element access is checked against
+    /// its buffer's extent and reported through the status record.
+    pub(crate) check_bounds: bool,
+    /// Fault injection for the tests of the bounds-checked mode: added to
+    /// every checked offset, so that correct code goes out of bounds. 0
+    /// everywhere else; nothing outside the crate can set it.
+    pub(crate) skew: i64,
 }
 
 fn buffer_of(r#type: Type) -> Option<Buffer> {
@@ -154,6 +203,7 @@ pub fn signature(kernel: OperationRef) -> Result<KernelSignature, String> {
         outer: domain.get(schedule.split).copied().unwrap_or(1),
         parallel: schedule.parallel,
         points: domain.iter().map(|&d| d as u64).product(),
+        accesses: Vec::new(),
         inputs: (0..function_type.input_count())
             .map(|i| convert(function_type.input(i)))
             .collect::<Result<_, _>>()?,
@@ -184,7 +234,11 @@ pub struct Lowered<'c> {
 }
 
 /// Lowers the kernels of `module` that can be lowered into a new module.
-pub fn lower<'c>(context: &'c Context, module: &Module<'c>, math: MathMode) -> Result<Lowered<'c>, Error> {
+pub(crate) fn lower<'c>(
+    context: &'c Context,
+    module: &Module<'c>,
+    options: &LowerOptions,
+) -> Result<Lowered<'c>, Error> {
     // Types and ops of a dialect can only be built once it is loaded.
     for dialect in ["llvm", "scf", "arith", "math", "func", "cf", "index"] {
         context.get_or_load_dialect(dialect);
@@ -194,7 +248,7 @@ pub fn lower<'c>(context: &'c Context, module: &Module<'c>, math: MathMode) -> R
     let mut signatures = Vec::new();
     let mut skipped = Vec::new();
     for kernel in kernels(module) {
-        let signature = match signature(kernel).and_then(|s| legal::check(kernel).map(|()| s)) {
+        let mut signature = match signature(kernel).and_then(|s| legal::check(kernel).map(|()| s)) {
             Ok(signature) => signature,
             Err(reason) => {
                 let name = kernel
@@ -205,7 +259,10 @@ pub fn lower<'c>(context: &'c Context, module: &Module<'c>, math: MathMode) -> R
                 continue;
             }
         };
-        lower_kernel(context, &lowered, kernel, &signature, math)?;
+        let accesses = Accesses::default();
+        let checked = options.check_bounds.then_some(&accesses);
+        lower_kernel(context, &lowered, kernel, &signature, checked, options)?;
+        signature.accesses = accesses.into_vec();
         signatures.push(signature);
     }
     Ok(Lowered {
@@ -220,7 +277,8 @@ fn lower_kernel<'c>(
     lowered: &Module<'c>,
     kernel: OperationRef<'c, '_>,
     signature: &KernelSignature,
-    math: MathMode,
+    accesses: Option<&Accesses>,
+    options: &LowerOptions,
 ) -> Result<(), Error> {
     let location = kernel.location();
     let pointer = melior::dialect::llvm::r#type::pointer(context, 0);
@@ -252,7 +310,11 @@ fn lower_kernel<'c>(
         let address = gep(&top, buffers, offset, pointer)?;
         pointers.push(top.value("llvm.load", &[address], pointer)?);
     }
-    let status = pointers[count - 1];
+    let status = Status {
+        record: pointers[count - 1],
+        accesses,
+        skew: options.skew,
+    };
     let body = kernel
         .region(0)
         .ok()
@@ -294,7 +356,15 @@ fn lower_kernel<'c>(
     };
     let schedule = schedule::schedule(body, &domain).map_err(Error::Lowering)?;
     nest::emit_kernel(
-        &top, body, &arguments, &outputs, status, &domain, &schedule, range, math,
+        &top,
+        body,
+        &arguments,
+        &outputs,
+        status,
+        &domain,
+        &schedule,
+        range,
+        options.math,
     )?;
     top.op("func.return", &[], &[], &[])?;
 

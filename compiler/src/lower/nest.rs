@@ -25,7 +25,11 @@
 //!   part, the fill included, so parts may run at once;
 //! - the loop order is the schedule's, which keeps the order of the
 //!   dimensions every float `add`/`mul` reduction folds over, so results
-//!   fold in the interpreter's row-major order.
+//!   fold in the interpreter's row-major order;
+//! - in the bounds-checked mode, every store here (fills, register
+//!   results, results at the point) is checked as an access of the op
+//!   whose result it stores (`result N`), like the loads of
+//!   [`super::point`].
 //!
 //! Example: the row maximum of a `tensor<4x8xf32>` (from
 //! `examples/softmax.mlir`), one register accumulator over `d1`,
@@ -44,7 +48,7 @@
 
 use super::{
     MathMode,
-    access::{Arg, Output, key, store_at},
+    access::{Arg, Output, Status, key, store_at},
     emit::{Emitter, error},
     index::{self, row_major},
     point::{Body, emit_op},
@@ -65,8 +69,9 @@ pub(super) struct Kernel<'c, 'a, 'k> {
     output_of: HashMap<usize, usize>,
     outputs: &'k [Output<'c, 'a>],
     arguments: &'k [(Value<'c, 'k>, Arg<'c, 'a>)],
-    /// The pointer to the status word.
-    pub(super) status: Value<'c, 'a>,
+    /// Where the kernel reports failures, and numbers its checked
+    /// accesses.
+    pub(super) status: Status<'k, 'c, 'a>,
     domain: &'k [i64],
     schedule: &'k Schedule,
     range: Option<(Value<'c, 'a>, Value<'c, 'a>)>,
@@ -84,7 +89,7 @@ pub(super) fn emit_kernel<'c, 'a>(
     kernel_body: BlockRef<'c, '_>,
     arguments: &[(Value<'c, '_>, Arg<'c, 'a>)],
     outputs: &[Output<'c, 'a>],
-    status: Value<'c, 'a>,
+    status: Status<'_, 'c, 'a>,
     domain: &[i64],
     schedule: &Schedule,
     range: Option<(Value<'c, 'a>, Value<'c, 'a>)>,
@@ -126,7 +131,7 @@ impl<'c, 'a, 'k> Kernel<'c, 'a, 'k> {
         kernel_body: BlockRef<'c, 'k>,
         arguments: &'k [(Value<'c, '_>, Arg<'c, 'a>)],
         outputs: &'k [Output<'c, 'a>],
-        status: Value<'c, 'a>,
+        status: Status<'k, 'c, 'a>,
         domain: &'k [i64],
         schedule: &'k Schedule,
         range: Option<(Value<'c, 'a>, Value<'c, 'a>)>,
@@ -206,10 +211,14 @@ impl<'c, 'a, 'k> Kernel<'c, 'a, 'k> {
             map.result(k)
                 .is_ok_and(|e| e.is_dim() && e.dim_position() == split)
         });
+        let check = || {
+            self.status
+                .check_tensor(reduce.operation(), true, format!("result {j}"), shape, *element)
+        };
         let (Some((begin, end)), true, Some(q)) = (self.range, self.schedule.parallel, owned) else {
             let (fill, i) = top.for_loop(total)?;
             let value = identity(&fill, kind, *element)?;
-            store_at(&fill, *pointer, i, value, *element)?;
+            store_at(&fill, *pointer, i, value, *element, check())?;
             return fill.finish();
         };
         let index = Type::index(top.context);
@@ -228,7 +237,7 @@ impl<'c, 'a, 'k> Kernel<'c, 'a, 'k> {
         let offset = n_loop.value("arith.muli", &[row, n_loop.index(inner as i64)?], index)?;
         let offset = n_loop.value("arith.addi", &[offset, n], index)?;
         let value = identity(&n_loop, kind, *element)?;
-        store_at(&n_loop, *pointer, offset, value, *element)?;
+        store_at(&n_loop, *pointer, offset, value, *element, check())?;
         n_loop.finish()?;
         m_loop.finish()?;
         o_loop.finish()
@@ -282,7 +291,10 @@ impl<'c, 'a, 'k> Kernel<'c, 'a, 'k> {
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             let offset = row_major(at, &indices, shape)?;
-            store_at(at, *pointer, offset, *result, *element)?;
+            let check = self
+                .status
+                .check_tensor(*op, true, format!("result {j}"), shape, *element);
+            store_at(at, *pointer, offset, *result, *element, check)?;
         }
         Ok(())
     }
@@ -357,8 +369,11 @@ impl<'c, 'a, 'k> Kernel<'c, 'a, 'k> {
             if let (Some(value), Some(result)) = (value, result) {
                 body.scalars.insert(key(result), value);
                 if let Some(&j) = self.output_of.get(&key(result)) {
-                    let (pointer, _, element) = &self.outputs[j];
-                    store_at(&body.at, *pointer, body.linear, value, *element)?;
+                    let (pointer, shape, element) = &self.outputs[j];
+                    let check = self
+                        .status
+                        .check_tensor(*op, true, format!("result {j}"), shape, *element);
+                    store_at(&body.at, *pointer, body.linear, value, *element, check)?;
                 }
             }
         }

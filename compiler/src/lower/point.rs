@@ -19,7 +19,11 @@
 //! - each value has one element per point: [`Body`] keeps the elements
 //!   computed or loaded so far by value;
 //! - storing results that are not reductions is the nest's job
-//!   ([`super::nest`]), at the point's offset.
+//!   ([`super::nest`]), at the point's offset;
+//! - in the bounds-checked mode, a load of an argument is checked as the
+//!   op that first reads the element at the point (`%argN`), and a
+//!   reduction's load and store of its output as the reduction (`result
+//!   N`).
 //!
 //! Example: `exp` of a `tensor<4xf32>` argument `%x` at index `%i`:
 //!
@@ -34,7 +38,7 @@
 
 use super::{
     MathMode,
-    access::{Arg, Output, key, load_at, store_at},
+    access::{Arg, Check, Output, Status, key, load_at, store_at},
     emit::{Emitter, error},
     index,
     scalar::{binary_op, combine, constant, unary_op},
@@ -63,8 +67,9 @@ pub(super) struct Body<'c, 'a, 'k> {
     /// The element of each kernel value computed or loaded so far, by
     /// [`key`].
     pub(super) scalars: HashMap<usize, Value<'c, 'a>>,
-    /// The pointer to the status word.
-    pub(super) status: Value<'c, 'a>,
+    /// Where the kernel reports failures, and numbers its checked
+    /// accesses.
+    pub(super) status: Status<'k, 'c, 'a>,
     /// The kernel's schedule, for the checks of each reindex.
     pub(super) schedule: &'k Schedule,
     /// Inside the peeled interior: affine checks are known to hold.
@@ -76,43 +81,59 @@ pub(super) struct Body<'c, 'a, 'k> {
 }
 
 impl<'c, 'a> Body<'c, 'a, '_> {
-    fn argument(&self, value: Value) -> Option<&Arg<'c, 'a>> {
+    /// The kernel argument `value` is, and its position.
+    fn argument(&self, value: Value) -> Option<(usize, &Arg<'c, 'a>)> {
         self.arguments
             .iter()
-            .find(|(v, _)| key(*v) == key(value))
-            .map(|(_, a)| a)
+            .enumerate()
+            .find(|(_, (v, _))| key(*v) == key(value))
+            .map(|(i, (_, a))| (i, a))
     }
 
     fn index_of(&self, value: Value) -> Result<Value<'c, 'a>, Error> {
         match self.argument(value) {
-            Some(Arg::Index(index)) => Ok(*index),
+            Some((_, Arg::Index(index))) => Ok(*index),
             _ => Err(error("an index operand is not a kernel argument")),
         }
     }
 
-    /// The element of `value` at the current point of the domain.
-    fn scalar(&mut self, value: Value) -> Result<Value<'c, 'a>, Error> {
+    /// The element of `value` at the current point of the domain, loaded
+    /// for `op` when it is an argument not loaded yet.
+    fn scalar(&mut self, value: Value, op: OperationRef) -> Result<Value<'c, 'a>, Error> {
         if let Some(known) = self.scalars.get(&key(value)) {
             return Ok(*known);
         }
-        let Some(Arg::Tensor { pointer, element, .. }) = self.argument(value) else {
+        let Some((
+            i,
+            Arg::Tensor {
+                pointer,
+                shape,
+                element,
+            },
+        )) = self.argument(value)
+        else {
             return Err(error(
                 "an operand is neither computed in the kernel nor a tensor argument",
             ));
         };
         let (pointer, element) = (*pointer, *element);
-        let loaded = self.load(pointer, self.linear, element)?;
+        let check = self.check_argument(op, i, shape, element);
+        let loaded = load_at(&self.at, pointer, self.linear, element, check)?;
         self.scalars.insert(key(value), loaded);
         Ok(loaded)
     }
 
-    fn load(
+    /// The check of a load by `op` of argument `i`, in the bounds-checked
+    /// mode.
+    fn check_argument(
         &self,
-        pointer: Value<'c, '_>,
-        offset: Value<'c, '_>,
+        op: OperationRef,
+        i: usize,
+        shape: &[usize],
         element: ElementType,
-    ) -> Result<Value<'c, 'a>, Error> {
-        load_at(&self.at, pointer, offset, element)
+    ) -> Option<Check<'c, 'a>> {
+        self.status
+            .check_tensor(op, false, format!("%arg{i}"), shape, element)
     }
 }
 
@@ -149,11 +170,14 @@ pub(super) fn emit_op<'c, 'a>(
         "meta.reindex" => {
             let reindex = ReindexOp::cast(op).ok_or_else(|| error("reindex"))?;
             let input = reindex.input().ok_or_else(|| error("reindex input"))?;
-            let Some(Arg::Tensor {
-                pointer,
-                shape,
-                element,
-            }) = body.argument(input)
+            let Some((
+                i,
+                Arg::Tensor {
+                    pointer,
+                    shape,
+                    element,
+                },
+            )) = body.argument(input)
             else {
                 return Err(error(
                     "a reindex reads a value computed in its own kernel (rule 1)",
@@ -198,7 +222,8 @@ pub(super) fn emit_op<'c, 'a>(
                 reindex.overflow_conditions(),
             )?;
             let offset = index::clamped_offset(&at, &indices, inside, &checks.shape)?;
-            let loaded = body.load(pointer, offset, element)?;
+            let check = body.check_argument(op, i, &shape, element);
+            let loaded = load_at(&at, pointer, offset, element, check)?;
             match inside {
                 Some(inside) => at.select(inside, loaded, overflow).map(Some),
                 None => Ok(Some(loaded)),
@@ -210,13 +235,14 @@ pub(super) fn emit_op<'c, 'a>(
             let Some(&j) = output_of.get(&key(result)) else {
                 return Ok(None);
             };
-            let (pointer, element) = (outputs[j].0, outputs[j].2);
+            let (pointer, shape, element) = (outputs[j].0, &outputs[j].1, outputs[j].2);
             let kind = reduce.kind().ok_or_else(|| error("unknown reduction"))?;
-            let x = body.scalar(reduce.input().ok_or_else(|| error("reduce input"))?)?;
+            let x = body.scalar(reduce.input().ok_or_else(|| error("reduce input"))?, op)?;
             if let Some(r) = register {
                 let acc = body.accumulators[r];
                 let reassociate = body.math == MathMode::Fast;
-                body.accumulators[r] = combine(&at, kind, acc, x, element, body.status, reassociate)?;
+                let status = body.status.record;
+                body.accumulators[r] = combine(&at, kind, acc, x, element, status, reassociate)?;
                 return Ok(None);
             }
             let symbols = reduce
@@ -243,9 +269,13 @@ pub(super) fn emit_op<'c, 'a>(
                 Some(inside) => at.if_then(inside)?,
                 None => at,
             };
-            let acc = load_at(&then, pointer, offset, element)?;
-            let combined = combine(&then, kind, acc, x, element, body.status, false)?;
-            store_at(&then, pointer, offset, combined, element)?;
+            let check = |store| {
+                body.status
+                    .check_tensor(op, store, format!("result {j}"), shape, element)
+            };
+            let acc = load_at(&then, pointer, offset, element, check(false))?;
+            let combined = combine(&then, kind, acc, x, element, body.status.record, false)?;
+            store_at(&then, pointer, offset, combined, element, check(true))?;
             if inside.is_some() {
                 then.finish()?;
             }
@@ -258,7 +288,7 @@ pub(super) fn emit_op<'c, 'a>(
                 element_of(input)?,
                 element_of(unary.result().ok_or_else(|| error("unary result"))?)?,
             );
-            let x = body.scalar(input)?;
+            let x = body.scalar(input, op)?;
             let kind = unary.kind().ok_or_else(|| error("unary kind"))?;
             unary_op(&at, kind, x, from, to, body.math).map(Some)
         }
@@ -269,14 +299,14 @@ pub(super) fn emit_op<'c, 'a>(
                 binary.rhs().ok_or_else(|| error("rhs"))?,
             );
             let element = element_of(lhs)?;
-            let (a, b) = (body.scalar(lhs)?, body.scalar(rhs)?);
+            let (a, b) = (body.scalar(lhs, op)?, body.scalar(rhs, op)?);
             let kind = binary.kind().ok_or_else(|| error("binary kind"))?;
-            binary_op(&at, kind, a, b, element, body.status).map(Some)
+            binary_op(&at, kind, a, b, element, body.status.record).map(Some)
         }
         "meta.ternary" => {
-            let c = body.scalar(op.operand(0).map_err(|_| error("select"))?)?;
-            let a = body.scalar(op.operand(1).map_err(|_| error("select"))?)?;
-            let b = body.scalar(op.operand(2).map_err(|_| error("select"))?)?;
+            let c = body.scalar(op.operand(0).map_err(|_| error("select"))?, op)?;
+            let a = body.scalar(op.operand(1).map_err(|_| error("select"))?, op)?;
+            let b = body.scalar(op.operand(2).map_err(|_| error("select"))?, op)?;
             at.select(c, a, b).map(Some)
         }
         other => Err(error(format!("'{other}' is not lowered"))),

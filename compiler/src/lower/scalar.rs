@@ -25,12 +25,12 @@
 //!   becomes a libm call on the CPU.
 //!
 //! Example: `i32` `div` of `%a` by `%b`, where `%status` points to the
-//! kernel's status word:
+//! kernel's status record (its first word, the status, becomes 1):
 //!
 //! ```mlir
 //! %z = arith.cmpi eq, %b, %c0_i32 : i32
 //! scf.if %z {
-//!   llvm.store %c1_i32, %status : i32, !llvm.ptr
+//!   llvm.store %c1_i64, %status : i64, !llvm.ptr
 //! }
 //! %m = arith.cmpi eq, %b, %c-1_i32 : i32
 //! %u = arith.ori %z, %m : i1
@@ -42,6 +42,7 @@
 
 use super::{
     MathMode,
+    access::DIVISION_BY_ZERO_STATUS,
     emit::{Emitter, error},
     poly::{exp_f32, log_f32, tanh_f32},
     value_type,
@@ -257,8 +258,8 @@ fn integer_division<'c, 'a>(
     );
     let is_zero = at.cmpi(0, b, zero)?;
     let flag = at.if_then(is_zero)?;
-    let i32_type: Type = melior::ir::r#type::IntegerType::new(at.context, 32).into();
-    let set = flag.int(i32_type, 1)?;
+    let i64_type: Type = melior::ir::r#type::IntegerType::new(at.context, 64).into();
+    let set = flag.int(i64_type, DIVISION_BY_ZERO_STATUS)?;
     flag.op("llvm.store", &[set, status], &[], &[])?;
     flag.finish()?;
     let is_minus_one = at.cmpi(0, b, minus_one)?;

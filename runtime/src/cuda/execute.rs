@@ -19,9 +19,11 @@
 //!    only for it; so a buffer that is downloaded is never freed early (it
 //!    is a result, kept to the end), and on an early error `downloads` is
 //!    dropped, each staging buffer waiting for its copy, before `values`.
-//! 4. **One synchronization** at the end; then the status words (one per
-//!    launch, set on an integer division by zero) are checked and the
-//!    staged results are copied into host tensors.
+//! 4. **One synchronization** at the end; then the status records (one
+//!    [`KernelStatus`] per launch, set on an integer division by zero or,
+//!    in the bounds-checked mode, an access out of bounds) are checked,
+//!    worded by `KernelSignature::failure` as on the CPU, and the staged
+//!    results are copied into host tensors.
 //!
 //! Every kernel writes every element of its outputs (the lowering's
 //! invariant, shared with the CPU), so outputs are allocated uninitialized.
@@ -29,7 +31,7 @@
 use super::{CudaDevice, CudaModule, plan::Operand, plan::Plan};
 use crate::Error;
 use cudarc::driver::{CudaSlice, LaunchConfig, PinnedHostSlice, PushKernelArg};
-use jitc_compiler::Slot;
+use jitc_compiler::{KernelStatus, Slot};
 use jitc_dialect::kinds::ElementType;
 use jitc_interp::{Tensor, Value};
 use std::{collections::HashMap, sync::Arc};
@@ -241,8 +243,10 @@ impl CudaModule {
         }
         let mut staged = Vec::new();
         let mut downloads = Vec::new();
+        // One status record per launch, two i64 words each.
+        let record = std::mem::size_of::<KernelStatus>() / std::mem::size_of::<i64>();
         let mut status = compute
-            .alloc_zeros::<i32>(plan.launches.len().max(1))
+            .alloc_zeros::<i64>(record * plan.launches.len().max(1))
             .map_err(failed("allocation"))?;
         for (i, step) in plan.launches.iter().enumerate() {
             let loaded = self
@@ -329,7 +333,7 @@ impl CudaModule {
                 for output in &mut outputs {
                     builder.arg(&mut output.buffer);
                 }
-                let mut word = status.slice_mut(i..i + 1);
+                let mut word = status.slice_mut(record * i..record * (i + 1));
                 builder.arg(&mut word);
                 let config = LaunchConfig {
                     grid_dim: (grid, 1, 1),
@@ -339,8 +343,8 @@ impl CudaModule {
                 // SAFETY: the kernel was compiled with exactly these
                 // parameters: one device buffer per tensor argument of its
                 // shape and type (checked above), an i64 per index
-                // argument, one buffer per result of its size and the
-                // status word; the launch dimensions are the ones its code
+                // argument, one buffer per result of its size and its
+                // status record; the launch dimensions are the ones its code
                 // assumes.
                 unsafe { builder.launch(config) }.map_err(failed("launch"))?;
             }
@@ -382,12 +386,18 @@ impl CudaModule {
         device.copy.synchronize().map_err(failed("synchronize"))?;
         let words = compute.clone_dtoh(&status).map_err(failed("download"))?;
         device.context.check_err().map_err(failed("a queued operation"))?;
-        if let Some(i) = words.iter().take(plan.launches.len()).position(|&w| w != 0) {
+        let failure = plan
+            .launches
+            .iter()
+            .zip(words.chunks(record))
+            .find_map(|(step, words)| {
+                let signature = &self.kernels.get(&step.kernel)?.kernel.signature;
+                let failure = signature.failure(KernelStatus::try_from(words).ok()?)?;
+                Some(format!("kernel @{}: {failure}", step.kernel))
+            });
+        if let Some(failure) = failure {
             device.keep(staged.into_iter().chain(downloads.into_iter().map(|d| d.stage)));
-            return Err(Error::Cuda(format!(
-                "kernel @{}: integer division by zero",
-                plan.launches[i].kernel
-            )));
+            return Err(Error::Cuda(failure));
         }
         let mut results: Vec<Option<DeviceValue>> = plan
             .results

@@ -1,0 +1,30 @@
+//! Every named pipeline on any module that verifies: `fuse`, the
+//! `default` pipeline, and the speculation passes with an empty profile
+//! (which must leave the program correct and never crash). A verifier
+//! failure after a pipeline is a compiler bug, and a panic.
+#![no_main]
+
+use jitc_compiler::{Error, OptimizeOptions, Pipeline, optimize, parse_module, verify};
+use jitc_fuzz::{context, module_text};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Some(text) = module_text(data) else { return };
+    context().with(|context| {
+        for name in ["fuse", "default", "speculation"] {
+            let Some(mut module) = parse_module(context, &text) else { return };
+            if verify(&module).is_err() {
+                return;
+            }
+            let mut pipeline = Pipeline::named(name).expect("a named pipeline");
+            for path in pipeline.profile_paths().unwrap_or_default() {
+                pipeline.provide_profile(&path, jitc_compiler::Profile::new());
+            }
+            if let Err(Error::VerifierFailedAfterPipeline(pipeline)) =
+                optimize(context, &mut module, &pipeline, &OptimizeOptions::default())
+            {
+                panic!("the meta verifier failed after the {pipeline} pipeline");
+            }
+        }
+    });
+});
