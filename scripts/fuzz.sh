@@ -3,8 +3,12 @@
 # made from examples/ and test/.
 #
 #   bash scripts/fuzz.sh smoke [SECONDS]   every target for SECONDS (default 10)
-#   bash scripts/fuzz.sh campaign [RUNS]   every target for RUNS executions
-#                                          (default 1000000), with a summary
+#   bash scripts/fuzz.sh campaign [RUNS] [SECONDS]
+#                                          every target for RUNS executions
+#                                          (default 1000000) or SECONDS
+#                                          (default: no limit), whichever
+#                                          comes first; JITC_FUZZ_JOBS
+#                                          targets at a time (default 1)
 #   bash scripts/fuzz.sh run TARGET [libFuzzer flags...]
 #
 # A crash, panic, abort or timeout fails the script; libFuzzer leaves the
@@ -95,13 +99,22 @@ run_target() {
   echo "fuzz $target: ${runs:-?} runs in ${seconds:-?} s, corpus $(ls "$corpus" | wc -l) inputs, no crash"
 }
 
-# Builds, seeds and runs every target with the libFuzzer flags given.
+# Builds, seeds and runs every target with the libFuzzer flags given,
+# JITC_FUZZ_JOBS of them at a time.
 run_all() {
   build
   seed
-  local failed=0
+  local jobs=${JITC_FUZZ_JOBS:-1} failed=0 pids=() target
   for target in "${targets[@]}"; do
-    run_target "$target" "$@" || failed=$((failed + 1))
+    run_target "$target" "$@" &
+    pids+=($!)
+    if [ "${#pids[@]}" -ge "$jobs" ]; then
+      wait "${pids[0]}" || failed=$((failed + 1))
+      pids=("${pids[@]:1}")
+    fi
+  done
+  for pid in "${pids[@]}"; do
+    wait "$pid" || failed=$((failed + 1))
   done
   echo "fuzz: $((${#targets[@]} - failed)) passed, $failed failed"
   [ "$failed" -eq 0 ]
@@ -117,7 +130,9 @@ case $mode in
   campaign)
     # The campaign's corpus grows across campaigns.
     corpus_root=$work/corpus
-    run_all -runs="${2:-1000000}"
+    limits=(-runs="${2:-1000000}")
+    if [ -n "${3:-}" ]; then limits+=(-max_total_time="$3"); fi
+    run_all "${limits[@]}"
     ;;
   run)
     target=${2:?usage: fuzz.sh run TARGET [libFuzzer flags...]}

@@ -1,4 +1,5 @@
-//! Input buffers: splitting at `// -----` and parsing into modules.
+//! Input buffers: splitting at `// -----`, bounding their nesting, and
+//! parsing into modules.
 
 use melior::{
     Context,
@@ -18,18 +19,22 @@ pub struct Chunk {
     pub text: String,
 }
 
-/// Checks that `text` nests braces (regions, attribute dictionaries) at
-/// most `limit` deep, outside string literals and `//` comments. MLIR's
-/// parser and walks recurse once per level, so a caller checks this
-/// against the stack it runs on before parsing; the error completes a
-/// sentence whose subject is the input ("nests more than ...").
+/// Checks that `text` nests brackets at most `limit` deep: braces
+/// (regions, dictionaries), parentheses (affine expressions, operand
+/// lists), square brackets (arrays) and angle brackets (types and
+/// attributes; not the `>` of `->`, `>=` or the `<` of `<=`), counted
+/// together, outside string literals and `//` comments. MLIR's parser and
+/// walks recurse once per level, so a caller checks this against the
+/// stack it runs on before parsing; the error completes a sentence whose
+/// subject is the input ("nests more than ...").
 pub fn check_nesting(text: &str, limit: usize) -> Result<(), String> {
     let mut depth = 0usize;
     for (line, content) in text.lines().enumerate() {
         let mut in_string = false;
         let mut escaped = false;
         let mut previous = ' ';
-        for c in content.chars() {
+        let mut chars = content.chars().peekable();
+        while let Some(c) = chars.next() {
             if in_string {
                 match c {
                     _ if escaped => escaped = false,
@@ -39,20 +44,21 @@ pub fn check_nesting(text: &str, limit: usize) -> Result<(), String> {
                 }
                 continue;
             }
+            let next = chars.peek().copied();
             match c {
                 '"' => in_string = true,
                 '/' if previous == '/' => break,
-                '{' => {
-                    depth += 1;
-                    if depth > limit {
-                        return Err(format!(
-                            "nests more than {limit} levels deep at line {}; jitc reads at most {limit} levels of regions and attributes",
-                            line + 1
-                        ));
-                    }
-                }
-                '}' => depth = depth.saturating_sub(1),
+                '{' | '(' | '[' => depth += 1,
+                '<' if next != Some('=') => depth += 1,
+                '}' | ')' | ']' => depth = depth.saturating_sub(1),
+                '>' if previous != '-' && next != Some('=') => depth = depth.saturating_sub(1),
                 _ => {}
+            }
+            if depth > limit {
+                return Err(format!(
+                    "nests more than {limit} levels deep at line {}; jitc reads at most {limit} levels of brackets",
+                    line + 1
+                ));
             }
             previous = c;
         }
@@ -196,5 +202,22 @@ mod tests {
     #[test]
     fn no_marker_is_one_chunk() {
         assert_eq!(split_input("x\ny\n").len(), 1);
+    }
+
+    #[test]
+    fn nesting_counts_every_bracket_but_arrows_and_comparisons() {
+        let map = "#map = affine_map<(d0) -> ((d0 + 1) floordiv 2)>";
+        assert!(check_nesting(map, 3).is_ok());
+        assert!(check_nesting(map, 2).is_err());
+        // `->`, `>=` and `<=` close or open nothing; strings and comments
+        // are not read.
+        let set = "#set = affine_set<(d0) : (d0 - 1 >= 0)> // ((((";
+        assert!(check_nesting(set, 2).is_ok());
+        assert!(check_nesting("\"{{{{{{\" {[(<x>)]}", 4).is_ok());
+        let error = check_nesting("a\n((((", 3).unwrap_err();
+        assert_eq!(
+            error,
+            "nests more than 3 levels deep at line 2; jitc reads at most 3 levels of brackets"
+        );
     }
 }

@@ -132,7 +132,7 @@ pub(crate) fn reindex(op: OperationRef, args: &[Value]) -> Result<Value, Error> 
         None => Scalar::zero(element),
     }
     .cast(element);
-    let mut out = Buffer::filled(overflow, shape.iter().product());
+    let mut out = Buffer::try_filled(overflow, shape.iter().product()).map_err(|e| eval_error(op, e))?;
     let mut mapped = Mapped {
         map: &map,
         sets: &sets,
@@ -163,7 +163,8 @@ pub(crate) fn reindex_reduce(op: OperationRef, args: &[Value]) -> Result<Value, 
     let (sizes, symbols) = index_operands(op, args, 1)?;
     let (shape, element) = result_shape(op, &sizes)?;
     let sets = conditions(op, view.overflow_conditions())?;
-    let mut out = Buffer::filled(scalar::identity(kind, element), shape.iter().product());
+    let mut out = Buffer::try_filled(scalar::identity(kind, element), shape.iter().product())
+        .map_err(|e| eval_error(op, e))?;
     let mut mapped = Mapped {
         map: &map,
         sets: &sets,
@@ -242,7 +243,8 @@ pub(crate) fn elementwise(op: OperationRef, args: &[Value]) -> Result<Value, Err
     let ValueType::Tensor(_, element) = result_type(op, 0)? else {
         return Err(eval_error(op, "result is not a tensor"));
     };
-    let mut out = Buffer::filled(Scalar::zero(element), inputs[0].len());
+    let mut out =
+        Buffer::try_filled(Scalar::zero(element), inputs[0].len()).map_err(|e| eval_error(op, e))?;
     let compute = |i: usize| -> Result<Scalar, ScalarError> {
         if let Some(unary) = UnaryOp::cast(op) {
             let kind = unary

@@ -137,24 +137,36 @@ unsafe impl<T: Element> Send for Storage<T> {}
 unsafe impl<T: Element> Sync for Storage<T> {}
 
 impl<T: Element> Storage<T> {
-    fn bytes(len: usize) -> usize {
-        len.checked_mul(size_of::<T>())
-            .filter(|&b| b <= isize::MAX as usize - ALIGNMENT)
-            .unwrap_or_else(|| panic!("a buffer of {len} elements does not fit in memory"))
+    /// `len` elements whose values are valid but unspecified, meant to be
+    /// overwritten (a reused buffer's old contents, or zeros). Aborts, as
+    /// `Vec` does, when the memory cannot be had: callers holding sizes a
+    /// user chose use [`Self::try_for_overwrite`].
+    pub fn for_overwrite(len: usize) -> Self {
+        Self::try_for_overwrite(len)
+            .unwrap_or_else(|_| std::alloc::handle_alloc_error(Layout::new::<[u8; ALIGNMENT]>()))
     }
 
-    /// `len` elements whose values are valid but unspecified, meant to be
-    /// overwritten (a reused buffer's old contents, or zeros).
-    pub fn for_overwrite(len: usize) -> Self {
-        let bytes = Self::bytes(len);
+    /// [`Self::for_overwrite`], or why the memory could not be had: more
+    /// bytes than an allocation can hold, or an allocator that said no.
+    pub fn try_for_overwrite(len: usize) -> Result<Self, String> {
+        let too_large = || {
+            format!(
+                "cannot allocate {len} elements of {} bytes: out of memory",
+                size_of::<T>()
+            )
+        };
+        let bytes = len
+            .checked_mul(size_of::<T>())
+            .filter(|&b| b <= isize::MAX as usize - ALIGNMENT)
+            .ok_or_else(too_large)?;
         if bytes == 0 {
             // An aligned, never dereferenced address, like `NonNull::dangling`.
             let aligned = std::ptr::without_provenance_mut::<T>(ALIGNMENT);
-            return Self {
+            return Ok(Self {
                 // SAFETY: the address is not null.
                 pointer: unsafe { NonNull::new_unchecked(aligned) },
                 len,
-            };
+            });
         }
         if bytes >= POOL_MIN_BYTES {
             let reused = pool().lock().ok().and_then(|mut pool| {
@@ -169,21 +181,19 @@ impl<T: Element> Storage<T> {
                     // SAFETY: the allocation holds `bytes` writable bytes.
                     unsafe { std::ptr::write_bytes(pointer.cast::<u8>(), 0, bytes) };
                 }
-                return Self {
+                return Ok(Self {
                     // SAFETY: pooled addresses are never null.
                     pointer: unsafe { NonNull::new_unchecked(pointer) },
                     len,
-                };
+                });
             }
             ALLOCATED.fetch_add(1, Ordering::Relaxed);
         }
         // SAFETY: `bytes` is non-zero; zeroed memory is a valid value of
         // every `Element` (0.0, 0, false).
         let raw = unsafe { std::alloc::alloc_zeroed(layout(bytes)) };
-        let Some(pointer) = NonNull::new(raw.cast::<T>()) else {
-            std::alloc::handle_alloc_error(layout(bytes))
-        };
-        Self { pointer, len }
+        let pointer = NonNull::new(raw.cast::<T>()).ok_or_else(too_large)?;
+        Ok(Self { pointer, len })
     }
 
     /// `len` copies of `value`.
@@ -191,6 +201,13 @@ impl<T: Element> Storage<T> {
         let mut storage = Self::for_overwrite(len);
         storage.fill(value);
         storage
+    }
+
+    /// [`Self::filled`], or why the memory could not be had.
+    pub fn try_filled(value: T, len: usize) -> Result<Self, String> {
+        let mut storage = Self::try_for_overwrite(len)?;
+        storage.fill(value);
+        Ok(storage)
     }
 
     /// A copy of `values`.
@@ -280,6 +297,15 @@ mod tests {
             assert!(s.iter().all(|&v| v == 1.5));
             assert_eq!(s.len(), len);
         }
+    }
+
+    #[test]
+    fn an_impossible_allocation_is_an_error() {
+        let error = Storage::<f64>::try_for_overwrite(usize::MAX / 4).unwrap_err();
+        assert!(error.contains("out of memory"), "{error}");
+        // Fits the address space's arithmetic, but no allocator has it.
+        let error = Storage::<f32>::try_filled(0.0, 1 << 60).unwrap_err();
+        assert!(error.contains("out of memory"), "{error}");
     }
 
     #[test]

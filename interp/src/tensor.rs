@@ -33,16 +33,29 @@ impl Buffer {
         }
     }
 
+    /// [`Self::filled`], or why the memory could not be had (an error,
+    /// never an abort, for sizes a user chose).
+    pub fn try_filled(value: Scalar, len: usize) -> Result<Self, String> {
+        Ok(match value {
+            Scalar::F32(v) => Self::F32(Storage::try_filled(v, len)?),
+            Scalar::F64(v) => Self::F64(Storage::try_filled(v, len)?),
+            Scalar::I32(v) => Self::I32(Storage::try_filled(v, len)?),
+            Scalar::I64(v) => Self::I64(Storage::try_filled(v, len)?),
+            Scalar::I1(v) => Self::I1(Storage::try_filled(v, len)?),
+        })
+    }
+
     /// `len` elements of `element` with valid but unspecified values, to be
-    /// overwritten (see [`Storage::for_overwrite`]).
-    pub fn for_overwrite(element: ElementType, len: usize) -> Self {
-        match element {
-            ElementType::F32 => Self::F32(Storage::for_overwrite(len)),
-            ElementType::F64 => Self::F64(Storage::for_overwrite(len)),
-            ElementType::I32 => Self::I32(Storage::for_overwrite(len)),
-            ElementType::I64 => Self::I64(Storage::for_overwrite(len)),
-            ElementType::I1 => Self::I1(Storage::for_overwrite(len)),
-        }
+    /// overwritten (see [`Storage::for_overwrite`]), or why the memory
+    /// could not be had.
+    pub fn try_for_overwrite(element: ElementType, len: usize) -> Result<Self, String> {
+        Ok(match element {
+            ElementType::F32 => Self::F32(Storage::try_for_overwrite(len)?),
+            ElementType::F64 => Self::F64(Storage::try_for_overwrite(len)?),
+            ElementType::I32 => Self::I32(Storage::try_for_overwrite(len)?),
+            ElementType::I64 => Self::I64(Storage::try_for_overwrite(len)?),
+            ElementType::I1 => Self::I1(Storage::try_for_overwrite(len)?),
+        })
     }
 
     /// Number of elements.
@@ -142,13 +155,14 @@ impl Tensor {
     }
 
     /// A tensor of `shape` whose elements are valid but unspecified, to be
-    /// overwritten (by a compiled kernel).
-    pub fn for_overwrite(shape: Vec<usize>, element: ElementType) -> Self {
-        let len = shape.iter().product();
-        Self {
+    /// overwritten (by a compiled kernel), or why it cannot be had: more
+    /// elements than [`max_elements`], or memory the allocator refused.
+    pub fn for_overwrite(shape: Vec<usize>, element: ElementType) -> Result<Self, String> {
+        let len = checked_len(&shape)?;
+        Ok(Self {
             shape,
-            buffer: Buffer::for_overwrite(element, len),
-        }
+            buffer: Buffer::try_for_overwrite(element, len)?,
+        })
     }
 
     /// A rank-0 tensor.

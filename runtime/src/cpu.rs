@@ -267,12 +267,10 @@ impl KernelRunner for CpuModule {
         let mut outputs: Vec<Tensor> = Vec::with_capacity(signature.outputs.len());
         for slot in &signature.outputs {
             match slot {
-                Slot::Tensor(shape, element) => {
-                    if let Err(message) = jitc_interp::tensor::checked_len(shape) {
-                        return Some(Err(message));
-                    }
-                    outputs.push(Tensor::for_overwrite(shape.clone(), *element))
-                }
+                Slot::Tensor(shape, element) => match Tensor::for_overwrite(shape.clone(), *element) {
+                    Ok(tensor) => outputs.push(tensor),
+                    Err(message) => return Some(Err(message)),
+                },
                 Slot::Index => return Some(Err("a kernel that returns an index".into())),
             }
         }

@@ -176,7 +176,7 @@ impl CudaDevice {
 
     /// Copies `tensor` back to the host, after the work queued on it.
     pub fn download(&self, tensor: &DeviceTensor) -> Result<Tensor, Error> {
-        let mut host = Tensor::for_overwrite(tensor.shape.clone(), tensor.element);
+        let mut host = Tensor::for_overwrite(tensor.shape.clone(), tensor.element).map_err(Error::Cuda)?;
         let bytes = tensor_bytes_mut(&mut host);
         if !bytes.is_empty() {
             self.download
@@ -406,7 +406,7 @@ impl CudaModule {
             .collect();
         let mut kept = staged;
         for finished in downloads {
-            let mut tensor = Tensor::for_overwrite(finished.shape, finished.element);
+            let mut tensor = Tensor::for_overwrite(finished.shape, finished.element).map_err(Error::Cuda)?;
             let bytes = tensor_bytes_mut(&mut tensor);
             let staged = finished.stage.as_slice().map_err(failed("page-locked copy"))?;
             bytes.copy_from_slice(&staged[..bytes.len()]);
