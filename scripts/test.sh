@@ -3,7 +3,7 @@
 # clippy, the architecture invariants (scripts/check-architecture.sh), cargo
 # test, the lit suite with LLVM 22's lit and FileCheck, the NumPy
 # cross-checks of the interpreter and of compiled code, and the fuzz smoke
-# (scripts/fuzz.sh: every libFuzzer target for a few seconds).
+# (scripts/fuzz.sh: every libFuzzer target for a fixed, seeded number of runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -42,4 +42,4 @@ step "numpy cross-check of compiled code"
 .venv/bin/python test/numpy/crosscheck.py "$target_dir/debug/jitc" --backend cpu --cases 100
 
 step "fuzz smoke"
-bash scripts/fuzz.sh smoke 10
+bash scripts/fuzz.sh smoke

@@ -125,10 +125,12 @@ fn check_shape(reader: &mut impl Read) -> Result<(), String> {
         let Ok(dimension) = dimension.to_string().parse::<u64>() else {
             return Ok(());
         };
-        count = count.checked_mul(dimension).ok_or_else(|| {
+        // Zeros are skipped: npyz also multiplies the dimensions around a
+        // zero (its strides), so those products must fit too.
+        count = count.checked_mul(dimension.max(1)).ok_or_else(|| {
             let dims: Vec<String> = shape.into_iter().flatten().map(ToString::to_string).collect();
             format!(
-                "has shape ({}), whose element count does not fit in 64 bits",
+                "has shape ({}), whose dimensions multiply past 64 bits",
                 dims.join(", ")
             )
         })?;
@@ -222,13 +224,13 @@ mod tests {
         let path = dir.path().join("huge.npy");
         std::fs::write(&path, header_only("(4611686018427387904, 4611686018427387904)")).unwrap();
         let error = read(&path).unwrap_err();
-        assert!(error.contains("does not fit in 64 bits"), "{error}");
+        assert!(error.contains("multiply past 64 bits"), "{error}");
         // Found by the `inputs` fuzz target: npyz's Python-literal parser
         // reads `4611686018+427387904` as one integer, so the check reads
         // headers with the same parser.
         std::fs::write(&path, header_only("(4611686018+427387904, 4611686018427387904)")).unwrap();
         let error = read(&path).unwrap_err();
-        assert!(error.contains("does not fit in 64 bits"), "{error}");
+        assert!(error.contains("multiply past 64 bits"), "{error}");
         // Found by the `inputs` fuzz target: the header parser takes
         // exponential time on nested brackets.
         let mut nested = header_only("()");
@@ -237,6 +239,11 @@ mod tests {
         std::fs::write(&path, nested).unwrap();
         let error = read(&path).unwrap_err();
         assert!(error.contains("malformed header"), "{error}");
+        // Found by the `inputs` fuzz target: no elements, but npyz's
+        // strides multiply the dimensions after the zero.
+        std::fs::write(&path, header_only("(0, 46387904, 11686018427387904)")).unwrap();
+        let error = read(&path).unwrap_err();
+        assert!(error.contains("multiply past 64 bits"), "{error}");
         // Within 64 bits but past the element limit: the limit's message.
         std::fs::write(&path, header_only("(4294967296, 4)")).unwrap();
         let error = read(&path).unwrap_err();
