@@ -43,8 +43,8 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 
 build() {
-  echo "fuzz: building the targets (instrumented release build)" >&2
   [ -n "${JITC_FUZZ_SKIP_BUILD:-}" ] && return 0
+  echo "fuzz: building the targets (instrumented release build)" >&2
   (cd fuzz && cargo fuzz build -O -a -s none --target-dir "$fuzz_target_dir" >&2)
 }
 
@@ -162,7 +162,7 @@ case $mode in
     run_target "$target" "$@"
     ;;
   *)
-    echo "usage: bash scripts/fuzz.sh smoke [SECONDS] | campaign [RUNS] | run TARGET [flags]" >&2
+    echo "usage: bash scripts/fuzz.sh smoke | campaign [RUNS] [SECONDS] | run TARGET [flags]" >&2
     exit 2
     ;;
 esac

@@ -60,6 +60,19 @@ impl ElementType {
     }
 }
 
+/// The bytes a tensor of static sizes `dims` with `width`-byte elements
+/// spans, counting each size of 0 as 1, or `None` when that passes
+/// `i64::MAX`. One rule for every size jitc computes with: the verifier's
+/// bound on types, the element limit of tensors and `.npy` files, the
+/// shapes speculation assumes. Counting zeros as ones matters because
+/// strides, loop extents and offsets multiply the sizes around a zero
+/// even when a tensor holds no element.
+pub fn extent_bytes(dims: impl IntoIterator<Item = u64>, width: u64) -> Option<u64> {
+    dims.into_iter()
+        .try_fold(width, |bytes, d| bytes.checked_mul(d.max(1)))
+        .filter(|&bytes| bytes <= i64::MAX as u64)
+}
+
 impl fmt::Display for ElementType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

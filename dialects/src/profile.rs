@@ -145,20 +145,20 @@ impl SiteProfile {
     fn join(&mut self, other: &Self) -> Result<(), String> {
         match (self, other) {
             (Self::If { then, r#else }, Self::If { then: t, r#else: e }) => {
-                *then += t;
-                *r#else += e;
+                *then = then.saturating_add(*t);
+                *r#else = r#else.saturating_add(*e);
             }
             (Self::Loop { trips, runs }, Self::Loop { trips: t, runs: r }) => {
                 if *trips != *t {
                     *trips = None;
                 }
-                *runs += r;
+                *runs = runs.saturating_add(*r);
             }
             (Self::Call { callee, calls }, Self::Call { callee: c, calls: n }) => {
                 if *callee != *c {
                     *callee = None;
                 }
-                *calls += n;
+                *calls = calls.saturating_add(*n);
             }
             (this, other) => {
                 return Err(format!(
@@ -210,11 +210,11 @@ impl Profile {
     }
 
     /// Joins `other` into `self`: facts that disagree become varied and
-    /// counts add up. Fails, leaving `self` unchanged, when the two
+    /// counts add up (saturating: they come from files). Fails, leaving `self` unchanged, when the two
     /// profiles describe different programs.
     pub fn merge(&mut self, other: &Profile) -> Result<(), ProfileError> {
         let mut merged = self.clone();
-        merged.runs += other.runs;
+        merged.runs = merged.runs.saturating_add(other.runs);
         for (name, theirs) in &other.functions {
             match merged.functions.get_mut(name) {
                 None => {
@@ -228,7 +228,7 @@ impl Profile {
                             theirs.arguments.len()
                         )));
                     }
-                    ours.calls += theirs.calls;
+                    ours.calls = ours.calls.saturating_add(theirs.calls);
                     for (i, (a, b)) in ours.arguments.iter_mut().zip(&theirs.arguments).enumerate() {
                         if a.r#type != b.r#type || a.shape.len() != b.shape.len() {
                             return Err(ProfileError(format!(
@@ -342,6 +342,18 @@ impl Profile {
                 .insert(name.to_owned(), fresh.functions[name].clone());
         }
     }
+}
+
+/// The argument types of `function` (a `func.func`, declarations
+/// included) as MLIR prints them: what a profile records of an entry
+/// function's arguments, and what [`Profile::check_signature`] compares.
+pub fn argument_types(function: OperationRef) -> Vec<String> {
+    crate::verify::function_type(function).map_or_else(Vec::new, |signature| {
+        (0..signature.input_count())
+            .filter_map(|i| signature.input(i).ok())
+            .map(|r#type| r#type.to_string())
+            .collect()
+    })
 }
 
 /// The attribute that pins an op's site id, so that it survives fusion,

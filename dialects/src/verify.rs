@@ -17,7 +17,8 @@
 //! 6. guards take a `tensor<i1>`, and guard ids are unique per function;
 //! 7. one state name has one type across the module;
 //! 8. no ranked tensor type is too large: the size in bytes (the static
-//!    sizes, `?` skipped, times the element's bytes: one for `i1`, eight for
+//!    sizes, `?` skipped and 0 counted as 1, times the element's bytes: one
+//!    for `i1`, eight for
 //!    a type the dialect does not support) of every op's results, of its
 //!    blocks' arguments and, for a `func.func`, of its signature
 //!    (declarations included) fits in i64. This covers every op, `meta` or
@@ -37,7 +38,7 @@
 use crate::{
     affine::{Fault, Indexing, Source, Tree},
     emit_error,
-    kinds::{BinaryKind, ElementType, ReduceKind, TernaryKind, TypeClass, UnaryKind},
+    kinds::{BinaryKind, ElementType, ReduceKind, TernaryKind, TypeClass, UnaryKind, extent_bytes},
     ops::{
         BinaryOp, GuardOp, IntegerSet, ReindexOp, ReindexReduceOp, StateReadOp, StateWriteOp, TernaryOp,
         UnaryOp, tensor_type,
@@ -701,33 +702,30 @@ fn place(source: Source) -> String {
 }
 
 /// The signature of a `func.func`.
-fn function_type<'c>(function: OperationRef<'c, '_>) -> Option<FunctionType<'c>> {
+pub(crate) fn function_type<'c>(function: OperationRef<'c, '_>) -> Option<FunctionType<'c>> {
     let attribute = function.attribute("function_type").ok()?;
     FunctionType::try_from(TypeAttribute::try_from(attribute).ok()?.value()).ok()
 }
 
 /// Whether `type` is a ranked tensor type whose size in bytes overflows
-/// i64 (rule 8).
+/// i64 (rule 8, [`crate::kinds::extent_bytes`]: a size of 0 counts as 1).
 fn size_overflows(r#type: Type) -> bool {
     let Ok(tensor) = RankedTensorType::try_from(r#type) else {
         return false;
     };
-    let mut elements: i128 = 1;
-    for d in 0..tensor.rank() {
-        match tensor.dim_size(d) {
-            Ok(DimSize::Static(0)) => return false,
-            Ok(DimSize::Static(size)) => elements = elements.saturating_mul(i128::from(size)),
-            _ => {}
-        }
-    }
-    let limit = i128::from(i64::MAX);
+    let dims: Vec<u64> = (0..tensor.rank())
+        .filter_map(|d| match tensor.dim_size(d) {
+            Ok(DimSize::Static(size)) => Some(size),
+            _ => None,
+        })
+        .collect();
     // Most tensors are far below the limit: only the others need the
     // element type, which is read from its spelling.
-    if elements.saturating_mul(8) <= limit {
+    if extent_bytes(dims.iter().copied(), 8).is_some() {
         return false;
     }
-    let bytes = ElementType::from_type(tensor.element()).map_or(8, ElementType::byte_width);
-    elements.saturating_mul(bytes as i128) > limit
+    let width = ElementType::from_type(tensor.element()).map_or(8, ElementType::byte_width);
+    extent_bytes(dims, width as u64).is_none()
 }
 
 /// The nearest enclosing `func.func`, if any.

@@ -17,7 +17,7 @@ use std::cell::RefCell;
 /// Inputs larger than this are skipped: they only slow the fuzzer down.
 pub const MAX_INPUT_BYTES: usize = 64 << 10;
 
-/// Braces nested deeper than this are skipped. libFuzzer runs targets on
+/// Brackets nested deeper than this are skipped. libFuzzer runs targets on
 /// the main thread's 8 MiB stack, where MLIR's recursive parser and walks
 /// hold a few hundred levels; the `jitc` tool runs on a 1 GiB stack and
 /// accepts 10,000 (`tools/src/input.rs`), which the lit suite tests.

@@ -200,13 +200,12 @@ impl<'c, 'a> Interpreter<'c, 'a> {
     }
 
     fn argument_profiles(&self, name: &str, args: &[Value]) -> Result<Vec<ArgumentProfile>, Error> {
-        let function = self.function(name)?;
-        let function_type = function_type(function)?;
+        let declared_types = jitc_dialect::profile::argument_types(self.function(name)?);
         Ok(args
             .iter()
             .enumerate()
             .map(|(i, arg)| {
-                let declared = function_type.input(i).map(|t| t.to_string()).unwrap_or_default();
+                let declared = declared_types.get(i).cloned().unwrap_or_default();
                 let scalar = |s: Scalar| match s {
                     Scalar::F32(x) => Observed::Float(x as f64),
                     Scalar::F64(x) => Observed::Float(x),

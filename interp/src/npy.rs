@@ -107,7 +107,8 @@ fn check_shape(reader: &mut impl Read) -> Result<(), String> {
     let Ok(py_literal::Value::Dict(entries)) = header.trim_end().parse::<py_literal::Value>() else {
         return Ok(());
     };
-    let shape = entries.iter().find_map(|(key, value)| match (key, value) {
+    // Every `'shape'` entry: npyz keeps the last of duplicate keys.
+    let shapes = entries.iter().filter_map(|(key, value)| match (key, value) {
         (py_literal::Value::String(key), py_literal::Value::Tuple(dims) | py_literal::Value::List(dims))
             if key == "shape" =>
         {
@@ -115,36 +116,30 @@ fn check_shape(reader: &mut impl Read) -> Result<(), String> {
         }
         _ => None,
     });
-    let mut count: u64 = 1;
-    for dimension in shape.into_iter().flatten() {
-        // A dimension that is not a non-negative 64-bit integer is npyz's
-        // to report.
-        let py_literal::Value::Integer(dimension) = dimension else {
-            return Ok(());
+    for dims in shapes {
+        // A size that is not a non-negative 64-bit integer is npyz's to
+        // report.
+        let Some(sizes) = dims
+            .iter()
+            .map(|d| match d {
+                py_literal::Value::Integer(n) => n.to_string().parse::<u64>().ok(),
+                _ => None,
+            })
+            .collect::<Option<Vec<u64>>>()
+        else {
+            continue;
         };
-        let Ok(dimension) = dimension.to_string().parse::<u64>() else {
-            return Ok(());
-        };
-        // Zeros are skipped: npyz also multiplies the dimensions around a
-        // zero (its strides), so those products must fit too.
-        count = count.checked_mul(dimension.max(1)).ok_or_else(|| {
-            let dims: Vec<String> = shape.into_iter().flatten().map(ToString::to_string).collect();
-            format!(
-                "has shape ({}), whose dimensions multiply past 64 bits",
-                dims.join(", ")
-            )
-        })?;
+        // npyz multiplies the sizes unchecked, those around a zero too
+        // (its strides): the rule of `extent_bytes`.
+        if jitc_dialect::kinds::extent_bytes(sizes.iter().copied(), 8).is_none() {
+            let sizes: Vec<String> = sizes.iter().map(ToString::to_string).collect();
+            return Err(format!(
+                "has shape ({}), larger than a 64-bit index can address",
+                sizes.join(", ")
+            ));
+        }
     }
     Ok(())
-}
-
-/// Writes a `.npy` file.
-pub fn write(path: &Path, tensor: &Tensor) -> Result<(), String> {
-    let failed = |e: io::Error| format!("cannot write '{}': {e}", path.display());
-    let mut file = io::BufWriter::new(File::create(path).map_err(failed)?);
-    write_to(&mut file, tensor)
-        .and_then(|()| file.flush())
-        .map_err(failed)
 }
 
 /// Writes `tensor` in `.npy` format to `out`.
@@ -188,7 +183,9 @@ mod tests {
         ] {
             let tensor = Tensor::parse_literal(literal).unwrap();
             let path = dir.join("t.npy");
-            write(&path, &tensor).unwrap();
+            let mut bytes = Vec::new();
+            write_to(&mut bytes, &tensor).unwrap();
+            std::fs::write(&path, bytes).unwrap();
             assert_eq!(read(&path).unwrap(), tensor, "{literal}");
         }
         std::fs::write(dir.join("bad.npy"), b"not numpy").unwrap();
@@ -224,13 +221,19 @@ mod tests {
         let path = dir.path().join("huge.npy");
         std::fs::write(&path, header_only("(4611686018427387904, 4611686018427387904)")).unwrap();
         let error = read(&path).unwrap_err();
-        assert!(error.contains("multiply past 64 bits"), "{error}");
+        assert!(
+            error.contains("larger than a 64-bit index can address"),
+            "{error}"
+        );
         // Found by the `inputs` fuzz target: npyz's Python-literal parser
         // reads `4611686018+427387904` as one integer, so the check reads
         // headers with the same parser.
         std::fs::write(&path, header_only("(4611686018+427387904, 4611686018427387904)")).unwrap();
         let error = read(&path).unwrap_err();
-        assert!(error.contains("multiply past 64 bits"), "{error}");
+        assert!(
+            error.contains("larger than a 64-bit index can address"),
+            "{error}"
+        );
         // Found by the `inputs` fuzz target: the header parser takes
         // exponential time on nested brackets.
         let mut nested = header_only("()");
@@ -243,7 +246,21 @@ mod tests {
         // strides multiply the dimensions after the zero.
         std::fs::write(&path, header_only("(0, 46387904, 11686018427387904)")).unwrap();
         let error = read(&path).unwrap_err();
-        assert!(error.contains("multiply past 64 bits"), "{error}");
+        assert!(
+            error.contains("larger than a 64-bit index can address"),
+            "{error}"
+        );
+        // Found in review: npyz keeps the last of two `'shape'` keys.
+        std::fs::write(
+            &path,
+            header_only("(1,), 'shape': (4611686018427387904, 4611686018427387904)"),
+        )
+        .unwrap();
+        let error = read(&path).unwrap_err();
+        assert!(
+            error.contains("larger than a 64-bit index can address"),
+            "{error}"
+        );
         // Within 64 bits but past the element limit: the limit's message.
         std::fs::write(&path, header_only("(4294967296, 4)")).unwrap();
         let error = read(&path).unwrap_err();

@@ -274,9 +274,17 @@ pub fn max_elements() -> usize {
     })
 }
 
-/// The element count of `shape`, or why it cannot be held.
+/// The element count of `shape`, or why it cannot be held: more elements
+/// than [`max_elements`], or sizes that multiply past what a 64-bit index
+/// addresses even when one of them is 0
+/// ([`jitc_dialect::kinds::extent_bytes`], which strides rely on).
 pub fn checked_len(shape: &[usize]) -> Result<usize, String> {
     let limit = max_elements();
+    if jitc_dialect::kinds::extent_bytes(shape.iter().map(|&d| d as u64), 8).is_none() {
+        return Err(format!(
+            "a tensor of shape {shape:?} is larger than a 64-bit index can address"
+        ));
+    }
     shape
         .iter()
         .try_fold(1usize, |n, &d| n.checked_mul(d))

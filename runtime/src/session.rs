@@ -232,6 +232,9 @@ pub struct Session<'c> {
     options: SessionOptions,
     generic: Executable<'c>,
     profile: Profile,
+    /// What this session's own calls observed, without the profile it
+    /// may have started from.
+    observed: Profile,
     /// Specialized executables by assumption set.
     cache: HashMap<Vec<String>, Rc<Executable<'c>>>,
     current: Option<Rc<Executable<'c>>>,
@@ -263,6 +266,7 @@ impl<'c> Session<'c> {
             },
             options,
             profile: Profile::new(),
+            observed: Profile::new(),
             cache: HashMap::new(),
             current: None,
             pending_reason: "after profiling".to_owned(),
@@ -396,9 +400,10 @@ impl<'c> Session<'c> {
         let results = self
             .generic
             .run(&self.function, args, state, Some(&mut observed))?;
-        self.profile
-            .merge(&observed)
-            .map_err(|e| Error::Run(jitc_interp::Error::Arguments(e.to_string())))?;
+        let failed =
+            |e: jitc_dialect::profile::ProfileError| Error::Run(jitc_interp::Error::Arguments(e.to_string()));
+        self.profile.merge(&observed).map_err(failed)?;
+        self.observed.merge(&observed).map_err(failed)?;
         Ok(results)
     }
 
@@ -491,6 +496,13 @@ impl<'c> Session<'c> {
     /// The profile so far.
     pub fn profile(&self) -> &Profile {
         &self.profile
+    }
+
+    /// What this session's calls observed (profiled calls and the generic
+    /// re-runs after failed guards), without the profile it started from:
+    /// what to merge into a profile file that others may have changed.
+    pub fn observed(&self) -> &Profile {
+        &self.observed
     }
 
     /// Counters.

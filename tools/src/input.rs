@@ -4,7 +4,11 @@
 
 use jitc_compiler::{DiagnosticCollector, Pipeline, Profile, parse_module, render_diagnostic, verify};
 use melior::{Context, ir::Module};
-use std::{io::Read, path::Path};
+use std::{
+    io::Read,
+    path::Path,
+    sync::atomic::{AtomicUsize, Ordering},
+};
 
 /// Reads `path` (or standard input for `-`): its display name and text.
 /// Invalid UTF-8 becomes U+FFFD, which the lexer reports with a location.
@@ -20,15 +24,24 @@ pub fn read_source(path: &Path) -> Result<(String, String), String> {
         path.display().to_string()
     };
     let text = String::from_utf8_lossy(&bytes).into_owned();
-    jitc_compiler::check_nesting(&text, MAX_NESTING).map_err(|e| format!("'{name}' {e}"))?;
+    jitc_compiler::check_nesting(&text, NESTING.load(Ordering::Relaxed))
+        .map_err(|e| format!("'{name}' {e}"))?;
     Ok((name, text))
 }
 
-/// The deepest nesting of braces (regions, attribute dictionaries) jitc
-/// reads. MLIR's parser and walks and jitc's interpreter recurse once per
-/// level; the tool's worker stack holds this many, and a deeper file is
-/// refused in one sentence before anything recurses.
+/// The deepest nesting of brackets of any kind (regions, dictionaries,
+/// parentheses, arrays, types) jitc reads. MLIR's parser and walks and
+/// jitc's interpreter recurse once per level; the tool's worker stack
+/// holds this many, and a deeper file is refused in one sentence before
+/// anything recurses.
 pub const MAX_NESTING: usize = 10_000;
+
+static NESTING: AtomicUsize = AtomicUsize::new(MAX_NESTING);
+
+/// Lowers the nesting limit, for a run on a smaller stack.
+pub fn limit_nesting(levels: usize) {
+    NESTING.store(levels, Ordering::Relaxed);
+}
 
 /// Parses and verifies the module at `path`, printing its diagnostics to
 /// stderr when it is not valid.

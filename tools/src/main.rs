@@ -42,13 +42,23 @@ enum Command {
 }
 
 /// The stack of the thread that does the work. MLIR's parser, verifier and
-/// walks, and the interpreter, recurse once per level of region nesting;
-/// with this much stack every level up to [`input::MAX_NESTING`] fits
-/// (the memory is only reserved, and touched as deep as a program goes).
+/// walks, and the interpreter, recurse once per level of nesting; with
+/// this much stack every level up to [`input::MAX_NESTING`] fits (the
+/// memory is only reserved, and touched as deep as a program goes).
 const STACK_BYTES: usize = 1 << 30;
+
+/// The nesting limit when the worker's stack cannot be reserved (`ulimit
+/// -v`, strict overcommit) and the work runs on the main thread's 8 MiB.
+const FALLBACK_NESTING: usize = 200;
 
 fn main() -> ExitCode {
     ignore_file_size_signal();
+    if let Ok(text) = std::env::var("JITC_MAX_ELEMENTS")
+        && text.trim().parse::<usize>().is_err()
+    {
+        eprintln!("jitc: error: JITC_MAX_ELEMENTS must be a whole number of elements, got '{text}'");
+        return ExitCode::FAILURE;
+    }
     let worker = std::thread::Builder::new()
         .name("jitc".into())
         .stack_size(STACK_BYTES)
@@ -58,8 +68,12 @@ fn main() -> ExitCode {
         // A panic has printed its message; it is a bug, never user error.
         Ok(Err(_)) => ExitCode::from(101),
         Err(error) => {
-            eprintln!("jitc: error: cannot start the worker thread: {error}");
-            ExitCode::FAILURE
+            eprintln!(
+                "jitc: note: cannot reserve a {} MiB stack ({error}); files nested more than {FALLBACK_NESTING} levels deep are refused",
+                STACK_BYTES >> 20
+            );
+            input::limit_nesting(FALLBACK_NESTING);
+            run()
         }
     }
 }
@@ -93,9 +107,10 @@ fn run() -> ExitCode {
     let matches = match Cli::command().try_get_matches_from(args) {
         Ok(matches) => matches,
         Err(error) => {
-            let _ = error.print();
-            // --help and --version are not errors; everything else exits 1.
-            return if error.use_stderr() {
+            let printed = error.print();
+            // --help and --version are not errors, unless they could not
+            // be printed; everything else exits 1.
+            return if error.use_stderr() || printed.is_err() {
                 ExitCode::FAILURE
             } else {
                 ExitCode::SUCCESS

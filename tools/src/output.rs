@@ -6,11 +6,14 @@
 //!   any other write error into an error message instead of the panic of
 //!   `println!`.
 //! - **Files** are written all-or-nothing through a [`Transaction`]: each
-//!   file is staged as a temporary file in its destination's directory,
+//!   file is staged as a temporary file in its destination's folder,
 //!   written and synced; only when every staged write has succeeded are
 //!   they renamed over their destinations. A failure at any point (a full
-//!   disk, a file-size limit, a directory that does not exist) leaves every
-//!   destination as it was, and the temporary files are removed.
+//!   disk, a file-size limit, a folder that does not exist, a destination
+//!   that is a folder) leaves every destination as it was, and the
+//!   temporary files are removed. Destinations that are not regular files
+//!   (`/dev/null`, pipes) are written directly: there is no old content to
+//!   keep.
 //! - **Read-modify-write files** (profiles that several processes merge
 //!   into) are updated under an exclusive lock on a sibling lock file, so
 //!   concurrent writers serialize instead of losing each other's updates:
@@ -19,6 +22,7 @@
 use std::{
     fs::File,
     io::{self, Write},
+    os::unix::fs::PermissionsExt,
     path::{Path, PathBuf},
 };
 use tempfile::NamedTempFile;
@@ -43,6 +47,14 @@ pub struct Transaction {
     staged: Vec<(NamedTempFile, PathBuf)>,
 }
 
+/// The folder a file at `path` lives in.
+fn folder(path: &Path) -> &Path {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    }
+}
+
 impl Transaction {
     /// An empty transaction.
     pub fn new() -> Self {
@@ -51,54 +63,83 @@ impl Transaction {
 
     /// Stages `path` with the content `write` produces. Nothing is visible
     /// at `path` until [`Self::commit`].
+    ///
+    /// Where the destination is not a regular file (`/dev/null`, a pipe, a
+    /// terminal) there is nothing to replace: it is written at once. A
+    /// symbolic link is followed, so its target is replaced and the link
+    /// kept; an existing file keeps its permissions, and a new one gets
+    /// the usual `0o666` less the umask. A folder is refused here, before
+    /// anything is committed.
     pub fn stage(
         &mut self,
         path: &Path,
         write: impl FnOnce(&mut io::BufWriter<&mut File>) -> io::Result<()>,
     ) -> Result<(), String> {
         let failed = |e: io::Error| format!("cannot write '{}': {e}", path.display());
-        let directory = match path.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => parent,
-            _ => Path::new("."),
+        let existing = match std::fs::metadata(path) {
+            Ok(metadata) => Some(metadata),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(failed(e)),
+        };
+        let target = match &existing {
+            Some(metadata) if metadata.is_dir() => {
+                return Err(format!("cannot write '{}': it is a folder", path.display()));
+            }
+            Some(metadata) if !metadata.is_file() => {
+                let mut file = File::options().write(true).open(path).map_err(failed)?;
+                let mut writer = io::BufWriter::new(&mut file);
+                write(&mut writer).map_err(failed)?;
+                return writer.flush().map_err(failed);
+            }
+            Some(_) => std::fs::canonicalize(path).map_err(failed)?,
+            None => path.to_owned(),
+        };
+        let permissions = match &existing {
+            Some(metadata) => metadata.permissions(),
+            // The kernel applies the umask to a new file's mode.
+            None => std::fs::Permissions::from_mode(0o666),
         };
         let mut temporary = tempfile::Builder::new()
             .prefix(".jitc-")
             .suffix(".tmp")
-            .tempfile_in(directory)
+            .permissions(permissions.clone())
+            .tempfile_in(folder(&target))
             .map_err(failed)?;
+        if existing.is_some() {
+            // Exactly the old file's mode, not masked.
+            temporary.as_file().set_permissions(permissions).map_err(failed)?;
+        }
         {
             let mut writer = io::BufWriter::new(temporary.as_file_mut());
             write(&mut writer).map_err(failed)?;
             writer.flush().map_err(failed)?;
         }
         temporary.as_file().sync_all().map_err(failed)?;
-        self.staged.push((temporary, path.to_owned()));
+        self.staged.push((temporary, target));
         Ok(())
     }
 
     /// Renames every staged file over its destination. A rename within one
-    /// directory is atomic; all of them are attempted only after every
-    /// write has succeeded, so the only failure left is the rename itself.
+    /// folder is atomic; all of them are attempted only after every write
+    /// has succeeded, and every destination was checked when it was
+    /// staged, so what is left to fail is the rename itself (the folder
+    /// removed or made read-only in between).
     pub fn commit(self) -> Result<(), String> {
         for (temporary, path) in self.staged {
             temporary
                 .persist(&path)
                 .map_err(|e| format!("cannot write '{}': {}", path.display(), e.error))?;
-            sync_directory(&path);
+            sync_folder(&path);
         }
         Ok(())
     }
 }
 
-/// Makes a rename in `path`'s directory durable; best effort, since not
-/// every file system can sync a directory.
-fn sync_directory(path: &Path) {
-    let directory = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    if let Ok(directory) = File::open(directory) {
-        let _ = directory.sync_all();
+/// Makes a rename in `path`'s folder durable; best effort, since not every
+/// file system can sync a folder.
+fn sync_folder(path: &Path) {
+    if let Ok(folder) = File::open(folder(path)) {
+        let _ = folder.sync_all();
     }
 }
 
@@ -186,6 +227,47 @@ mod tests {
         for path in &paths {
             assert_eq!(std::fs::read_to_string(path).unwrap(), "new");
         }
+    }
+
+    #[test]
+    fn devices_are_written_and_folders_refused_before_anything_commits() {
+        let directory = tempfile::tempdir().unwrap();
+        let first = directory.path().join("a.txt");
+        std::fs::write(&first, "old").unwrap();
+        let mut transaction = Transaction::new();
+        transaction.stage(&first, |w| w.write_all(b"new")).unwrap();
+        transaction
+            .stage(Path::new("/dev/null"), |w| w.write_all(b"gone"))
+            .unwrap();
+        let error = transaction
+            .stage(directory.path(), |w| w.write_all(b"x"))
+            .unwrap_err();
+        assert!(error.ends_with("it is a folder"), "{error}");
+        drop(transaction);
+        assert_eq!(std::fs::read_to_string(&first).unwrap(), "old");
+        assert!(Path::new("/dev/null").exists());
+    }
+
+    #[test]
+    fn links_are_followed_and_modes_kept() {
+        let directory = tempfile::tempdir().unwrap();
+        let target = directory.path().join("target");
+        std::fs::write(&target, "old").unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let link = directory.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        write_file(&link, "new").unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
+        let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640);
+        // A new file gets 0o666 less the umask: at least readable by its
+        // owner and by others where the umask allows, never executable.
+        let fresh = directory.path().join("fresh");
+        write_file(&fresh, "x").unwrap();
+        let mode = std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode & 0o600, 0o600, "{mode:o}");
+        assert_eq!(mode & 0o111, 0, "{mode:o}");
     }
 
     #[test]

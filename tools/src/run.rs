@@ -10,7 +10,7 @@ use clap::{Args, ValueEnum};
 use jitc_compiler::{CodegenOptions, GpuOptions, Profile};
 use jitc_interp::{Interpreter, Signature, StateStore, Tensor, Value, ValueType, npy};
 use jitc_runtime::{CpuModule, Executor, cuda::CudaModule};
-use melior::Context;
+use melior::{Context, ir::Module};
 use std::{
     path::{Path, PathBuf},
     process::ExitCode,
@@ -227,7 +227,7 @@ fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
     let results = match (&args.profile_out, &args.speculate) {
         (_, Some(path)) => {
             let profile = load_profile(path)?;
-            check_profile(&profile, path, function, &signature)?;
+            check_profile(&profile, path, function, &program.module)?;
             let (_, text) = crate::input::read_source(&common.file)?;
             let options = jitc_runtime::SessionOptions {
                 codegen: CodegenOptions {
@@ -246,7 +246,7 @@ fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
             if session.stats().fallbacks > 0 {
                 // Keep the relaxation: the next process must not speculate
                 // on the fact that just broke.
-                crate::output::update_locked(path, |_| Ok(session.profile().to_json() + "\n"))
+                merge_into_profile(path, session.observed())
                     .map_err(|e| format!("cannot write the relaxed profile back: {e}"))?;
                 eprintln!(
                     "jitc run: note: a guard failed; the relaxed profile is written back to {}",
@@ -264,7 +264,7 @@ fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
             // another program, is reported before anything runs and is
             // never overwritten.
             if path.exists() {
-                check_profile(&load_profile(path)?, path, function, &signature)?;
+                check_profile(&load_profile(path)?, path, function, &program.module)?;
             }
             let mut profile = Profile::new();
             let results = interpreter
@@ -410,14 +410,12 @@ impl<'c> Program<'c> {
 }
 
 /// Refuses a profile recorded on another program: its record of
-/// `function` must have been made on `signature`'s argument types.
-fn check_profile(
-    profile: &Profile,
-    path: &Path,
-    function: &str,
-    signature: &Signature,
-) -> Result<(), String> {
-    let types: Vec<String> = signature.inputs.iter().map(ToString::to_string).collect();
+/// `function` must have been made on the argument types `module` declares.
+fn check_profile(profile: &Profile, path: &Path, function: &str, module: &Module) -> Result<(), String> {
+    let types = jitc_dialect::ops::functions(module.body())
+        .get(function)
+        .map(|&op| jitc_dialect::profile::argument_types(op))
+        .unwrap_or_default();
     profile
         .check_signature(function, &types)
         .map_err(|e| format!("{}: {e}", path.display()))

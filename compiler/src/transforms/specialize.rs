@@ -50,8 +50,9 @@ use crate::{
 };
 use jitc_dialect::{
     emit_error,
+    kinds::extent_bytes,
     ops::{set_attribute, string_attribute},
-    profile::{Observed, Profile, SITE_ATTRIBUTE, SiteProfile, site_id},
+    profile::{Observed, Profile, SITE_ATTRIBUTE, SiteProfile, argument_types, site_id},
     verify::{collect_ops, op_name},
 };
 use melior::{
@@ -160,12 +161,8 @@ pub fn specialize(
         let Some(entry) = function.region(0).ok().and_then(|r| r.first_block()) else {
             continue;
         };
-        let types: Vec<String> = (0..entry.argument_count())
-            .filter_map(|i| entry.argument(i).ok())
-            .map(|argument| argument.r#type().to_string())
-            .collect();
         profile
-            .check_signature(&name, &types)
+            .check_signature(&name, &argument_types(function))
             .map_err(|e| e.to_string())?;
         let mut ids = GuardIds::of(function);
         let mut specializer = Specializer {
@@ -272,15 +269,15 @@ impl Specializer<'_> {
             // A shape no tensor can have (a hand-edited profile) is not
             // assumed: its bytes would not fit in the index arithmetic of
             // every later pass.
-            let fits = sizes
+            let assumed: Option<Vec<u64>> = sizes
                 .iter()
                 .enumerate()
                 .map(|(d, &size)| match shape.get(d).copied().flatten() {
-                    Some(observed) if size == DYNAMIC => i64::try_from(observed).ok(),
-                    _ => Some(size.max(1)),
+                    Some(observed) if size == DYNAMIC => Some(observed),
+                    _ => u64::try_from(size).ok().or(Some(1)),
                 })
-                .try_fold(8i64, |bytes, size| bytes.checked_mul(size?))
-                .is_some();
+                .collect();
+            let fits = assumed.is_some_and(|sizes| extent_bytes(sizes, 8).is_some());
             if !fits {
                 return Some(());
             }

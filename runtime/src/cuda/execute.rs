@@ -391,8 +391,16 @@ impl CudaModule {
             .iter()
             .zip(words.chunks(record))
             .find_map(|(step, words)| {
-                let signature = &self.kernels.get(&step.kernel)?.kernel.signature;
-                let failure = signature.failure(KernelStatus::try_from(words).ok()?)?;
+                let status = KernelStatus::try_from(words).ok()?;
+                if status[0] == 0 {
+                    return None;
+                }
+                // A failure is never dropped, even one no table can word.
+                let failure = self
+                    .kernels
+                    .get(&step.kernel)
+                    .and_then(|loaded| loaded.kernel.signature.failure(status))
+                    .unwrap_or_else(|| format!("the kernel failed with the status {}", status[0]));
                 Some(format!("kernel @{}: {failure}", step.kernel))
             });
         if let Some(failure) = failure {

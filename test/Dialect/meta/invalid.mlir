@@ -344,6 +344,12 @@ func.func private @declared_result_too_large() -> tensor<?x4611686018427387904xf
 
 // -----
 
+// A size of 0 holds no element, but strides multiply the sizes around it.
+// expected-error@+1 {{'func.func' op argument 0 type 'tensor<0x4611686018427387904x4xf32>' is too large: its size in bytes overflows i64}}
+func.func private @empty_but_too_large(%x: tensor<0x4611686018427387904x4xf32>)
+
+// -----
+
 func.func @reindex_mod_by_zero(%a: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error@+1 {{'meta.reindex' op indices map divides by 0 in 'd0 mod 0'; affine divisors must be positive}}
   %b = "meta.reindex"(%a) {indices = affine_map<(d0) -> (d0 mod 0)>} : (tensor<4xf32>) -> tensor<4xf32>
