@@ -142,8 +142,12 @@ impl<T: Element> Storage<T> {
     /// `Vec` does, when the memory cannot be had: callers holding sizes a
     /// user chose use [`Self::try_for_overwrite`].
     pub fn for_overwrite(len: usize) -> Self {
-        Self::try_for_overwrite(len)
-            .unwrap_or_else(|_| std::alloc::handle_alloc_error(Layout::new::<[u8; ALIGNMENT]>()))
+        Self::try_for_overwrite(len).unwrap_or_else(|_| {
+            let bytes = len
+                .saturating_mul(size_of::<T>())
+                .min(isize::MAX as usize - ALIGNMENT);
+            std::alloc::handle_alloc_error(layout(bytes))
+        })
     }
 
     /// [`Self::for_overwrite`], or why the memory could not be had: more

@@ -245,14 +245,15 @@ impl Tensor {
                 tokens.len()
             ));
         }
-        let mut buffer = Buffer::filled(Scalar::zero(element), len);
-        for (i, token) in tokens.iter().enumerate() {
-            buffer.set(i, Scalar::parse(token, element)?);
-        }
-        if tokens.len() == 1 {
-            let value = buffer.get(0);
-            buffer = Buffer::filled(value, len);
-        }
+        let buffer = if tokens.len() == 1 {
+            Buffer::try_filled(Scalar::parse(tokens[0], element)?, len)?
+        } else {
+            let mut buffer = Buffer::try_filled(Scalar::zero(element), len)?;
+            for (i, token) in tokens.iter().enumerate() {
+                buffer.set(i, Scalar::parse(token, element)?);
+            }
+            buffer
+        };
         Ok(Self { shape, buffer })
     }
 }

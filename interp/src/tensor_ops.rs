@@ -98,7 +98,7 @@ pub fn eval(op: OperationRef, args: &[Value]) -> Result<Value, Error> {
                     other => Err(error(op, format!("expected a scalar, got {other}"))),
                 })
                 .collect::<Result<_, _>>()?;
-            let mut buffer = Buffer::filled(Scalar::zero(element), len);
+            let mut buffer = Buffer::try_filled(Scalar::zero(element), len).map_err(|e| error(op, e))?;
             for i in 0..len {
                 buffer.set(
                     i,
@@ -178,7 +178,8 @@ fn extract_slice(op: OperationRef, args: &[Value]) -> Result<Value, Error> {
     let shape: Vec<usize> = sizes.iter().map(|&s| s as usize).collect();
     let len = crate::tensor::checked_len(&shape).map_err(|e| error(op, e))?;
     let source_strides = strides(source.shape());
-    let mut buffer = Buffer::filled(Scalar::zero(source.element_type()), len);
+    let mut buffer =
+        Buffer::try_filled(Scalar::zero(source.element_type()), len).map_err(|e| error(op, e))?;
     let out_strides = strides(&shape);
     for i in 0..len {
         let mut from = 0usize;
