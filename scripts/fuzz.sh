@@ -113,17 +113,18 @@ run_target() {
 run_all() {
   build
   seed
-  local jobs=${JITC_FUZZ_JOBS:-1} failed=0 pids=() target
+  local jobs=${JITC_FUZZ_JOBS:-1} failed=0 running=0 target
   for target in "${targets[@]}"; do
-    run_target "$target" "$@" &
-    pids+=($!)
-    if [ "${#pids[@]}" -ge "$jobs" ]; then
-      wait "${pids[0]}" || failed=$((failed + 1))
-      pids=("${pids[@]:1}")
+    if [ "$running" -ge "$jobs" ]; then
+      wait -n || failed=$((failed + 1))
+      running=$((running - 1))
     fi
+    run_target "$target" "$@" &
+    running=$((running + 1))
   done
-  for pid in "${pids[@]}"; do
-    wait "$pid" || failed=$((failed + 1))
+  while [ "$running" -gt 0 ]; do
+    wait -n || failed=$((failed + 1))
+    running=$((running - 1))
   done
   echo "fuzz: $((${#targets[@]} - failed)) passed, $failed failed"
   [ "$failed" -eq 0 ]

@@ -11,7 +11,9 @@ fuzz_target!(|data: &[u8]| {
     let Some(text) = module_text(data) else { return };
     context().with(|context| {
         for math in [MathMode::Fast, MathMode::Exact] {
-            let Some(mut module) = parse_module(context, &text) else { return };
+            let Some(mut module) = parse_module(context, &text) else {
+                return;
+            };
             if verify(&module).is_err() {
                 return;
             }
@@ -20,7 +22,9 @@ fuzz_target!(|data: &[u8]| {
                 ..CodegenOptions::default()
             };
             let _ = compile_cpu(context, &mut module, &options, Some("main"));
-            let Some(mut module) = parse_module(context, &text) else { return };
+            let Some(mut module) = parse_module(context, &text) else {
+                return;
+            };
             let options = GpuOptions {
                 math,
                 ..GpuOptions::default()

@@ -12,7 +12,9 @@ fuzz_target!(|data: &[u8]| {
     let Some(text) = module_text(data) else { return };
     context().with(|context| {
         for name in ["fuse", "default", "speculation"] {
-            let Some(mut module) = parse_module(context, &text) else { return };
+            let Some(mut module) = parse_module(context, &text) else {
+                return;
+            };
             if verify(&module).is_err() {
                 return;
             }

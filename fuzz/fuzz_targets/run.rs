@@ -1,7 +1,7 @@
 //! `jitc run` on any module that verifies, with small inputs full of
 //! special values: the interpreter and the CPU backend (exact math) each
 //! run or fail with an error, never crash, and when both run they agree bit
-//! for bit (4 ulps for `erf`, see `Match::Ulps4`). Programs with loops are skipped (a fuzzed trip count is a
+//! for bit. Programs with loops are skipped (a fuzzed trip count is a
 //! timeout, not a bug), as are arguments of more than 4,096 elements.
 #![no_main]
 
@@ -17,26 +17,40 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     context().with(|context| {
-        let Some(mut module) = parse_module(context, &text) else { return };
+        let Some(mut module) = parse_module(context, &text) else {
+            return;
+        };
         if verify(&module).is_err()
-            || optimize(context, &mut module, &Pipeline::default(), &OptimizeOptions::default()).is_err()
+            || optimize(
+                context,
+                &mut module,
+                &Pipeline::default(),
+                &OptimizeOptions::default(),
+            )
+            .is_err()
         {
             return;
         }
         let interpreter = Interpreter::new(&module);
-        let Ok(signature) = interpreter.signature("main") else { return };
-        let Some(args) = inputs(&signature.inputs, 3, 4096) else { return };
+        let Ok(signature) = interpreter.signature("main") else {
+            return;
+        };
+        let Some(args) = inputs(&signature.inputs, 3, 4096) else {
+            return;
+        };
         let mut state = StateStore::new();
         let expected = interpreter.run("main", args.clone(), &mut state);
         let options = CodegenOptions {
             math: MathMode::Exact,
             ..CodegenOptions::default()
         };
-        let Ok(compiled) = CpuModule::compile_with(context, &mut module, &options) else { return };
+        let Ok(compiled) = CpuModule::compile_with(context, &mut module, &options) else {
+            return;
+        };
         let actual = compiled.run(&module, "main", args, &mut StateStore::new());
         if let (Ok(expected), Ok(actual)) = (expected, actual) {
             assert!(
-                Match::Ulps4.values(&expected, &actual),
+                Match::Identical.values(&expected, &actual),
                 "compiled {actual:?}\nbut the interpreter gave {expected:?}\nfor\n{text}"
             );
         }

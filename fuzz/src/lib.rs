@@ -80,7 +80,18 @@ impl ContextHandle {
 
 /// Values cycled through inputs: ordinary numbers and the special values
 /// where IEEE's rules and integer wrapping are easiest to get wrong.
-const FLOATS: [f64; 10] = [1.5, -0.0, 0.0, 2.0, f64::INFINITY, -3.25, f64::NAN, 1e-40, -1.0, f64::NEG_INFINITY];
+const FLOATS: [f64; 10] = [
+    1.5,
+    -0.0,
+    0.0,
+    2.0,
+    f64::INFINITY,
+    -3.25,
+    f64::NAN,
+    1e-40,
+    -1.0,
+    f64::NEG_INFINITY,
+];
 const INTEGERS: [i64; 8] = [3, -1, 0, 7, i64::MIN, i64::MAX, -8, 1];
 
 /// An input for each argument of a signature: `?` sizes become

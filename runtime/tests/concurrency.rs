@@ -4,7 +4,7 @@
 //! over the examples (in a different order per thread, so one thread's
 //! compile races another's cache hit) and a speculating `Session` on the
 //! IndRNN; every result and state must equal the interpreter's
-//! (`--math exact`: bit for bit, 4 ulps for `erf`, see `Match::Ulps4`).
+//! (`--math exact`: bit for bit).
 
 use jitc_compiler::{
     CodegenOptions, MathMode, OptimizeOptions, Pipeline, new_context, optimize, parse_module,
@@ -49,8 +49,8 @@ fn run_example(name: &str, shapes: &[&[usize]], seed: u64) -> Result<(), String>
         && interpreted_state
             .iter()
             .zip(state.iter())
-            .all(|((a, x), (b, y))| a == b && Match::Ulps4.tensors(x, y));
-    if !Match::Ulps4.values(&expected, &actual) || !states_equal {
+            .all(|((a, x), (b, y))| a == b && Match::Identical.tensors(x, y));
+    if !Match::Identical.values(&expected, &actual) || !states_equal {
         return Err(format!(
             "compiled {actual:?} but the interpreter gave {expected:?}"
         ));
@@ -84,7 +84,7 @@ fn run_session(thread: usize) -> Result<(), String> {
             .run("main", args.clone(), &mut reference_state)
             .map_err(|e| e.to_string())?;
         let actual = session.call(args, &mut state).map_err(|e| e.to_string())?;
-        if !Match::Ulps4.values(&expected, &actual) {
+        if !Match::Identical.values(&expected, &actual) {
             return Err(format!(
                 "call {call}: the session's result differs from the interpreter's"
             ));

@@ -25,6 +25,15 @@ use std::process::ExitCode;
 
 use jitc_test_support::{Match, STATIC_EXAMPLES, example, random, random_inputs};
 
+/// Exact math on the GPU calls libdevice, not the interpreter's libm: 4
+/// ulps ([`Match::Ulps4`]); fast math as on the CPU.
+fn gpu_tolerance(math: MathMode) -> Match {
+    match math {
+        MathMode::Exact => Match::Ulps4,
+        MathMode::Fast => Match::Relative,
+    }
+}
+
 /// Runs example `name` on `shapes` of random inputs on the GPU (bounds
 /// checked or not) and in the interpreter; `Err` describes a difference.
 fn check(name: &str, shapes: &[&[usize]], math: MathMode, check_bounds: bool) -> Result<(), String> {
@@ -60,14 +69,14 @@ fn check(name: &str, shapes: &[&[usize]], math: MathMode, check_bounds: bool) ->
     let got = compiled
         .run(&module, "main", args(), &mut gpu_state)
         .map_err(|e| format!("the GPU run failed: {e}"))?;
-    if !Match::for_math(math == MathMode::Exact).values(&expected, &got) {
+    if !gpu_tolerance(math).values(&expected, &got) {
         return Err(format!("results differ\ninterpreter: {expected:?}\ngpu: {got:?}"));
     }
     for (key, value) in expected_state.iter() {
         let other = gpu_state
             .get(key)
             .ok_or_else(|| format!("state '{key}' was not written"))?;
-        if !Match::for_math(math == MathMode::Exact).tensors(value, other) {
+        if !gpu_tolerance(math).tensors(value, other) {
             return Err(format!("state '{key}' differs"));
         }
     }

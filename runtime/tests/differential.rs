@@ -11,10 +11,9 @@
 //!
 //! Tolerance: random programs are compiled with `MathMode::Exact`, and
 //! results must be identical bit for bit (`-0.0` is not `+0.0`; NaN equals
-//! any NaN, whose payload is not specified), except that finite floats may
-//! differ by 4 ulps, for `erf`, where the interpreter and the platform libm
-//! are different implementations. Reductions fold in the same row-major
-//! order on both sides (the loop order keeps it), so they match exactly.
+//! any NaN, whose payload is not specified): the interpreter and compiled
+//! code call the same platform libm, `erf` included, and reductions fold
+//! in the same row-major order on both sides (the loop order keeps it).
 //! The examples are compiled with the default `MathMode::Fast`: polynomial `exp`/`tanh` (a few ulps from
 //! libm) and reassociated register reductions, so they are compared with a
 //! relative tolerance of 1e-5 (absolute 1e-6 near zero); the

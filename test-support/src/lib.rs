@@ -83,10 +83,11 @@ pub enum Match {
     /// payload is not specified.
     Identical,
     /// [`Match::Identical`], or both finite and at most 4 ulps apart: the
-    /// tolerance of `--math exact`, for `erf`, where the interpreter and
-    /// the platform's libm are different implementations. Infinities must
-    /// be exact (`f32::MAX` is one ulp from `inf` by bits), and so must
-    /// zeros' signs (the bits of -0 and +0 are far apart).
+    /// tolerance of `--math exact` on the GPU, whose math library
+    /// (libdevice) is not the interpreter's (on the CPU, exact math is
+    /// [`Match::Identical`]). Infinities must be exact (`f32::MAX` is one
+    /// ulp from `inf` by bits), and so must zeros' signs (the bits of -0
+    /// and +0 are far apart).
     Ulps4,
     /// Within a relative 1e-5 (absolute 1e-6 near zero), or both NaN: the
     /// tolerance of `--math fast` (polynomial `exp`/`tanh`, reassociated
@@ -95,10 +96,10 @@ pub enum Match {
 }
 
 impl Match {
-    /// The tolerance of `--math exact` ([`Match::Ulps4`]) or of `--math
-    /// fast` ([`Match::Relative`]).
+    /// The tolerance of `--math exact` on the CPU ([`Match::Identical`])
+    /// or of `--math fast` ([`Match::Relative`]).
     pub fn for_math(exact: bool) -> Self {
-        if exact { Self::Ulps4 } else { Self::Relative }
+        if exact { Self::Identical } else { Self::Relative }
     }
 
     /// Whether scalars `a` and `b` match.

@@ -46,7 +46,8 @@
 //! a load reads element 0 and yields zero, a store is skipped, and the
 //! kernel's status record is claimed with `2 + k` and the offset. The
 //! record is `[i64; 2]`: word 0 the status (0 success, 1 an integer
-//! division by zero, `2 + k` access `k` out of bounds), word 1 the offset.
+//! division by zero, `2 + k` access `k` out of bounds, -1 an affine
+//! divisor that is not positive), word 1 the offset (or the divisor).
 //! The claim is an `llvm.cmpxchg` of word 0 from 0, and only its winner
 //! writes word 1, so on the GPU, where many threads may fail at once, the
 //! two words always belong to the same access; on the CPU, the first
@@ -109,10 +110,11 @@ pub(super) fn key(value: Value) -> usize {
     value.to_raw().ptr as usize
 }
 
-/// The record a kernel reports failures in, `[status, offset]`: status 0
-/// is success, 1 an integer division by zero, and `2 + k` an out-of-bounds
+/// The record a kernel reports failures in, `[status, word]`: status 0
+/// is success, 1 an integer division by zero, `2 + k` an out-of-bounds
 /// access, number `k` of [`super::KernelSignature::accesses`], at element
-/// offset `offset` (the bounds-checked mode).
+/// offset `word` (the bounds-checked mode), and -1 an affine division by
+/// the divisor `word`, which is not positive.
 pub type KernelStatus = [i64; 2];
 
 /// The status of an integer division by zero.
@@ -121,6 +123,11 @@ pub const DIVISION_BY_ZERO_STATUS: i64 = 1;
 /// The status of an out-of-bounds access number 0; access `k` is this
 /// plus `k`.
 pub const FIRST_ACCESS_STATUS: i64 = 2;
+
+/// The status of an affine `mod`, `floordiv` or `ceildiv` by a divisor
+/// that is not positive, which only a symbol (an index operand) can be at
+/// run time: the verifier rejects constant ones. Word 1 holds the divisor.
+pub const AFFINE_DIVISOR_STATUS: i64 = -1;
 
 /// One checked access of a kernel in the bounds-checked mode, as the
 /// runtime reports it: the op that makes it, and the buffer it touches.
@@ -394,20 +401,30 @@ fn guard<'c, 'a>(
     Ok((offset, Some(inside)))
 }
 
-/// Claims the status record for `check`'s access at `offset`: its status
-/// word goes from 0 to the access's status, and only then is the offset
-/// written, so the record's two words belong to one access.
+/// Claims the status record for `check`'s access at `offset`.
 fn report<'c>(at: &Emitter<'c, '_>, check: &Check<'c, '_>, offset: Value<'c, '_>) -> Result<(), Error> {
+    claim(at, check.record, check.status, offset)
+}
+
+/// Claims the status record at `record`: its status word goes from 0 to
+/// `status`, and only then is `word` (an `i64`) written, so the record's
+/// two words belong to one failure.
+pub(super) fn claim<'c>(
+    at: &Emitter<'c, '_>,
+    record: Value<'c, '_>,
+    status: i64,
+    word: Value<'c, '_>,
+) -> Result<(), Error> {
     let context = at.context;
     let i64_type: Type = melior::ir::r#type::IntegerType::new(context, 64).into();
     let failed = || Error::Lowering("building the bounds check failed".into());
     let pair = Type::parse(context, "!llvm.struct<(i64, i1)>").ok_or_else(failed)?;
     let ordering = IntegerAttribute::new(i64_type, MONOTONIC).into();
-    let (zero, status) = (at.int(i64_type, 0)?, at.int(i64_type, check.status)?);
+    let (zero, status) = (at.int(i64_type, 0)?, at.int(i64_type, status)?);
     let exchanged = at
         .op(
             "llvm.cmpxchg",
-            &[check.record, zero, status],
+            &[record, zero, status],
             &[pair],
             &[("success_ordering", ordering), ("failure_ordering", ordering)],
         )?
@@ -422,8 +439,8 @@ fn report<'c>(at: &Emitter<'c, '_>, check: &Check<'c, '_>, offset: Value<'c, '_>
         )?
         .ok_or_else(failed)?;
     let first = at.if_then(claimed)?;
-    let word = emit_gep(&first, check.record, first.int(i64_type, 1)?, i64_type)?;
-    first.op("llvm.store", &[offset, word], &[], &[])?;
+    let slot = emit_gep(&first, record, first.int(i64_type, 1)?, i64_type)?;
+    first.op("llvm.store", &[word, slot], &[], &[])?;
     first.finish()
 }
 

@@ -36,6 +36,7 @@
 //! interior is the intersection of these ranges with the loop's bounds.
 
 use super::{
+    access::{AFFINE_DIVISOR_STATUS, claim},
     emit::{Emitter, error},
     schedule::{Check, Checks, Schedule},
 };
@@ -89,13 +90,29 @@ pub(super) fn delinearize<'c, 'a>(
     Ok(indices)
 }
 
-/// An affine expression of the domain indices `ivs` and `symbols`.
+/// What the affine expressions of an op read at one point: the domain
+/// indices and the op's symbols, and the status record their failures
+/// claim.
+pub(super) struct Operands<'v, 'c, 'a> {
+    /// The domain indices.
+    pub(super) ivs: &'v [Value<'c, 'a>],
+    /// The values of the map's symbols.
+    pub(super) symbols: &'v [Value<'c, 'a>],
+    /// The kernel's status record.
+    pub(super) record: Value<'c, 'a>,
+}
+
+/// An affine expression of the domain indices and symbols of `operands`.
+/// A divisor that is not a constant (a symbol's expression, which the
+/// verifier cannot check) is checked here: one that is not positive claims
+/// the status record with [`AFFINE_DIVISOR_STATUS`] and is replaced by 1,
+/// so the division stays defined.
 fn affine<'c, 'a>(
     at: &Emitter<'c, 'a>,
-    ivs: &[Value<'c, 'a>],
+    operands: &Operands<'_, 'c, 'a>,
     expr: AffineExpr<'c>,
-    symbols: &[Value<'c, 'a>],
 ) -> Result<Value<'c, 'a>, Error> {
+    let (ivs, symbols, record) = (operands.ivs, operands.symbols, operands.record);
     let index = Type::index(at.context);
     if expr.is_dim() {
         return ivs
@@ -112,10 +129,21 @@ fn affine<'c, 'a>(
     if expr.is_constant() {
         return at.index(expr.constant_value());
     }
-    let (a, b) = (
-        affine(at, ivs, expr.lhs(), symbols)?,
-        affine(at, ivs, expr.rhs(), symbols)?,
+    let (a, mut b) = (
+        affine(at, operands, expr.lhs())?,
+        affine(at, operands, expr.rhs())?,
     );
+    let divides = expr.is_floor_div() || expr.is_ceil_div() || expr.is_mod();
+    if divides && !expr.rhs().is_constant() {
+        let one = at.index(1)?;
+        let not_positive = at.cmpi(2, b, one)?;
+        let failed = at.if_then(not_positive)?;
+        let i64_type = melior::ir::r#type::IntegerType::new(at.context, 64).into();
+        let divisor = failed.value("arith.index_cast", &[b], i64_type)?;
+        claim(&failed, record, AFFINE_DIVISOR_STATUS, divisor)?;
+        failed.finish()?;
+        b = at.select(not_positive, one, b)?;
+    }
     if expr.is_add() {
         at.value("arith.addi", &[a, b], index)
     } else if expr.is_mul() {
@@ -140,10 +168,9 @@ fn affine<'c, 'a>(
 /// `conditions`.
 pub(super) fn indices<'c, 'a>(
     at: &Emitter<'c, 'a>,
-    ivs: &[Value<'c, 'a>],
+    operands: &Operands<'_, 'c, 'a>,
     interior: bool,
     map: AffineMap<'c>,
-    symbols: &[Value<'c, 'a>],
     checks: &Checks,
     conditions: Option<Result<Vec<IntegerSet<'c>>, ()>>,
 ) -> Result<(Vec<Value<'c, 'a>>, Option<Value<'c, 'a>>), Error> {
@@ -154,7 +181,7 @@ pub(super) fn indices<'c, 'a>(
     };
     let mut indices = Vec::new();
     for (k, &extent) in checks.shape.iter().enumerate() {
-        let index = affine(at, ivs, map.result(k).map_err(|_| error("map result"))?, symbols)?;
+        let index = affine(at, operands, map.result(k).map_err(|_| error("map result"))?)?;
         let checked = match checks.indices.get(k) {
             Some(Check::Proven) => false,
             Some(Check::Affine(_)) => !interior,
@@ -175,7 +202,7 @@ pub(super) fn indices<'c, 'a>(
     for set in sets {
         let mut holds = at.int(at.i1(), 1)?;
         for (expr, equality) in set.constraints() {
-            let value = affine(at, ivs, expr, symbols)?;
+            let value = affine(at, operands, expr)?;
             let zero = at.index(0)?;
             let satisfied = at.cmpi(if equality { 0 } else { 5 }, value, zero)?;
             holds = at.value("arith.andi", &[holds, satisfied], at.i1())?;

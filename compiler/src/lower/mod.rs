@@ -74,8 +74,10 @@ pub mod schedule;
 mod types;
 
 use crate::Error;
+pub use access::{
+    AFFINE_DIVISOR_STATUS, CheckedAccess, DIVISION_BY_ZERO_STATUS, FIRST_ACCESS_STATUS, KernelStatus,
+};
 use access::{Accesses, Arg, Status};
-pub use access::{CheckedAccess, DIVISION_BY_ZERO_STATUS, FIRST_ACCESS_STATUS, KernelStatus};
 use emit::Emitter;
 use jitc_dialect::kinds::ElementType;
 use melior::{
@@ -130,6 +132,8 @@ impl KernelSignature {
         match code {
             0 => None,
             DIVISION_BY_ZERO_STATUS => Some("integer division by zero".into()),
+            // The interpreter's words for the same failure.
+            AFFINE_DIVISOR_STATUS => Some(format!("affine division by {offset}; divisors must be positive")),
             _ => Some(
                 code.checked_sub(FIRST_ACCESS_STATUS)
                     .and_then(|k| usize::try_from(k).ok())

@@ -212,12 +212,16 @@ pub(super) fn emit_op<'c, 'a>(
             let checks = schedule
                 .checks_of(op)
                 .ok_or_else(|| error("a reindex without a schedule"))?;
+            let operands = index::Operands {
+                ivs: &body.ivs,
+                symbols: &symbols,
+                record: body.status.record,
+            };
             let (indices, inside) = index::indices(
                 &at,
-                &body.ivs,
+                &operands,
                 body.interior,
                 map,
-                &symbols,
                 checks,
                 reindex.overflow_conditions(),
             )?;
@@ -255,12 +259,16 @@ pub(super) fn emit_op<'c, 'a>(
             let checks = schedule
                 .checks_of(op)
                 .ok_or_else(|| error("a reduction without a schedule"))?;
+            let operands = index::Operands {
+                ivs: &body.ivs,
+                symbols: &symbols,
+                record: body.status.record,
+            };
             let (indices, inside) = index::indices(
                 &at,
-                &body.ivs,
+                &operands,
                 body.interior,
                 map,
-                &symbols,
                 checks,
                 reduce.overflow_conditions(),
             )?;
