@@ -47,6 +47,9 @@ fuzz_target!(|data: &[u8]| {
         let Ok(compiled) = CpuModule::compile_with(context, &mut module, &options) else {
             return;
         };
+        // Each input compiles a new program: the process-wide kernel cache
+        // would hold every one of them (the campaign ran out of memory).
+        jitc_runtime::cpu::clear_cache();
         let actual = compiled.run(&module, "main", args, &mut StateStore::new());
         if let (Ok(expected), Ok(actual)) = (expected, actual) {
             assert!(
