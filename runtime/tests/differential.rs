@@ -107,18 +107,17 @@ fn states_match(a: &StateStore, b: &StateStore, math: MathMode) -> bool {
 /// Rust port of another libm), made visible by a `mod` after it; fixed by
 /// one libm for both.
 #[test]
-fn seeds_that_failed_once_match() {
-    for seed in [1058974743454983655] {
-        let (source, inputs) = random_program(&mut Rng(seed));
-        if let Some(difference) = differ(
-            &source,
-            &inputs,
-            &StateStore::new(),
-            MathMode::Exact,
-            &[true, false],
-        ) {
-            panic!("seed {seed}: {difference}\nprogram:\n{source}\ninputs: {inputs:?}");
-        }
+fn a_seed_that_failed_once_matches() {
+    let seed = 1058974743454983655;
+    let (source, inputs) = random_program(&mut Rng(seed));
+    if let Some(difference) = differ(
+        &source,
+        &inputs,
+        &StateStore::new(),
+        MathMode::Exact,
+        &[true, false],
+    ) {
+        panic!("seed {seed}: {difference}\nprogram:\n{source}\ninputs: {inputs:?}");
     }
 }
 
