@@ -4,12 +4,12 @@
 #![no_main]
 
 use jitc_compiler::{CodegenOptions, GpuOptions, MathMode, compile_cpu, compile_ptx, parse_module, verify};
-use jitc_fuzz::{context, module_text};
+use jitc_fuzz::{module_text, with_context};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let Some(text) = module_text(data) else { return };
-    context().with(|context| {
+    with_context(|context| {
         for math in [MathMode::Fast, MathMode::Exact] {
             let Some(mut module) = parse_module(context, &text) else {
                 return;

@@ -7,7 +7,7 @@
 #![no_main]
 
 use jitc_compiler::{CodegenOptions, MathMode, OptimizeOptions, Pipeline, optimize, parse_module};
-use jitc_fuzz::{Match, context};
+use jitc_fuzz::{Match, with_context};
 use jitc_interp::{Interpreter, StateStore, Value};
 use jitc_runtime::CpuModule;
 use jitc_test_support::{Bytes, random_program};
@@ -15,7 +15,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let (source, inputs) = random_program(&mut Bytes(data));
-    context().with(|context| {
+    with_context(|context| {
         let mut module = parse_module(context, &source)
             .unwrap_or_else(|| panic!("a generated program does not parse:\n{source}"));
         optimize(

@@ -2,12 +2,12 @@
 //! crash, whatever they are given.
 #![no_main]
 
-use jitc_fuzz::{context, module_text};
+use jitc_fuzz::{module_text, with_context};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let Some(text) = module_text(data) else { return };
-    context().with(|context| {
+    with_context(|context| {
         if let Some(module) = jitc_compiler::parse_module(context, &text) {
             let _ = jitc_compiler::verify(&module);
         }

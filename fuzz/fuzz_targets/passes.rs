@@ -5,12 +5,12 @@
 #![no_main]
 
 use jitc_compiler::{Error, OptimizeOptions, Pipeline, optimize, parse_module, verify};
-use jitc_fuzz::{context, module_text};
+use jitc_fuzz::{module_text, with_context};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let Some(text) = module_text(data) else { return };
-    context().with(|context| {
+    with_context(|context| {
         for name in ["fuse", "default", "speculation"] {
             let Some(mut module) = parse_module(context, &text) else {
                 return;

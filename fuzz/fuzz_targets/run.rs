@@ -6,7 +6,7 @@
 #![no_main]
 
 use jitc_compiler::{CodegenOptions, MathMode, OptimizeOptions, Pipeline, optimize, parse_module, verify};
-use jitc_fuzz::{Match, context, inputs, module_text};
+use jitc_fuzz::{Match, inputs, module_text, with_context};
 use jitc_interp::{Interpreter, StateStore};
 use jitc_runtime::CpuModule;
 use libfuzzer_sys::fuzz_target;
@@ -16,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
     if text.contains("scf.for") || text.contains("scf.while") || text.contains("func.call") {
         return;
     }
-    context().with(|context| {
+    with_context(|context| {
         let Some(mut module) = parse_module(context, &text) else {
             return;
         };

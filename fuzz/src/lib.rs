@@ -37,7 +37,7 @@ pub fn module_text(data: &[u8]) -> Option<String> {
 
 /// A context reused across runs, and replaced now and then, since MLIR
 /// never frees the types and attributes a context has uniqued.
-pub struct Reused {
+struct Reused {
     context: Context,
     runs: usize,
 }
@@ -49,33 +49,23 @@ thread_local! {
     static CONTEXT: RefCell<Option<Reused>> = const { RefCell::new(None) };
 }
 
-/// The thread's fuzzing context.
-pub fn context() -> ContextHandle {
-    ContextHandle
-}
-
-/// Access to the thread's fuzzing context.
-pub struct ContextHandle;
-
-impl ContextHandle {
-    /// Runs `f` with the context; diagnostics are collected and dropped,
-    /// not printed.
-    pub fn with<R>(&self, f: impl FnOnce(&Context) -> R) -> R {
-        CONTEXT.with(|cell| {
-            let mut slot = cell.borrow_mut();
-            if slot.as_ref().is_none_or(|r| r.runs >= RUNS_PER_CONTEXT) {
-                *slot = None;
-                let context = jitc_compiler::new_context().expect("an MLIR context");
-                *slot = Some(Reused { context, runs: 0 });
-            }
-            let reused = slot.as_mut().expect("just made");
-            reused.runs += 1;
-            let collector = DiagnosticCollector::attach(&reused.context);
-            let result = f(&reused.context);
-            drop(collector.take());
-            result
-        })
-    }
+/// Runs `f` with the thread's fuzzing context; diagnostics are collected
+/// and dropped, not printed.
+pub fn with_context<R>(f: impl FnOnce(&Context) -> R) -> R {
+    CONTEXT.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.as_ref().is_none_or(|r| r.runs >= RUNS_PER_CONTEXT) {
+            *slot = None;
+            let context = jitc_compiler::new_context().expect("an MLIR context");
+            *slot = Some(Reused { context, runs: 0 });
+        }
+        let reused = slot.as_mut().expect("just made");
+        reused.runs += 1;
+        let collector = DiagnosticCollector::attach(&reused.context);
+        let result = f(&reused.context);
+        drop(collector.take());
+        result
+    })
 }
 
 /// Values cycled through inputs: ordinary numbers and the special values

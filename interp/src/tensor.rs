@@ -265,14 +265,23 @@ pub const MAX_ELEMENTS: usize = 1 << 28;
 /// The most elements one tensor may hold: `JITC_MAX_ELEMENTS`, else
 /// [`MAX_ELEMENTS`]. One limit for every place that makes a tensor: the
 /// interpreter, the CPU and CUDA backends, literals and `.npy` files.
+/// A malformed value falls back to the default here; tools report it
+/// first with [`configured_max_elements`].
 pub fn max_elements() -> usize {
     static LIMIT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *LIMIT.get_or_init(|| {
-        std::env::var("JITC_MAX_ELEMENTS")
-            .ok()
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(MAX_ELEMENTS)
-    })
+    *LIMIT.get_or_init(|| configured_max_elements().unwrap_or(MAX_ELEMENTS))
+}
+
+/// The limit `JITC_MAX_ELEMENTS` sets ([`MAX_ELEMENTS`] when unset), or
+/// why its value is not one.
+pub fn configured_max_elements() -> Result<usize, String> {
+    match std::env::var("JITC_MAX_ELEMENTS") {
+        Err(_) => Ok(MAX_ELEMENTS),
+        Ok(text) => text
+            .trim()
+            .parse()
+            .map_err(|_| format!("JITC_MAX_ELEMENTS must be a whole number of elements, got '{text}'")),
+    }
 }
 
 /// The element count of `shape`, or why it cannot be held: more elements

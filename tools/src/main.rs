@@ -53,10 +53,8 @@ const FALLBACK_NESTING: usize = 200;
 
 fn main() -> ExitCode {
     ignore_file_size_signal();
-    if let Ok(text) = std::env::var("JITC_MAX_ELEMENTS")
-        && text.trim().parse::<usize>().is_err()
-    {
-        eprintln!("jitc: error: JITC_MAX_ELEMENTS must be a whole number of elements, got '{text}'");
+    if let Err(message) = jitc_interp::tensor::configured_max_elements() {
+        eprintln!("jitc: error: {message}");
         return ExitCode::FAILURE;
     }
     let worker = std::thread::Builder::new()

@@ -269,16 +269,15 @@ impl Specializer<'_> {
             // A shape no tensor can have (a hand-edited profile) is not
             // assumed: its bytes would not fit in the index arithmetic of
             // every later pass.
-            let assumed: Option<Vec<u64>> = sizes
+            let assumed = sizes
                 .iter()
                 .enumerate()
                 .map(|(d, &size)| match shape.get(d).copied().flatten() {
-                    Some(observed) if size == DYNAMIC => Some(observed),
-                    _ => u64::try_from(size).ok().or(Some(1)),
-                })
-                .collect();
-            let fits = assumed.is_some_and(|sizes| extent_bytes(sizes, 8).is_some());
-            if !fits {
+                    Some(observed) if size == DYNAMIC => observed,
+                    // A `?` left dynamic counts as 1, as a size of 0 does.
+                    _ => u64::try_from(size).unwrap_or(1),
+                });
+            if extent_bytes(assumed, 8).is_none() {
                 return Some(());
             }
             for (d, size) in sizes.iter_mut().enumerate() {
