@@ -9,7 +9,7 @@
 //! failing seed reproduces the same program and inputs everywhere.
 
 use jitc_interp::{Scalar, Tensor, Value};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// A source of random choices: [`Rng`] for seeded tests, or a fuzzer's
 /// bytes.
@@ -168,9 +168,14 @@ pub fn random_inputs(shapes: &[&[usize]], seed: u64) -> Vec<Tensor> {
         .collect()
 }
 
-/// The workspace's `examples/` directory.
+/// The workspace's `examples/` directory. The test's own crate directory
+/// (which cargo sets when it runs a test) comes first: this crate's
+/// compile-time one names whichever clone built it, and a target directory
+/// shared between clones can hold a build from another.
 pub fn examples_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
+    let crate_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
+    crate_dir.join("../examples")
 }
 
 /// The source of `examples/NAME`; panics (this is for tests) when it is

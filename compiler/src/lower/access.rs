@@ -113,8 +113,9 @@ pub(super) fn key(value: Value) -> usize {
 /// The record a kernel reports failures in, `[status, word]`: status 0
 /// is success, 1 an integer division by zero, `2 + k` an out-of-bounds
 /// access, number `k` of [`super::KernelSignature::accesses`], at element
-/// offset `word` (the bounds-checked mode), and -1 an affine division by
-/// the divisor `word`, which is not positive.
+/// offset `word` (the bounds-checked mode), -1 an affine division by
+/// the divisor `word`, which is not positive, and -2 affine index
+/// arithmetic that overflows i64.
 pub type KernelStatus = [i64; 2];
 
 /// The status of an integer division by zero.
@@ -128,6 +129,11 @@ pub const FIRST_ACCESS_STATUS: i64 = 2;
 /// that is not positive, which only a symbol (an index operand) can be at
 /// run time: the verifier rejects constant ones. Word 1 holds the divisor.
 pub const AFFINE_DIVISOR_STATUS: i64 = -1;
+
+/// The status of an affine addition or multiplication that overflows i64,
+/// which the verifier cannot rule out where it reads a symbol or where the
+/// corners of the domain do not bound it.
+pub const AFFINE_OVERFLOW_STATUS: i64 = -2;
 
 /// One checked access of a kernel in the bounds-checked mode, as the
 /// runtime reports it: the op that makes it, and the buffer it touches.

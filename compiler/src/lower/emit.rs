@@ -68,6 +68,25 @@ impl<'c, 'a> Emitter<'c, 'a> {
         Ok(op.result(0).ok().map(Into::into))
     }
 
+    /// Appends an op without attributes and returns all its results, one
+    /// of each of `results` types.
+    pub fn values(
+        &self,
+        name: &str,
+        operands: &[Value<'c, '_>],
+        results: &[Type<'c>],
+    ) -> Result<Vec<Value<'c, 'a>>, Error> {
+        let op = OperationBuilder::new(name, self.location)
+            .add_operands(operands)
+            .add_results(results)
+            .build()
+            .map_err(|_| failed(name))?;
+        let op = self.block.append_operation(op);
+        (0..results.len())
+            .map(|i| op.result(i).map(Into::into).map_err(|_| failed(name)))
+            .collect()
+    }
+
     /// Appends an op with exactly one result of `result` type.
     pub fn value(
         &self,

@@ -36,9 +36,9 @@
 //! interior is the intersection of these ranges with the loop's bounds.
 
 use super::{
-    access::{AFFINE_DIVISOR_STATUS, claim},
+    access::{AFFINE_DIVISOR_STATUS, AFFINE_OVERFLOW_STATUS, claim},
     emit::{Emitter, error},
-    schedule::{Check, Checks, Schedule},
+    schedule::{Check, Checks, Schedule, range},
 };
 use crate::Error;
 use jitc_dialect::ops::IntegerSet;
@@ -94,6 +94,8 @@ pub(super) fn delinearize<'c, 'a>(
 /// indices and the op's symbols, and the status record their failures
 /// claim.
 pub(super) struct Operands<'v, 'c, 'a> {
+    /// The domain's extents, which bound the indices.
+    pub(super) domain: &'v [i64],
     /// The domain indices.
     pub(super) ivs: &'v [Value<'c, 'a>],
     /// The values of the map's symbols.
@@ -102,15 +104,23 @@ pub(super) struct Operands<'v, 'c, 'a> {
     pub(super) record: Value<'c, 'a>,
 }
 
-/// An affine expression of the domain indices and symbols of `operands`.
-/// A divisor that is not a constant (a symbol's expression, which the
-/// verifier cannot check) is checked here: one that is not positive claims
-/// the status record with [`AFFINE_DIVISOR_STATUS`] and is replaced by 1,
-/// so the division stays defined.
+/// An affine expression of the domain indices and symbols of `operands`,
+/// with the interpreter's run-time failures claimed in the status record
+/// where `reached` (`None`: everywhere) says the interpreter evaluates it:
+/// - a divisor that is not a constant (a symbol's expression, which the
+///   verifier cannot check) and is not positive claims
+///   [`AFFINE_DIVISOR_STATUS`] and is replaced by 1, so the division stays
+///   defined;
+/// - an addition or multiplication whose bounds over the domain are not
+///   known to fit i64 ([`range`]: one that reads a symbol, or a `mod` or
+///   division the corners of the domain do not bound) is checked, and
+///   one that leaves i64 claims [`AFFINE_OVERFLOW_STATUS`]. The others
+///   cannot overflow and cost nothing.
 fn affine<'c, 'a>(
     at: &Emitter<'c, 'a>,
     operands: &Operands<'_, 'c, 'a>,
     expr: AffineExpr<'c>,
+    reached: Option<Value<'c, 'a>>,
 ) -> Result<Value<'c, 'a>, Error> {
     let (ivs, symbols, record) = (operands.ivs, operands.symbols, operands.record);
     let index = Type::index(at.context);
@@ -130,24 +140,58 @@ fn affine<'c, 'a>(
         return at.index(expr.constant_value());
     }
     let (a, mut b) = (
-        affine(at, operands, expr.lhs())?,
-        affine(at, operands, expr.rhs())?,
+        affine(at, operands, expr.lhs(), reached)?,
+        affine(at, operands, expr.rhs(), reached)?,
     );
+    let i64_type: Type = melior::ir::r#type::IntegerType::new(at.context, 64).into();
+    // Claims `status` with `word` where `fault` holds at a reached point.
+    let fail_where = |fault: Value<'c, 'a>, status: i64, word: Value<'c, 'a>| -> Result<(), Error> {
+        let fault = match reached {
+            Some(reached) => at.value("arith.andi", &[fault, reached], at.i1())?,
+            None => fault,
+        };
+        let failed = at.if_then(fault)?;
+        let word = failed.value("arith.index_cast", &[word], i64_type)?;
+        claim(&failed, record, status, word)?;
+        failed.finish()
+    };
     let divides = expr.is_floor_div() || expr.is_ceil_div() || expr.is_mod();
     if divides && !expr.rhs().is_constant() {
         let one = at.index(1)?;
         let not_positive = at.cmpi(2, b, one)?;
-        let failed = at.if_then(not_positive)?;
-        let i64_type = melior::ir::r#type::IntegerType::new(at.context, 64).into();
-        let divisor = failed.value("arith.index_cast", &[b], i64_type)?;
-        claim(&failed, record, AFFINE_DIVISOR_STATUS, divisor)?;
-        failed.finish()?;
+        fail_where(not_positive, AFFINE_DIVISOR_STATUS, b)?;
         b = at.select(not_positive, one, b)?;
     }
+    let checked = (expr.is_add() || expr.is_mul()) && range(expr, operands.domain).is_none();
     if expr.is_add() {
-        at.value("arith.addi", &[a, b], index)
+        let sum = at.value("arith.addi", &[a, b], index)?;
+        if checked {
+            // Signed overflow: both operands differ in sign from the sum.
+            let (x, y) = (
+                at.value("arith.xori", &[a, sum], index)?,
+                at.value("arith.xori", &[b, sum], index)?,
+            );
+            let both = at.value("arith.andi", &[x, y], index)?;
+            let overflow = at.cmpi(2, both, at.index(0)?)?;
+            fail_where(overflow, AFFINE_OVERFLOW_STATUS, at.index(0)?)?;
+        }
+        Ok(sum)
     } else if expr.is_mul() {
-        at.value("arith.muli", &[a, b], index)
+        if !checked {
+            return at.value("arith.muli", &[a, b], index);
+        }
+        // The full 128-bit product: it fits i64 when its high half is the
+        // sign extension of its low half.
+        let (x, y) = (
+            at.value("arith.index_cast", &[a], i64_type)?,
+            at.value("arith.index_cast", &[b], i64_type)?,
+        );
+        let halves = at.values("arith.mulsi_extended", &[x, y], &[i64_type, i64_type])?;
+        let (low, high) = (halves[0], halves[1]);
+        let sign = at.value("arith.shrsi", &[low, at.int(i64_type, 63)?], i64_type)?;
+        let overflow = at.cmpi(1, high, sign)?;
+        fail_where(overflow, AFFINE_OVERFLOW_STATUS, at.index(0)?)?;
+        at.value("arith.index_cast", &[low], index)
     } else if expr.is_floor_div() {
         at.value("arith.floordivsi", &[a, b], index)
     } else if expr.is_ceil_div() {
@@ -174,14 +218,44 @@ pub(super) fn indices<'c, 'a>(
     checks: &Checks,
     conditions: Option<Result<Vec<IntegerSet<'c>>, ()>>,
 ) -> Result<(Vec<Value<'c, 'a>>, Option<Value<'c, 'a>>), Error> {
-    let mut inside: Option<Value<'c, 'a>> = None;
-    let mut and = |condition: Value<'c, 'a>| -> Result<(), Error> {
-        inside = Some(at.and_maybe(inside, condition)?);
-        Ok(())
+    let sets = match conditions {
+        None => Vec::new(),
+        Some(Ok(sets)) => sets,
+        Some(Err(())) => return Err(error("malformed overflow_conditions")),
     };
+    // The interpreter evaluates the sets in order up to the first that
+    // holds, each constraint of a set up to the first that fails, and the
+    // map only where no set holds; a failure counts only where it
+    // evaluates.
+    let not = |v: Value<'c, 'a>| at.value("arith.xori", &[v, at.int(at.i1(), 1)?], at.i1());
+    let mut excluded: Option<Value<'c, 'a>> = None;
+    for set in sets {
+        let mut holds: Option<Value<'c, 'a>> = None;
+        for (expr, equality) in set.constraints() {
+            let reached = match excluded {
+                Some(excluded) => Some(at.and_maybe(holds, not(excluded)?)?),
+                None => holds,
+            };
+            let value = affine(at, operands, expr, reached)?;
+            let zero = at.index(0)?;
+            let satisfied = at.cmpi(if equality { 0 } else { 5 }, value, zero)?;
+            holds = Some(at.and_maybe(holds, satisfied)?);
+        }
+        let holds = match holds {
+            Some(holds) => holds,
+            None => at.int(at.i1(), 1)?,
+        };
+        excluded = Some(match excluded {
+            Some(excluded) => at.value("arith.ori", &[excluded, holds], at.i1())?,
+            None => holds,
+        });
+    }
+    let reached = excluded.map(not).transpose()?;
+    let mut inside = reached;
     let mut indices = Vec::new();
     for (k, &extent) in checks.shape.iter().enumerate() {
-        let index = affine(at, operands, map.result(k).map_err(|_| error("map result"))?)?;
+        let result = map.result(k).map_err(|_| error("map result"))?;
+        let index = affine(at, operands, result, reached)?;
         let checked = match checks.indices.get(k) {
             Some(Check::Proven) => false,
             Some(Check::Affine(_)) => !interior,
@@ -189,25 +263,10 @@ pub(super) fn indices<'c, 'a>(
         };
         if checked {
             let (zero, bound) = (at.index(0)?, at.index(extent)?);
-            and(at.cmpi(5, index, zero)?)?;
-            and(at.cmpi(2, index, bound)?)?;
+            inside = Some(at.and_maybe(inside, at.cmpi(5, index, zero)?)?);
+            inside = Some(at.and_maybe(inside, at.cmpi(2, index, bound)?)?);
         }
         indices.push(index);
-    }
-    let sets = match conditions {
-        None => Vec::new(),
-        Some(Ok(sets)) => sets,
-        Some(Err(())) => return Err(error("malformed overflow_conditions")),
-    };
-    for set in sets {
-        let mut holds = at.int(at.i1(), 1)?;
-        for (expr, equality) in set.constraints() {
-            let value = affine(at, operands, expr)?;
-            let zero = at.index(0)?;
-            let satisfied = at.cmpi(if equality { 0 } else { 5 }, value, zero)?;
-            holds = at.value("arith.andi", &[holds, satisfied], at.i1())?;
-        }
-        and(at.value("arith.xori", &[holds, at.int(at.i1(), 1)?], at.i1())?)?;
     }
     Ok((indices, inside))
 }

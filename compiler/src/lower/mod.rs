@@ -75,7 +75,8 @@ mod types;
 
 use crate::Error;
 pub use access::{
-    AFFINE_DIVISOR_STATUS, CheckedAccess, DIVISION_BY_ZERO_STATUS, FIRST_ACCESS_STATUS, KernelStatus,
+    AFFINE_DIVISOR_STATUS, AFFINE_OVERFLOW_STATUS, CheckedAccess, DIVISION_BY_ZERO_STATUS,
+    FIRST_ACCESS_STATUS, KernelStatus,
 };
 use access::{Accesses, Arg, Status};
 use emit::Emitter;
@@ -134,6 +135,7 @@ impl KernelSignature {
             DIVISION_BY_ZERO_STATUS => Some("integer division by zero".into()),
             // The interpreter's words for the same failure.
             AFFINE_DIVISOR_STATUS => Some(format!("affine division by {offset}; divisors must be positive")),
+            AFFINE_OVERFLOW_STATUS => Some("affine index arithmetic overflows i64".into()),
             _ => Some(
                 code.checked_sub(FIRST_ACCESS_STATUS)
                     .and_then(|k| usize::try_from(k).ok())

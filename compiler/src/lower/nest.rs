@@ -351,6 +351,7 @@ impl<'c, 'a, 'k> Kernel<'c, 'a, 'k> {
         let linear = row_major(at, &ivs, &shape)?;
         let mut body = Body {
             at: *at,
+            domain: self.domain,
             ivs,
             linear,
             arguments: self.arguments,

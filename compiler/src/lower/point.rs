@@ -58,6 +58,8 @@ use std::collections::HashMap;
 pub(super) struct Body<'c, 'a, 'k> {
     /// Where the point's ops go.
     pub(super) at: Emitter<'c, 'a>,
+    /// The domain's extents.
+    pub(super) domain: &'k [i64],
     /// The index of each domain dimension.
     pub(super) ivs: Vec<Value<'c, 'a>>,
     /// The point's row-major offset in the domain.
@@ -213,6 +215,7 @@ pub(super) fn emit_op<'c, 'a>(
                 .checks_of(op)
                 .ok_or_else(|| error("a reindex without a schedule"))?;
             let operands = index::Operands {
+                domain: body.domain,
                 ivs: &body.ivs,
                 symbols: &symbols,
                 record: body.status.record,
@@ -260,6 +263,7 @@ pub(super) fn emit_op<'c, 'a>(
                 .checks_of(op)
                 .ok_or_else(|| error("a reduction without a schedule"))?;
             let operands = index::Operands {
+                domain: body.domain,
                 ivs: &body.ivs,
                 symbols: &symbols,
                 record: body.status.record,
