@@ -8,36 +8,26 @@ use crate::{
     error::{Error, eval_error as error, unsupported},
     scalar::{self, Scalar},
     tensor::{Buffer, Tensor},
-    value::{Value, ValueType, check_result, scalar_attribute},
+    value::{Value, ValueType, scalar_attribute},
 };
 use jitc_dialect::kinds::{BinaryKind, ElementType, UnaryKind};
 use melior::ir::{Attribute, AttributeLike, OperationRef, operation::OperationLike};
 
 /// An integer operand: value (sign-extended) and width in bits.
-fn integer(op: OperationRef, value: &Value) -> Result<(i64, u32), Error> {
+fn integer(value: &Value) -> Result<(i64, u32), String> {
     match value {
         Value::Index(i) => Ok((*i, 64)),
         Value::Scalar(Scalar::I1(b)) => Ok((*b as i64, 1)),
         Value::Scalar(Scalar::I32(v)) => Ok((*v as i64, 32)),
         Value::Scalar(Scalar::I64(v)) => Ok((*v, 64)),
-        other => Err(error(op, format!("expected an integer or index, got {other}"))),
+        other => Err(format!("expected an integer or index, got {other}")),
     }
 }
 
-fn float(op: OperationRef, value: &Value) -> Result<Scalar, Error> {
+fn float(value: &Value) -> Result<Scalar, String> {
     match value {
         Value::Scalar(s) if s.element_type().is_float() => Ok(*s),
-        other => Err(error(op, format!("expected a float, got {other}"))),
-    }
-}
-
-/// Builds a value of the op's result type from an integer.
-fn from_integer(op: OperationRef, value: i64) -> Result<Value, Error> {
-    match result_type(op)? {
-        ValueType::Index => Ok(Value::Index(value)),
-        ValueType::Scalar(ElementType::I1) => Ok(Value::Scalar(Scalar::I1(value & 1 != 0))),
-        ValueType::Scalar(element) => Ok(Value::Scalar(Scalar::I64(value).cast(element))),
-        other => Err(error(op, format!("result type {other} is not an integer"))),
+        other => Err(format!("expected a float, got {other}")),
     }
 }
 
@@ -75,143 +65,242 @@ fn unsigned(value: i64, width: u32) -> u64 {
 
 /// Evaluates one `arith` op on its operand values.
 pub fn eval(op: OperationRef, args: &[Value]) -> Result<Value, Error> {
+    prepare(op)?.apply(args).map_err(|message| error(op, message))
+}
+
+/// An `arith` op read from the IR once: what [`ArithOp::apply`] needs to
+/// compute its result from operand values, any number of times, without
+/// the IR. The interpreter and the runtime's host plans share it, so host
+/// arithmetic has one meaning.
+#[derive(Debug, Clone)]
+pub struct ArithOp {
+    /// The op's name without `arith.`.
+    operation: String,
+    /// The result type.
+    result: ValueType,
+    /// `cmpi` and `cmpf`: the predicate.
+    predicate: i64,
+    /// `constant`: the value.
+    constant: Option<Value>,
+}
+
+/// The ops [`prepare`] accepts, without `arith.`.
+const OPERATIONS: [&str; 37] = [
+    "constant",
+    "addi",
+    "subi",
+    "muli",
+    "divsi",
+    "remsi",
+    "divui",
+    "remui",
+    "floordivsi",
+    "ceildivsi",
+    "maxsi",
+    "minsi",
+    "andi",
+    "ori",
+    "xori",
+    "addf",
+    "subf",
+    "mulf",
+    "divf",
+    "remf",
+    "maximumf",
+    "minimumf",
+    "negf",
+    "cmpi",
+    "cmpf",
+    "select",
+    "index_cast",
+    "extsi",
+    "trunci",
+    "index_castui",
+    "extui",
+    "sitofp",
+    "uitofp",
+    "extf",
+    "truncf",
+    "fptosi",
+    "fptoui",
+];
+
+/// Reads `op` (an `arith` op) for [`ArithOp::apply`]; a constant is
+/// materialized here, once.
+pub fn prepare(op: OperationRef) -> Result<ArithOp, Error> {
     let name = op.name().as_string_ref().as_str().unwrap_or("").to_owned();
     let operation = name.trim_start_matches("arith.");
-    let arg = |i: usize| {
-        args.get(i)
-            .ok_or_else(|| error(op, format!("missing operand {i}")))
-    };
-    let value = match operation {
-        "constant" => constant(op)?,
-        "addi" | "subi" | "muli" | "divsi" | "remsi" | "divui" | "remui" | "floordivsi" | "ceildivsi"
-        | "maxsi" | "minsi" | "andi" | "ori" | "xori" => {
-            let ((a, width), (b, _)) = (integer(op, arg(0)?)?, integer(op, arg(1)?)?);
-            let needs_divisor = matches!(
-                operation,
-                "divsi" | "remsi" | "divui" | "remui" | "floordivsi" | "ceildivsi"
-            );
-            if needs_divisor
-                && (if width == 64 {
-                    b == 0
-                } else {
-                    unsigned(b, width) == 0
-                })
-            {
-                return Err(error(op, "integer division by zero"));
+    if !OPERATIONS.contains(&operation) {
+        return Err(unsupported(op));
+    }
+    Ok(ArithOp {
+        operation: operation.to_owned(),
+        result: result_type(op)?,
+        predicate: if matches!(operation, "cmpi" | "cmpf") {
+            predicate(op)?
+        } else {
+            0
+        },
+        constant: if operation == "constant" {
+            Some(constant(op)?)
+        } else {
+            None
+        },
+    })
+}
+
+impl ArithOp {
+    /// The op's result on `args`; `Err` says why there is none (the
+    /// caller names the op).
+    pub fn apply(&self, args: &[Value]) -> Result<Value, String> {
+        let operation = self.operation.as_str();
+        let arg = |i: usize| args.get(i).ok_or_else(|| format!("missing operand {i}"));
+        let from_integer = |value: i64| -> Result<Value, String> {
+            match &self.result {
+                ValueType::Index => Ok(Value::Index(value)),
+                ValueType::Scalar(ElementType::I1) => Ok(Value::Scalar(Scalar::I1(value & 1 != 0))),
+                ValueType::Scalar(element) => Ok(Value::Scalar(Scalar::I64(value).cast(*element))),
+                other => Err(format!("result type {other} is not an integer")),
             }
-            let (ua, ub) = (unsigned(a, width), unsigned(b, width));
-            let result = match operation {
-                "addi" => a.wrapping_add(b),
-                "subi" => a.wrapping_sub(b),
-                "muli" => a.wrapping_mul(b),
-                "divsi" => a.wrapping_div(b),
-                "remsi" => a.wrapping_rem(b),
-                "divui" => (ua / ub) as i64,
-                "remui" => (ua % ub) as i64,
-                "floordivsi" => floor_div(a, b),
-                "ceildivsi" => ceil_div(a, b),
-                "maxsi" => a.max(b),
-                "minsi" => a.min(b),
-                "andi" => a & b,
-                "ori" => a | b,
-                _ => a ^ b,
-            };
-            from_integer(op, result)?
-        }
-        "addf" | "subf" | "mulf" | "divf" | "remf" | "maximumf" | "minimumf" => {
-            let kind = match operation {
-                "addf" => BinaryKind::Add,
-                "subf" => BinaryKind::Sub,
-                "mulf" => BinaryKind::Mul,
-                "divf" => BinaryKind::Div,
-                "remf" => BinaryKind::Mod,
-                "maximumf" => BinaryKind::Max,
-                _ => BinaryKind::Min,
-            };
-            Value::Scalar(
-                scalar::binary(kind, float(op, arg(0)?)?, float(op, arg(1)?)?).map_err(|e| error(op, e))?,
-            )
-        }
-        "negf" => {
-            let x = float(op, arg(0)?)?;
-            Value::Scalar(scalar::unary(UnaryKind::Neg, x, x.element_type()).map_err(|e| error(op, e))?)
-        }
-        "cmpi" => {
-            let ((a, width), (b, _)) = (integer(op, arg(0)?)?, integer(op, arg(1)?)?);
-            let (ua, ub) = (unsigned(a, width), unsigned(b, width));
-            let holds = match predicate(op)? {
-                0 => a == b,
-                1 => a != b,
-                2 => a < b,
-                3 => a <= b,
-                4 => a > b,
-                5 => a >= b,
-                6 => ua < ub,
-                7 => ua <= ub,
-                8 => ua > ub,
-                9 => ua >= ub,
-                p => return Err(error(op, format!("unknown predicate {p}"))),
-            };
-            Value::Scalar(Scalar::I1(holds))
-        }
-        "cmpf" => {
-            let (a, b) = (float(op, arg(0)?)?.as_f64(), float(op, arg(1)?)?.as_f64());
-            let unordered = a.is_nan() || b.is_nan();
-            let holds = match predicate(op)? {
-                0 => false,
-                1 => !unordered && a == b,
-                2 => !unordered && a > b,
-                3 => !unordered && a >= b,
-                4 => !unordered && a < b,
-                5 => !unordered && a <= b,
-                6 => !unordered && a != b,
-                7 => !unordered,
-                8 => unordered || a == b,
-                9 => unordered || a > b,
-                10 => unordered || a >= b,
-                11 => unordered || a < b,
-                12 => unordered || a <= b,
-                13 => unordered || a != b,
-                14 => unordered,
-                15 => true,
-                p => return Err(error(op, format!("unknown predicate {p}"))),
-            };
-            Value::Scalar(Scalar::I1(holds))
-        }
-        "select" => {
-            let condition = match arg(0)? {
-                Value::Scalar(Scalar::I1(b)) => *b,
-                other => return Err(error(op, format!("condition must be an i1, got {other}"))),
-            };
-            arg(if condition { 1 } else { 2 })?.clone()
-        }
-        "index_cast" | "extsi" | "trunci" => {
-            let (value, _) = integer(op, arg(0)?)?;
-            from_integer(op, value)?
-        }
-        "index_castui" | "extui" => {
-            let (value, width) = integer(op, arg(0)?)?;
-            from_integer(op, unsigned(value, width) as i64)?
-        }
-        "sitofp" | "uitofp" | "extf" | "truncf" | "fptosi" | "fptoui" => {
-            let ValueType::Scalar(to) = result_type(op)? else {
-                return Err(error(op, "result must be a scalar"));
-            };
-            let from = match (operation, arg(0)?) {
-                ("uitofp", value) => {
-                    let (v, width) = integer(op, value)?;
-                    Scalar::F64(unsigned(v, width) as f64)
+        };
+        let value = match operation {
+            "constant" => self.constant.clone().ok_or("has no value")?,
+            "addi" | "subi" | "muli" | "divsi" | "remsi" | "divui" | "remui" | "floordivsi" | "ceildivsi"
+            | "maxsi" | "minsi" | "andi" | "ori" | "xori" => {
+                let ((a, width), (b, _)) = (integer(arg(0)?)?, integer(arg(1)?)?);
+                let needs_divisor = matches!(
+                    operation,
+                    "divsi" | "remsi" | "divui" | "remui" | "floordivsi" | "ceildivsi"
+                );
+                if needs_divisor
+                    && (if width == 64 {
+                        b == 0
+                    } else {
+                        unsigned(b, width) == 0
+                    })
+                {
+                    return Err("integer division by zero".into());
                 }
-                (_, Value::Scalar(s)) => *s,
-                (_, Value::Index(i)) => Scalar::I64(*i),
-                (_, other) => return Err(error(op, format!("expected a scalar, got {other}"))),
+                let (ua, ub) = (unsigned(a, width), unsigned(b, width));
+                let result = match operation {
+                    "addi" => a.wrapping_add(b),
+                    "subi" => a.wrapping_sub(b),
+                    "muli" => a.wrapping_mul(b),
+                    "divsi" => a.wrapping_div(b),
+                    "remsi" => a.wrapping_rem(b),
+                    "divui" => (ua / ub) as i64,
+                    "remui" => (ua % ub) as i64,
+                    "floordivsi" => floor_div(a, b),
+                    "ceildivsi" => ceil_div(a, b),
+                    "maxsi" => a.max(b),
+                    "minsi" => a.min(b),
+                    "andi" => a & b,
+                    "ori" => a | b,
+                    _ => a ^ b,
+                };
+                from_integer(result)?
+            }
+            "addf" | "subf" | "mulf" | "divf" | "remf" | "maximumf" | "minimumf" => {
+                let kind = match operation {
+                    "addf" => BinaryKind::Add,
+                    "subf" => BinaryKind::Sub,
+                    "mulf" => BinaryKind::Mul,
+                    "divf" => BinaryKind::Div,
+                    "remf" => BinaryKind::Mod,
+                    "maximumf" => BinaryKind::Max,
+                    _ => BinaryKind::Min,
+                };
+                Value::Scalar(
+                    scalar::binary(kind, float(arg(0)?)?, float(arg(1)?)?).map_err(|e| e.to_string())?,
+                )
+            }
+            "negf" => {
+                let x = float(arg(0)?)?;
+                Value::Scalar(scalar::unary(UnaryKind::Neg, x, x.element_type()).map_err(|e| e.to_string())?)
+            }
+            "cmpi" => {
+                let ((a, width), (b, _)) = (integer(arg(0)?)?, integer(arg(1)?)?);
+                let (ua, ub) = (unsigned(a, width), unsigned(b, width));
+                let holds = match self.predicate {
+                    0 => a == b,
+                    1 => a != b,
+                    2 => a < b,
+                    3 => a <= b,
+                    4 => a > b,
+                    5 => a >= b,
+                    6 => ua < ub,
+                    7 => ua <= ub,
+                    8 => ua > ub,
+                    9 => ua >= ub,
+                    p => return Err(format!("unknown predicate {p}")),
+                };
+                Value::Scalar(Scalar::I1(holds))
+            }
+            "cmpf" => {
+                let (a, b) = (float(arg(0)?)?.as_f64(), float(arg(1)?)?.as_f64());
+                let unordered = a.is_nan() || b.is_nan();
+                let holds = match self.predicate {
+                    0 => false,
+                    1 => !unordered && a == b,
+                    2 => !unordered && a > b,
+                    3 => !unordered && a >= b,
+                    4 => !unordered && a < b,
+                    5 => !unordered && a <= b,
+                    6 => !unordered && a != b,
+                    7 => !unordered,
+                    8 => unordered || a == b,
+                    9 => unordered || a > b,
+                    10 => unordered || a >= b,
+                    11 => unordered || a < b,
+                    12 => unordered || a <= b,
+                    13 => unordered || a != b,
+                    14 => unordered,
+                    15 => true,
+                    p => return Err(format!("unknown predicate {p}")),
+                };
+                Value::Scalar(Scalar::I1(holds))
+            }
+            "select" => {
+                let condition = match arg(0)? {
+                    Value::Scalar(Scalar::I1(b)) => *b,
+                    other => return Err(format!("condition must be an i1, got {other}")),
+                };
+                arg(if condition { 1 } else { 2 })?.clone()
+            }
+            "index_cast" | "extsi" | "trunci" => {
+                let (value, _) = integer(arg(0)?)?;
+                from_integer(value)?
+            }
+            "index_castui" | "extui" => {
+                let (value, width) = integer(arg(0)?)?;
+                from_integer(unsigned(value, width) as i64)?
+            }
+            "sitofp" | "uitofp" | "extf" | "truncf" | "fptosi" | "fptoui" => {
+                let ValueType::Scalar(to) = self.result else {
+                    return Err("result must be a scalar".into());
+                };
+                let from = match (operation, arg(0)?) {
+                    ("uitofp", value) => {
+                        let (v, width) = integer(value)?;
+                        Scalar::F64(unsigned(v, width) as f64)
+                    }
+                    (_, Value::Scalar(s)) => *s,
+                    (_, Value::Index(i)) => Scalar::I64(*i),
+                    (_, other) => return Err(format!("expected a scalar, got {other}")),
+                };
+                Value::Scalar(from.cast(to))
+            }
+            other => return Err(format!("the interpreter does not run 'arith.{other}'")),
+        };
+        if !self.result.accepts(&value) {
+            let got = match &value {
+                Value::Tensor(t) => t.type_name(),
+                other => other.to_string(),
             };
-            Value::Scalar(from.cast(to))
+            return Err(format!("computed {got} but the result type is {}", self.result));
         }
-        _ => return Err(unsupported(op)),
-    };
-    check_result(op, 0, &value)?;
-    Ok(value)
+        Ok(value)
+    }
 }
 
 fn predicate(op: OperationRef) -> Result<i64, Error> {

@@ -27,7 +27,7 @@ use melior::ir::{
 };
 use std::{
     collections::{BTreeMap, HashMap},
-    rc::Rc,
+    sync::Arc,
 };
 
 /// A function's argument and result types.
@@ -86,6 +86,19 @@ enum Flow {
     Return(Vec<Value>),
     Yield(Vec<Value>),
     Condition(bool, Vec<Value>),
+}
+
+thread_local! {
+    /// Runs the interpreter has started on this thread ([`runs_started`]).
+    static RUNS_STARTED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many runs ([`Interpreter::run`], [`Interpreter::run_profiled`]) the
+/// interpreter has started on the calling thread: a test's proof that an
+/// executor kept the interpreter off its path (per thread, so tests that
+/// run beside it do not count).
+pub fn runs_started() -> u64 {
+    RUNS_STARTED.with(std::cell::Cell::get)
 }
 
 /// Calls may nest this deep before a run is stopped.
@@ -241,6 +254,7 @@ impl<'c, 'a> Interpreter<'c, 'a> {
         state: &mut StateStore,
         profile: Option<Profile>,
     ) -> Result<(Vec<Value>, Option<Profile>), Error> {
+        RUNS_STARTED.with(|runs| runs.set(runs.get() + 1));
         let signature = self.signature(name)?;
         if args.len() != signature.inputs.len() {
             return Err(Error::Arguments(format!(
@@ -505,7 +519,7 @@ fn operands(env: &Env, op: OperationRef) -> Result<Vec<Value>, Error> {
     (0..op.operand_count()).map(|i| operand(env, op, i)).collect()
 }
 
-fn tensor_operand(env: &Env, op: OperationRef, index: usize) -> Result<Rc<Tensor>, Error> {
+fn tensor_operand(env: &Env, op: OperationRef, index: usize) -> Result<Arc<Tensor>, Error> {
     match operand(env, op, index)? {
         Value::Tensor(t) => Ok(t),
         other => Err(eval_error(

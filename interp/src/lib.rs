@@ -26,10 +26,12 @@ pub mod tensor;
 mod tensor_ops;
 mod value;
 
+pub use arith::{ArithOp, prepare as prepare_arith};
 pub use error::Error;
-pub use eval::{Interpreter, KernelRunner, Signature, StateStore};
+pub use eval::{Interpreter, KernelRunner, Signature, StateStore, runs_started};
 pub use scalar::Scalar;
 pub use tensor::{Buffer, Tensor};
+pub use tensor_ops::{TensorOp, prepare as prepare_tensor};
 pub use value::{Value, ValueType};
 
 /// The value of an `arith.constant` op, as the interpreter holds it; other

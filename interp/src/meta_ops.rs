@@ -19,10 +19,10 @@ use melior::ir::{
     OperationRef,
     r#type::{DimSize, ShapedTypeLike},
 };
-use std::rc::Rc;
+use std::sync::Arc;
 
 /// Operand `index`, which must be a tensor.
-fn tensor_operand(op: OperationRef, args: &[Value], index: usize) -> Result<Rc<Tensor>, Error> {
+fn tensor_operand(op: OperationRef, args: &[Value], index: usize) -> Result<Arc<Tensor>, Error> {
     match args.get(index) {
         Some(Value::Tensor(t)) => Ok(t.clone()),
         Some(other) => Err(eval_error(
@@ -226,7 +226,7 @@ impl Mapped<'_, '_, '_> {
 
 /// `meta.unary`, `meta.binary` and `meta.ternary`, element by element.
 pub(crate) fn elementwise(op: OperationRef, args: &[Value]) -> Result<Value, Error> {
-    let inputs: Vec<Rc<Tensor>> = (0..args.len())
+    let inputs: Vec<Arc<Tensor>> = (0..args.len())
         .map(|i| tensor_operand(op, args, i))
         .collect::<Result<_, _>>()?;
     let shape = inputs[0].shape().to_vec();

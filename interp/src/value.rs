@@ -13,13 +13,13 @@ use melior::ir::{
     Attribute, AttributeLike, OperationRef, Type, TypeLike, ValueLike,
     r#type::{DimSize, RankedTensorType, ShapedTypeLike},
 };
-use std::{fmt, rc::Rc};
+use std::{fmt, sync::Arc};
 
 /// A runtime value.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     /// A tensor.
-    Tensor(Rc<Tensor>),
+    Tensor(Arc<Tensor>),
     /// A scalar of an element type (an `arith` value, not a rank-0 tensor).
     Scalar(Scalar),
     /// An `index`.
@@ -29,7 +29,7 @@ pub enum Value {
 impl Value {
     /// A tensor value.
     pub fn tensor(tensor: Tensor) -> Self {
-        Self::Tensor(Rc::new(tensor))
+        Self::Tensor(Arc::new(tensor))
     }
 
     /// An index of the same kind as `self` (used for induction variables).

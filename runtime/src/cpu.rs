@@ -6,7 +6,10 @@
 //! as on the GPU: a division by zero, or in the bounds-checked mode
 //! ([`CodegenOptions::check_bounds`]) the access that went out of bounds.
 
-use crate::{Error, Executor};
+use crate::{
+    Error, Executor,
+    host::{HostPlan, Kernels},
+};
 use jitc_compiler::{CodegenOptions, CpuArtifact, EntryGuard, KernelFn, KernelStatus, Slot};
 use jitc_interp::{Interpreter, KernelRunner, StateStore, Tensor, Value};
 use melior::{Context, ir::Module};
@@ -127,10 +130,14 @@ fn cache_key(module: &Module, options: &CodegenOptions, entry: Option<&str>) -> 
     format!("{options:?}\n{entry:?}\n{host}\n{}", module.as_operation())
 }
 
-/// A module whose kernels run as native code.
+/// A module whose kernels run as native code, and whose functions' host
+/// code runs as host plans ([`crate::host`]) where they have one.
 pub struct CpuModule {
     kernels: Arc<CpuArtifact>,
     cache_hit: bool,
+    /// Host plans by function, built on a function's first run; `Err` is
+    /// why that function runs in the interpreter.
+    plans: Mutex<HashMap<String, Arc<Result<HostPlan, String>>>>,
 }
 
 impl CpuModule {
@@ -184,6 +191,7 @@ impl CpuModule {
             return Ok(Self {
                 kernels,
                 cache_hit: true,
+                plans: Mutex::default(),
             });
         }
         let kernels = Arc::new(jitc_compiler::compile_cpu(context, module, options, entry)?);
@@ -200,6 +208,7 @@ impl CpuModule {
         Ok(Self {
             kernels,
             cache_hit: false,
+            plans: Mutex::default(),
         })
     }
 
@@ -224,8 +233,33 @@ impl CpuModule {
         &self.kernels.entry_guards
     }
 
+    /// The host plan of function `name` of `module`, built on first use;
+    /// `Err` says why the function runs in the interpreter.
+    fn plan(&self, module: &Module, name: &str) -> Arc<Result<HostPlan, String>> {
+        let mut plans = self
+            .plans
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(plan) = plans.get(name) {
+            return Arc::clone(plan);
+        }
+        let plan = Arc::new(HostPlan::build(module, name, &|kernel| {
+            self.kernels.get(kernel).is_some()
+        }));
+        plans.insert(name.to_owned(), Arc::clone(&plan));
+        plan
+    }
+
+    /// Why function `name` of `module` runs its host code in the
+    /// interpreter; `None` when it runs as a host plan.
+    pub fn fallback(&self, module: &Module, name: &str) -> Option<String> {
+        self.plan(module, name).as_ref().as_ref().err().cloned()
+    }
+
     /// Runs function `name` of `module` (the module given to
-    /// [`Self::compile`]) on `args`.
+    /// [`Self::compile`]) on `args`: as a host plan, with no interpreter
+    /// on the path, when the function has one ([`Self::fallback`] says
+    /// why not), else in the interpreter with its kernels native.
     pub fn run(
         &self,
         module: &Module,
@@ -233,9 +267,28 @@ impl CpuModule {
         args: Vec<Value>,
         state: &mut StateStore,
     ) -> Result<Vec<Value>, Error> {
-        Ok(Interpreter::new(module)
-            .with_kernels(self)
-            .run(name, args, state)?)
+        Ok(self.run_host(module, name, args, state)?)
+    }
+
+    /// [`Self::run`] with the interpreter's error type.
+    pub(crate) fn run_host(
+        &self,
+        module: &Module,
+        name: &str,
+        args: Vec<Value>,
+        state: &mut StateStore,
+    ) -> Result<Vec<Value>, jitc_interp::Error> {
+        match self.plan(module, name).as_ref() {
+            Ok(plan) => plan.run(self, args, state),
+            Err(_) => Interpreter::new(module).with_kernels(self).run(name, args, state),
+        }
+    }
+}
+
+impl Kernels for CpuModule {
+    fn launch(&self, name: &str, args: &[Value]) -> Result<Vec<Value>, String> {
+        self.run_kernel(name, args)
+            .unwrap_or_else(|| Err(format!("kernel @{name} was not compiled")))
     }
 }
 
@@ -252,6 +305,11 @@ impl Executor for CpuModule {
         state: &mut StateStore,
     ) -> Result<Vec<Value>, Error> {
         CpuModule::run(self, module, name, args, state)
+    }
+
+    fn schedule_note(&self, module: &Module, function: &str) -> Option<String> {
+        self.fallback(module, function)
+            .map(|reason| format!("@{function} runs its host code in the interpreter: {reason}"))
     }
 }
 

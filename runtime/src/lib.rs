@@ -23,6 +23,7 @@
 
 pub mod cpu;
 pub mod cuda;
+mod host;
 pub mod session;
 
 pub use cpu::CpuModule;

@@ -213,13 +213,18 @@ impl<'c> Executable<'c> {
                 });
             }
         }
-        let interpreter = match &self.kernels {
-            Some(kernels) => Interpreter::new(&self.module).with_kernels(kernels),
-            None => Interpreter::new(&self.module),
-        };
-        match profile {
-            Some(profile) => interpreter.run_profiled(function, args, state, profile),
-            None => interpreter.run(function, args, state),
+        // A profiling run needs the interpreter, which records what the
+        // profile holds; any other run of compiled kernels runs the host
+        // plan.
+        match (&self.kernels, profile) {
+            (Some(kernels), None) => kernels.run_host(&self.module, function, args, state),
+            (Some(kernels), Some(profile)) => Interpreter::new(&self.module)
+                .with_kernels(kernels)
+                .run_profiled(function, args, state, profile),
+            (None, Some(profile)) => {
+                Interpreter::new(&self.module).run_profiled(function, args, state, profile)
+            }
+            (None, None) => Interpreter::new(&self.module).run(function, args, state),
         }
     }
 }

@@ -2,12 +2,16 @@
 //! once: a seeded xorshift generator ([`Rng`]) and fuzzer bytes
 //! ([`Bytes`]) as sources of choices ([`Draw`]), random f32 inputs
 //! ([`random`]), random well-formed meta programs with special inputs
-//! ([`random_program`]), the bundled examples' sources ([`example`]), and
+//! ([`random_program`]), random host code around kernels
+//! ([`random_host_program`]), the bundled examples' sources ([`example`]), and
 //! how closely compiled results must match the interpreter's ([`Match`]).
 //!
 //! Every crate's tests take these from here (a dev-dependency), so a
 //! failing seed reproduces the same program and inputs everywhere.
 
+mod host;
+
+pub use host::random_host_program;
 use jitc_interp::{Scalar, Tensor, Value};
 use std::path::PathBuf;
 

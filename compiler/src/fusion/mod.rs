@@ -497,9 +497,15 @@ fn reorderable(op: OperationRef, kernels: &HashSet<String>) -> bool {
 fn reorder(block: BlockRef) -> bool {
     let ops = block_ops(block);
     let position: HashMap<usize, usize> = ops.iter().enumerate().map(|(i, op)| (op_key(*op), i)).collect();
-    let kernels: HashSet<String> = block
-        .parent_operation()
-        .and_then(|f| f.parent_operation())
+    // The kernels are functions of the module, however deep in nested
+    // regions (`scf.if`, `scf.for`) the block is.
+    let mut module = block.parent_operation();
+    while let Some(op) = module
+        && name_of(op) != "builtin.module"
+    {
+        module = op.parent_operation();
+    }
+    let kernels: HashSet<String> = module
         .and_then(|m| m.region(0).ok())
         .and_then(|r| r.first_block())
         .map(|body| {

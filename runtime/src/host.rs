@@ -1,0 +1,862 @@
+//! The host plan: a function's host code (everything around its kernels)
+//! read from the IR once and run without it, by a tight loop over
+//! numbered value slots, as IREE's VM runs its command buffers.
+//!
+//! After `meta-fuse`, a function's body is host code: calls of `meta.fused`
+//! kernels, calls of other functions, `scf.for`/`scf.if`/`scf.while`,
+//! `arith` and `tensor` ops on scalars, indices and small tensors,
+//! `meta.guard` and `meta.state_read`/`meta.state_write`. [`HostPlan::build`]
+//! resolves all of it once:
+//! - every SSA value becomes a slot of its function's frame (one numbering
+//!   per function; nested regions share their function's slots);
+//! - constants are materialized at build time and only shared (an `Arc`
+//!   clone) at run time;
+//! - `arith` and `tensor` ops are decoded into the interpreter's
+//!   [`ArithOp`]/[`TensorOp`], so host arithmetic has one meaning in both;
+//! - callees are numbered, and kernels are named for the executor's
+//!   [`Kernels`], which runs them natively.
+//!
+//! ```text
+//! func.func @main(%xs, %w, %u) {              params: s0 s1 s2
+//!   %h0 = meta.state_read "rnn.h"             state_read rnn.h -> s3
+//!   %c0, %c1, %c5 = arith.constant ...        const -> s4, s5, s6
+//!   %h = scf.for %t = %c0 to %c5 step %c1     for s4..s6 step s5, iv s7,
+//!        iter_args(%hp = %h0) {                 carried s8 <- s3, -> s9
+//!     %a = call @main_fused_0(%xs, %t, %w)      kernel main_fused_0 (s0 s7 s1) -> s10
+//!     ...
+//!     scf.yield %hn                             yield s12
+//!   }
+//!   meta.state_write %h "rnn.h"               state_write rnn.h <- s9
+//!   return %h                                 return s9
+//! }
+//! ```
+//!
+//! What the plan cannot hold fails the build with a reason that names the
+//! op (a kernel that was not compiled, an op the interpreter does not
+//! know); the runtime then runs that function in the interpreter, and
+//! says so ([`crate::Executor::schedule_note`]). Running a plan never
+//! enters the interpreter ([`jitc_interp::runs_started`] proves it in the
+//! tests).
+//!
+//! Semantics are the interpreter's (`interp/src/eval.rs`), failures
+//! included and worded the same: state writes are deferred and committed
+//! only when the whole run succeeds, a failed guard or a kernel error
+//! commits nothing, calls nest at most [`MAX_CALL_DEPTH`] deep. Profiling
+//! runs (`run_profiled`) stay in the interpreter, which records what a
+//! profile needs.
+
+use jitc_dialect::{
+    kinds::ElementType,
+    ops::{GuardOp, StateReadOp, StateWriteOp, string_attribute},
+    verify::{location_line, op_name},
+};
+use jitc_interp::{ArithOp, Error, Scalar, Signature, StateStore, TensorOp, Value, ValueType};
+use melior::ir::{
+    BlockLike, BlockRef, Module, OperationRef, RegionLike, ValueLike,
+    attribute::{FlatSymbolRefAttribute, TypeAttribute},
+    operation::OperationLike,
+    r#type::FunctionType,
+};
+use std::collections::{BTreeMap, HashMap};
+
+/// Calls may nest this deep before a run is stopped (the interpreter's
+/// limit).
+pub(crate) const MAX_CALL_DEPTH: usize = 256;
+
+/// Runs kernels for a plan.
+pub(crate) trait Kernels {
+    /// Runs kernel `name` on `args`; `Err` is the reason it failed (the
+    /// plan adds the kernel's name and line).
+    fn launch(&self, name: &str, args: &[Value]) -> Result<Vec<Value>, String>;
+}
+
+/// Where an op is, for its errors.
+#[derive(Debug, Clone)]
+struct Site {
+    op: String,
+    line: Option<usize>,
+}
+
+impl Site {
+    fn of(op: OperationRef) -> Self {
+        Self {
+            op: op_name(op),
+            line: location_line(op.location()),
+        }
+    }
+
+    fn error(&self, message: impl Into<String>) -> Error {
+        Error::Eval {
+            op: self.op.clone(),
+            line: self.line,
+            message: message.into(),
+        }
+    }
+}
+
+/// One op of a block.
+#[derive(Debug)]
+enum Op {
+    /// A materialized constant.
+    Const {
+        value: Value,
+        to: usize,
+    },
+    /// `arith` on host values.
+    Arith {
+        op: ArithOp,
+        args: Vec<usize>,
+        to: usize,
+        site: Site,
+    },
+    /// `tensor` on host values.
+    Tensor {
+        op: TensorOp,
+        args: Vec<usize>,
+        to: usize,
+        site: Site,
+    },
+    /// A compiled kernel.
+    Kernel {
+        name: String,
+        args: Vec<usize>,
+        to: Vec<usize>,
+        /// The kernel's `func.func`, where the interpreter reports its
+        /// failures.
+        site: Site,
+    },
+    /// A call of function number `function` of the plan.
+    Call {
+        function: usize,
+        args: Vec<usize>,
+        to: Vec<usize>,
+    },
+    For {
+        bounds: [usize; 3],
+        inits: Vec<usize>,
+        body: Block,
+        to: Vec<usize>,
+        site: Site,
+    },
+    If {
+        condition: usize,
+        then: Block,
+        otherwise: Block,
+        to: Vec<usize>,
+        site: Site,
+    },
+    While {
+        inits: Vec<usize>,
+        before: Block,
+        after: Block,
+        to: Vec<usize>,
+        site: Site,
+    },
+    Guard {
+        condition: usize,
+        id: i64,
+        reason: String,
+        site_name: Option<String>,
+        site: Site,
+    },
+    StateRead {
+        name: String,
+        r#type: ValueType,
+        to: usize,
+        site: Site,
+    },
+    StateWrite {
+        name: String,
+        value: usize,
+        site: Site,
+    },
+}
+
+/// How a block ends.
+#[derive(Debug)]
+enum End {
+    Return(Vec<usize>),
+    Yield(Vec<usize>),
+    Condition(usize, Vec<usize>, Site),
+}
+
+/// A block: the slots its arguments go to, its ops, and its terminator.
+#[derive(Debug)]
+struct Block {
+    params: Vec<usize>,
+    ops: Vec<Op>,
+    end: End,
+}
+
+/// One function of the plan.
+#[derive(Debug)]
+struct Function {
+    name: String,
+    site: Site,
+    signature: Signature,
+    slots: usize,
+    body: Block,
+}
+
+/// The host code of one function and of every function it calls.
+#[derive(Debug)]
+pub(crate) struct HostPlan {
+    functions: Vec<Function>,
+}
+
+enum Flow {
+    Return(Vec<Value>),
+    Yield(Vec<Value>),
+    Condition(bool, Vec<Value>),
+}
+
+/// The state of one run: what it reads and the writes it defers.
+struct Run<'s> {
+    state: &'s StateStore,
+    pending: Vec<(String, Value)>,
+    depth: usize,
+}
+
+fn key(value: melior::ir::Value) -> usize {
+    value.to_raw().ptr as usize
+}
+
+fn describe(op: OperationRef) -> String {
+    match location_line(op.location()) {
+        Some(line) => format!("'{}' at line {line}", op_name(op)),
+        None => format!("'{}'", op_name(op)),
+    }
+}
+
+fn callee(op: OperationRef) -> Option<String> {
+    op.attribute("callee")
+        .ok()
+        .and_then(|a| FlatSymbolRefAttribute::try_from(a).ok())
+        .map(|a| a.value().to_owned())
+}
+
+fn value_type(t: melior::ir::Type) -> Result<ValueType, String> {
+    ValueType::from_mlir(t).ok_or_else(|| format!("type {t} cannot be held"))
+}
+
+fn signature(function: OperationRef) -> Result<Signature, String> {
+    let function_type = function
+        .attribute("function_type")
+        .ok()
+        .and_then(|a| TypeAttribute::try_from(a).ok())
+        .and_then(|t| FunctionType::try_from(t.value()).ok())
+        .ok_or_else(|| format!("{} has no function type", describe(function)))?;
+    let inputs = (0..function_type.input_count())
+        .map(|i| {
+            function_type
+                .input(i)
+                .map_err(|_| "a missing type".to_owned())
+                .and_then(value_type)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let results = (0..function_type.result_count())
+        .map(|i| {
+            function_type
+                .result(i)
+                .map_err(|_| "a missing type".to_owned())
+                .and_then(value_type)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Signature { inputs, results })
+}
+
+/// Builds the plans of one module's functions.
+struct Builder<'c, 'a, 'k> {
+    functions: BTreeMap<String, OperationRef<'c, 'a>>,
+    compiled: &'k dyn Fn(&str) -> bool,
+    /// Plan functions by name, in the order they were reached.
+    numbers: HashMap<String, usize>,
+    plan: Vec<Option<Function>>,
+}
+
+/// The slots of one function being built.
+struct Slots {
+    of: HashMap<usize, usize>,
+    count: usize,
+}
+
+impl Slots {
+    fn define(&mut self, value: melior::ir::Value) -> usize {
+        let slot = self.count;
+        self.count += 1;
+        self.of.insert(key(value), slot);
+        slot
+    }
+
+    fn get(&self, op: OperationRef, value: melior::ir::Value) -> Result<usize, String> {
+        self.of
+            .get(&key(value))
+            .copied()
+            .ok_or_else(|| format!("{} uses a value defined outside its function", describe(op)))
+    }
+
+    fn operands(&self, op: OperationRef) -> Result<Vec<usize>, String> {
+        (0..op.operand_count())
+            .map(|i| {
+                let value = op
+                    .operand(i)
+                    .map_err(|_| format!("{} lacks an operand", describe(op)))?;
+                self.get(op, value)
+            })
+            .collect()
+    }
+
+    fn results(&mut self, op: OperationRef) -> Result<Vec<usize>, String> {
+        (0..op.result_count())
+            .map(|i| {
+                let value = op
+                    .result(i)
+                    .map_err(|_| format!("{} lacks a result", describe(op)))?;
+                Ok(self.define(value.into()))
+            })
+            .collect()
+    }
+}
+
+impl HostPlan {
+    /// The plan of function `name` of `module` (fused), whose kernels for
+    /// which `compiled` holds run natively. `Err` says, for a note, what
+    /// keeps the function in the interpreter.
+    pub fn build(module: &Module, name: &str, compiled: &dyn Fn(&str) -> bool) -> Result<Self, String> {
+        let mut builder = Builder {
+            functions: jitc_dialect::ops::functions(module.body()),
+            compiled,
+            numbers: HashMap::new(),
+            plan: Vec::new(),
+        };
+        builder.function(name)?;
+        Ok(Self {
+            functions: builder.plan.into_iter().flatten().collect(),
+        })
+    }
+
+    /// Runs the plan's entry function on `args`; state writes are
+    /// committed to `state` only when the whole run succeeds.
+    pub fn run(
+        &self,
+        kernels: &dyn Kernels,
+        args: Vec<Value>,
+        state: &mut StateStore,
+    ) -> Result<Vec<Value>, Error> {
+        let entry = &self.functions[0];
+        let inputs = &entry.signature.inputs;
+        if args.len() != inputs.len() {
+            return Err(Error::Arguments(format!(
+                "@{} takes {} arguments but {} were given",
+                entry.name,
+                inputs.len(),
+                args.len()
+            )));
+        }
+        for (i, (want, got)) in inputs.iter().zip(&args).enumerate() {
+            if !want.accepts(got) {
+                return Err(Error::Arguments(format!(
+                    "argument {i} of @{} must be {want}, got {got}",
+                    entry.name
+                )));
+            }
+        }
+        let mut run = Run {
+            state,
+            pending: Vec::new(),
+            depth: 0,
+        };
+        let results = self.call(&mut run, kernels, 0, args)?;
+        let pending = std::mem::take(&mut run.pending);
+        for (name, value) in pending {
+            if let Value::Tensor(tensor) = value {
+                state.insert(name, std::sync::Arc::unwrap_or_clone(tensor));
+            }
+        }
+        Ok(results)
+    }
+
+    fn call(
+        &self,
+        run: &mut Run,
+        kernels: &dyn Kernels,
+        number: usize,
+        args: Vec<Value>,
+    ) -> Result<Vec<Value>, Error> {
+        let function = &self.functions[number];
+        if run.depth >= MAX_CALL_DEPTH {
+            return Err(function
+                .site
+                .error(format!("calls nest deeper than {MAX_CALL_DEPTH}")));
+        }
+        run.depth += 1;
+        let mut frame: Vec<Option<Value>> = vec![None; function.slots];
+        let flow = self.block(run, kernels, &mut frame, &function.body, args);
+        run.depth -= 1;
+        match flow? {
+            Flow::Return(values) => Ok(values),
+            _ => Err(function.site.error("body does not end in func.return")),
+        }
+    }
+
+    fn block(
+        &self,
+        run: &mut Run,
+        kernels: &dyn Kernels,
+        frame: &mut [Option<Value>],
+        block: &Block,
+        args: Vec<Value>,
+    ) -> Result<Flow, Error> {
+        for (&slot, arg) in block.params.iter().zip(args) {
+            frame[slot] = Some(arg);
+        }
+        for op in &block.ops {
+            self.op(run, kernels, frame, op)?;
+        }
+        let values = |frame: &[Option<Value>], slots: &[usize]| -> Vec<Value> {
+            slots.iter().map(|&s| get(frame, s)).collect()
+        };
+        Ok(match &block.end {
+            End::Return(slots) => Flow::Return(values(frame, slots)),
+            End::Yield(slots) => Flow::Yield(values(frame, slots)),
+            End::Condition(condition, slots, site) => {
+                let go = boolean(&get(frame, *condition)).map_err(|m| site.error(m))?;
+                Flow::Condition(go, values(frame, slots))
+            }
+        })
+    }
+
+    fn op(
+        &self,
+        run: &mut Run,
+        kernels: &dyn Kernels,
+        frame: &mut [Option<Value>],
+        op: &Op,
+    ) -> Result<(), Error> {
+        let args = |frame: &[Option<Value>], slots: &[usize]| -> Vec<Value> {
+            slots.iter().map(|&s| get(frame, s)).collect()
+        };
+        let store = |frame: &mut [Option<Value>], to: &[usize], values: Vec<Value>| {
+            for (&slot, value) in to.iter().zip(values) {
+                frame[slot] = Some(value);
+            }
+        };
+        match op {
+            Op::Const { value, to } => frame[*to] = Some(value.clone()),
+            Op::Arith {
+                op,
+                args: slots,
+                to,
+                site,
+            } => {
+                frame[*to] = Some(op.apply(&args(frame, slots)).map_err(|m| site.error(m))?);
+            }
+            Op::Tensor {
+                op,
+                args: slots,
+                to,
+                site,
+            } => {
+                frame[*to] = Some(op.apply(&args(frame, slots)).map_err(|m| site.error(m))?);
+            }
+            Op::Kernel {
+                name,
+                args: slots,
+                to,
+                site,
+            } => {
+                let values = kernels
+                    .launch(name, &args(frame, slots))
+                    .map_err(|m| site.error(format!("kernel @{name}: {m}")))?;
+                store(frame, to, values);
+            }
+            Op::Call {
+                function,
+                args: slots,
+                to,
+            } => {
+                let values = self.call(run, kernels, *function, args(frame, slots))?;
+                store(frame, to, values);
+            }
+            Op::For {
+                bounds,
+                inits,
+                body,
+                to,
+                site,
+            } => {
+                let lower = get(frame, bounds[0]);
+                let [first, upper, step] = [bounds[0], bounds[1], bounds[2]]
+                    .map(|s| index(&get(frame, s)).map_err(|m| site.error(m)));
+                let (mut iv, upper, step) = (first?, upper?, step?);
+                if step <= 0 {
+                    return Err(site.error(format!("step must be positive, got {step}")));
+                }
+                let mut carried = args(frame, inits);
+                while iv < upper {
+                    let mut values = Vec::with_capacity(carried.len() + 1);
+                    values.push(match &lower {
+                        Value::Scalar(s) => Value::Scalar(Scalar::I64(iv).cast(s.element_type())),
+                        _ => Value::Index(iv),
+                    });
+                    values.extend(carried);
+                    carried = match self.block(run, kernels, frame, body, values)? {
+                        Flow::Yield(values) => values,
+                        _ => return Err(site.error("body does not end in scf.yield")),
+                    };
+                    iv = iv
+                        .checked_add(step)
+                        .ok_or_else(|| site.error("induction variable overflows"))?;
+                }
+                store(frame, to, carried);
+            }
+            Op::If {
+                condition,
+                then,
+                otherwise,
+                to,
+                site,
+            } => {
+                let taken = boolean(&get(frame, *condition)).map_err(|m| site.error(m))?;
+                let block = if taken { then } else { otherwise };
+                match self.block(run, kernels, frame, block, Vec::new())? {
+                    Flow::Yield(values) => store(frame, to, values),
+                    _ => return Err(site.error("region does not end in scf.yield")),
+                }
+            }
+            Op::While {
+                inits,
+                before,
+                after,
+                to,
+                site,
+            } => {
+                let mut values = args(frame, inits);
+                loop {
+                    let (go, forwarded) = match self.block(run, kernels, frame, before, values)? {
+                        Flow::Condition(go, forwarded) => (go, forwarded),
+                        _ => return Err(site.error("'before' region does not end in scf.condition")),
+                    };
+                    if !go {
+                        store(frame, to, forwarded);
+                        break;
+                    }
+                    values = match self.block(run, kernels, frame, after, forwarded)? {
+                        Flow::Yield(values) => values,
+                        _ => return Err(site.error("'after' region does not end in scf.yield")),
+                    };
+                }
+            }
+            Op::Guard {
+                condition,
+                id,
+                reason,
+                site_name,
+                site,
+            } => {
+                if !boolean(&get(frame, *condition)).map_err(|m| site.error(m))? {
+                    return Err(Error::GuardFailed {
+                        id: *id,
+                        reason: reason.clone(),
+                        line: site.line,
+                        site: site_name.clone(),
+                    });
+                }
+            }
+            Op::StateRead {
+                name,
+                r#type,
+                to,
+                site,
+            } => {
+                let value = run.state.get(name).ok_or_else(|| Error::StateMissing {
+                    name: name.clone(),
+                    line: site.line,
+                })?;
+                let value = Value::tensor(value.clone());
+                if !r#type.accepts(&value) {
+                    let got = match &value {
+                        Value::Tensor(t) => t.type_name(),
+                        other => other.to_string(),
+                    };
+                    return Err(site.error(format!("computed {got} but the result type is {type}")));
+                }
+                frame[*to] = Some(value);
+            }
+            Op::StateWrite { name, value, site } => {
+                let value = get(frame, *value);
+                if !matches!(value, Value::Tensor(_)) {
+                    return Err(site.error(format!("operand 0 is {value}, not a tensor")));
+                }
+                run.pending.push((name.clone(), value));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The value in `slot`; the builder defines every slot before its uses,
+/// in the order the ops run.
+fn get(frame: &[Option<Value>], slot: usize) -> Value {
+    frame[slot]
+        .clone()
+        .expect("the plan defines every slot before it is read")
+}
+
+/// `as_index` of the interpreter.
+fn index(value: &Value) -> Result<i64, String> {
+    match value {
+        Value::Index(i) => Ok(*i),
+        Value::Scalar(s) if !s.element_type().is_float() => Ok(s.as_i64()),
+        other => Err(format!("expected an index, got {other}")),
+    }
+}
+
+/// `as_bool` of the interpreter.
+fn boolean(value: &Value) -> Result<bool, String> {
+    match value {
+        Value::Scalar(Scalar::I1(b)) => Ok(*b),
+        Value::Tensor(t) if t.element_type() == ElementType::I1 && t.len() == 1 => Ok(t.get(0).is_nonzero()),
+        other => Err(format!("expected an i1, got {other}")),
+    }
+}
+
+impl<'c, 'a> Builder<'c, 'a, '_> {
+    /// The number of function `name` in the plan, building it on first use.
+    fn function(&mut self, name: &str) -> Result<usize, String> {
+        if let Some(&number) = self.numbers.get(name) {
+            return Ok(number);
+        }
+        let function = *self
+            .functions
+            .get(name)
+            .ok_or_else(|| format!("there is no function @{name}"))?;
+        let number = self.plan.len();
+        self.numbers.insert(name.to_owned(), number);
+        self.plan.push(None);
+        let body = function
+            .region(0)
+            .ok()
+            .and_then(|r| r.first_block())
+            .ok_or_else(|| format!("@{name} is a declaration"))?;
+        let mut slots = Slots {
+            of: HashMap::new(),
+            count: 0,
+        };
+        let body = self.block(&mut slots, function, body)?;
+        if !matches!(body.end, End::Return(_)) {
+            return Err(format!("@{name} does not end in func.return"));
+        }
+        self.plan[number] = Some(Function {
+            name: name.to_owned(),
+            site: Site::of(function),
+            signature: signature(function)?,
+            slots: slots.count,
+            body,
+        });
+        Ok(number)
+    }
+
+    /// The only block of region `index` of `op`.
+    fn region_block(op: OperationRef<'c, 'a>, index: usize) -> Result<BlockRef<'c, 'a>, String> {
+        let region = op
+            .region(index)
+            .map_err(|_| format!("{} lacks region {index}", describe(op)))?;
+        let block = region
+            .first_block()
+            .ok_or_else(|| format!("{} has an empty region", describe(op)))?;
+        if block.next_in_region().is_some() {
+            return Err(format!("{} has a region with several blocks", describe(op)));
+        }
+        Ok(block)
+    }
+
+    fn block(
+        &mut self,
+        slots: &mut Slots,
+        parent: OperationRef<'c, 'a>,
+        block: BlockRef<'c, 'a>,
+    ) -> Result<Block, String> {
+        if block.next_in_region().is_some() {
+            return Err(format!("{} has a region with several blocks", describe(parent)));
+        }
+        let params = (0..block.argument_count())
+            .map(|i| {
+                block
+                    .argument(i)
+                    .map(|a| slots.define(a.into()))
+                    .map_err(|_| format!("{} lacks a block argument", describe(parent)))
+            })
+            .collect::<Result<_, _>>()?;
+        let mut ops = Vec::new();
+        let mut next = block.first_operation();
+        while let Some(op) = next {
+            next = op.next_in_block();
+            let name = op_name(op);
+            let end = match name.as_str() {
+                "func.return" => Some(End::Return(slots.operands(op)?)),
+                "scf.yield" => Some(End::Yield(slots.operands(op)?)),
+                "scf.condition" => {
+                    let mut operands = slots.operands(op)?;
+                    if operands.is_empty() {
+                        return Err(format!("{} has no condition", describe(op)));
+                    }
+                    let condition = operands.remove(0);
+                    Some(End::Condition(condition, operands, Site::of(op)))
+                }
+                _ => None,
+            };
+            if let Some(end) = end {
+                return Ok(Block { params, ops, end });
+            }
+            ops.push(self.op(slots, op, &name)?);
+        }
+        Err(format!("a block of {} has no terminator", describe(parent)))
+    }
+
+    fn op(&mut self, slots: &mut Slots, op: OperationRef<'c, 'a>, name: &str) -> Result<Op, String> {
+        let site = Site::of(op);
+        Ok(match name {
+            "arith.constant" => {
+                let value = jitc_interp::constant(op).map_err(|e| e.to_string())?;
+                Op::Const {
+                    value,
+                    to: slots.results(op)?[0],
+                }
+            }
+            _ if name.starts_with("arith.") => {
+                let prepared = jitc_interp::prepare_arith(op).map_err(|e| e.to_string())?;
+                let args = slots.operands(op)?;
+                Op::Arith {
+                    op: prepared,
+                    args,
+                    to: single(op, slots.results(op)?)?,
+                    site,
+                }
+            }
+            _ if name.starts_with("tensor.") => {
+                let prepared = jitc_interp::prepare_tensor(op).map_err(|e| e.to_string())?;
+                let args = slots.operands(op)?;
+                Op::Tensor {
+                    op: prepared,
+                    args,
+                    to: single(op, slots.results(op)?)?,
+                    site,
+                }
+            }
+            "func.call" => {
+                let callee = callee(op).ok_or_else(|| format!("{} has no callee", describe(op)))?;
+                let target = *self
+                    .functions
+                    .get(&callee)
+                    .ok_or_else(|| format!("{} calls @{callee}, which is not defined", describe(op)))?;
+                let args = slots.operands(op)?;
+                if target.has_attribute("meta.fused") {
+                    if !(self.compiled)(&callee) {
+                        return Err(format!("kernel @{callee} runs in the interpreter"));
+                    }
+                    Op::Kernel {
+                        name: callee,
+                        args,
+                        to: slots.results(op)?,
+                        site: Site::of(target),
+                    }
+                } else {
+                    Op::Call {
+                        function: self.function(&callee)?,
+                        args,
+                        to: slots.results(op)?,
+                    }
+                }
+            }
+            "scf.for" => {
+                let operands = slots.operands(op)?;
+                if operands.len() < 3 {
+                    return Err(format!("{} needs bounds and a step", describe(op)));
+                }
+                let body = self.block(slots, op, Self::region_block(op, 0)?)?;
+                Op::For {
+                    bounds: [operands[0], operands[1], operands[2]],
+                    inits: operands[3..].to_vec(),
+                    body,
+                    to: slots.results(op)?,
+                    site,
+                }
+            }
+            "scf.if" => {
+                let condition = slots.operands(op)?[0];
+                let then = self.block(slots, op, Self::region_block(op, 0)?)?;
+                // An `scf.if` without results may have an empty `else`.
+                let otherwise = match op.region(1).ok().and_then(|r| r.first_block()) {
+                    Some(_) => self.block(slots, op, Self::region_block(op, 1)?)?,
+                    None => Block {
+                        params: Vec::new(),
+                        ops: Vec::new(),
+                        end: End::Yield(Vec::new()),
+                    },
+                };
+                Op::If {
+                    condition,
+                    then,
+                    otherwise,
+                    to: slots.results(op)?,
+                    site,
+                }
+            }
+            "scf.while" => {
+                let inits = slots.operands(op)?;
+                let before = self.block(slots, op, Self::region_block(op, 0)?)?;
+                let after = self.block(slots, op, Self::region_block(op, 1)?)?;
+                Op::While {
+                    inits,
+                    before,
+                    after,
+                    to: slots.results(op)?,
+                    site,
+                }
+            }
+            "meta.guard" => {
+                let guard = GuardOp::cast(op).ok_or_else(|| format!("{} is malformed", describe(op)))?;
+                Op::Guard {
+                    condition: slots.operands(op)?[0],
+                    id: guard.id().unwrap_or(-1),
+                    reason: guard.reason().unwrap_or_default().to_owned(),
+                    site_name: op
+                        .attribute("site")
+                        .ok()
+                        .and_then(string_attribute)
+                        .map(str::to_owned),
+                    site,
+                }
+            }
+            "meta.state_read" => {
+                let read = StateReadOp::cast(op).ok_or_else(|| format!("{} is malformed", describe(op)))?;
+                let result = op
+                    .result(0)
+                    .map_err(|_| format!("{} has no result", describe(op)))?;
+                Op::StateRead {
+                    name: read.state_name().unwrap_or_default().to_owned(),
+                    r#type: value_type(result.r#type())?,
+                    to: slots.results(op)?[0],
+                    site,
+                }
+            }
+            "meta.state_write" => {
+                let write = StateWriteOp::cast(op).ok_or_else(|| format!("{} is malformed", describe(op)))?;
+                Op::StateWrite {
+                    name: write.state_name().unwrap_or_default().to_owned(),
+                    value: slots.operands(op)?[0],
+                    site,
+                }
+            }
+            _ => return Err(format!("{} runs only in the interpreter", describe(op))),
+        })
+    }
+}
+
+fn single(op: OperationRef, results: Vec<usize>) -> Result<usize, String> {
+    match results.as_slice() {
+        [one] => Ok(*one),
+        _ => Err(format!("{} does not have one result", describe(op))),
+    }
+}

@@ -1,0 +1,180 @@
+//! The CPU executor's host plans against the interpreter.
+//!
+//! - The examples run as host plans from entry to exit: the interpreter
+//!   starts no run ([`jitc_interp::runs_started`], counted per thread).
+//! - Random host programs ([`random_host_program`]: nested loops, branches
+//!   on computed values, calls, guards, host division, state) give
+//!   bit-identical results and committed state (`--math exact`), or the
+//!   same error with nothing committed, on the plan and in the
+//!   interpreter.
+
+use jitc_compiler::{CodegenOptions, DiagnosticCollector, MathMode, new_context, parse_module};
+use jitc_interp::{Interpreter, StateStore, Tensor, Value, runs_started};
+use jitc_runtime::CpuModule;
+use jitc_test_support::{Match, Rng, STATIC_EXAMPLES, example, random, random_host_program, random_inputs};
+
+fn exact() -> CodegenOptions {
+    CodegenOptions {
+        math: MathMode::Exact,
+        ..CodegenOptions::default()
+    }
+}
+
+fn same_values(expected: &[Value], actual: &[Value]) -> bool {
+    expected.len() == actual.len()
+        && expected.iter().zip(actual).all(|(e, a)| match (e, a) {
+            (Value::Tensor(e), Value::Tensor(a)) => Match::Identical.tensors(e, a),
+            (Value::Index(e), Value::Index(a)) => e == a,
+            _ => false,
+        })
+}
+
+fn same_state(expected: &StateStore, actual: &StateStore) -> bool {
+    let (e, a): (Vec<_>, Vec<_>) = (expected.iter().collect(), actual.iter().collect());
+    e.len() == a.len()
+        && e.iter()
+            .zip(&a)
+            .all(|((en, et), (an, at))| en == an && Match::Identical.tensors(et, at))
+}
+
+#[test]
+fn examples_run_without_entering_the_interpreter() {
+    for (name, shapes) in STATIC_EXAMPLES {
+        let source = example(name);
+        let context = new_context().unwrap();
+        let collector = DiagnosticCollector::attach(&context);
+        let oracle =
+            parse_module(&context, &source).unwrap_or_else(|| panic!("{name}: {:?}", collector.take()));
+        let mut module = parse_module(&context, &source).unwrap();
+        let compiled = CpuModule::compile_with(&context, &mut module, &exact()).unwrap();
+        assert!(compiled.interpreted_kernels().is_empty(), "{name}");
+        assert_eq!(compiled.fallback(&module, "main"), None, "{name}");
+        let args: Vec<Value> = random_inputs(shapes, 7).into_iter().map(Value::tensor).collect();
+        let mut state = StateStore::new();
+        if *name == "rnn.mlir" {
+            state.insert("rnn.h", random(&[4, 8], 99));
+        }
+        let mut expected_state = state.clone();
+        let expected = Interpreter::new(&oracle)
+            .run("main", args.clone(), &mut expected_state)
+            .unwrap();
+        let before = runs_started();
+        let actual = compiled.run(&module, "main", args, &mut state).unwrap();
+        assert_eq!(runs_started(), before, "{name} entered the interpreter");
+        assert!(same_values(&expected, &actual), "{name}");
+        assert!(same_state(&expected_state, &state), "{name}");
+    }
+}
+
+#[test]
+fn a_function_without_a_plan_says_why_and_still_runs() {
+    // A kernel with a dynamic dimension is not compiled yet, so the host
+    // code around it runs in the interpreter, and says so.
+    let context = new_context().unwrap();
+    let mut module = parse_module(&context, &example("indrnn.mlir")).unwrap();
+    let compiled = CpuModule::compile_with(&context, &mut module, &exact()).unwrap();
+    let reason = compiled
+        .fallback(&module, "main")
+        .expect("indrnn has a dynamic kernel");
+    assert!(reason.contains("runs in the interpreter"), "{reason}");
+    assert_eq!(
+        compiled.fallback(&module, "nope").as_deref(),
+        Some("there is no function @nope")
+    );
+}
+
+/// Runs `source` with `x`, `n` and the state `acc` (absent when `None`)
+/// in the interpreter and as a host plan; panics on any difference.
+fn check(source: &str, seed: u64, runs: usize) -> (usize, usize) {
+    let context = new_context().unwrap();
+    let collector = DiagnosticCollector::attach(&context);
+    let oracle = parse_module(&context, source)
+        .unwrap_or_else(|| panic!("seed {seed}: {:?}\n{source}", collector.take()));
+    let mut module = parse_module(&context, source).unwrap();
+    let compiled = CpuModule::compile_with(&context, &mut module, &exact())
+        .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{source}"));
+    assert_eq!(compiled.fallback(&module, "main"), None, "seed {seed}\n{source}");
+    let (mut successes, mut failures) = (0, 0);
+    let mut rng = Rng(seed.max(1));
+    for run in 0..runs {
+        let x = random(&[4], seed * 31 + run as u64);
+        let n = rng.below(4) as i64;
+        let mut state = StateStore::new();
+        if rng.below(8) != 0 {
+            state.insert("acc", random(&[4], seed * 17 + run as u64));
+        }
+        let args = vec![Value::tensor(x), Value::Index(n)];
+        let mut expected_state = state.clone();
+        let expected = Interpreter::new(&oracle).run("main", args.clone(), &mut expected_state);
+        let before = runs_started();
+        let actual = compiled.run(&module, "main", args, &mut state);
+        assert_eq!(runs_started(), before, "seed {seed}: entered the interpreter");
+        let case = format!("seed {seed}, run {run}, n = {n}\n{source}");
+        match (expected, actual) {
+            (Ok(expected), Ok(actual)) => {
+                successes += 1;
+                assert!(same_values(&expected, &actual), "{case}");
+            }
+            (Err(expected), Err(actual)) => {
+                failures += 1;
+                assert_eq!(expected.to_string(), actual.to_string(), "{case}");
+            }
+            (expected, actual) => panic!(
+                "{case}\nthe interpreter gives {:?}, the plan {:?}",
+                expected.map(|_| "results"),
+                actual.map(|_| "results")
+            ),
+        }
+        assert!(same_state(&expected_state, &state), "{case}");
+    }
+    (successes, failures)
+}
+
+#[test]
+fn random_host_programs_match_the_interpreter() {
+    let (mut successes, mut failures) = (0, 0);
+    for seed in 1..=60u64 {
+        let source = random_host_program(&mut Rng(seed * 7919));
+        let (s, f) = check(&source, seed, 6);
+        successes += s;
+        failures += f;
+    }
+    // Both outcomes are exercised.
+    assert!(
+        successes > 60 && failures > 30,
+        "{successes} successes, {failures} failures"
+    );
+}
+
+#[test]
+fn a_failed_run_commits_nothing() {
+    let source = r#"func.func @main(%x: tensor<4xf32>, %n: index) -> (tensor<4xf32>, index) {
+  %s = "meta.state_read"() {name = "acc"} : () -> tensor<4xf32>
+  %y = "meta.binary"(%s, %x) {kind = "add"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  "meta.state_write"(%y) {name = "acc"} : (tensor<4xf32>) -> ()
+  %c12 = arith.constant 12 : index
+  %q = arith.divsi %c12, %n : index
+  return %y, %q : tensor<4xf32>, index
+}"#;
+    let context = new_context().unwrap();
+    let mut module = parse_module(&context, source).unwrap();
+    let compiled = CpuModule::compile_with(&context, &mut module, &exact()).unwrap();
+    let start = Tensor::parse_literal("4xf32=1 2 3 4").unwrap();
+    let mut state = StateStore::new();
+    state.insert("acc", start.clone());
+    let x = Value::tensor(Tensor::parse_literal("4xf32=1 1 1 1").unwrap());
+    let error = compiled
+        .run(&module, "main", vec![x.clone(), Value::Index(0)], &mut state)
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "'arith.divsi' at line 6: integer division by zero"
+    );
+    assert!(Match::Identical.tensors(state.get("acc").unwrap(), &start));
+    let results = compiled
+        .run(&module, "main", vec![x, Value::Index(4)], &mut state)
+        .unwrap();
+    assert!(matches!(results[1], Value::Index(3)));
+    let expected = Tensor::parse_literal("4xf32=2 3 4 5").unwrap();
+    assert!(Match::Identical.tensors(state.get("acc").unwrap(), &expected));
+}
