@@ -24,13 +24,17 @@ use std::{
 pub const PARALLEL_MIN_ELEMENTS: usize = 1 << 15;
 
 /// Threads a kernel's outermost loop is split across: `JITC_NUM_THREADS`,
-/// or every core.
+/// or every core. Read once per process: every kernel call asks, and
+/// counting the cores reads cgroup files (tens of microseconds).
 pub fn thread_count() -> usize {
-    std::env::var("JITC_NUM_THREADS")
-        .ok()
-        .and_then(|n| n.parse::<usize>().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    static COUNT: OnceLock<usize> = OnceLock::new();
+    *COUNT.get_or_init(|| {
+        std::env::var("JITC_NUM_THREADS")
+            .ok()
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    })
 }
 
 /// Data pointers handed to worker threads.
