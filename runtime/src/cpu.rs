@@ -248,7 +248,15 @@ impl CpuModule {
             return Arc::clone(plan);
         }
         let plan = Arc::new(HostPlan::build(module, name, &|kernel| {
-            self.kernels.get(kernel).is_some()
+            if self.kernels.get(kernel).is_some() {
+                return Ok(());
+            }
+            Err(self
+                .kernels
+                .skipped
+                .iter()
+                .find(|(skipped, _)| skipped == kernel)
+                .map_or_else(|| "it was not compiled".to_owned(), |(_, reason)| reason.clone()))
         }));
         plans.insert(name.to_owned(), Arc::clone(&plan));
         plan

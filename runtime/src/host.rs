@@ -268,7 +268,7 @@ fn signature(function: OperationRef) -> Result<Signature, String> {
 /// Builds the plans of one module's functions.
 struct Builder<'c, 'a, 'k> {
     functions: BTreeMap<String, OperationRef<'c, 'a>>,
-    compiled: &'k dyn Fn(&str) -> bool,
+    compiled: &'k dyn Fn(&str) -> Result<(), String>,
     /// Plan functions by name, in the order they were reached.
     numbers: HashMap<String, usize>,
     plan: Vec<Option<Function>>,
@@ -319,10 +319,15 @@ impl Slots {
 }
 
 impl HostPlan {
-    /// The plan of function `name` of `module` (fused), whose kernels for
-    /// which `compiled` holds run natively. `Err` says, for a note, what
-    /// keeps the function in the interpreter.
-    pub fn build(module: &Module, name: &str, compiled: &dyn Fn(&str) -> bool) -> Result<Self, String> {
+    /// The plan of function `name` of `module` (fused), whose kernels run
+    /// natively where `compiled` is `Ok` (`Err`: why a kernel was not
+    /// compiled). `Err` says, for a note, what keeps the function in the
+    /// interpreter.
+    pub fn build(
+        module: &Module,
+        name: &str,
+        compiled: &dyn Fn(&str) -> Result<(), String>,
+    ) -> Result<Self, String> {
         let mut builder = Builder {
             functions: jitc_dialect::ops::functions(module.body()),
             compiled,
@@ -752,8 +757,8 @@ impl<'c, 'a> Builder<'c, 'a, '_> {
                     .ok_or_else(|| format!("{} calls @{callee}, which is not defined", describe(op)))?;
                 let args = slots.operands(op)?;
                 if target.has_attribute("meta.fused") {
-                    if !(self.compiled)(&callee) {
-                        return Err(format!("kernel @{callee} runs in the interpreter"));
+                    if let Err(reason) = (self.compiled)(&callee) {
+                        return Err(format!("kernel @{callee} runs in the interpreter: {reason}"));
                     }
                     Op::Kernel {
                         name: callee,

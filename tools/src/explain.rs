@@ -2,7 +2,7 @@
 
 use clap::{Args, ValueEnum};
 use jitc_compiler::explain::{self as plans, DEFAULT_FANOUT_LIMIT};
-use melior::Context;
+use melior::{Context, ir::operation::OperationLike};
 use std::{path::PathBuf, process::ExitCode};
 
 /// Show the fusion plan of each function, as meta-fuse would apply it.
@@ -32,6 +32,13 @@ pub struct ExplainArgs {
     /// fanout-limit).
     #[arg(long, default_value_t = DEFAULT_FANOUT_LIMIT, value_name = "N")]
     fanout_limit: usize,
+
+    /// Also compile the module for the CPU and say, for each function,
+    /// whether its host code (calls, loops, branches, guards, state) runs
+    /// natively as a host plan or in the interpreter, and why (text
+    /// format only).
+    #[arg(long)]
+    host: bool,
 }
 
 /// Output formats.
@@ -60,5 +67,32 @@ fn explain(context: &Context, args: &ExplainArgs) -> Result<String, String> {
         Format::Text => plans::Format::Text,
         Format::Dot => plans::Format::Dot,
     };
-    plans::explain(&module, args.function.as_deref(), args.fanout_limit, format)
+    let mut text = plans::explain(&module, args.function.as_deref(), args.fanout_limit, format)?;
+    if args.host && args.format == Format::Text {
+        text.push_str(&host_schedules(context, args)?);
+    }
+    Ok(text)
+}
+
+/// One line per function: how `jitc run --backend cpu` runs its host code.
+fn host_schedules(context: &Context, args: &ExplainArgs) -> Result<String, String> {
+    let mut module = crate::input::load_module(context, &args.file)?;
+    let compiled = jitc_runtime::CpuModule::compile_with(
+        context,
+        &mut module,
+        &jitc_compiler::CodegenOptions::default(),
+    )
+    .map_err(|e| e.to_string())?;
+    let mut text = String::from("host code on the cpu backend:\n");
+    for (name, function) in jitc_dialect::ops::functions(module.body()) {
+        if function.has_attribute("meta.fused") || args.function.as_ref().is_some_and(|f| *f != name) {
+            continue;
+        }
+        let line = match compiled.fallback(&module, &name) {
+            None => format!("  @{name}: native (host plan)\n"),
+            Some(reason) => format!("  @{name}: interpreter: {reason}\n"),
+        };
+        text.push_str(&line);
+    }
+    Ok(text)
 }
