@@ -29,12 +29,12 @@ mode=${1:-smoke}
 target_dir=${CARGO_TARGET_DIR:-$PWD/target}
 work=$target_dir/fuzz-work
 fuzz_target_dir=${JITC_FUZZ_TARGET_DIR:-$target_dir/fuzz}
-targets=(parse_verify passes codegen inputs run differential)
+targets=(parse_verify passes codegen inputs run differential host)
 # Runs of each target in the smoke: about 10 seconds each on the 2-core
 # development machine.
 declare -A smoke_runs=(
   [parse_verify]=300000 [passes]=80000 [codegen]=1200
-  [inputs]=150000 [run]=150000 [differential]=1500
+  [inputs]=150000 [run]=150000 [differential]=1500 [host]=200
 )
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
@@ -78,7 +78,7 @@ PY
 seeds_of() {
   case $1 in
     inputs) echo "$work/seeds/inputs" ;;
-    differential) echo "$work/seeds/differential" ;;
+    differential | host) echo "$work/seeds/differential" ;;
     *) echo "$work/seeds/mlir" ;;
   esac
 }

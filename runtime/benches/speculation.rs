@@ -5,8 +5,7 @@
 //! 1. **IndRNN** (`examples/indrnn.mlir`, batch 16, hidden 64, 16 steps),
 //!    per call through a [`Session`], median of 15 calls after a warm-up:
 //!    - *generic*: as written (dynamic sequence length, a loop of 16
-//!      steps; the kernels that read `%xs` have a dynamic shape and run in
-//!      the interpreter);
+//!      steps; the kernel that reads `%xs` takes its length at run time);
 //!    - *shape only*: specialized on the shapes but with the loop kept (the
 //!      profile's trip count forgotten), so every kernel compiles but each
 //!      step is its own kernel launches;
@@ -16,7 +15,7 @@
 //!    the first. Specialized, they check one entry guard per argument
 //!    (`value(%argN) == N`) before anything runs; the slope between the two
 //!    is the cost of one entry guard. A guard on a computed value (a branch
-//!    on a kernel's result) is evaluated by the interpreted host schedule;
+//!    on a kernel's result) is evaluated by the host plan;
 //!    it is timed against the `scf.if` it replaces.
 
 use jitc_compiler::{CodegenOptions, new_context};

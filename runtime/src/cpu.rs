@@ -341,9 +341,12 @@ impl KernelRunner for CpuModule {
                     Ok(tensor) => outputs.push(tensor),
                     Err(message) => return Some(Err(message)),
                 },
-                Slot::Index => return Some(Err("a kernel that returns an index".into())),
+                _ => return Some(Err("a kernel that returns an index or a dynamic tensor".into())),
             }
         }
+        // The shapes of the arguments with dynamic dimensions, passed
+        // after the results (see `KernelSignature::shape_slots`).
+        let mut shapes: Vec<Vec<i64>> = Vec::new();
         let mut status: KernelStatus = [0; 2];
         let mut pointers: Vec<*mut u8> = Vec::with_capacity(args.len() + outputs.len() + 1);
         let mut next_index = 0;
@@ -359,6 +362,18 @@ impl KernelRunner for CpuModule {
                     pointers.push((&mut indices[next_index] as *mut i64).cast());
                     next_index += 1;
                 }
+                (Value::Tensor(tensor), Slot::Dynamic(shape, element))
+                    if tensor.element_type() == *element
+                        && tensor.shape().len() == shape.len()
+                        && tensor
+                            .shape()
+                            .iter()
+                            .zip(shape)
+                            .all(|(&got, want)| want.is_none_or(|want| want == got)) =>
+                {
+                    pointers.push(tensor.buffer().as_ptr().cast_mut());
+                    shapes.push(tensor.shape().iter().map(|&d| d as i64).collect());
+                }
                 _ => {
                     return Some(Err(format!(
                         "argument {} does not match the compiled kernel",
@@ -370,14 +385,18 @@ impl KernelRunner for CpuModule {
         for output in &mut outputs {
             pointers.push(output.buffer_mut().as_mut_ptr());
         }
+        for shape in &mut shapes {
+            pointers.push(shape.as_mut_ptr().cast());
+        }
         pointers.push(status.as_mut_ptr().cast());
         let threads = thread_count().min(signature.outer.max(1) as usize);
         if signature.parallel && threads > 1 && signature.points >= PARALLEL_MIN_ELEMENTS as u64 {
             status = run_split(*function, &pointers, signature.outer, threads);
         } else {
             // SAFETY: `pointers` holds one live buffer per argument and
-            // result, shaped as the kernel was compiled for (checked above),
-            // then the zeroed status record; all outlive the call.
+            // result, shaped as the kernel was compiled for (checked above;
+            // a dynamic argument's sizes follow the results), then the
+            // zeroed status record; all outlive the call.
             unsafe { function(pointers.as_ptr(), 0, signature.outer) };
         }
         if let Some(failure) = signature.failure(status) {

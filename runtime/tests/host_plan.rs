@@ -67,16 +67,56 @@ fn examples_run_without_entering_the_interpreter() {
 }
 
 #[test]
+fn indrnn_of_any_length_runs_natively() {
+    // Its projection kernel reads the dynamic-length sequence: compiled
+    // with the sizes passed at run time, for every length.
+    let context = new_context().unwrap();
+    let source = example("indrnn.mlir");
+    let oracle = parse_module(&context, &source).unwrap();
+    let mut module = parse_module(&context, &source).unwrap();
+    let compiled = CpuModule::compile_with(&context, &mut module, &exact()).unwrap();
+    assert!(compiled.interpreted_kernels().is_empty());
+    assert_eq!(compiled.fallback(&module, "main"), None);
+    for length in [0, 1, 5] {
+        let args: Vec<Value> = random_inputs(&[&[length, 16, 64], &[64, 64], &[64]], length as u64)
+            .into_iter()
+            .map(Value::tensor)
+            .collect();
+        let mut state = StateStore::new();
+        state.insert("rnn.h", random(&[16, 64], 3));
+        let mut expected_state = state.clone();
+        let expected = Interpreter::new(&oracle)
+            .run("main", args.clone(), &mut expected_state)
+            .unwrap();
+        let before = runs_started();
+        let actual = compiled.run(&module, "main", args, &mut state).unwrap();
+        assert_eq!(runs_started(), before, "length {length}");
+        assert!(same_values(&expected, &actual), "length {length}");
+        assert!(same_state(&expected_state, &state), "length {length}");
+    }
+}
+
+#[test]
 fn a_function_without_a_plan_says_why_and_still_runs() {
-    // A kernel with a dynamic dimension is not compiled yet, so the host
+    // A kernel whose domain is dynamic is not compiled yet, so the host
     // code around it runs in the interpreter, and says so.
     let context = new_context().unwrap();
-    let mut module = parse_module(&context, &example("indrnn.mlir")).unwrap();
+    let source = r#"func.func @main(%x: tensor<?xf32>) -> tensor<?xf32> {
+  %y = "meta.unary"(%x) {kind = "neg"} : (tensor<?xf32>) -> tensor<?xf32>
+  return %y : tensor<?xf32>
+}"#;
+    let mut module = parse_module(&context, source).unwrap();
     let compiled = CpuModule::compile_with(&context, &mut module, &exact()).unwrap();
-    let reason = compiled
-        .fallback(&module, "main")
-        .expect("indrnn has a dynamic kernel");
-    assert!(reason.contains("runs in the interpreter"), "{reason}");
+    assert_eq!(
+        compiled.fallback(&module, "main").as_deref(),
+        Some("kernel @main_fused_0 runs in the interpreter: dynamic shapes are not lowered yet")
+    );
+    let x = Value::tensor(Tensor::parse_literal("2xf32=1 -2").unwrap());
+    let y = compiled
+        .run(&module, "main", vec![x], &mut StateStore::new())
+        .unwrap();
+    let expected = Tensor::parse_literal("2xf32=-1 2").unwrap();
+    assert!(same_values(&[Value::tensor(expected)], &y));
     assert_eq!(
         compiled.fallback(&module, "nope").as_deref(),
         Some("there is no function @nope")
@@ -103,7 +143,9 @@ fn check(source: &str, seed: u64, runs: usize) -> (usize, usize) {
         if rng.below(8) != 0 {
             state.insert("acc", random(&[4], seed * 17 + run as u64));
         }
-        let args = vec![Value::tensor(x), Value::Index(n)];
+        let length = rng.below(4);
+        let seq = random(&[length, 4], seed * 13 + run as u64);
+        let args = vec![Value::tensor(x), Value::Index(n), Value::tensor(seq)];
         let mut expected_state = state.clone();
         let expected = Interpreter::new(&oracle).run("main", args.clone(), &mut expected_state);
         let before = runs_started();

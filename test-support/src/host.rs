@@ -5,7 +5,9 @@
 //! interpreter.
 //!
 //! Every program has the signature
-//! `@main(%x: tensor<4xf32>, %n: index) -> (tensor<4xf32>, index)`, reads
+//! `@main(%x: tensor<4xf32>, %n: index, %seq: tensor<?x4xf32>) ->
+//! (tensor<4xf32>, index)` (`%seq` is a sequence of any length, read row
+//! by row at loop indices and `%n`, past its end too), reads
 //! the state `acc` (a `tensor<4xf32>`) and writes it back at the end, and
 //! may call `@helper(tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>`.
 //! Whether a run fails (a guard, `arith.divsi` by `%n = 0`, a missing
@@ -112,6 +114,25 @@ impl<R: Draw> Body<'_, R> {
             4 | 5 => self.for_loop(indent, current, depth),
             6 => self.branch(indent, current, depth),
             7 => self.while_loop(indent, current, depth),
+            8 if self.calls => {
+                // A row of the dynamic-length sequence: at `%n`, which may
+                // be past its end (the overflow value then).
+                let row = self.name();
+                self.line(
+                    indent,
+                    &format!(
+                        "{row} = \"meta.reindex\"(%seq, %n) {{indices = affine_map<(d0)[s0] -> (s0, d0)>, overflow_value = 0.5 : f32}} : (tensor<?x4xf32>, index) -> {T}"
+                    ),
+                );
+                let name = self.name();
+                self.line(
+                    indent,
+                    &format!(
+                        "{name} = \"meta.binary\"({current}, {row}) {{kind = \"add\"}} : ({T}, {T}) -> {T}"
+                    ),
+                );
+                name
+            }
             8 => self.guard(indent, current),
             _ if self.calls => {
                 let name = self.name();
@@ -167,7 +188,23 @@ impl<R: Draw> Body<'_, R> {
                 "{shifted} = \"meta.reindex\"({carried}, {iv}) {{indices = affine_map<(d0)[s0] -> ((d0 + s0) mod 4)>}} : ({T}, index) -> {T}"
             ),
         );
-        let end = self.statements(indent + 1, shifted, depth + 1);
+        let mut end = self.statements(indent + 1, shifted, depth + 1);
+        if self.calls && self.rng.below(2) == 0 {
+            // The sequence's row at the induction variable.
+            let row = self.name();
+            self.line(
+                indent + 1,
+                &format!(
+                    "{row} = \"meta.reindex\"(%seq, {iv}) {{indices = affine_map<(d0)[s0] -> (s0, d0)>}} : (tensor<?x4xf32>, index) -> {T}"
+                ),
+            );
+            let name = self.name();
+            self.line(
+                indent + 1,
+                &format!("{name} = \"meta.binary\"({end}, {row}) {{kind = \"mul\"}} : ({T}, {T}) -> {T}"),
+            );
+            end = name;
+        }
         self.line(indent + 1, &format!("scf.yield {end} : {T}"));
         self.line(indent, "}");
         result
@@ -267,7 +304,7 @@ pub fn random_host_program(rng: &mut impl Draw) -> String {
     };
     main.line(
         0,
-        &format!("func.func @main(%x: {T}, %n: index) -> ({T}, index) {{"),
+        &format!("func.func @main(%x: {T}, %n: index, %seq: tensor<?x4xf32>) -> ({T}, index) {{"),
     );
     main.line(
         1,

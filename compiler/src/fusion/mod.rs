@@ -194,10 +194,17 @@ pub fn extract(ops: &[OperationRef], options: Options) -> (Vec<Node>, Vec<ValueU
             }
         }
     }
-    values.retain(|v| {
-        v.producer.is_some_and(|p| nodes[p].kind.fusable())
-            || v.consumers.iter().any(|&c| nodes[c].kind.fusable())
-    });
+    // A value between opaque ops alone costs nothing whatever is fused,
+    // but it is still a path: without it, rule 3 would not see that a
+    // fusable op reaches another through a chain of loops or calls (a
+    // merge of the two would make a cycle no order can satisfy).
+    for v in &mut values {
+        let fusable = v.producer.is_some_and(|p| nodes[p].kind.fusable())
+            || v.consumers.iter().any(|&c| nodes[c].kind.fusable());
+        if !fusable {
+            v.bytes = 0;
+        }
+    }
     (nodes, values)
 }
 

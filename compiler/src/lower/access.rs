@@ -92,14 +92,26 @@ use std::{cell::RefCell, fmt};
 
 /// A kernel argument, lowered.
 pub(super) enum Arg<'c, 'a> {
-    /// A tensor: its data pointer, shape and element type.
+    /// A tensor: its data pointer, shape and element type, and what is
+    /// known of it at run time only when it has dynamic dimensions (the
+    /// static `shape` then holds 0 for each of them).
     Tensor {
         pointer: Value<'c, 'a>,
         shape: Vec<usize>,
         element: ElementType,
+        dynamic: Option<Dynamic<'c, 'a>>,
     },
     /// An index.
     Index(Value<'c, 'a>),
+}
+
+/// A tensor argument with dynamic dimensions, at run time.
+#[derive(Clone)]
+pub(super) struct Dynamic<'c, 'a> {
+    /// Its size in each dimension (`index` values read at kernel entry).
+    pub(super) extents: Vec<Value<'c, 'a>>,
+    /// Its type, e.g. `tensor<?x16xf32>`, for messages.
+    pub(super) r#type: String,
 }
 
 /// A kernel result: its data pointer, shape and element type.
@@ -150,7 +162,8 @@ pub struct CheckedAccess {
     pub buffer: String,
     /// The buffer's type, e.g. `tensor<4x8xf32>`.
     pub r#type: String,
-    /// The buffer's element count.
+    /// The buffer's element count (0 for a tensor with dynamic
+    /// dimensions, whose count is known at run time only).
     pub elements: u64,
 }
 
@@ -163,6 +176,9 @@ impl CheckedAccess {
     }
 
     fn count(&self) -> String {
+        if self.r#type.contains('?') {
+            return "elements (as many as its sizes at run time)".into();
+        }
         match self.elements {
             1 => "1 element".into(),
             n => format!("{n} elements"),
@@ -230,6 +246,9 @@ pub(super) struct Check<'c, 'a> {
     record: Value<'c, 'a>,
     status: i64,
     elements: i64,
+    /// The sizes of a buffer whose element count is known at run time
+    /// only (then `elements` is unused).
+    extents: Option<Vec<Value<'c, 'a>>>,
     skew: i64,
 }
 
@@ -258,6 +277,7 @@ impl<'c, 'a> Status<'_, 'c, 'a> {
             record: self.record,
             status: FIRST_ACCESS_STATUS + k as i64,
             elements: elements as i64,
+            extents: None,
             skew: self.skew,
         })
     }
@@ -279,6 +299,19 @@ impl<'c, 'a> Status<'_, 'c, 'a> {
         r#type += element.name();
         r#type.push('>');
         self.check(op, store, buffer, r#type, shape.iter().product())
+    }
+
+    /// [`Self::check_tensor`] of a tensor argument with dynamic dimensions:
+    /// its element count is the product of its sizes at run time.
+    pub(super) fn check_dynamic(
+        &self,
+        op: OperationRef,
+        buffer: String,
+        dynamic: &Dynamic<'c, 'a>,
+    ) -> Option<Check<'c, 'a>> {
+        let mut check = self.check(op, false, buffer, dynamic.r#type.clone(), 0)?;
+        check.extents = Some(dynamic.extents.clone());
+        Some(check)
     }
 }
 
@@ -393,11 +426,21 @@ fn guard<'c, 'a>(
     } else {
         at.value("arith.addi", &[offset, at.int(i64_type, check.skew)?], i64_type)?
     };
-    if check.elements == 0 {
-        report(at, check, offset)?;
-        return Ok((offset, None));
-    }
-    let elements = at.int(i64_type, check.elements)?;
+    let elements = match &check.extents {
+        Some(extents) => {
+            let index = Type::index(at.context);
+            let mut count = at.index(1)?;
+            for extent in extents {
+                count = at.value("arith.muli", &[count, *extent], index)?;
+            }
+            at.value("arith.index_cast", &[count], i64_type)?
+        }
+        None if check.elements == 0 => {
+            report(at, check, offset)?;
+            return Ok((offset, None));
+        }
+        None => at.int(i64_type, check.elements)?,
+    };
     // Unsigned: a negative offset is above every element count.
     let outside = at.cmpi(9, offset, elements)?;
     let failed = at.if_then(outside)?;

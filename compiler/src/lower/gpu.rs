@@ -59,6 +59,7 @@ use melior::{
         r#type::{FunctionType, IntegerType},
     },
 };
+use std::collections::HashMap;
 
 /// The most blocks one launch may have along x.
 const MAX_GRID: i64 = (1 << 31) - 1;
@@ -187,7 +188,7 @@ fn launch(signature: &KernelSignature, gpu: &schedule::GpuSchedule) -> Result<La
             .iter()
             .map(|o| match o {
                 Buffer::Tensor(shape, _) => shape.iter().product::<usize>() as i64,
-                Buffer::Index => 0,
+                Buffer::Index | Buffer::Dynamic(..) => 0,
             })
             .max()
             .unwrap_or(0)
@@ -218,7 +219,7 @@ fn parameters<'c>(context: &'c Context, signature: &KernelSignature) -> Vec<Type
         .iter()
         .map(|b| match b {
             Buffer::Index => i64_type,
-            Buffer::Tensor(..) => pointer,
+            Buffer::Tensor(..) | Buffer::Dynamic(..) => pointer,
         })
         .chain(signature.outputs.iter().map(|_| pointer))
         .chain([pointer])
@@ -349,7 +350,9 @@ fn outputs_of<'c, 'a>(
         .enumerate()
         .map(|(j, output)| match output {
             Buffer::Tensor(shape, element) => Ok((values[inputs + j], shape.clone(), *element)),
-            Buffer::Index => Err(Error::Lowering("a kernel returns an index".into())),
+            _ => Err(Error::Lowering(
+                "a kernel returns an index or a dynamic tensor".into(),
+            )),
         })
         .collect()
 }
@@ -385,9 +388,12 @@ fn lower_kernel<'c>(
         signature,
         |top, ids, values| {
             let index = Type::index(context);
-            let arguments = super::lower_arguments(body, &signature.inputs, values, |value| {
-                top.value("arith.index_cast", &[value], index)
-            })?;
+            // `legal::check_gpu` keeps kernels with dynamic arguments off
+            // the GPU, so there are no sizes to read.
+            let arguments =
+                super::lower_arguments(body, &signature.inputs, values, &mut HashMap::new(), |value| {
+                    top.value("arith.index_cast", &[value], index)
+                })?;
             let outputs = outputs_of(signature, values)?;
             let status = Status {
                 record: values[values.len() - 1],

@@ -217,6 +217,7 @@ pub(super) fn indices<'c, 'a>(
     map: AffineMap<'c>,
     checks: &Checks,
     conditions: Option<Result<Vec<IntegerSet<'c>>, ()>>,
+    extents: Option<&[Value<'c, 'a>]>,
 ) -> Result<(Vec<Value<'c, 'a>>, Option<Value<'c, 'a>>), Error> {
     let sets = match conditions {
         None => Vec::new(),
@@ -262,7 +263,13 @@ pub(super) fn indices<'c, 'a>(
             _ => true,
         };
         if checked {
-            let (zero, bound) = (at.index(0)?, at.index(extent)?);
+            // A dynamic extent (-1 in the schedule) is the size read at
+            // run time.
+            let bound = match extents.and_then(|e| e.get(k)) {
+                Some(size) if extent < 0 => *size,
+                _ => at.index(extent)?,
+            };
+            let zero = at.index(0)?;
             inside = Some(at.and_maybe(inside, at.cmpi(5, index, zero)?)?);
             inside = Some(at.and_maybe(inside, at.cmpi(2, index, bound)?)?);
         }
@@ -288,6 +295,27 @@ pub(super) fn clamped_offset<'c, 'a>(
     };
     let shape: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
     row_major(at, &clamped, &shape)
+}
+
+/// [`clamped_offset`] in a tensor whose sizes are known at run time only:
+/// `((i0 * e1 + i1) * e2 + i2) ...`.
+pub(super) fn clamped_offset_dynamic<'c, 'a>(
+    at: &Emitter<'c, 'a>,
+    indices: &[Value<'c, 'a>],
+    inside: Option<Value<'c, 'a>>,
+    extents: &[Value<'c, 'a>],
+) -> Result<Value<'c, 'a>, Error> {
+    let index = Type::index(at.context);
+    let mut offset = at.index(0)?;
+    for (value, extent) in indices.iter().zip(extents) {
+        let value = match inside {
+            Some(inside) => at.select(inside, *value, at.index(0)?)?,
+            None => *value,
+        };
+        let scaled = at.value("arith.muli", &[offset, *extent], index)?;
+        offset = at.value("arith.addi", &[scaled, value], index)?;
+    }
+    Ok(offset)
 }
 
 /// The interior `[low, high)` of innermost dimension `d` within `[lower,

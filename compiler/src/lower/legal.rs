@@ -68,6 +68,11 @@ pub(super) fn check(kernel: OperationRef) -> Result<(), String> {
 /// accepted.
 pub(super) fn check_gpu(kernel: OperationRef, math: MathMode) -> Result<(), String> {
     check(kernel)?;
+    if let Ok(signature) = super::signature(kernel)
+        && signature.shape_slots().next().is_some()
+    {
+        return Err("arguments of dynamic shape are not lowered for the GPU yet".into());
+    }
     let body = kernel
         .region(0)
         .ok()

@@ -92,6 +92,7 @@ use melior::{
         r#type::FunctionType,
     },
 };
+use std::collections::HashMap;
 
 /// One buffer of a kernel's calling convention.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,6 +101,12 @@ pub enum Buffer {
     Tensor(Vec<usize>, ElementType),
     /// An index argument, passed as a pointer to an i64.
     Index,
+    /// A tensor argument with dynamic dimensions (`None`): its data
+    /// pointer, and, after every argument and result, a pointer to its
+    /// shape as one `i64` per dimension (the sizes as arguments; see
+    /// [`KernelSignature::shape_slots`]). Only arguments are dynamic: a
+    /// kernel's domain and results are static.
+    Dynamic(Vec<Option<usize>>, ElementType),
 }
 
 /// A lowered kernel's name and calling convention.
@@ -126,6 +133,17 @@ pub struct KernelSignature {
 }
 
 impl KernelSignature {
+    /// The inputs with dynamic dimensions, in order: the pointer to the
+    /// shape of the `k`-th of them is slot `inputs + outputs + k` of the
+    /// kernel's buffer array (the status record stays last).
+    pub fn shape_slots(&self) -> impl Iterator<Item = usize> + '_ {
+        self.inputs
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| matches!(b, Buffer::Dynamic(..)))
+            .map(|(i, _)| i)
+    }
+
     /// What went wrong in a call that left `status` in its status record,
     /// in words (without the kernel's name); `None` when nothing did.
     pub fn failure(&self, status: KernelStatus) -> Option<String> {
@@ -172,6 +190,14 @@ fn buffer_of(r#type: Type) -> Option<Buffer> {
     static_shape(r#type).map(|(shape, element)| Buffer::Tensor(shape, element))
 }
 
+/// [`buffer_of`], also taking tensors with dynamic dimensions.
+fn argument_buffer_of(r#type: Type) -> Option<Buffer> {
+    buffer_of(r#type).or_else(|| {
+        let (shape, element) = types::dynamic_shape(r#type)?;
+        Some(Buffer::Dynamic(shape, element))
+    })
+}
+
 /// The signature a kernel lowers to, or why it cannot be lowered.
 pub fn signature(kernel: OperationRef) -> Result<KernelSignature, String> {
     let name = kernel
@@ -190,6 +216,11 @@ pub fn signature(kernel: OperationRef) -> Result<KernelSignature, String> {
         t.ok()
             .and_then(buffer_of)
             .ok_or_else(|| format!("@{name} has a dynamic or unsupported type"))
+    };
+    let convert_argument = |t: Result<Type, _>| {
+        t.ok()
+            .and_then(argument_buffer_of)
+            .ok_or_else(|| format!("@{name} has an unsupported argument type"))
     };
     let domain = kernel
         .attribute("meta.domain")
@@ -211,7 +242,7 @@ pub fn signature(kernel: OperationRef) -> Result<KernelSignature, String> {
         points: domain.iter().map(|&d| d as u64).product(),
         accesses: Vec::new(),
         inputs: (0..function_type.input_count())
-            .map(|i| convert(function_type.input(i)))
+            .map(|i| convert_argument(function_type.input(i)))
             .collect::<Result<_, _>>()?,
         outputs: (0..function_type.result_count())
             .map(|i| convert(function_type.result(i)))
@@ -309,7 +340,8 @@ fn lower_kernel<'c>(
         .into();
 
     // 1. Data pointers and index arguments.
-    let count = signature.inputs.len() + signature.outputs.len() + 1;
+    let dynamic: Vec<usize> = signature.shape_slots().collect();
+    let count = signature.inputs.len() + signature.outputs.len() + dynamic.len() + 1;
     let mut pointers = Vec::with_capacity(count);
     for slot in 0..count {
         let offset = top.int(i64_type, slot as i64)?;
@@ -327,7 +359,27 @@ fn lower_kernel<'c>(
         .and_then(|r| r.first_block())
         .ok_or_else(|| Error::Lowering("empty kernel".into()))?;
     let index = Type::index(context);
-    let arguments = lower_arguments(body, &signature.inputs, &pointers, |pointer| {
+    // The sizes of dynamic arguments, read once at entry.
+    let mut extents: HashMap<usize, Vec<Value>> = HashMap::new();
+    for (k, &i) in dynamic.iter().enumerate() {
+        let Buffer::Dynamic(shape, _) = &signature.inputs[i] else {
+            continue;
+        };
+        let shape_pointer = pointers[signature.inputs.len() + signature.outputs.len() + k];
+        let mut sizes = Vec::with_capacity(shape.len());
+        for (d, size) in shape.iter().enumerate() {
+            sizes.push(match size {
+                Some(n) => top.index(*n as i64)?,
+                None => {
+                    let address = gep(&top, shape_pointer, top.int(i64_type, d as i64)?, i64_type)?;
+                    let raw = top.value("llvm.load", &[address], i64_type)?;
+                    top.value("arith.index_cast", &[raw], index)?
+                }
+            });
+        }
+        extents.insert(i, sizes);
+    }
+    let arguments = lower_arguments(body, &signature.inputs, &pointers, &mut extents, |pointer| {
         let raw = top.value("llvm.load", &[pointer], i64_type)?;
         top.value("arith.index_cast", &[raw], index)
     })?;
@@ -339,7 +391,9 @@ fn lower_kernel<'c>(
             Buffer::Tensor(shape, element) => {
                 Ok((pointers[signature.inputs.len() + j], shape.clone(), *element))
             }
-            Buffer::Index => Err(Error::Lowering("a kernel returns an index".into())),
+            _ => Err(Error::Lowering(
+                "a kernel returns an index or a dynamic tensor".into(),
+            )),
         })
         .collect::<Result<_, _>>()?;
 
@@ -397,6 +451,7 @@ fn lower_arguments<'c, 'a, 'b>(
     body: BlockRef<'c, 'b>,
     inputs: &[Buffer],
     slots: &[Value<'c, 'a>],
+    extents: &mut HashMap<usize, Vec<Value<'c, 'a>>>,
     mut read_index: impl FnMut(Value<'c, 'a>) -> Result<Value<'c, 'a>, Error>,
 ) -> Result<Vec<(Value<'c, 'b>, Arg<'c, 'a>)>, Error> {
     inputs
@@ -413,6 +468,24 @@ fn lower_arguments<'c, 'a, 'b>(
                     pointer: slots[i],
                     shape: shape.clone(),
                     element: *element,
+                    dynamic: None,
+                },
+                Buffer::Dynamic(shape, element) => Arg::Tensor {
+                    pointer: slots[i],
+                    shape: shape.iter().map(|d| d.unwrap_or(0)).collect(),
+                    element: *element,
+                    dynamic: Some(access::Dynamic {
+                        extents: extents
+                            .remove(&i)
+                            .ok_or_else(|| Error::Lowering("a dynamic argument without sizes".into()))?,
+                        r#type: {
+                            let dims: String = shape
+                                .iter()
+                                .map(|d| d.map_or("?x".to_owned(), |n| format!("{n}x")))
+                                .collect();
+                            format!("tensor<{dims}{}>", element.name())
+                        },
+                    }),
                 },
             };
             Ok((argument, lowered))

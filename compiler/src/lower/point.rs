@@ -111,11 +111,12 @@ impl<'c, 'a> Body<'c, 'a, '_> {
                 pointer,
                 shape,
                 element,
+                dynamic: None,
             },
         )) = self.argument(value)
         else {
             return Err(error(
-                "an operand is neither computed in the kernel nor a tensor argument",
+                "an operand is neither computed in the kernel nor a static tensor argument",
             ));
         };
         let (pointer, element) = (*pointer, *element);
@@ -178,6 +179,7 @@ pub(super) fn emit_op<'c, 'a>(
                     pointer,
                     shape,
                     element,
+                    dynamic,
                 },
             )) = body.argument(input)
             else {
@@ -185,7 +187,7 @@ pub(super) fn emit_op<'c, 'a>(
                     "a reindex reads a value computed in its own kernel (rule 1)",
                 ));
             };
-            let (pointer, shape, element) = (*pointer, shape.clone(), *element);
+            let (pointer, shape, element, dynamic) = (*pointer, shape.clone(), *element, dynamic.clone());
             let symbols = reindex
                 .index_operands()
                 .into_iter()
@@ -206,7 +208,10 @@ pub(super) fn emit_op<'c, 'a>(
                 }
                 None => constant(&at, element, 0.0, 0)?,
             };
-            if shape.contains(&0) {
+            // An empty input is read nowhere (a dynamic one is checked at
+            // run time instead: its static shape holds 0 for each dynamic
+            // dimension).
+            if dynamic.is_none() && shape.contains(&0) {
                 return Ok(Some(overflow));
             }
             let map = reindex.indices().ok_or_else(|| error("reindex map"))?;
@@ -227,9 +232,16 @@ pub(super) fn emit_op<'c, 'a>(
                 map,
                 checks,
                 reindex.overflow_conditions(),
+                dynamic.as_ref().map(|d| d.extents.as_slice()),
             )?;
-            let offset = index::clamped_offset(&at, &indices, inside, &checks.shape)?;
-            let check = body.check_argument(op, i, &shape, element);
+            let offset = match &dynamic {
+                Some(dynamic) => index::clamped_offset_dynamic(&at, &indices, inside, &dynamic.extents)?,
+                None => index::clamped_offset(&at, &indices, inside, &checks.shape)?,
+            };
+            let check = match &dynamic {
+                Some(dynamic) => body.status.check_dynamic(op, format!("%arg{i}"), dynamic),
+                None => body.check_argument(op, i, &shape, element),
+            };
             let loaded = load_at(&at, pointer, offset, element, check)?;
             match inside {
                 Some(inside) => at.select(inside, loaded, overflow).map(Some),
@@ -275,6 +287,7 @@ pub(super) fn emit_op<'c, 'a>(
                 map,
                 checks,
                 reduce.overflow_conditions(),
+                None,
             )?;
             let offset = index::clamped_offset(&at, &indices, inside, &checks.shape)?;
             let then = match inside {

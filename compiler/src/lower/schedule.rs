@@ -189,6 +189,9 @@ fn map_checks(map: AffineMap, shape: &[i64], conditions: bool, domain: &[i64]) -
             let Ok(expr) = map.result(k) else {
                 return Check::Always;
             };
+            if extent < 0 {
+                return Check::Always;
+            }
             match range(expr, domain) {
                 Some((low, high)) if low >= 0 && high < extent => Check::Proven,
                 _ => linear(expr, domain.len()).map_or(Check::Always, Check::Affine),
@@ -320,10 +323,18 @@ pub fn schedule(body: BlockRef, domain: &[i64]) -> Result<Schedule, String> {
         op = current.next_in_block();
         if let Some(reindex) = ReindexOp::cast(current) {
             let map = reindex.indices().ok_or("a reindex without a map")?;
+            // A dynamic size (-1) is read at run time, and every index
+            // into it is checked.
             let shape = reindex
                 .input()
-                .and_then(shape_of)
-                .ok_or("a reindex of a dynamic or unsupported tensor")?;
+                .and_then(|input| super::types::dynamic_shape(input.r#type()))
+                .map(|(shape, _)| {
+                    shape
+                        .iter()
+                        .map(|d| d.map_or(-1, |n| n as i64))
+                        .collect::<Vec<i64>>()
+                })
+                .ok_or("a reindex of an unsupported tensor")?;
             add_access(map, &mut cost);
             let conditions = reindex.overflow_conditions().is_some();
             checks.push((op_key(current), map_checks(map, &shape, conditions, domain)));

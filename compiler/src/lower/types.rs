@@ -48,6 +48,20 @@ pub(crate) fn static_shape(r#type: Type) -> Option<(Vec<usize>, ElementType)> {
         .collect::<Option<Vec<_>>>()?;
     Some((shape, ElementType::from_type(tensor.element())?))
 }
+/// The shape (`None` for a dynamic dimension) and element type of a ranked
+/// tensor type.
+pub(crate) fn dynamic_shape(r#type: Type) -> Option<(Vec<Option<usize>>, ElementType)> {
+    let tensor = melior::ir::r#type::RankedTensorType::try_from(r#type).ok()?;
+    let shape = (0..tensor.rank())
+        .map(|d| match tensor.dim_size(d) {
+            Ok(DimSize::Static(n)) => Some(Some(n as usize)),
+            Ok(DimSize::Dynamic) => Some(None),
+            _ => None,
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some((shape, ElementType::from_type(tensor.element())?))
+}
+
 /// How closely compiled float arithmetic follows the interpreter.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum MathMode {
