@@ -34,7 +34,7 @@ targets=(parse_verify passes codegen inputs run differential host)
 # development machine.
 declare -A smoke_runs=(
   [parse_verify]=300000 [passes]=80000 [codegen]=1200
-  [inputs]=150000 [run]=150000 [differential]=1500 [host]=200
+  [inputs]=150000 [run]=150000 [differential]=1500 [host]=300
 )
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
