@@ -186,6 +186,131 @@ struct Block {
     params: Vec<usize>,
     ops: Vec<Op>,
     end: End,
+    /// After op `i`, the slots of this block that nothing reads later
+    /// (their last reader, or their definition when nothing reads them):
+    /// cleared then, so a dead tensor goes back to the buffer pool and
+    /// the next allocation of its size reuses it.
+    dead: Vec<Vec<usize>>,
+}
+
+impl Block {
+    fn new(params: Vec<usize>, ops: Vec<Op>, end: End) -> Self {
+        let mut block = Self {
+            params,
+            ops,
+            end,
+            dead: Vec::new(),
+        };
+        block.dead = block.liveness();
+        block
+    }
+
+    /// Every slot this block's ops and terminator read, nested blocks
+    /// included.
+    fn reads(&self, out: &mut Vec<usize>) {
+        for op in &self.ops {
+            op.reads(out);
+        }
+        match &self.end {
+            End::Return(slots) | End::Yield(slots) => out.extend(slots),
+            End::Condition(condition, slots, _) => {
+                out.push(*condition);
+                out.extend(slots);
+            }
+        }
+    }
+
+    /// [`Self::dead`]: slots defined here (parameters and results of this
+    /// block's ops) that the terminator does not read, each after the last
+    /// op that reads it; a value read inside a nested block lives until
+    /// the op that owns the block is done.
+    fn liveness(&self) -> Vec<Vec<usize>> {
+        let mut defined: Vec<(usize, usize)> = self.params.iter().map(|&s| (s, 0)).collect();
+        let mut last: HashMap<usize, usize> = HashMap::new();
+        let mut reads = Vec::new();
+        for (i, op) in self.ops.iter().enumerate() {
+            reads.clear();
+            op.reads(&mut reads);
+            for &slot in &reads {
+                last.insert(slot, i);
+            }
+            defined.extend(op.results().iter().map(|&s| (s, i)));
+        }
+        let mut kept = Vec::new();
+        match &self.end {
+            End::Return(slots) | End::Yield(slots) => kept.extend(slots),
+            End::Condition(condition, slots, _) => {
+                kept.push(*condition);
+                kept.extend(slots);
+            }
+        }
+        let mut dead = vec![Vec::new(); self.ops.len()];
+        for (slot, definition) in defined {
+            if kept.contains(&slot) || self.ops.is_empty() {
+                continue;
+            }
+            let after = last.get(&slot).copied().unwrap_or(definition).max(definition);
+            dead[after].push(slot);
+        }
+        dead
+    }
+}
+
+impl Op {
+    /// The slots this op reads, nested blocks included.
+    fn reads(&self, out: &mut Vec<usize>) {
+        match self {
+            Op::Const { .. } | Op::StateRead { .. } => {}
+            Op::Arith { args, .. }
+            | Op::Tensor { args, .. }
+            | Op::Kernel { args, .. }
+            | Op::Call { args, .. } => out.extend(args),
+            Op::For {
+                bounds, inits, body, ..
+            } => {
+                out.extend(bounds);
+                out.extend(inits);
+                body.reads(out);
+            }
+            Op::If {
+                condition,
+                then,
+                otherwise,
+                ..
+            } => {
+                out.push(*condition);
+                then.reads(out);
+                otherwise.reads(out);
+            }
+            Op::While {
+                inits, before, after, ..
+            } => {
+                out.extend(inits);
+                before.reads(out);
+                after.reads(out);
+            }
+            Op::Guard { condition, .. } => out.push(*condition),
+            Op::StateWrite { value, .. } => out.push(*value),
+        }
+    }
+
+    /// The slots this op defines in its own block.
+    fn results(&self) -> Vec<usize> {
+        match self {
+            Op::Const { to, .. }
+            | Op::Arith { to, .. }
+            | Op::Tensor { to, .. }
+            | Op::StateRead { to, .. } => {
+                vec![*to]
+            }
+            Op::Kernel { to, .. }
+            | Op::Call { to, .. }
+            | Op::For { to, .. }
+            | Op::If { to, .. }
+            | Op::While { to, .. } => to.clone(),
+            Op::Guard { .. } | Op::StateWrite { .. } => Vec::new(),
+        }
+    }
 }
 
 /// One function of the plan.
@@ -415,8 +540,11 @@ impl HostPlan {
         for (&slot, arg) in block.params.iter().zip(args) {
             frame[slot] = Some(arg);
         }
-        for op in &block.ops {
+        for (op, dead) in block.ops.iter().zip(&block.dead) {
             self.op(run, kernels, frame, op)?;
+            for &slot in dead {
+                frame[slot] = None;
+            }
         }
         let values = |frame: &[Option<Value>], slots: &[usize]| -> Vec<Value> {
             slots.iter().map(|&s| get(frame, s)).collect()
@@ -712,7 +840,7 @@ impl<'c, 'a> Builder<'c, 'a, '_> {
                 _ => None,
             };
             if let Some(end) = end {
-                return Ok(Block { params, ops, end });
+                return Ok(Block::new(params, ops, end));
             }
             ops.push(self.op(slots, op, &name)?);
         }
@@ -794,11 +922,7 @@ impl<'c, 'a> Builder<'c, 'a, '_> {
                 // An `scf.if` without results may have an empty `else`.
                 let otherwise = match op.region(1).ok().and_then(|r| r.first_block()) {
                     Some(_) => self.block(slots, op, Self::region_block(op, 1)?)?,
-                    None => Block {
-                        params: Vec::new(),
-                        ops: Vec::new(),
-                        end: End::Yield(Vec::new()),
-                    },
+                    None => Block::new(Vec::new(), Vec::new(), End::Yield(Vec::new())),
                 };
                 Op::If {
                     condition,

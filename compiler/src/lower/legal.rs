@@ -25,7 +25,9 @@ use jitc_dialect::{
     ops::{BinaryOp, UnaryOp, tensor_type},
     verify::op_name,
 };
-use melior::ir::{BlockLike, OperationRef, RegionLike, operation::OperationLike, r#type::ShapedTypeLike};
+use melior::ir::{
+    BlockLike, OperationRef, RegionLike, ValueLike, operation::OperationLike, r#type::ShapedTypeLike,
+};
 
 /// Whether every op of the kernel can be lowered; `Err` says why not.
 pub(super) fn check(kernel: OperationRef) -> Result<(), String> {
@@ -62,15 +64,27 @@ pub(super) fn check(kernel: OperationRef) -> Result<(), String> {
     Ok(())
 }
 
+fn body_of<'c, 'a>(kernel: OperationRef<'c, 'a>) -> Result<melior::ir::BlockRef<'c, 'a>, String> {
+    kernel
+        .region(0)
+        .ok()
+        .and_then(|r| r.first_block())
+        .ok_or_else(|| "the kernel has no body".to_owned())
+}
+
 /// Whether every op of the kernel can run on an NVIDIA GPU; `Err` says why
 /// not. No libm exists there (and libdevice is not linked), so only the
 /// math that lowers to plain instructions or to jitc's own polynomials is
 /// accepted.
 pub(super) fn check_gpu(kernel: OperationRef, math: MathMode) -> Result<(), String> {
     check(kernel)?;
-    if let Ok(signature) = super::signature(kernel)
-        && signature.shape_slots().next().is_some()
-    {
+    let body = body_of(kernel)?;
+    let dynamic_argument = (0..body.argument_count()).any(|i| {
+        body.argument(i).is_ok_and(|argument| {
+            super::types::dynamic_shape(argument.r#type()).is_some_and(|(shape, _)| shape.contains(&None))
+        })
+    });
+    if dynamic_argument {
         return Err("arguments of dynamic shape are not lowered for the GPU yet".into());
     }
     let body = kernel
