@@ -87,10 +87,17 @@ impl Diagnostic {
             .filter_map(|i| diagnostic.note(i).ok())
             .map(|note| Self::from_mlir(&note))
             .collect();
+        // MLIR's message may hold bytes that are not UTF-8 (an op name
+        // written with `\AD` in quotes); melior's `Display` then fails, and
+        // `to_string` would panic inside MLIR's handler. Keep what printed.
+        let mut message = String::new();
+        if std::fmt::Write::write_fmt(&mut message, format_args!("{diagnostic}")).is_err() {
+            message.push_str("... (the rest of this message is not valid UTF-8)");
+        }
         Self {
             severity,
             position: position_of(diagnostic.location()),
-            message: diagnostic.to_string(),
+            message,
             notes,
         }
     }

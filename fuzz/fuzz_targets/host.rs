@@ -49,7 +49,13 @@ fuzz_target!(|data: &[u8]| {
                 "host plan {actual:?}\nbut the interpreter gave {expected:?}\nfor n = {n}\n{source}"
             ),
             (Err(expected), Err(actual)) => {
-                assert_eq!(expected.to_string(), actual.to_string(), "n = {n}\n{source}");
+                let (expected, actual) = (expected.to_string(), actual.to_string());
+                // A kernel's failure is reported at its function, not at
+                // the op; the words are the same.
+                let division = "integer division by zero";
+                if !(expected.ends_with(division) && actual.ends_with(division)) {
+                    assert_eq!(expected, actual, "n = {n}\n{source}");
+                }
             }
             (expected, actual) => panic!("interpreter: {expected:?}\nhost plan: {actual:?}\nfor n = {n}\n{source}"),
         }

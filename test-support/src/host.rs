@@ -10,8 +10,9 @@
 //! by row at loop indices and `%n`, past its end too), reads
 //! the state `acc` (a `tensor<4xf32>`) and writes it back at the end, and
 //! may call `@helper(tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>`.
-//! Whether a run fails (a guard, `arith.divsi` by `%n = 0`, a missing
-//! state) depends on the inputs, so one program gives both outcomes.
+//! Whether a run fails (a guard, `arith.divsi` by `%n = 0`, a kernel's
+//! integer division by zero when `%n = 3`, a missing state) depends on
+//! the inputs, so one program gives both outcomes.
 
 use crate::Draw;
 use std::fmt::Write;
@@ -58,8 +59,9 @@ impl<R: Draw> Body<'_, R> {
     }
 
     fn statement(&mut self, indent: usize, current: String, depth: usize) -> String {
-        let kinds = if depth >= 3 { 4 } else { 10 };
+        let kinds = if depth >= 3 { 4 } else { 11 };
         match self.rng.below(kinds) {
+            10 if self.calls => self.integer_division(indent, current),
             0 => {
                 let kind = self.rng.pick(&["add", "sub", "mul", "max", "min", "div"]);
                 let name = self.name();
@@ -144,6 +146,49 @@ impl<R: Draw> Body<'_, R> {
             }
             _ => self.guard(indent, current),
         }
+    }
+
+    /// An integer division in a kernel whose divisor is 0 when `%n` is 3,
+    /// checked by a guard that always holds (so the division is used).
+    fn integer_division(&mut self, indent: usize, current: String) -> String {
+        let (numerator, table, divisor, quotient, sum, zero, ok) = (
+            self.name(),
+            self.name(),
+            self.name(),
+            self.name(),
+            self.name(),
+            self.name(),
+            self.name(),
+        );
+        let i = "tensor<4xi32>";
+        for line in [
+            format!("{numerator} = arith.constant dense<7> : {i}"),
+            format!("{table} = arith.constant dense<[1, 2, 3, 0]> : {i}"),
+            format!(
+                "{divisor} = \"meta.reindex\"({table}, %n) {{indices = affine_map<(d0)[s0] -> (s0)>, overflow_value = 1 : i32}} : ({i}, index) -> {i}"
+            ),
+            format!(
+                "{quotient} = \"meta.binary\"({numerator}, {divisor}) {{kind = \"div\"}} : ({i}, {i}) -> {i}"
+            ),
+            format!(
+                "{sum} = \"meta.reindex_reduce\"({quotient}) {{kind = \"add\", indices = affine_map<(d0) -> ()>}} : ({i}) -> tensor<i32>"
+            ),
+            format!("{zero} = arith.constant dense<0> : tensor<i32>"),
+            format!(
+                "{ok} = \"meta.binary\"({sum}, {zero}) {{kind = \"ge\"}} : (tensor<i32>, tensor<i32>) -> tensor<i1>"
+            ),
+        ] {
+            self.line(indent, &line);
+        }
+        self.guards += 1;
+        let id = self.guards;
+        self.line(
+            indent,
+            &format!(
+                "\"meta.guard\"({ok}) {{id = {id} : i64, reason = \"quotients >= 0\"}} : (tensor<i1>) -> ()"
+            ),
+        );
+        current
     }
 
     /// A sum of `current` to a `tensor<f32>` and its value as an `f32`.

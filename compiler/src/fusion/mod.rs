@@ -205,6 +205,23 @@ pub fn extract(ops: &[OperationRef], options: Options) -> (Vec<Node>, Vec<ValueU
             v.bytes = 0;
         }
     }
+    // Ops with effects keep their order ([`reorder`] chains them), and that
+    // order is a path too: a group that feeds a guard cannot also hold an
+    // op that reads a loop after the guard. Each effect gets a free edge
+    // to the next.
+    if let Some(block) = ops.first().and_then(|op| op.block()) {
+        let kernels = module_kernels(block);
+        let effects: Vec<usize> = (0..ops.len())
+            .filter(|&i| !reorderable(ops[i], &kernels))
+            .collect();
+        for pair in effects.windows(2) {
+            values.push(ValueUse {
+                producer: Some(pair[0]),
+                consumers: vec![pair[1]],
+                bytes: 0,
+            });
+        }
+    }
     (nodes, values)
 }
 
@@ -498,21 +515,16 @@ fn reorderable(op: OperationRef, kernels: &HashSet<String>) -> bool {
                 .is_some_and(|callee| kernels.contains(callee.value())))
 }
 
-/// Puts the block's ops in an order where every value is defined before
-/// its uses, keeping the original order wherever possible and never
-/// swapping two ops with effects. Returns false if no such order exists.
-fn reorder(block: BlockRef) -> bool {
-    let ops = block_ops(block);
-    let position: HashMap<usize, usize> = ops.iter().enumerate().map(|(i, op)| (op_key(*op), i)).collect();
-    // The kernels are functions of the module, however deep in nested
-    // regions (`scf.if`, `scf.for`) the block is.
+/// The names of the `meta.fused` kernels of the module that holds `block`,
+/// however deep in nested regions (`scf.if`, `scf.for`) the block is.
+fn module_kernels(block: BlockRef) -> HashSet<String> {
     let mut module = block.parent_operation();
     while let Some(op) = module
         && name_of(op) != "builtin.module"
     {
         module = op.parent_operation();
     }
-    let kernels: HashSet<String> = module
+    module
         .and_then(|m| m.region(0).ok())
         .and_then(|r| r.first_block())
         .map(|body| {
@@ -527,7 +539,16 @@ fn reorder(block: BlockRef) -> bool {
                 .map(str::to_owned)
                 .collect()
         })
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// Puts the block's ops in an order where every value is defined before
+/// its uses, keeping the original order wherever possible and never
+/// swapping two ops with effects. Returns false if no such order exists.
+fn reorder(block: BlockRef) -> bool {
+    let ops = block_ops(block);
+    let position: HashMap<usize, usize> = ops.iter().enumerate().map(|(i, op)| (op_key(*op), i)).collect();
+    let kernels = module_kernels(block);
     let mut dependencies: Vec<Vec<usize>> = vec![Vec::new(); ops.len()];
     let mut in_order = true;
     let mut last_effect: Option<usize> = None;
