@@ -334,9 +334,38 @@ impl KernelRunner for CpuModule {
                 indices.push(*i);
             }
         }
+        // A flat kernel: every argument has one shape, which the results
+        // take, and the loop runs over its elements.
+        let mut work = (signature.outer, signature.points);
+        let mut flat_shape: Option<&[usize]> = None;
+        if signature.flat {
+            for arg in args {
+                if let Value::Tensor(tensor) = arg {
+                    match flat_shape {
+                        None => flat_shape = Some(tensor.shape()),
+                        Some(shape) if shape != tensor.shape() => {
+                            return Some(Err(format!(
+                                "operands have shapes {shape:?} and {:?} at run time",
+                                tensor.shape()
+                            )));
+                        }
+                        Some(_) => {}
+                    }
+                }
+            }
+            let elements = flat_shape.map_or(0, |s| s.iter().product::<usize>());
+            work = (elements as i64, elements as u64);
+        }
         let mut outputs: Vec<Tensor> = Vec::with_capacity(signature.outputs.len());
         for slot in &signature.outputs {
             match slot {
+                Slot::Dynamic(_, element) if signature.flat => {
+                    let shape = flat_shape.unwrap_or_default().to_vec();
+                    match Tensor::for_overwrite(shape, *element) {
+                        Ok(tensor) => outputs.push(tensor),
+                        Err(message) => return Some(Err(message)),
+                    }
+                }
                 Slot::Tensor(shape, element) => match Tensor::for_overwrite(shape.clone(), *element) {
                     Ok(tensor) => outputs.push(tensor),
                     Err(message) => return Some(Err(message)),
@@ -389,15 +418,16 @@ impl KernelRunner for CpuModule {
             pointers.push(shape.as_mut_ptr().cast());
         }
         pointers.push(status.as_mut_ptr().cast());
-        let threads = thread_count().min(signature.outer.max(1) as usize);
-        if signature.parallel && threads > 1 && signature.points >= PARALLEL_MIN_ELEMENTS as u64 {
-            status = run_split(*function, &pointers, signature.outer, threads);
+        let (outer, points) = work;
+        let threads = thread_count().min(outer.max(1) as usize);
+        if signature.parallel && threads > 1 && points >= PARALLEL_MIN_ELEMENTS as u64 {
+            status = run_split(*function, &pointers, outer, threads);
         } else {
             // SAFETY: `pointers` holds one live buffer per argument and
             // result, shaped as the kernel was compiled for (checked above;
             // a dynamic argument's sizes follow the results), then the
             // zeroed status record; all outlive the call.
-            unsafe { function(pointers.as_ptr(), 0, signature.outer) };
+            unsafe { function(pointers.as_ptr(), 0, outer) };
         }
         if let Some(failure) = signature.failure(status) {
             return Some(Err(failure));

@@ -98,24 +98,26 @@ fn indrnn_of_any_length_runs_natively() {
 
 #[test]
 fn a_function_without_a_plan_says_why_and_still_runs() {
-    // A kernel whose domain is dynamic is not compiled yet, so the host
+    // A reduction over a dynamic domain is not compiled yet, so the host
     // code around it runs in the interpreter, and says so.
     let context = new_context().unwrap();
-    let source = r#"func.func @main(%x: tensor<?xf32>) -> tensor<?xf32> {
-  %y = "meta.unary"(%x) {kind = "neg"} : (tensor<?xf32>) -> tensor<?xf32>
-  return %y : tensor<?xf32>
+    let source = r#"func.func @main(%x: tensor<?xf32>) -> tensor<f32> {
+  %s = "meta.reindex_reduce"(%x) {kind = "add", indices = affine_map<(d0) -> ()>} : (tensor<?xf32>) -> tensor<f32>
+  return %s : tensor<f32>
 }"#;
     let mut module = parse_module(&context, source).unwrap();
     let compiled = CpuModule::compile_with(&context, &mut module, &exact()).unwrap();
     assert_eq!(
         compiled.fallback(&module, "main").as_deref(),
-        Some("kernel @main_fused_0 runs in the interpreter: dynamic shapes are not lowered yet")
+        Some(
+            "kernel @main_fused_0 runs in the interpreter: dynamic shapes are not lowered yet, except in element-wise kernels"
+        )
     );
     let x = Value::tensor(Tensor::parse_literal("2xf32=1 -2").unwrap());
     let y = compiled
         .run(&module, "main", vec![x], &mut StateStore::new())
         .unwrap();
-    let expected = Tensor::parse_literal("2xf32=-1 2").unwrap();
+    let expected = Tensor::parse_literal("f32=-1").unwrap();
     assert!(same_values(&[Value::tensor(expected)], &y));
     assert_eq!(
         compiled.fallback(&module, "nope").as_deref(),
@@ -225,4 +227,53 @@ fn a_failed_run_commits_nothing() {
     assert!(matches!(results[1], Value::Index(3)));
     let expected = Tensor::parse_literal("4xf32=2 3 4 5").unwrap();
     assert!(Match::Identical.tensors(state.get("acc").unwrap(), &expected));
+}
+
+#[test]
+fn element_wise_kernels_of_dynamic_shape_run_flat() {
+    // Every shape runs the one compiled kernel (the first parallel split
+    // starts at 32,768 elements), bit for bit the interpreter's.
+    let source = r#"func.func @main(%x: tensor<?x3xf32>, %y: tensor<?x3xf32>) -> (tensor<?x3xf32>, tensor<?x3xi1>) {
+  %t = "meta.unary"(%x) {kind = "tanh"} : (tensor<?x3xf32>) -> tensor<?x3xf32>
+  %m = "meta.binary"(%t, %y) {kind = "mul"} : (tensor<?x3xf32>, tensor<?x3xf32>) -> tensor<?x3xf32>
+  %c = "meta.binary"(%x, %y) {kind = "lt"} : (tensor<?x3xf32>, tensor<?x3xf32>) -> tensor<?x3xi1>
+  %s = "meta.ternary"(%c, %m, %x) {kind = "select"} : (tensor<?x3xi1>, tensor<?x3xf32>, tensor<?x3xf32>) -> tensor<?x3xf32>
+  return %s, %c : tensor<?x3xf32>, tensor<?x3xi1>
+}"#;
+    let context = new_context().unwrap();
+    let oracle = parse_module(&context, source).unwrap();
+    let mut module = parse_module(&context, source).unwrap();
+    let compiled = CpuModule::compile_with(&context, &mut module, &exact()).unwrap();
+    assert!(
+        compiled.interpreted_kernels().is_empty(),
+        "{:?}",
+        compiled.interpreted_kernels()
+    );
+    assert_eq!(compiled.fallback(&module, "main"), None);
+    for rows in [0, 1, 7, 12_000] {
+        let args: Vec<Value> = random_inputs(&[&[rows, 3], &[rows, 3]], rows as u64)
+            .into_iter()
+            .map(Value::tensor)
+            .collect();
+        let expected = Interpreter::new(&oracle)
+            .run("main", args.clone(), &mut StateStore::new())
+            .unwrap();
+        let actual = compiled
+            .run(&module, "main", args, &mut StateStore::new())
+            .unwrap();
+        assert!(same_values(&expected, &actual), "{rows} rows");
+    }
+    // Operands that disagree: the interpreter's words.
+    let args = random_inputs(&[&[2, 3], &[4, 3]], 1)
+        .into_iter()
+        .map(Value::tensor)
+        .collect();
+    let error = compiled
+        .run(&module, "main", args, &mut StateStore::new())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.ends_with("operands have shapes [2, 3] and [4, 3] at run time"),
+        "{error}"
+    );
 }

@@ -239,7 +239,17 @@ pub(super) struct Status<'t, 'c, 'a> {
     /// Added to every checked offset before its check: fault injection for
     /// the mode's own tests, 0 everywhere else.
     pub(super) skew: i64,
+    /// In a flat kernel (element-wise over a dynamic shape, lowered as one
+    /// loop of [`FLAT_EXTENT`] at most), the sizes every buffer has
+    /// at run time and their text (`?x64x`), for the checks of buffers of
+    /// that pseudo-extent.
+    pub(super) flat: Option<&'t (Vec<Value<'c, 'a>>, String)>,
 }
+
+/// The static extent a flat kernel is lowered with: an upper bound no
+/// element count reaches (its loop runs over the range the caller passes;
+/// its checks use the sizes read at run time).
+pub(super) const FLAT_EXTENT: i64 = 1 << 62;
 
 /// The check of one access in the bounds-checked mode.
 pub(super) struct Check<'c, 'a> {
@@ -292,6 +302,14 @@ impl<'c, 'a> Status<'_, 'c, 'a> {
         element: ElementType,
     ) -> Option<Check<'c, 'a>> {
         self.accesses?;
+        if let Some((extents, dims)) = self.flat
+            && shape == [FLAT_EXTENT as usize]
+        {
+            let r#type = format!("tensor<{dims}{}>", element.name());
+            let mut check = self.check(op, store, buffer, r#type, 0)?;
+            check.extents = Some(extents.clone());
+            return Some(check);
+        }
         let mut r#type = String::from("tensor<");
         for extent in shape {
             r#type += &format!("{extent}x");

@@ -390,15 +390,20 @@ fn lower_kernel<'c>(
             let index = Type::index(context);
             // `legal::check_gpu` keeps kernels with dynamic arguments off
             // the GPU, so there are no sizes to read.
-            let arguments =
-                super::lower_arguments(body, &signature.inputs, values, &mut HashMap::new(), |value| {
-                    top.value("arith.index_cast", &[value], index)
-                })?;
+            let arguments = super::lower_arguments(
+                body,
+                &signature.inputs,
+                values,
+                &mut HashMap::new(),
+                false,
+                |value| top.value("arith.index_cast", &[value], index),
+            )?;
             let outputs = outputs_of(signature, values)?;
             let status = Status {
                 record: values[values.len() - 1],
                 accesses,
                 skew,
+                flat: None,
             };
             let mut shared = |r: usize, element: ElementType, block: i64| {
                 shared_array(
@@ -435,6 +440,7 @@ fn lower_kernel<'c>(
                     record: values[values.len() - 1],
                     accesses,
                     skew,
+                    flat: None,
                 };
                 emit_gpu_fill(top, body, &outputs_of(signature, values)?, status, ids)
             },

@@ -56,8 +56,9 @@ pub(super) fn check(kernel: OperationRef) -> Result<(), String> {
                         .dim_size(d)
                         .is_ok_and(|s| s == melior::ir::r#type::DimSize::Dynamic)
                 })
+                && flat(kernel).is_err()
             {
-                return Err("dynamic shapes are not lowered yet".into());
+                return Err("dynamic shapes are not lowered yet, except in element-wise kernels".into());
             }
         }
     }
@@ -70,6 +71,23 @@ fn body_of<'c, 'a>(kernel: OperationRef<'c, 'a>) -> Result<melior::ir::BlockRef<
         .ok()
         .and_then(|r| r.first_block())
         .ok_or_else(|| "the kernel has no body".to_owned())
+}
+
+/// Whether the kernel can be lowered flat (one loop over the elements of
+/// its dynamic domain): only element-wise ops and splat constants, every
+/// argument and result of the domain's shape. `Err` says why not.
+pub(super) fn flat(kernel: OperationRef) -> Result<(), String> {
+    let body = body_of(kernel)?;
+    let mut next = body.first_operation();
+    while let Some(op) = next {
+        next = op.next_in_block();
+        match op_name(op).as_str() {
+            "meta.unary" | "meta.binary" | "meta.ternary" | "func.return" => {}
+            "arith.constant" if crate::fusion::kind_of(op) == crate::fusion::NodeKind::Constant => {}
+            _ => return Err("dynamic shapes are not lowered yet, except in element-wise kernels".into()),
+        }
+    }
+    Ok(())
 }
 
 /// Whether every op of the kernel can run on an NVIDIA GPU; `Err` says why

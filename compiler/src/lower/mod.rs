@@ -78,7 +78,7 @@ pub use access::{
     AFFINE_DIVISOR_STATUS, AFFINE_OVERFLOW_STATUS, CheckedAccess, DIVISION_BY_ZERO_STATUS,
     FIRST_ACCESS_STATUS, KernelStatus,
 };
-use access::{Accesses, Arg, Status};
+use access::{Accesses, Arg, FLAT_EXTENT, Status};
 use emit::Emitter;
 use jitc_dialect::kinds::ElementType;
 use melior::{
@@ -130,6 +130,13 @@ pub struct KernelSignature {
     /// In the bounds-checked mode, the kernel's checked accesses: status
     /// `FIRST_ACCESS_STATUS + k` reports access `k`. Empty otherwise.
     pub accesses: Vec<CheckedAccess>,
+    /// A flat kernel: element-wise over a domain of dynamic shape, so every
+    /// argument and result has that shape, and it is lowered as one loop
+    /// over the elements. The caller checks that the arguments' shapes
+    /// agree, allocates each result with that shape, and passes the range
+    /// `[0, elements)` (`outer` and `points` are 0 here, unknown until
+    /// then).
+    pub flat: bool,
 }
 
 impl KernelSignature {
@@ -233,7 +240,27 @@ pub fn signature(kernel: OperationRef) -> Result<KernelSignature, String> {
         .and_then(|r| r.first_block())
         .ok_or("the kernel has no body")?;
     if domain.iter().any(|&d| d < 0) {
-        return Err("dynamic shapes are not lowered yet".into());
+        // Element-wise over a dynamic shape: one loop over the elements.
+        legal::flat(kernel)?;
+        let dynamic = |t: Result<Type, _>| {
+            t.ok()
+                .and_then(argument_buffer_of)
+                .ok_or_else(|| format!("@{name} has an unsupported type"))
+        };
+        return Ok(KernelSignature {
+            outer: 0,
+            parallel: true,
+            points: 0,
+            accesses: Vec::new(),
+            inputs: (0..function_type.input_count())
+                .map(|i| dynamic(function_type.input(i)))
+                .collect::<Result<_, _>>()?,
+            outputs: (0..function_type.result_count())
+                .map(|i| dynamic(function_type.result(i)))
+                .collect::<Result<_, _>>()?,
+            flat: true,
+            name,
+        });
     }
     let schedule = schedule::schedule(body, &domain)?;
     Ok(KernelSignature {
@@ -241,6 +268,7 @@ pub fn signature(kernel: OperationRef) -> Result<KernelSignature, String> {
         parallel: schedule.parallel,
         points: domain.iter().map(|&d| d as u64).product(),
         accesses: Vec::new(),
+        flat: false,
         inputs: (0..function_type.input_count())
             .map(|i| convert_argument(function_type.input(i)))
             .collect::<Result<_, _>>()?,
@@ -348,11 +376,6 @@ fn lower_kernel<'c>(
         let address = gep(&top, buffers, offset, pointer)?;
         pointers.push(top.value("llvm.load", &[address], pointer)?);
     }
-    let status = Status {
-        record: pointers[count - 1],
-        accesses,
-        skew: options.skew,
-    };
     let body = kernel
         .region(0)
         .ok()
@@ -379,10 +402,43 @@ fn lower_kernel<'c>(
         }
         extents.insert(i, sizes);
     }
-    let arguments = lower_arguments(body, &signature.inputs, &pointers, &mut extents, |pointer| {
-        let raw = top.value("llvm.load", &[pointer], i64_type)?;
-        top.value("arith.index_cast", &[raw], index)
-    })?;
+    // A flat kernel sees every buffer as one dimension of FLAT_EXTENT;
+    // its checks use the first argument's sizes, which every buffer has.
+    let flat = match (signature.flat, dynamic.first()) {
+        (true, Some(&first)) => {
+            let Buffer::Dynamic(shape, _) = &signature.inputs[first] else {
+                return Err(Error::Lowering("a flat kernel without a dynamic argument".into()));
+            };
+            let dims: String = shape
+                .iter()
+                .map(|d| d.map_or("?x".to_owned(), |n| format!("{n}x")))
+                .collect();
+            let sizes = extents
+                .get(&first)
+                .cloned()
+                .ok_or_else(|| Error::Lowering("a dynamic argument without sizes".into()))?;
+            Some((sizes, dims))
+        }
+        (true, None) => return Err(Error::Lowering("a flat kernel without a dynamic argument".into())),
+        (false, _) => None,
+    };
+    let status = Status {
+        record: pointers[count - 1],
+        accesses,
+        skew: options.skew,
+        flat: flat.as_ref(),
+    };
+    let arguments = lower_arguments(
+        body,
+        &signature.inputs,
+        &pointers,
+        &mut extents,
+        signature.flat,
+        |pointer| {
+            let raw = top.value("llvm.load", &[pointer], i64_type)?;
+            top.value("arith.index_cast", &[raw], index)
+        },
+    )?;
     let outputs: Vec<(Value, Vec<usize>, ElementType)> = signature
         .outputs
         .iter()
@@ -391,17 +447,26 @@ fn lower_kernel<'c>(
             Buffer::Tensor(shape, element) => {
                 Ok((pointers[signature.inputs.len() + j], shape.clone(), *element))
             }
+            Buffer::Dynamic(_, element) if signature.flat => Ok((
+                pointers[signature.inputs.len() + j],
+                vec![FLAT_EXTENT as usize],
+                *element,
+            )),
             _ => Err(Error::Lowering(
                 "a kernel returns an index or a dynamic tensor".into(),
             )),
         })
         .collect::<Result<_, _>>()?;
 
-    let domain: Vec<i64> = kernel
-        .attribute("meta.domain")
-        .ok()
-        .and_then(|a| i64_array(a))
-        .ok_or_else(|| Error::Lowering("kernel without meta.domain".into()))?;
+    let domain: Vec<i64> = if signature.flat {
+        vec![FLAT_EXTENT]
+    } else {
+        kernel
+            .attribute("meta.domain")
+            .ok()
+            .and_then(|a| i64_array(a))
+            .ok_or_else(|| Error::Lowering("kernel without meta.domain".into()))?
+    };
     let bound = |i: usize| -> Result<Value, Error> {
         let raw: Value = entry
             .argument(i)
@@ -452,6 +517,7 @@ fn lower_arguments<'c, 'a, 'b>(
     inputs: &[Buffer],
     slots: &[Value<'c, 'a>],
     extents: &mut HashMap<usize, Vec<Value<'c, 'a>>>,
+    flat: bool,
     mut read_index: impl FnMut(Value<'c, 'a>) -> Result<Value<'c, 'a>, Error>,
 ) -> Result<Vec<(Value<'c, 'b>, Arg<'c, 'a>)>, Error> {
     inputs
@@ -467,6 +533,14 @@ fn lower_arguments<'c, 'a, 'b>(
                 Buffer::Tensor(shape, element) => Arg::Tensor {
                     pointer: slots[i],
                     shape: shape.clone(),
+                    element: *element,
+                    dynamic: None,
+                },
+                // In a flat kernel, every buffer is one dimension of
+                // FLAT_EXTENT, read at the loop index.
+                Buffer::Dynamic(_, element) if flat => Arg::Tensor {
+                    pointer: slots[i],
+                    shape: vec![FLAT_EXTENT as usize],
                     element: *element,
                     dynamic: None,
                 },
