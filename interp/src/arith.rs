@@ -292,13 +292,7 @@ impl ArithOp {
             }
             other => return Err(format!("the interpreter does not run 'arith.{other}'")),
         };
-        if !self.result.accepts(&value) {
-            let got = match &value {
-                Value::Tensor(t) => t.type_name(),
-                other => other.to_string(),
-            };
-            return Err(format!("computed {got} but the result type is {}", self.result));
-        }
+        self.result.check(&value)?;
         Ok(value)
     }
 }

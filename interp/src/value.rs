@@ -63,6 +63,19 @@ pub enum ValueType {
 }
 
 impl ValueType {
+    /// `Err` in the interpreter's words when `value` is not of this type:
+    /// `computed tensor<3xf32> but the result type is tensor<4xf32>`.
+    pub fn check(&self, value: &Value) -> Result<(), String> {
+        if self.accepts(value) {
+            return Ok(());
+        }
+        let got = match value {
+            Value::Tensor(t) => t.type_name(),
+            other => other.to_string(),
+        };
+        Err(format!("computed {got} but the result type is {self}"))
+    }
+
     /// Classifies an MLIR type; `None` for types the interpreter lacks.
     pub fn from_mlir(r#type: Type) -> Option<Self> {
         if let Ok(tensor) = RankedTensorType::try_from(r#type) {
@@ -146,18 +159,7 @@ pub(crate) fn result_type(op: OperationRef, index: usize) -> Result<ValueType, E
 /// Checks a computed value against the declared result type.
 pub(crate) fn check_result(op: OperationRef, index: usize, value: &Value) -> Result<(), Error> {
     let declared = result_type(op, index)?;
-    if declared.accepts(value) {
-        Ok(())
-    } else {
-        let got = match value {
-            Value::Tensor(t) => t.type_name(),
-            other => other.to_string(),
-        };
-        Err(eval_error(
-            op,
-            format!("computed {got} but the result type is {declared}"),
-        ))
-    }
+    declared.check(value).map_err(|message| eval_error(op, message))
 }
 
 /// The number in an integer or float attribute, with its type.

@@ -94,6 +94,22 @@ impl Site {
     }
 }
 
+/// An `arith` or `tensor` op, decoded by the interpreter.
+#[derive(Debug)]
+enum HostOp {
+    Arith(ArithOp),
+    Tensor(TensorOp),
+}
+
+impl HostOp {
+    fn apply(&self, args: &[Value]) -> Result<Value, String> {
+        match self {
+            HostOp::Arith(op) => op.apply(args),
+            HostOp::Tensor(op) => op.apply(args),
+        }
+    }
+}
+
 /// One op of a block.
 #[derive(Debug)]
 enum Op {
@@ -102,16 +118,9 @@ enum Op {
         value: Value,
         to: usize,
     },
-    /// `arith` on host values.
-    Arith {
-        op: ArithOp,
-        args: Vec<usize>,
-        to: usize,
-        site: Site,
-    },
-    /// `tensor` on host values.
-    Tensor {
-        op: TensorOp,
+    /// An `arith` or `tensor` op on host values.
+    Host {
+        op: HostOp,
         args: Vec<usize>,
         to: usize,
         site: Site,
@@ -211,13 +220,7 @@ impl Block {
         for op in &self.ops {
             op.reads(out);
         }
-        match &self.end {
-            End::Return(slots) | End::Yield(slots) => out.extend(slots),
-            End::Condition(condition, slots, _) => {
-                out.push(*condition);
-                out.extend(slots);
-            }
-        }
+        self.end.reads(out);
     }
 
     /// [`Self::dead`]: slots defined here (parameters and results of this
@@ -237,13 +240,7 @@ impl Block {
             defined.extend(op.results().iter().map(|&s| (s, i)));
         }
         let mut kept = Vec::new();
-        match &self.end {
-            End::Return(slots) | End::Yield(slots) => kept.extend(slots),
-            End::Condition(condition, slots, _) => {
-                kept.push(*condition);
-                kept.extend(slots);
-            }
-        }
+        self.end.reads(&mut kept);
         let mut dead = vec![Vec::new(); self.ops.len()];
         for (slot, definition) in defined {
             if kept.contains(&slot) || self.ops.is_empty() {
@@ -256,15 +253,25 @@ impl Block {
     }
 }
 
+impl End {
+    /// The slots the terminator reads.
+    fn reads(&self, out: &mut Vec<usize>) {
+        match self {
+            End::Return(slots) | End::Yield(slots) => out.extend(slots),
+            End::Condition(condition, slots, _) => {
+                out.push(*condition);
+                out.extend(slots);
+            }
+        }
+    }
+}
+
 impl Op {
     /// The slots this op reads, nested blocks included.
     fn reads(&self, out: &mut Vec<usize>) {
         match self {
             Op::Const { .. } | Op::StateRead { .. } => {}
-            Op::Arith { args, .. }
-            | Op::Tensor { args, .. }
-            | Op::Kernel { args, .. }
-            | Op::Call { args, .. } => out.extend(args),
+            Op::Host { args, .. } | Op::Kernel { args, .. } | Op::Call { args, .. } => out.extend(args),
             Op::For {
                 bounds, inits, body, ..
             } => {
@@ -297,10 +304,7 @@ impl Op {
     /// The slots this op defines in its own block.
     fn results(&self) -> Vec<usize> {
         match self {
-            Op::Const { to, .. }
-            | Op::Arith { to, .. }
-            | Op::Tensor { to, .. }
-            | Op::StateRead { to, .. } => {
+            Op::Const { to, .. } | Op::Host { to, .. } | Op::StateRead { to, .. } => {
                 vec![*to]
             }
             Op::Kernel { to, .. }
@@ -346,14 +350,16 @@ fn key(value: melior::ir::Value) -> usize {
     value.to_raw().ptr as usize
 }
 
-fn describe(op: OperationRef) -> String {
+/// `'op' at line N`, for messages.
+pub(crate) fn describe(op: OperationRef) -> String {
     match location_line(op.location()) {
         Some(line) => format!("'{}' at line {line}", op_name(op)),
         None => format!("'{}'", op_name(op)),
     }
 }
 
-fn callee(op: OperationRef) -> Option<String> {
+/// The callee of a `func.call`.
+pub(crate) fn callee(op: OperationRef) -> Option<String> {
     op.attribute("callee")
         .ok()
         .and_then(|a| FlatSymbolRefAttribute::try_from(a).ok())
@@ -371,23 +377,24 @@ fn signature(function: OperationRef) -> Result<Signature, String> {
         .and_then(|a| TypeAttribute::try_from(a).ok())
         .and_then(|t| FunctionType::try_from(t.value()).ok())
         .ok_or_else(|| format!("{} has no function type", describe(function)))?;
-    let inputs = (0..function_type.input_count())
-        .map(|i| {
-            function_type
-                .input(i)
-                .map_err(|_| "a missing type".to_owned())
-                .and_then(value_type)
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let results = (0..function_type.result_count())
-        .map(|i| {
-            function_type
-                .result(i)
-                .map_err(|_| "a missing type".to_owned())
-                .and_then(value_type)
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Signature { inputs, results })
+    let types = |types: Vec<Result<melior::ir::Type, _>>| {
+        types
+            .into_iter()
+            .map(|t| t.map_err(|_| "a missing type".to_owned()).and_then(value_type))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    Ok(Signature {
+        inputs: types(
+            (0..function_type.input_count())
+                .map(|i| function_type.input(i))
+                .collect(),
+        )?,
+        results: types(
+            (0..function_type.result_count())
+                .map(|i| function_type.result(i))
+                .collect(),
+        )?,
+    })
 }
 
 /// Builds the plans of one module's functions.
@@ -576,15 +583,7 @@ impl HostPlan {
         };
         match op {
             Op::Const { value, to } => frame[*to] = Some(value.clone()),
-            Op::Arith {
-                op,
-                args: slots,
-                to,
-                site,
-            } => {
-                frame[*to] = Some(op.apply(&args(frame, slots)).map_err(|m| site.error(m))?);
-            }
-            Op::Tensor {
+            Op::Host {
                 op,
                 args: slots,
                 to,
@@ -707,13 +706,7 @@ impl HostPlan {
                     line: site.line,
                 })?;
                 let value = Value::tensor(value.clone());
-                if !r#type.accepts(&value) {
-                    let got = match &value {
-                        Value::Tensor(t) => t.type_name(),
-                        other => other.to_string(),
-                    };
-                    return Err(site.error(format!("computed {got} but the result type is {type}")));
-                }
+                r#type.check(&value).map_err(|m| site.error(m))?;
                 frame[*to] = Some(value);
             }
             Op::StateWrite { name, value, site } => {
@@ -857,22 +850,16 @@ impl<'c, 'a> Builder<'c, 'a, '_> {
                     to: slots.results(op)?[0],
                 }
             }
-            _ if name.starts_with("arith.") => {
-                let prepared = jitc_interp::prepare_arith(op).map_err(|e| e.to_string())?;
-                let args = slots.operands(op)?;
-                Op::Arith {
-                    op: prepared,
-                    args,
-                    to: single(op, slots.results(op)?)?,
-                    site,
+            _ if name.starts_with("arith.") || name.starts_with("tensor.") => {
+                let prepared = if name.starts_with("arith.") {
+                    jitc_interp::prepare_arith(op).map(HostOp::Arith)
+                } else {
+                    jitc_interp::prepare_tensor(op).map(HostOp::Tensor)
                 }
-            }
-            _ if name.starts_with("tensor.") => {
-                let prepared = jitc_interp::prepare_tensor(op).map_err(|e| e.to_string())?;
-                let args = slots.operands(op)?;
-                Op::Tensor {
+                .map_err(|e| e.to_string())?;
+                Op::Host {
                     op: prepared,
-                    args,
+                    args: slots.operands(op)?,
                     to: single(op, slots.results(op)?)?,
                     site,
                 }

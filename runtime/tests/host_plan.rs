@@ -37,32 +37,50 @@ fn same_state(expected: &StateStore, actual: &StateStore) -> bool {
             .all(|((en, et), (an, at))| en == an && Match::Identical.tensors(et, at))
 }
 
-#[test]
-fn examples_run_without_entering_the_interpreter() {
-    for (name, shapes) in STATIC_EXAMPLES {
-        let source = example(name);
-        let context = new_context().unwrap();
-        let collector = DiagnosticCollector::attach(&context);
-        let oracle =
-            parse_module(&context, &source).unwrap_or_else(|| panic!("{name}: {:?}", collector.take()));
-        let mut module = parse_module(&context, &source).unwrap();
-        let compiled = CpuModule::compile_with(&context, &mut module, &exact()).unwrap();
-        assert!(compiled.interpreted_kernels().is_empty(), "{name}");
-        assert_eq!(compiled.fallback(&module, "main"), None, "{name}");
-        let args: Vec<Value> = random_inputs(shapes, 7).into_iter().map(Value::tensor).collect();
-        let mut state = StateStore::new();
-        if *name == "rnn.mlir" {
-            state.insert("rnn.h", random(&[4, 8], 99));
-        }
+/// Compiles `source` (which must run natively) and runs `@main` on each of
+/// `runs` (arguments and state) as a host plan and in the interpreter;
+/// panics on any difference or if the plan enters the interpreter.
+fn runs_natively(what: &str, source: &str, runs: Vec<(Vec<Value>, StateStore)>) {
+    let context = new_context().unwrap();
+    let collector = DiagnosticCollector::attach(&context);
+    let oracle = parse_module(&context, source).unwrap_or_else(|| panic!("{what}: {:?}", collector.take()));
+    let mut module = parse_module(&context, source).unwrap();
+    let compiled = CpuModule::compile_with(&context, &mut module, &exact()).unwrap();
+    assert!(compiled.interpreted_kernels().is_empty(), "{what}");
+    assert_eq!(compiled.fallback(&module, "main"), None, "{what}");
+    for (run, (args, mut state)) in runs.into_iter().enumerate() {
         let mut expected_state = state.clone();
         let expected = Interpreter::new(&oracle)
             .run("main", args.clone(), &mut expected_state)
             .unwrap();
         let before = runs_started();
         let actual = compiled.run(&module, "main", args, &mut state).unwrap();
-        assert_eq!(runs_started(), before, "{name} entered the interpreter");
-        assert!(same_values(&expected, &actual), "{name}");
-        assert!(same_state(&expected_state, &state), "{name}");
+        assert_eq!(
+            runs_started(),
+            before,
+            "{what}, run {run}: entered the interpreter"
+        );
+        assert!(same_values(&expected, &actual), "{what}, run {run}");
+        assert!(same_state(&expected_state, &state), "{what}, run {run}");
+    }
+}
+
+fn tensors(tensors: Vec<Tensor>) -> Vec<Value> {
+    tensors.into_iter().map(Value::tensor).collect()
+}
+
+#[test]
+fn examples_run_without_entering_the_interpreter() {
+    for (name, shapes) in STATIC_EXAMPLES {
+        let mut state = StateStore::new();
+        if *name == "rnn.mlir" {
+            state.insert("rnn.h", random(&[4, 8], 99));
+        }
+        runs_natively(
+            name,
+            &example(name),
+            vec![(tensors(random_inputs(shapes, 7)), state)],
+        );
     }
 }
 
@@ -70,30 +88,16 @@ fn examples_run_without_entering_the_interpreter() {
 fn indrnn_of_any_length_runs_natively() {
     // Its projection kernel reads the dynamic-length sequence: compiled
     // with the sizes passed at run time, for every length.
-    let context = new_context().unwrap();
-    let source = example("indrnn.mlir");
-    let oracle = parse_module(&context, &source).unwrap();
-    let mut module = parse_module(&context, &source).unwrap();
-    let compiled = CpuModule::compile_with(&context, &mut module, &exact()).unwrap();
-    assert!(compiled.interpreted_kernels().is_empty());
-    assert_eq!(compiled.fallback(&module, "main"), None);
-    for length in [0, 1, 5] {
-        let args: Vec<Value> = random_inputs(&[&[length, 16, 64], &[64, 64], &[64]], length as u64)
-            .into_iter()
-            .map(Value::tensor)
-            .collect();
-        let mut state = StateStore::new();
-        state.insert("rnn.h", random(&[16, 64], 3));
-        let mut expected_state = state.clone();
-        let expected = Interpreter::new(&oracle)
-            .run("main", args.clone(), &mut expected_state)
-            .unwrap();
-        let before = runs_started();
-        let actual = compiled.run(&module, "main", args, &mut state).unwrap();
-        assert_eq!(runs_started(), before, "length {length}");
-        assert!(same_values(&expected, &actual), "length {length}");
-        assert!(same_state(&expected_state, &state), "length {length}");
-    }
+    let runs = [0, 1, 5]
+        .into_iter()
+        .map(|length| {
+            let mut state = StateStore::new();
+            state.insert("rnn.h", random(&[16, 64], 3));
+            let shapes: [&[usize]; 3] = [&[length, 16, 64], &[64, 64], &[64]];
+            (tensors(random_inputs(&shapes, length as u64)), state)
+        })
+        .collect();
+    runs_natively("indrnn.mlir", &example("indrnn.mlir"), runs);
 }
 
 #[test]
@@ -240,34 +244,21 @@ fn element_wise_kernels_of_dynamic_shape_run_flat() {
   %s = "meta.ternary"(%c, %m, %x) {kind = "select"} : (tensor<?x3xi1>, tensor<?x3xf32>, tensor<?x3xf32>) -> tensor<?x3xf32>
   return %s, %c : tensor<?x3xf32>, tensor<?x3xi1>
 }"#;
+    let runs = [0, 1, 7, 12_000]
+        .into_iter()
+        .map(|rows| {
+            (
+                tensors(random_inputs(&[&[rows, 3], &[rows, 3]], rows as u64)),
+                StateStore::new(),
+            )
+        })
+        .collect();
+    runs_natively("flat", source, runs);
     let context = new_context().unwrap();
-    let oracle = parse_module(&context, source).unwrap();
     let mut module = parse_module(&context, source).unwrap();
     let compiled = CpuModule::compile_with(&context, &mut module, &exact()).unwrap();
-    assert!(
-        compiled.interpreted_kernels().is_empty(),
-        "{:?}",
-        compiled.interpreted_kernels()
-    );
-    assert_eq!(compiled.fallback(&module, "main"), None);
-    for rows in [0, 1, 7, 12_000] {
-        let args: Vec<Value> = random_inputs(&[&[rows, 3], &[rows, 3]], rows as u64)
-            .into_iter()
-            .map(Value::tensor)
-            .collect();
-        let expected = Interpreter::new(&oracle)
-            .run("main", args.clone(), &mut StateStore::new())
-            .unwrap();
-        let actual = compiled
-            .run(&module, "main", args, &mut StateStore::new())
-            .unwrap();
-        assert!(same_values(&expected, &actual), "{rows} rows");
-    }
     // Operands that disagree: the interpreter's words.
-    let args = random_inputs(&[&[2, 3], &[4, 3]], 1)
-        .into_iter()
-        .map(Value::tensor)
-        .collect();
+    let args = tensors(random_inputs(&[&[2, 3], &[4, 3]], 1));
     let error = compiled
         .run(&module, "main", args, &mut StateStore::new())
         .unwrap_err()

@@ -26,12 +26,10 @@
 //! The plan is pure analysis of the IR: it needs no GPU and is tested
 //! without one.
 
-use jitc_dialect::{ops::string_attribute, verify::location_line, verify::op_name};
+use crate::host::{callee, describe};
+use jitc_dialect::{ops::string_attribute, verify::op_name};
 use jitc_interp::Value;
-use melior::ir::{
-    BlockLike, Module, OperationRef, RegionLike, ValueLike, attribute::FlatSymbolRefAttribute,
-    operation::OperationLike,
-};
+use melior::ir::{BlockLike, Module, OperationRef, RegionLike, ValueLike, operation::OperationLike};
 use std::collections::HashMap;
 
 /// A value of the plan.
@@ -77,20 +75,6 @@ struct Builder<'c, 'a> {
     functions: std::collections::BTreeMap<String, OperationRef<'c, 'a>>,
     lowered: &'a dyn Fn(&str) -> bool,
     plan: Plan,
-}
-
-fn describe(op: OperationRef) -> String {
-    match location_line(op.location()) {
-        Some(line) => format!("'{}' at line {line}", op_name(op)),
-        None => format!("'{}'", op_name(op)),
-    }
-}
-
-fn callee(op: OperationRef) -> Option<String> {
-    op.attribute("callee")
-        .ok()
-        .and_then(|a| FlatSymbolRefAttribute::try_from(a).ok())
-        .map(|a| a.value().to_owned())
 }
 
 impl Plan {
