@@ -268,3 +268,69 @@ fn element_wise_kernels_of_dynamic_shape_run_flat() {
         "{error}"
     );
 }
+
+/// A random element-wise program over arguments of one dynamic shape
+/// `tensor<?x{cols}x{element}>`: unary, binary, comparison and select ops.
+fn random_flat_program(rng: &mut Rng, cols: usize) -> String {
+    let t = format!("tensor<?x{cols}xf32>");
+    let b = format!("tensor<?x{cols}xi1>");
+    let mut text = format!("func.func @main(%a: {t}, %b: {t}, %c: {t}) -> ({t}, {b}) {{\n");
+    let mut values = vec!["%a".to_owned(), "%b".to_owned(), "%c".to_owned()];
+    let mut last_bool = None;
+    for i in 0..2 + rng.below(8) {
+        let pick = |rng: &mut Rng, values: &[String]| values[rng.below(values.len())].clone();
+        let (x, y) = (pick(rng, &values), pick(rng, &values));
+        let line = match rng.below(4) {
+            0 => {
+                let kind = rng.pick(&["neg", "abs", "exp", "tanh", "sqrt", "log", "floor"]);
+                format!("%v{i} = \"meta.unary\"({x}) {{kind = \"{kind}\"}} : ({t}) -> {t}")
+            }
+            1 | 2 => {
+                let kind = rng.pick(&["add", "sub", "mul", "div", "max", "min", "pow"]);
+                format!("%v{i} = \"meta.binary\"({x}, {y}) {{kind = \"{kind}\"}} : ({t}, {t}) -> {t}")
+            }
+            _ => {
+                let kind = rng.pick(&["lt", "ge", "eq", "ne"]);
+                text += &format!(
+                    "  %p{i} = \"meta.binary\"({x}, {y}) {{kind = \"{kind}\"}} : ({t}, {t}) -> {b}\n"
+                );
+                last_bool = Some(format!("%p{i}"));
+                format!(
+                    "%v{i} = \"meta.ternary\"(%p{i}, {x}, {y}) {{kind = \"select\"}} : ({b}, {t}, {t}) -> {t}"
+                )
+            }
+        };
+        text += &format!("  {line}\n");
+        values.push(format!("%v{i}"));
+    }
+    let condition = match last_bool {
+        Some(p) => p,
+        None => {
+            text += &format!("  %p = \"meta.binary\"(%a, %b) {{kind = \"lt\"}} : ({t}, {t}) -> {b}\n");
+            "%p".to_owned()
+        }
+    };
+    let result = values.last().expect("at least one op");
+    text += &format!("  return {result}, {condition} : {t}, {b}\n}}\n");
+    text
+}
+
+#[test]
+fn random_flat_programs_match_the_interpreter() {
+    for seed in 1..=40u64 {
+        let mut rng = Rng(seed * 104_729);
+        let cols = 1 + rng.below(4);
+        let source = random_flat_program(&mut rng, cols);
+        let runs = [0, 1 + rng.below(9), 12_000 + rng.below(100)]
+            .into_iter()
+            .map(|rows| {
+                let shape: &[usize] = &[rows, cols];
+                (
+                    tensors(random_inputs(&[shape, shape, shape], seed + rows as u64)),
+                    StateStore::new(),
+                )
+            })
+            .collect();
+        runs_natively(&format!("seed {seed}\n{source}"), &source, runs);
+    }
+}
