@@ -30,7 +30,10 @@ mod plan;
 
 pub use execute::{DeviceTensor, DeviceValue};
 
-use crate::{Error, Executor};
+use crate::{
+    Error, Executor,
+    host::{HostPlan, Kernels},
+};
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, PinnedHostSlice};
 use jitc_compiler::{GpuArch, GpuKernel, GpuOptions, PtxArtifact};
 use jitc_interp::{Interpreter, KernelRunner, StateStore, Value, ValueType};
@@ -202,6 +205,9 @@ pub enum Schedule {
         /// How many launches.
         launches: usize,
     },
+    /// As a host plan on the CPU (`crate::host`), a round trip to the GPU
+    /// per kernel call; the reason there is no device plan.
+    Host(String),
     /// In the interpreter, a round trip per kernel call; the reason.
     Interpreted(String),
 }
@@ -218,6 +224,8 @@ pub struct CudaModule {
     kernels: HashMap<String, Loaded>,
     ptx: PtxArtifact,
     plans: RefCell<HashMap<String, Rc<Result<Prepared, String>>>>,
+    /// Host plans of the functions without a device plan.
+    host_plans: RefCell<HashMap<String, Rc<Result<HostPlan, String>>>>,
 }
 
 impl CudaModule {
@@ -263,6 +271,7 @@ impl CudaModule {
             kernels,
             ptx,
             plans: RefCell::new(HashMap::new()),
+            host_plans: RefCell::new(HashMap::new()),
         })
     }
 
@@ -314,8 +323,35 @@ impl CudaModule {
             Ok(prepared) => Schedule::Device {
                 launches: prepared.plan.launches.len(),
             },
-            Err(reason) => Schedule::Interpreted(reason.clone()),
+            Err(reason) => match &*self.host_plan(module, name) {
+                Ok(_) => Schedule::Host(reason.clone()),
+                Err(_) => Schedule::Interpreted(reason.clone()),
+            },
         })
+    }
+
+    /// The host plan of function `name` of `module`, built on first use:
+    /// its host code on the CPU, its kernels on the GPU. `Err` says why
+    /// the function runs in the interpreter instead.
+    fn host_plan(&self, module: &Module, name: &str) -> Rc<Result<HostPlan, String>> {
+        if let Some(plan) = self.host_plans.borrow().get(name) {
+            return Rc::clone(plan);
+        }
+        let plan = Rc::new(HostPlan::build(module, name, &|kernel| {
+            if self.kernels.contains_key(kernel) {
+                return Ok(());
+            }
+            Err(self
+                .ptx
+                .skipped
+                .iter()
+                .find(|(skipped, _)| skipped == kernel)
+                .map_or_else(|| "it was not compiled".to_owned(), |(_, reason)| reason.clone()))
+        }));
+        self.host_plans
+            .borrow_mut()
+            .insert(name.to_owned(), Rc::clone(&plan));
+        plan
     }
 
     /// Runs function `name` of `module` (the module given to
@@ -330,9 +366,12 @@ impl CudaModule {
     ) -> Result<Vec<Value>, Error> {
         let prepared = self.prepared(module, name)?;
         let Ok(prepared) = &*prepared else {
-            return Ok(Interpreter::new(module)
-                .with_kernels(self)
-                .run(name, args, state)?);
+            return Ok(match &*self.host_plan(module, name) {
+                Ok(plan) => plan.run(self, args, state)?,
+                Err(_) => Interpreter::new(module)
+                    .with_kernels(self)
+                    .run(name, args, state)?,
+            });
         };
         let args: Vec<DeviceValue> = args.into_iter().map(DeviceValue::Host).collect();
         check_arguments(module, name, &args)?;
@@ -423,11 +462,22 @@ impl Executor for CudaModule {
 
     fn schedule_note(&self, module: &Module, function: &str) -> Option<String> {
         match self.schedule(module, function) {
+            Ok(Schedule::Host(reason)) => Some(format!(
+                "@{function} runs its host code on the CPU, one round trip to the GPU per kernel call: {reason}"
+            )),
             Ok(Schedule::Interpreted(reason)) => Some(format!(
                 "@{function} runs its host code in the interpreter, one round trip to the GPU per kernel call: {reason}"
             )),
             _ => None,
         }
+    }
+}
+
+/// A host plan's kernel calls: each a one-launch plan, a round trip.
+impl Kernels for CudaModule {
+    fn launch(&self, name: &str, args: &[Value]) -> Result<Vec<Value>, String> {
+        self.run_kernel(name, args)
+            .unwrap_or_else(|| Err(format!("kernel @{name} was not compiled for the GPU")))
     }
 }
 
