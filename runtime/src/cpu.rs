@@ -16,12 +16,23 @@ use melior::{Context, ir::Module};
 use rayon::prelude::*;
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex, OnceLock},
+    sync::{
+        Arc, Mutex, OnceLock,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Instant,
 };
 
 /// Kernels with fewer domain points than this run on one thread: handing
 /// out work would cost more than the work.
 pub const PARALLEL_MIN_ELEMENTS: usize = 1 << 15;
+
+/// A kernel is split across the worker threads only when a call is
+/// expected to take at least this long on one thread (nanoseconds): waking
+/// the workers costs tens of microseconds on this class of machine, so a
+/// shorter kernel runs faster alone (measured: IndRNN's 65,536-point step
+/// kernel takes 2 µs alone and 15 µs split).
+pub const SPLIT_MIN_NANOS: u64 = 50_000;
 
 /// Threads a kernel's outermost loop is split across: `JITC_NUM_THREADS`,
 /// or every core. Read once per process: every kernel call asks, and
@@ -142,6 +153,10 @@ pub struct CpuModule {
     /// Host plans by function, built on a function's first run; `Err` is
     /// why that function runs in the interpreter.
     plans: Mutex<HashMap<String, Arc<Result<HostPlan, String>>>>,
+    /// Per kernel, the fastest single-threaded call seen, in picoseconds
+    /// per domain point (0: none yet): whether splitting pays is decided
+    /// from it ([`SPLIT_MIN_NANOS`]).
+    speeds: HashMap<String, AtomicU64>,
 }
 
 impl CpuModule {
@@ -192,11 +207,7 @@ impl CpuModule {
             && let Some(parsed) = jitc_compiler::parse_module(context, &fused)
         {
             *module = parsed;
-            return Ok(Self {
-                kernels,
-                cache_hit: true,
-                plans: Mutex::default(),
-            });
+            return Ok(Self::new(kernels, true));
         }
         let kernels = Arc::new(jitc_compiler::compile_cpu(context, module, options, entry)?);
         if let Ok(mut cache) = cache().lock() {
@@ -209,11 +220,20 @@ impl CpuModule {
                 },
             );
         }
-        Ok(Self {
+        Ok(Self::new(kernels, false))
+    }
+
+    fn new(kernels: Arc<CpuArtifact>, cache_hit: bool) -> Self {
+        let speeds = kernels
+            .names()
+            .map(|name| (name.to_owned(), AtomicU64::new(0)))
+            .collect();
+        Self {
             kernels,
-            cache_hit: false,
+            cache_hit,
             plans: Mutex::default(),
-        })
+            speeds,
+        }
     }
 
     /// Whether the kernels came from the cache.
@@ -420,14 +440,33 @@ impl KernelRunner for CpuModule {
         pointers.push(status.as_mut_ptr().cast());
         let (outer, points) = work;
         let threads = thread_count().min(outer.max(1) as usize);
-        if signature.parallel && threads > 1 && points >= PARALLEL_MIN_ELEMENTS as u64 {
+        // A kernel that could be split runs alone until one call has shown
+        // how fast it is; it is split from then on when a call would take
+        // long enough for the workers' wake-up to pay.
+        let splittable = signature.parallel && threads > 1 && points >= PARALLEL_MIN_ELEMENTS as u64;
+        let speed = self.speeds.get(name).filter(|_| splittable);
+        let known = speed.map_or(0, |s| s.load(Ordering::Relaxed));
+        if known != 0 && known.saturating_mul(points) / 1000 >= SPLIT_MIN_NANOS {
             status = run_split(*function, &pointers, outer, threads);
         } else {
+            let start = speed.map(|_| Instant::now());
             // SAFETY: `pointers` holds one live buffer per argument and
             // result, shaped as the kernel was compiled for (checked above;
             // a dynamic argument's sizes follow the results), then the
             // zeroed status record; all outlive the call.
             unsafe { function(pointers.as_ptr(), 0, outer) };
+            if let (Some(speed), Some(start)) = (speed, start) {
+                let picos = (start.elapsed().as_nanos() as u64).saturating_mul(1000) / points.max(1);
+                // 0 is "not measured": the first measurement replaces it,
+                // later ones can only lower it.
+                let picos = picos.max(1);
+                if speed
+                    .compare_exchange(0, picos, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_err()
+                {
+                    speed.fetch_min(picos, Ordering::Relaxed);
+                }
+            }
         }
         if let Some(failure) = signature.failure(status) {
             return Some(Err(failure));

@@ -174,6 +174,9 @@ struct Executable<'c> {
     /// Entry guards checked natively before the host schedule runs (and
     /// taken out of `module`).
     entry: Vec<EntryGuard>,
+    /// Whether `module` still holds guards (on computed values), which can
+    /// fail after the run has taken its arguments.
+    computed_guards: bool,
 }
 
 /// Whether `check` holds for `args`.
@@ -196,6 +199,19 @@ fn holds(check: &ArgumentCheck, args: &[Value]) -> bool {
 }
 
 impl<'c> Executable<'c> {
+    /// The failure of the first entry guard that `args` break.
+    fn entry_failure(&self, args: &[Value]) -> Option<jitc_interp::Error> {
+        self.entry
+            .iter()
+            .find(|entry| !holds(&entry.check, args))
+            .map(|entry| jitc_interp::Error::GuardFailed {
+                id: entry.id,
+                reason: entry.reason.clone(),
+                line: None,
+                site: entry.site.clone(),
+            })
+    }
+
     fn run(
         &self,
         function: &str,
@@ -203,16 +219,20 @@ impl<'c> Executable<'c> {
         state: &mut StateStore,
         profile: Option<&mut Profile>,
     ) -> Result<Vec<Value>, jitc_interp::Error> {
-        for entry in &self.entry {
-            if !holds(&entry.check, &args) {
-                return Err(jitc_interp::Error::GuardFailed {
-                    id: entry.id,
-                    reason: entry.reason.clone(),
-                    line: None,
-                    site: entry.site.clone(),
-                });
-            }
+        if let Some(failure) = self.entry_failure(&args) {
+            return Err(failure);
         }
+        self.run_body(function, args, state, profile)
+    }
+
+    /// [`Self::run`] once the entry guards hold.
+    fn run_body(
+        &self,
+        function: &str,
+        args: Vec<Value>,
+        state: &mut StateStore,
+        profile: Option<&mut Profile>,
+    ) -> Result<Vec<Value>, jitc_interp::Error> {
         // A profiling run needs the interpreter, which records what the
         // profile holds; any other run of compiled kernels runs the host
         // plan.
@@ -268,6 +288,7 @@ impl<'c> Session<'c> {
                 kernels: None,
                 assumptions: Vec::new(),
                 entry: Vec::new(),
+                computed_guards: true,
             },
             options,
             profile: Profile::new(),
@@ -318,6 +339,8 @@ impl<'c> Session<'c> {
             kernels,
             assumptions,
             entry: Vec::new(),
+            // Generic: only `run`, which never needs to keep arguments.
+            computed_guards: true,
         })
     }
 
@@ -337,11 +360,15 @@ impl<'c> Session<'c> {
             let entry = take_entry_guards(self.context, &mut module, &self.function)?;
             (None, entry)
         };
+        let computed_guards = jitc_dialect::verify::collect_ops(module.as_operation())
+            .into_iter()
+            .any(|op| jitc_dialect::verify::op_name(op) == "meta.guard");
         Ok(Executable {
             module,
             kernels,
             assumptions,
             entry,
+            computed_guards,
         })
     }
 
@@ -423,13 +450,25 @@ impl<'c> Session<'c> {
             return self.run_generic_profiled(args, state);
         }
         let executable = self.specialized()?;
-        match executable.run(&self.function, args.clone(), state, None) {
+        // The arguments are kept for a fallback only while a guard can still
+        // fail: the entry guards are checked before the run takes them, so
+        // an executable without computed guards needs no copy.
+        let (outcome, kept) = if executable.computed_guards {
+            let outcome = executable.run(&self.function, args.clone(), state, None);
+            (outcome, Some(args))
+        } else if let Some(failure) = executable.entry_failure(&args) {
+            (Err(failure), Some(args))
+        } else {
+            (executable.run_body(&self.function, args, state, None), None)
+        };
+        match outcome {
             Err(jitc_interp::Error::GuardFailed {
                 id,
                 reason,
                 site: Some(site),
                 ..
-            }) => {
+            }) if kept.is_some() => {
+                let args = kept.expect("checked by the guard");
                 self.stats.guard_failures += 1;
                 self.stats.fallbacks += 1;
                 self.event(Event::Fallback {
