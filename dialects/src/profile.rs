@@ -24,7 +24,7 @@
 //!            "20:7": {"kind": "call", "callee": "cell", "calls": 96}}}
 //! ```
 
-use melior::ir::{Location, OperationRef, operation::OperationLike};
+use melior::ir::{BlockLike, Location, OperationRef, operation::OperationLike};
 use serde::{Deserialize, Serialize};
 use std::{collections::BTreeMap, fmt};
 
@@ -391,16 +391,29 @@ fn position(op: OperationRef) -> String {
     let mut path = Vec::new();
     let mut current = op;
     loop {
+        // Its index in its block, counted from the block's first op
+        // (melior 0.27's `previous_in_block` is not implemented: it panics).
         let mut index = 0;
-        let mut previous = current.previous_in_block();
-        while let Some(p) = previous {
+        let mut next = current.block().and_then(|b| b.first_operation());
+        while let Some(op) = next
+            && op != current
+        {
             index += 1;
-            previous = p.previous_in_block();
+            next = op.next_in_block();
         }
         path.push(index.to_string());
         let Some(parent) = current.parent_operation() else {
             break;
         };
+        if crate::verify::op_name(parent) != "func.func" {
+            // Which region of the parent the op is in (`scf.if`'s `then` or
+            // `else`).
+            let region = current.block().and_then(|b| b.parent_region());
+            let number = (0..parent.region_count())
+                .find(|&r| parent.region(r).ok() == region)
+                .unwrap_or(0);
+            path.push(number.to_string());
+        }
         if crate::verify::op_name(parent) == "func.func" {
             let name = parent
                 .attribute("sym_name")
@@ -549,5 +562,29 @@ mod tests {
             "site 3:5 differs: it is `if` in one and `loop` in the other"
         );
         assert_eq!(a, before, "a failed merge changes nothing");
+    }
+
+    #[test]
+    fn a_site_without_a_file_location_is_its_position() {
+        // An op with an unknown location (as passes create them) is named
+        // by its path in its function: `scf.if` is op 1 of @f's body, the
+        // second in the `then` region.
+        let context = crate::new_context().unwrap();
+        let source = r#"func.func @f(%c: i1) {
+  %z = arith.constant 0 : index loc(unknown)
+  scf.if %c {
+    %a = arith.constant 1 : index loc(unknown)
+    scf.if %c {
+    } loc(unknown)
+  } loc(unknown)
+  return
+}"#;
+        let module = melior::ir::Module::parse(&context, source).unwrap();
+        let ifs: Vec<String> = crate::verify::collect_ops(module.as_operation())
+            .into_iter()
+            .filter(|op| crate::verify::op_name(*op) == "scf.if")
+            .map(site_id)
+            .collect();
+        assert_eq!(ifs, ["@f/1", "@f/1.0.1"]);
     }
 }

@@ -76,6 +76,44 @@ pub trait KernelRunner {
     fn run_kernel(&self, name: &str, args: &[Value]) -> Option<Result<Vec<Value>, String>>;
 }
 
+/// What a profile records of a call's arguments, `declared_types` being
+/// the function's argument types as the profile spells them
+/// (`jitc_dialect::profile::argument_types`): shapes, and the values of
+/// scalars, indices and rank-0 tensors. Shared with the runtime's host
+/// plans, so both record the same facts.
+pub fn argument_profiles(declared_types: &[String], args: &[Value]) -> Vec<ArgumentProfile> {
+    args.iter()
+        .enumerate()
+        .map(|(i, arg)| {
+            let declared = declared_types.get(i).cloned().unwrap_or_default();
+            let scalar = |s: Scalar| match s {
+                Scalar::F32(x) => Observed::Float(x as f64),
+                Scalar::F64(x) => Observed::Float(x),
+                Scalar::I32(x) => Observed::Int(x as i64),
+                Scalar::I64(x) => Observed::Int(x),
+                Scalar::I1(x) => Observed::Int(x as i64),
+            };
+            match arg {
+                Value::Tensor(t) => ArgumentProfile {
+                    r#type: declared,
+                    shape: t.shape().iter().map(|&d| Some(d as u64)).collect(),
+                    value: t.shape().is_empty().then(|| scalar(t.get(0))),
+                },
+                Value::Scalar(s) => ArgumentProfile {
+                    r#type: declared,
+                    shape: Vec::new(),
+                    value: Some(scalar(*s)),
+                },
+                Value::Index(n) => ArgumentProfile {
+                    r#type: declared,
+                    shape: Vec::new(),
+                    value: Some(Observed::Int(*n)),
+                },
+            }
+        })
+        .collect()
+}
+
 /// Runs functions of one module.
 pub struct Interpreter<'c, 'a> {
     functions: BTreeMap<String, OperationRef<'c, 'a>>,
@@ -214,37 +252,7 @@ impl<'c, 'a> Interpreter<'c, 'a> {
 
     fn argument_profiles(&self, name: &str, args: &[Value]) -> Result<Vec<ArgumentProfile>, Error> {
         let declared_types = jitc_dialect::profile::argument_types(self.function(name)?);
-        Ok(args
-            .iter()
-            .enumerate()
-            .map(|(i, arg)| {
-                let declared = declared_types.get(i).cloned().unwrap_or_default();
-                let scalar = |s: Scalar| match s {
-                    Scalar::F32(x) => Observed::Float(x as f64),
-                    Scalar::F64(x) => Observed::Float(x),
-                    Scalar::I32(x) => Observed::Int(x as i64),
-                    Scalar::I64(x) => Observed::Int(x),
-                    Scalar::I1(x) => Observed::Int(x as i64),
-                };
-                match arg {
-                    Value::Tensor(t) => ArgumentProfile {
-                        r#type: declared,
-                        shape: t.shape().iter().map(|&d| Some(d as u64)).collect(),
-                        value: t.shape().is_empty().then(|| scalar(t.get(0))),
-                    },
-                    Value::Scalar(s) => ArgumentProfile {
-                        r#type: declared,
-                        shape: Vec::new(),
-                        value: Some(scalar(*s)),
-                    },
-                    Value::Index(n) => ArgumentProfile {
-                        r#type: declared,
-                        shape: Vec::new(),
-                        value: Some(Observed::Int(*n)),
-                    },
-                }
-            })
-            .collect())
+        Ok(argument_profiles(&declared_types, args))
     }
 
     fn run_with(

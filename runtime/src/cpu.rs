@@ -11,6 +11,7 @@ use crate::{
     host::{HostPlan, Kernels},
 };
 use jitc_compiler::{CodegenOptions, CpuArtifact, EntryGuard, KernelFn, KernelStatus, Slot};
+use jitc_dialect::profile::Profile;
 use jitc_interp::{Interpreter, KernelRunner, StateStore, Tensor, Value};
 use melior::{Context, ir::Module};
 use rayon::prelude::*;
@@ -302,6 +303,36 @@ impl CpuModule {
         Ok(self.run_host(module, name, args, state)?)
     }
 
+    /// [`Self::run`], also merging what the run observed into `profile`:
+    /// through the host plan when the function has one.
+    pub fn run_profiled(
+        &self,
+        module: &Module,
+        name: &str,
+        args: Vec<Value>,
+        state: &mut StateStore,
+        profile: &mut Profile,
+    ) -> Result<Vec<Value>, Error> {
+        Ok(self.run_host_profiled(module, name, args, state, profile)?)
+    }
+
+    /// [`Self::run_profiled`] with the interpreter's error type.
+    pub(crate) fn run_host_profiled(
+        &self,
+        module: &Module,
+        name: &str,
+        args: Vec<Value>,
+        state: &mut StateStore,
+        profile: &mut Profile,
+    ) -> Result<Vec<Value>, jitc_interp::Error> {
+        match self.plan(module, name).as_ref() {
+            Ok(plan) => plan.run_profiled(self, args, state, profile),
+            Err(_) => Interpreter::new(module)
+                .with_kernels(self)
+                .run_profiled(name, args, state, profile),
+        }
+    }
+
     /// [`Self::run`] with the interpreter's error type.
     pub(crate) fn run_host(
         &self,
@@ -337,6 +368,17 @@ impl Executor for CpuModule {
         state: &mut StateStore,
     ) -> Result<Vec<Value>, Error> {
         CpuModule::run(self, module, name, args, state)
+    }
+
+    fn run_profiled(
+        &self,
+        module: &Module,
+        name: &str,
+        args: Vec<Value>,
+        state: &mut StateStore,
+        profile: &mut Profile,
+    ) -> Result<Vec<Value>, Error> {
+        CpuModule::run_profiled(self, module, name, args, state, profile)
     }
 
     fn schedule_note(&self, module: &Module, function: &str) -> Option<String> {
@@ -380,7 +422,11 @@ impl KernelRunner for CpuModule {
         for slot in &signature.outputs {
             match slot {
                 Slot::Dynamic(_, element) if signature.flat => {
-                    let shape = flat_shape.unwrap_or_default().to_vec();
+                    let Some(shape) = flat_shape.map(<[usize]>::to_vec) else {
+                        return Some(Err(
+                            "a flat kernel has no tensor argument to take its shape from".into()
+                        ));
+                    };
                     match Tensor::for_overwrite(shape, *element) {
                         Ok(tensor) => outputs.push(tensor),
                         Err(message) => return Some(Err(message)),

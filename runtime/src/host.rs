@@ -48,6 +48,7 @@
 use jitc_dialect::{
     kinds::ElementType,
     ops::{GuardOp, StateReadOp, StateWriteOp, string_attribute},
+    profile::{Profile, site_id},
     verify::{location_line, op_name},
 };
 use jitc_interp::{ArithOp, Error, Scalar, Signature, StateStore, TensorOp, Value, ValueType};
@@ -70,11 +71,13 @@ pub(crate) trait Kernels {
     fn launch(&self, name: &str, args: &[Value]) -> Result<Vec<Value>, String>;
 }
 
-/// Where an op is, for its errors.
+/// Where an op is, for its errors, and its id in a profile.
 #[derive(Debug, Clone)]
 struct Site {
     op: String,
     line: Option<usize>,
+    /// `jitc_dialect::profile::site_id`.
+    id: String,
 }
 
 impl Site {
@@ -82,6 +85,7 @@ impl Site {
         Self {
             op: op_name(op),
             line: location_line(op.location()),
+            id: site_id(op),
         }
     }
 
@@ -139,6 +143,7 @@ enum Op {
         function: usize,
         args: Vec<usize>,
         to: Vec<usize>,
+        site: Site,
     },
     For {
         bounds: [usize; 3],
@@ -323,6 +328,8 @@ struct Function {
     name: String,
     site: Site,
     signature: Signature,
+    /// Its argument types as a profile spells them.
+    declared: Vec<String>,
     slots: usize,
     body: Block,
 }
@@ -344,6 +351,9 @@ struct Run<'s> {
     state: &'s StateStore,
     pending: Vec<(String, Value)>,
     depth: usize,
+    /// What this run observed, when profiling (the interpreter's facts:
+    /// branch directions, trip counts, callees).
+    profile: Option<Profile>,
 }
 
 fn key(value: melior::ir::Value) -> usize {
@@ -480,6 +490,45 @@ impl HostPlan {
         args: Vec<Value>,
         state: &mut StateStore,
     ) -> Result<Vec<Value>, Error> {
+        self.run_with(kernels, args, state, None)
+            .map(|(results, _)| results)
+    }
+
+    /// [`Self::run`], also merging into `profile` what the run observed,
+    /// as `Interpreter::run_profiled` does: the arguments, the direction of
+    /// every `scf.if`, the trip count of every loop and the callee of
+    /// every call of a function (not of a kernel). A run that fails
+    /// records nothing.
+    pub fn run_profiled(
+        &self,
+        kernels: &dyn Kernels,
+        args: Vec<Value>,
+        state: &mut StateStore,
+        profile: &mut Profile,
+    ) -> Result<Vec<Value>, Error> {
+        let entry = &self.functions[0];
+        let mut observed = Profile::new();
+        observed.runs = 1;
+        observed.record_entry(
+            &entry.name,
+            jitc_interp::argument_profiles(&entry.declared, &args),
+        );
+        let (results, observed) = self.run_with(kernels, args, state, Some(observed))?;
+        if let Some(observed) = observed {
+            profile
+                .merge(&observed)
+                .map_err(|e| Error::Arguments(format!("the profile is of another program: {e}")))?;
+        }
+        Ok(results)
+    }
+
+    fn run_with(
+        &self,
+        kernels: &dyn Kernels,
+        args: Vec<Value>,
+        state: &mut StateStore,
+        profile: Option<Profile>,
+    ) -> Result<(Vec<Value>, Option<Profile>), Error> {
         let entry = &self.functions[0];
         let inputs = &entry.signature.inputs;
         if args.len() != inputs.len() {
@@ -502,15 +551,17 @@ impl HostPlan {
             state,
             pending: Vec::new(),
             depth: 0,
+            profile,
         };
         let results = self.call(&mut run, kernels, 0, args)?;
         let pending = std::mem::take(&mut run.pending);
+        let profile = run.profile.take();
         for (name, value) in pending {
             if let Value::Tensor(tensor) = value {
                 state.insert(name, std::sync::Arc::unwrap_or_clone(tensor));
             }
         }
-        Ok(results)
+        Ok((results, profile))
     }
 
     fn call(
@@ -606,7 +657,11 @@ impl HostPlan {
                 function,
                 args: slots,
                 to,
+                site,
             } => {
+                if let Some(profile) = &mut run.profile {
+                    profile.record_call(site.id.clone(), &self.functions[*function].name);
+                }
                 let values = self.call(run, kernels, *function, args(frame, slots))?;
                 store(frame, to, values);
             }
@@ -625,7 +680,9 @@ impl HostPlan {
                     return Err(site.error(format!("step must be positive, got {step}")));
                 }
                 let mut carried = args(frame, inits);
+                let mut trips = 0;
                 while iv < upper {
+                    trips += 1;
                     let mut values = Vec::with_capacity(carried.len() + 1);
                     values.push(match &lower {
                         Value::Scalar(s) => Value::Scalar(Scalar::I64(iv).cast(s.element_type())),
@@ -640,6 +697,9 @@ impl HostPlan {
                         .checked_add(step)
                         .ok_or_else(|| site.error("induction variable overflows"))?;
                 }
+                if let Some(profile) = &mut run.profile {
+                    profile.record_loop(site.id.clone(), trips);
+                }
                 store(frame, to, carried);
             }
             Op::If {
@@ -650,6 +710,9 @@ impl HostPlan {
                 site,
             } => {
                 let taken = boolean(&get(frame, *condition)).map_err(|m| site.error(m))?;
+                if let Some(profile) = &mut run.profile {
+                    profile.record_branch(site.id.clone(), taken);
+                }
                 let block = if taken { then } else { otherwise };
                 match self.block(run, kernels, frame, block, Vec::new())? {
                     Flow::Yield(values) => store(frame, to, values),
@@ -664,15 +727,20 @@ impl HostPlan {
                 site,
             } => {
                 let mut values = args(frame, inits);
+                let mut trips = 0;
                 loop {
                     let (go, forwarded) = match self.block(run, kernels, frame, before, values)? {
                         Flow::Condition(go, forwarded) => (go, forwarded),
                         _ => return Err(site.error("'before' region does not end in scf.condition")),
                     };
                     if !go {
+                        if let Some(profile) = &mut run.profile {
+                            profile.record_loop(site.id.clone(), trips);
+                        }
                         store(frame, to, forwarded);
                         break;
                     }
+                    trips += 1;
                     values = match self.block(run, kernels, frame, after, forwarded)? {
                         Flow::Yield(values) => values,
                         _ => return Err(site.error("'after' region does not end in scf.yield")),
@@ -777,6 +845,7 @@ impl<'c, 'a> Builder<'c, 'a, '_> {
             name: name.to_owned(),
             site: Site::of(function),
             signature: signature(function)?,
+            declared: jitc_dialect::profile::argument_types(function),
             slots: slots.count,
             body,
         });
@@ -886,6 +955,7 @@ impl<'c, 'a> Builder<'c, 'a, '_> {
                         function: self.function(&callee)?,
                         args,
                         to: slots.results(op)?,
+                        site,
                     }
                 }
             }

@@ -29,6 +29,7 @@ pub mod session;
 pub use cpu::CpuModule;
 pub use session::{Event, Session, SessionOptions, Stats};
 
+use jitc_dialect::profile::Profile;
 use jitc_interp::{KernelRunner, StateStore, Value};
 use melior::ir::Module;
 
@@ -65,6 +66,17 @@ pub trait Executor: KernelRunner {
         name: &str,
         args: Vec<Value>,
         state: &mut StateStore,
+    ) -> Result<Vec<Value>, Error>;
+
+    /// [`Self::run`], also merging into `profile` what the run observed
+    /// (what `Interpreter::run_profiled` records).
+    fn run_profiled(
+        &self,
+        module: &Module,
+        name: &str,
+        args: Vec<Value>,
+        state: &mut StateStore,
+        profile: &mut Profile,
     ) -> Result<Vec<Value>, Error>;
 
     /// Why `function`'s host code cannot run natively on the device, when

@@ -233,14 +233,13 @@ impl<'c> Executable<'c> {
         state: &mut StateStore,
         profile: Option<&mut Profile>,
     ) -> Result<Vec<Value>, jitc_interp::Error> {
-        // A profiling run needs the interpreter, which records what the
-        // profile holds; any other run of compiled kernels runs the host
-        // plan.
+        // Compiled kernels run under the host plan, which also records
+        // what a profile holds; without them, the interpreter runs all.
         match (&self.kernels, profile) {
             (Some(kernels), None) => kernels.run_host(&self.module, function, args, state),
-            (Some(kernels), Some(profile)) => Interpreter::new(&self.module)
-                .with_kernels(kernels)
-                .run_profiled(function, args, state, profile),
+            (Some(kernels), Some(profile)) => {
+                kernels.run_host_profiled(&self.module, function, args, state, profile)
+            }
             (None, Some(profile)) => {
                 Interpreter::new(&self.module).run_profiled(function, args, state, profile)
             }

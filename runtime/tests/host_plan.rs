@@ -9,6 +9,7 @@
 //!   interpreter.
 
 use jitc_compiler::{CodegenOptions, DiagnosticCollector, MathMode, new_context, parse_module};
+use jitc_dialect::profile::Profile;
 use jitc_interp::{Interpreter, StateStore, Tensor, Value, runs_started};
 use jitc_runtime::CpuModule;
 use jitc_test_support::{Match, Rng, STATIC_EXAMPLES, example, random, random_host_program, random_inputs};
@@ -153,11 +154,20 @@ fn check(source: &str, seed: u64, runs: usize) -> (usize, usize) {
         let seq = random(&[length, 4], seed * 13 + run as u64);
         let args = vec![Value::tensor(x), Value::Index(n), Value::tensor(seq)];
         let mut expected_state = state.clone();
-        let expected = Interpreter::new(&oracle).run("main", args.clone(), &mut expected_state);
+        // Profiled on both sides: the plan records what the interpreter
+        // does (branches, trip counts, callees, arguments).
+        let (mut expected_profile, mut actual_profile) = (Profile::new(), Profile::new());
+        let expected = Interpreter::new(&oracle).run_profiled(
+            "main",
+            args.clone(),
+            &mut expected_state,
+            &mut expected_profile,
+        );
         let before = runs_started();
-        let actual = compiled.run(&module, "main", args, &mut state);
+        let actual = compiled.run_profiled(&module, "main", args, &mut state, &mut actual_profile);
         assert_eq!(runs_started(), before, "seed {seed}: entered the interpreter");
         let case = format!("seed {seed}, run {run}, n = {n}\n{source}");
+        assert_eq!(expected_profile, actual_profile, "{case}");
         match (expected, actual) {
             (Ok(expected), Ok(actual)) => {
                 successes += 1;
@@ -333,4 +343,34 @@ fn random_flat_programs_match_the_interpreter() {
             .collect();
         runs_natively(&format!("seed {seed}\n{source}"), &source, runs);
     }
+}
+
+#[test]
+fn a_speculating_session_never_enters_the_interpreter() {
+    // Its profiling calls record through the host plan, its specialized
+    // executable checks entry guards natively, and a call that breaks one
+    // falls back to the generic executable's plan.
+    use jitc_runtime::{Session, SessionOptions};
+    let context = new_context().unwrap();
+    let options = SessionOptions {
+        speculate: true,
+        codegen: exact(),
+        ..SessionOptions::default()
+    };
+    let mut session = Session::new(&context, &example("indrnn.mlir"), "main", options).unwrap();
+    let mut state = StateStore::new();
+    state.insert("rnn.h", random(&[16, 64], 3));
+    let before = runs_started();
+    for length in [3, 3, 3, 3, 3, 5, 3] {
+        let shapes: [&[usize]; 3] = [&[length, 16, 64], &[64, 64], &[64]];
+        session
+            .call(tensors(random_inputs(&shapes, length as u64)), &mut state)
+            .unwrap();
+    }
+    assert_eq!(runs_started(), before, "{:?}", session.stats());
+    assert!(
+        session.stats().specialized > 0 && session.stats().fallbacks > 0,
+        "{:?}",
+        session.stats()
+    );
 }

@@ -267,9 +267,7 @@ fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
                 check_profile(&load_profile(path)?, path, function, &program.module)?;
             }
             let mut profile = Profile::new();
-            let results = interpreter
-                .run_profiled(function, inputs, &mut state, &mut profile)
-                .map_err(|e| e.to_string())?;
+            let results = program.run_profiled(function, inputs, &mut state, &mut profile)?;
             // Another process may have merged into the file meanwhile:
             // merge this run into what it holds now.
             merge_into_profile(path, &profile)?;
@@ -383,6 +381,25 @@ impl<'c> Program<'c> {
             None => self
                 .interpreter()
                 .run(function, args, state)
+                .map_err(|e| e.to_string()),
+        }
+    }
+
+    /// [`Self::run`], also merging what the run observed into `profile`.
+    pub fn run_profiled(
+        &self,
+        function: &str,
+        args: Vec<Value>,
+        state: &mut StateStore,
+        profile: &mut Profile,
+    ) -> Result<Vec<Value>, String> {
+        match &self.compiled {
+            Some(compiled) => compiled
+                .run_profiled(&self.module, function, args, state, profile)
+                .map_err(|e| e.to_string()),
+            None => self
+                .interpreter()
+                .run_profiled(function, args, state, profile)
                 .map_err(|e| e.to_string()),
         }
     }

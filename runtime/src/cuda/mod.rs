@@ -36,6 +36,7 @@ use crate::{
 };
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, PinnedHostSlice};
 use jitc_compiler::{GpuArch, GpuKernel, GpuOptions, PtxArtifact};
+use jitc_dialect::profile::Profile;
 use jitc_interp::{Interpreter, KernelRunner, StateStore, Value, ValueType};
 use melior::{Context, ir::Module};
 use plan::{Launch as Step, Operand, Plan};
@@ -458,6 +459,24 @@ impl Executor for CudaModule {
         state: &mut StateStore,
     ) -> Result<Vec<Value>, Error> {
         CudaModule::run(self, module, name, args, state)
+    }
+
+    /// Profiling runs keep the host code on the CPU: a host plan, or the
+    /// interpreter, with the kernels on the GPU.
+    fn run_profiled(
+        &self,
+        module: &Module,
+        name: &str,
+        args: Vec<Value>,
+        state: &mut StateStore,
+        profile: &mut Profile,
+    ) -> Result<Vec<Value>, Error> {
+        Ok(match &*self.host_plan(module, name) {
+            Ok(plan) => plan.run_profiled(self, args, state, profile)?,
+            Err(_) => Interpreter::new(module)
+                .with_kernels(self)
+                .run_profiled(name, args, state, profile)?,
+        })
     }
 
     fn schedule_note(&self, module: &Module, function: &str) -> Option<String> {
