@@ -8,7 +8,7 @@
 
 use crate::{
     Error, Executor,
-    host::{HostPlan, Kernels},
+    host::{HostPlan, Kernels, compiled_or_skipped},
 };
 use jitc_compiler::{CodegenOptions, CpuArtifact, EntryGuard, KernelFn, KernelStatus, Slot};
 use jitc_dialect::profile::Profile;
@@ -269,15 +269,7 @@ impl CpuModule {
             return Arc::clone(plan);
         }
         let plan = Arc::new(HostPlan::build(module, name, &|kernel| {
-            if self.kernels.get(kernel).is_some() {
-                return Ok(());
-            }
-            Err(self
-                .kernels
-                .skipped
-                .iter()
-                .find(|(skipped, _)| skipped == kernel)
-                .map_or_else(|| "it was not compiled".to_owned(), |(_, reason)| reason.clone()))
+            compiled_or_skipped(self.kernels.get(kernel).is_some(), &self.kernels.skipped, kernel)
         }));
         plans.insert(name.to_owned(), Arc::clone(&plan));
         plan

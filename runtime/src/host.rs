@@ -360,6 +360,22 @@ fn key(value: melior::ir::Value) -> usize {
     value.to_raw().ptr as usize
 }
 
+/// Whether kernel `name` was compiled, for [`HostPlan::build`]: `Err` is
+/// the reason the compiler gave in `skipped` for leaving it out.
+pub(crate) fn compiled_or_skipped(
+    compiled: bool,
+    skipped: &[(String, String)],
+    name: &str,
+) -> Result<(), String> {
+    if compiled {
+        return Ok(());
+    }
+    Err(skipped
+        .iter()
+        .find(|(kernel, _)| kernel == name)
+        .map_or_else(|| "it was not compiled".to_owned(), |(_, reason)| reason.clone()))
+}
+
 /// `'op' at line N`, for messages.
 pub(crate) fn describe(op: OperationRef) -> String {
     match location_line(op.location()) {

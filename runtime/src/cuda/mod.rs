@@ -32,7 +32,7 @@ pub use execute::{DeviceTensor, DeviceValue};
 
 use crate::{
     Error, Executor,
-    host::{HostPlan, Kernels},
+    host::{HostPlan, Kernels, compiled_or_skipped},
 };
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, PinnedHostSlice};
 use jitc_compiler::{GpuArch, GpuKernel, GpuOptions, PtxArtifact};
@@ -339,15 +339,7 @@ impl CudaModule {
             return Rc::clone(plan);
         }
         let plan = Rc::new(HostPlan::build(module, name, &|kernel| {
-            if self.kernels.contains_key(kernel) {
-                return Ok(());
-            }
-            Err(self
-                .ptx
-                .skipped
-                .iter()
-                .find(|(skipped, _)| skipped == kernel)
-                .map_or_else(|| "it was not compiled".to_owned(), |(_, reason)| reason.clone()))
+            compiled_or_skipped(self.kernels.contains_key(kernel), &self.ptx.skipped, kernel)
         }));
         self.host_plans
             .borrow_mut()
