@@ -59,12 +59,8 @@ fuzz_target!(|data: &[u8]| {
             }
             (expected, actual) => panic!("interpreter: {expected:?}\nhost plan: {actual:?}\nfor n = {n}\n{source}"),
         }
-        let (e, a): (Vec<_>, Vec<_>) = (expected_state.iter().collect(), state.iter().collect());
         assert!(
-            e.len() == a.len()
-                && e.iter()
-                    .zip(&a)
-                    .all(|((en, et), (an, at))| en == an && Match::Identical.tensors(et, at)),
+            Match::Identical.states(&expected_state, &state),
             "committed state differs for n = {n}\n{source}"
         );
     });

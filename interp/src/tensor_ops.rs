@@ -84,13 +84,6 @@ fn tensor(value: &Value) -> Result<Arc<Tensor>, String> {
     }
 }
 
-fn index(value: &Value) -> Result<i64, String> {
-    match value {
-        Value::Index(i) => Ok(*i),
-        other => Err(format!("expected an index, got {other}")),
-    }
-}
-
 impl TensorOp {
     /// The op's result on `args`; `Err` says why there is none.
     pub fn apply(&self, args: &[Value]) -> Result<Value, String> {
@@ -98,7 +91,7 @@ impl TensorOp {
         let arg = |i: usize| args.get(i).ok_or_else(|| format!("missing operand {i}"));
         let value = match name {
             "tensor.dim" => {
-                let (source, dim) = (tensor(arg(0)?)?, index(arg(1)?)?);
+                let (source, dim) = (tensor(arg(0)?)?, arg(1)?.index()?);
                 let size = usize::try_from(dim)
                     .ok()
                     .and_then(|d| source.shape().get(d))
@@ -112,7 +105,7 @@ impl TensorOp {
             }
             "tensor.extract" => {
                 let source = tensor(arg(0)?)?;
-                let index: Vec<i64> = args[1..].iter().map(index).collect::<Result<_, _>>()?;
+                let index: Vec<i64> = args[1..].iter().map(Value::index).collect::<Result<_, _>>()?;
                 let position = position(&index, source.shape()).ok_or_else(|| {
                     format!("index {index:?} is out of bounds for shape {:?}", source.shape())
                 })?;
@@ -129,7 +122,7 @@ impl TensorOp {
                         Some(n) => Ok(n),
                         None => dynamic
                             .next()
-                            .map(|v| index(v).map(|n| n.max(0) as usize))
+                            .map(|v| v.index().map(|n| n.max(0) as usize))
                             .unwrap_or(Ok(0)),
                     })
                     .collect::<Result<_, _>>()?;
@@ -196,7 +189,7 @@ impl TensorOp {
             values
                 .iter()
                 .map(|&v| match v {
-                    DYNAMIC => index(dynamic.next().ok_or("missing a dynamic operand")?),
+                    DYNAMIC => dynamic.next().ok_or("missing a dynamic operand")?.index(),
                     v => Ok(v),
                 })
                 .collect()

@@ -32,8 +32,30 @@ impl Value {
         Self::Tensor(Arc::new(tensor))
     }
 
+    /// The value as an index: an index or an integer scalar; `Err` in the
+    /// interpreter's words.
+    pub fn index(&self) -> Result<i64, String> {
+        match self {
+            Value::Index(i) => Ok(*i),
+            Value::Scalar(s) if !s.element_type().is_float() => Ok(s.as_i64()),
+            other => Err(format!("expected an index, got {other}")),
+        }
+    }
+
+    /// The value as a condition: an `i1` scalar or a one-element `i1`
+    /// tensor; `Err` in the interpreter's words.
+    pub fn condition(&self) -> Result<bool, String> {
+        match self {
+            Value::Scalar(Scalar::I1(b)) => Ok(*b),
+            Value::Tensor(t) if t.element_type() == ElementType::I1 && t.len() == 1 => {
+                Ok(t.get(0).is_nonzero())
+            }
+            other => Err(format!("expected an i1, got {other}")),
+        }
+    }
+
     /// An index of the same kind as `self` (used for induction variables).
-    pub(crate) fn clone_as_index(&self, value: i64) -> Value {
+    pub fn clone_as_index(&self, value: i64) -> Value {
         match self {
             Value::Scalar(s) => Value::Scalar(Scalar::I64(value).cast(s.element_type())),
             _ => Value::Index(value),
@@ -133,20 +155,12 @@ impl fmt::Display for ValueType {
 
 /// The integer in an `index` or integer scalar.
 pub(crate) fn as_index(op: OperationRef, value: &Value) -> Result<i64, Error> {
-    match value {
-        Value::Index(i) => Ok(*i),
-        Value::Scalar(s) if !s.element_type().is_float() => Ok(s.as_i64()),
-        other => Err(eval_error(op, format!("expected an index, got {other}"))),
-    }
+    value.index().map_err(|message| eval_error(op, message))
 }
 
 /// The condition in an `i1` scalar or a one-element `i1` tensor.
 pub(crate) fn as_bool(op: OperationRef, value: &Value) -> Result<bool, Error> {
-    match value {
-        Value::Scalar(Scalar::I1(b)) => Ok(*b),
-        Value::Tensor(t) if t.element_type() == ElementType::I1 && t.len() == 1 => Ok(t.get(0).is_nonzero()),
-        other => Err(eval_error(op, format!("expected an i1, got {other}"))),
-    }
+    value.condition().map_err(|message| eval_error(op, message))
 }
 
 /// The declared type of result `index`.

@@ -292,7 +292,7 @@ impl CpuModule {
         args: Vec<Value>,
         state: &mut StateStore,
     ) -> Result<Vec<Value>, Error> {
-        Ok(self.run_host(module, name, args, state)?)
+        Ok(self.run_host(module, name, args, state, None)?)
     }
 
     /// [`Self::run`], also merging what the run observed into `profile`:
@@ -305,37 +305,25 @@ impl CpuModule {
         state: &mut StateStore,
         profile: &mut Profile,
     ) -> Result<Vec<Value>, Error> {
-        Ok(self.run_host_profiled(module, name, args, state, profile)?)
+        Ok(self.run_host(module, name, args, state, Some(profile))?)
     }
 
-    /// [`Self::run_profiled`] with the interpreter's error type.
-    pub(crate) fn run_host_profiled(
-        &self,
-        module: &Module,
-        name: &str,
-        args: Vec<Value>,
-        state: &mut StateStore,
-        profile: &mut Profile,
-    ) -> Result<Vec<Value>, jitc_interp::Error> {
-        match self.plan(module, name).as_ref() {
-            Ok(plan) => plan.run_profiled(self, args, state, profile),
-            Err(_) => Interpreter::new(module)
-                .with_kernels(self)
-                .run_profiled(name, args, state, profile),
-        }
-    }
-
-    /// [`Self::run`] with the interpreter's error type.
+    /// [`Self::run`], or [`Self::run_profiled`] with a `profile`, with the
+    /// interpreter's error type.
     pub(crate) fn run_host(
         &self,
         module: &Module,
         name: &str,
         args: Vec<Value>,
         state: &mut StateStore,
+        profile: Option<&mut Profile>,
     ) -> Result<Vec<Value>, jitc_interp::Error> {
-        match self.plan(module, name).as_ref() {
-            Ok(plan) => plan.run(self, args, state),
-            Err(_) => Interpreter::new(module).with_kernels(self).run(name, args, state),
+        let interpreter = || Interpreter::new(module).with_kernels(self);
+        match (self.plan(module, name).as_ref(), profile) {
+            (Ok(plan), None) => plan.run(self, args, state),
+            (Ok(plan), Some(profile)) => plan.run_profiled(self, args, state, profile),
+            (Err(_), None) => interpreter().run(name, args, state),
+            (Err(_), Some(profile)) => interpreter().run_profiled(name, args, state, profile),
         }
     }
 }

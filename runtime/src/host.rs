@@ -46,12 +46,11 @@
 //! profile needs.
 
 use jitc_dialect::{
-    kinds::ElementType,
     ops::{GuardOp, StateReadOp, StateWriteOp, string_attribute},
     profile::{Profile, site_id},
     verify::{location_line, op_name},
 };
-use jitc_interp::{ArithOp, Error, Scalar, Signature, StateStore, TensorOp, Value, ValueType};
+use jitc_interp::{ArithOp, Error, Signature, StateStore, TensorOp, Value, ValueType};
 use melior::ir::{
     BlockLike, BlockRef, Module, OperationRef, RegionLike, ValueLike,
     attribute::{FlatSymbolRefAttribute, TypeAttribute},
@@ -627,7 +626,7 @@ impl HostPlan {
             End::Return(slots) => Flow::Return(values(frame, slots)),
             End::Yield(slots) => Flow::Yield(values(frame, slots)),
             End::Condition(condition, slots, site) => {
-                let go = boolean(&get(frame, *condition)).map_err(|m| site.error(m))?;
+                let go = get(frame, *condition).condition().map_err(|m| site.error(m))?;
                 Flow::Condition(go, values(frame, slots))
             }
         })
@@ -690,7 +689,7 @@ impl HostPlan {
             } => {
                 let lower = get(frame, bounds[0]);
                 let [first, upper, step] = [bounds[0], bounds[1], bounds[2]]
-                    .map(|s| index(&get(frame, s)).map_err(|m| site.error(m)));
+                    .map(|s| get(frame, s).index().map_err(|m| site.error(m)));
                 let (mut iv, upper, step) = (first?, upper?, step?);
                 if step <= 0 {
                     return Err(site.error(format!("step must be positive, got {step}")));
@@ -700,10 +699,7 @@ impl HostPlan {
                 while iv < upper {
                     trips += 1;
                     let mut values = Vec::with_capacity(carried.len() + 1);
-                    values.push(match &lower {
-                        Value::Scalar(s) => Value::Scalar(Scalar::I64(iv).cast(s.element_type())),
-                        _ => Value::Index(iv),
-                    });
+                    values.push(lower.clone_as_index(iv));
                     values.extend(carried);
                     carried = match self.block(run, kernels, frame, body, values)? {
                         Flow::Yield(values) => values,
@@ -725,7 +721,7 @@ impl HostPlan {
                 to,
                 site,
             } => {
-                let taken = boolean(&get(frame, *condition)).map_err(|m| site.error(m))?;
+                let taken = get(frame, *condition).condition().map_err(|m| site.error(m))?;
                 if let Some(profile) = &mut run.profile {
                     profile.record_branch(site.id.clone(), taken);
                 }
@@ -770,7 +766,7 @@ impl HostPlan {
                 site_name,
                 site,
             } => {
-                if !boolean(&get(frame, *condition)).map_err(|m| site.error(m))? {
+                if !get(frame, *condition).condition().map_err(|m| site.error(m))? {
                     return Err(Error::GuardFailed {
                         id: *id,
                         reason: reason.clone(),
@@ -811,24 +807,6 @@ fn get(frame: &[Option<Value>], slot: usize) -> Value {
     frame[slot]
         .clone()
         .expect("the plan defines every slot before it is read")
-}
-
-/// `as_index` of the interpreter.
-fn index(value: &Value) -> Result<i64, String> {
-    match value {
-        Value::Index(i) => Ok(*i),
-        Value::Scalar(s) if !s.element_type().is_float() => Ok(s.as_i64()),
-        other => Err(format!("expected an index, got {other}")),
-    }
-}
-
-/// `as_bool` of the interpreter.
-fn boolean(value: &Value) -> Result<bool, String> {
-    match value {
-        Value::Scalar(Scalar::I1(b)) => Ok(*b),
-        Value::Tensor(t) if t.element_type() == ElementType::I1 && t.len() == 1 => Ok(t.get(0).is_nonzero()),
-        other => Err(format!("expected an i1, got {other}")),
-    }
 }
 
 impl<'c, 'a> Builder<'c, 'a, '_> {

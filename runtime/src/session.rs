@@ -236,10 +236,7 @@ impl<'c> Executable<'c> {
         // Compiled kernels run under the host plan, which also records
         // what a profile holds; without them, the interpreter runs all.
         match (&self.kernels, profile) {
-            (Some(kernels), None) => kernels.run_host(&self.module, function, args, state),
-            (Some(kernels), Some(profile)) => {
-                kernels.run_host_profiled(&self.module, function, args, state, profile)
-            }
+            (Some(kernels), profile) => kernels.run_host(&self.module, function, args, state, profile),
             (None, Some(profile)) => {
                 Interpreter::new(&self.module).run_profiled(function, args, state, profile)
             }

@@ -84,7 +84,8 @@ fn differ(
             }
             (Ok(a), Ok(b))
                 if Match::for_math(math == MathMode::Exact).values(a, &b)
-                    && states_match(&interpreted_state, &compiled_state, math) =>
+                    && Match::for_math(math == MathMode::Exact)
+                        .states(&interpreted_state, &compiled_state) =>
             {
                 None
             }
@@ -92,14 +93,6 @@ fn differ(
             (a, b) => Some(format!("{mode}: interpreter: {a:?}\ncompiled: {b:?}")),
         }
     })
-}
-
-fn states_match(a: &StateStore, b: &StateStore, math: MathMode) -> bool {
-    let tolerance = Match::for_math(math == MathMode::Exact);
-    a.iter().count() == b.iter().count()
-        && a.iter()
-            .zip(b.iter())
-            .all(|((ka, va), (kb, vb))| ka == kb && tolerance.tensors(va, vb))
 }
 
 /// A seed that failed once, named so that it runs whatever proptest's

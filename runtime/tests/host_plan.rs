@@ -21,23 +21,6 @@ fn exact() -> CodegenOptions {
     }
 }
 
-fn same_values(expected: &[Value], actual: &[Value]) -> bool {
-    expected.len() == actual.len()
-        && expected.iter().zip(actual).all(|(e, a)| match (e, a) {
-            (Value::Tensor(e), Value::Tensor(a)) => Match::Identical.tensors(e, a),
-            (Value::Index(e), Value::Index(a)) => e == a,
-            _ => false,
-        })
-}
-
-fn same_state(expected: &StateStore, actual: &StateStore) -> bool {
-    let (e, a): (Vec<_>, Vec<_>) = (expected.iter().collect(), actual.iter().collect());
-    e.len() == a.len()
-        && e.iter()
-            .zip(&a)
-            .all(|((en, et), (an, at))| en == an && Match::Identical.tensors(et, at))
-}
-
 /// Compiles `source` (which must run natively) and runs `@main` on each of
 /// `runs` (arguments and state) as a host plan and in the interpreter;
 /// panics on any difference or if the plan enters the interpreter.
@@ -61,8 +44,11 @@ fn runs_natively(what: &str, source: &str, runs: Vec<(Vec<Value>, StateStore)>) 
             before,
             "{what}, run {run}: entered the interpreter"
         );
-        assert!(same_values(&expected, &actual), "{what}, run {run}");
-        assert!(same_state(&expected_state, &state), "{what}, run {run}");
+        assert!(Match::Identical.values(&expected, &actual), "{what}, run {run}");
+        assert!(
+            Match::Identical.states(&expected_state, &state),
+            "{what}, run {run}"
+        );
     }
 }
 
@@ -123,7 +109,7 @@ fn a_function_without_a_plan_says_why_and_still_runs() {
         .run(&module, "main", vec![x], &mut StateStore::new())
         .unwrap();
     let expected = Tensor::parse_literal("f32=-1").unwrap();
-    assert!(same_values(&[Value::tensor(expected)], &y));
+    assert!(Match::Identical.values(&[Value::tensor(expected)], &y));
     assert_eq!(
         compiled.fallback(&module, "nope").as_deref(),
         Some("there is no function @nope")
@@ -171,7 +157,7 @@ fn check(source: &str, seed: u64, runs: usize) -> (usize, usize) {
         match (expected, actual) {
             (Ok(expected), Ok(actual)) => {
                 successes += 1;
-                assert!(same_values(&expected, &actual), "{case}");
+                assert!(Match::Identical.values(&expected, &actual), "{case}");
             }
             (Err(expected), Err(actual)) => {
                 failures += 1;
@@ -189,7 +175,7 @@ fn check(source: &str, seed: u64, runs: usize) -> (usize, usize) {
                 actual.map(|_| "results")
             ),
         }
-        assert!(same_state(&expected_state, &state), "{case}");
+        assert!(Match::Identical.states(&expected_state, &state), "{case}");
     }
     (successes, failures)
 }

@@ -12,7 +12,7 @@
 mod host;
 
 pub use host::random_host_program;
-use jitc_interp::{Scalar, Tensor, Value};
+use jitc_interp::{Scalar, StateStore, Tensor, Value};
 use std::path::PathBuf;
 
 /// A source of random choices: [`Rng`] for seeded tests, or a fuzzer's
@@ -140,6 +140,14 @@ impl Match {
                 (Value::Scalar(x), Value::Scalar(y)) => self.scalars(*x, *y),
                 _ => x == y,
             })
+    }
+
+    /// Whether two state stores hold the same names with matching tensors.
+    pub fn states(self, a: &StateStore, b: &StateStore) -> bool {
+        a.iter().count() == b.iter().count()
+            && a.iter()
+                .zip(b.iter())
+                .all(|((ka, va), (kb, vb))| ka == kb && self.tensors(va, vb))
     }
 
     /// Whether two tensors match.
