@@ -50,7 +50,7 @@ pub use error::Error;
 pub use guards::{ArgumentCheck, EntryGuard, take_entry_guards};
 pub use jitc_dialect::profile::Profile;
 pub use lower::{
-    Buffer as Slot, CheckedAccess, KernelSignature, KernelStatus, MathMode,
+    Buffer as Slot, CheckedAccess, DynamicSizes, Extent, KernelSignature, KernelStatus, MathMode, SizeSource,
     gpu::{FillLaunch, GpuKernel, Launch},
 };
 pub use pipelines::{OptimizeOptions, Pipeline, optimize};

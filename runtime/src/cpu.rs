@@ -8,9 +8,11 @@
 
 use crate::{
     Error, Executor,
-    host::{HostPlan, Kernels, compiled_or_skipped},
+    host::{Compiled, HostPlan, Kernels, compiled_or_skipped, run_or_interpret},
 };
-use jitc_compiler::{CodegenOptions, CpuArtifact, EntryGuard, KernelFn, KernelStatus, Slot};
+use jitc_compiler::{
+    CodegenOptions, CpuArtifact, DynamicSizes, EntryGuard, Extent, KernelFn, KernelStatus, SizeSource, Slot,
+};
 use jitc_dialect::profile::Profile;
 use jitc_interp::{Interpreter, KernelRunner, StateStore, Tensor, Value};
 use melior::{Context, ir::Module};
@@ -111,6 +113,45 @@ fn run_split(function: KernelFn, pointers: &[*mut u8], outer: i64, parts: usize)
         .into_iter()
         .find(|status| status[0] != 0)
         .unwrap_or_default()
+}
+
+/// The sizes of a call of a kernel over a dynamic domain, from its
+/// arguments `args`: the domain's, then each output's, as the kernel reads
+/// them ([`jitc_compiler::KernelSignature::sizes_slot`]). `None` when the
+/// call cannot run natively: the sources of a size disagree (two values of
+/// the domain's type have different sizes), a size is negative, or a tensor
+/// of these sizes would be more than one may hold. The interpreter then
+/// runs the call, which gives the exact result or error.
+fn call_sizes(sizes: &DynamicSizes, args: &[Value]) -> Option<Vec<i64>> {
+    let read = |source: &SizeSource| -> Option<i64> {
+        match (source, args) {
+            (SizeSource::Dim { input, dim }, args) => match args.get(*input)? {
+                Value::Tensor(tensor) => tensor.shape().get(*dim).map(|&n| n as i64),
+                _ => None,
+            },
+            (SizeSource::Index { input }, args) => match args.get(*input)? {
+                Value::Index(i) => Some(*i),
+                _ => None,
+            },
+        }
+    };
+    let extent = |extent: &Extent| -> Option<usize> {
+        match extent {
+            Extent::Static(n) => Some(*n),
+            Extent::Dynamic(sources) => {
+                let first = read(sources.first()?)?;
+                let agree = sources[1..].iter().all(|s| read(s) == Some(first));
+                (agree && first >= 0).then_some(first as usize)
+            }
+        }
+    };
+    let mut all = Vec::new();
+    for shape in std::iter::once(&sizes.domain).chain(&sizes.outputs) {
+        let shape: Vec<usize> = shape.iter().map(extent).collect::<Option<_>>()?;
+        jitc_interp::tensor::checked_len(&shape).ok()?;
+        all.extend(shape.iter().map(|&n| n as i64));
+    }
+    Some(all)
 }
 
 /// A cached compilation: the fused module's text and its kernels.
@@ -248,6 +289,11 @@ impl CpuModule {
         &self.kernels.skipped
     }
 
+    /// The calling convention of compiled kernel `kernel`.
+    pub fn signature(&self, kernel: &str) -> Option<&jitc_compiler::KernelSignature> {
+        self.kernels.get(kernel).map(|(_, signature)| signature)
+    }
+
     /// The optimized LLVM IR of the kernels.
     pub fn llvm_ir(&self) -> &str {
         &self.kernels.llvm_ir
@@ -269,7 +315,14 @@ impl CpuModule {
             return Arc::clone(plan);
         }
         let plan = Arc::new(HostPlan::build(module, name, &|kernel| {
-            compiled_or_skipped(self.kernels.get(kernel).is_some(), &self.kernels.skipped, kernel)
+            let compiled = self
+                .kernels
+                .get(kernel)
+                .map(|(_, signature)| match signature.sizes {
+                    Some(_) => Compiled::MayDecline,
+                    None => Compiled::Always,
+                });
+            compiled_or_skipped(compiled, &self.kernels.skipped, kernel)
         }));
         plans.insert(name.to_owned(), Arc::clone(&plan));
         plan
@@ -320,8 +373,7 @@ impl CpuModule {
     ) -> Result<Vec<Value>, jitc_interp::Error> {
         let interpreter = || Interpreter::new(module).with_kernels(self);
         match (self.plan(module, name).as_ref(), profile) {
-            (Ok(plan), None) => plan.run(self, args, state),
-            (Ok(plan), Some(profile)) => plan.run_profiled(self, args, state, profile),
+            (Ok(plan), profile) => run_or_interpret(plan, self, self, module, name, args, state, profile),
             (Err(_), None) => interpreter().run(name, args, state),
             (Err(_), Some(profile)) => interpreter().run_profiled(name, args, state, profile),
         }
@@ -329,9 +381,8 @@ impl CpuModule {
 }
 
 impl Kernels for CpuModule {
-    fn launch(&self, name: &str, args: &[Value]) -> Result<Vec<Value>, String> {
+    fn launch(&self, name: &str, args: &[Value]) -> Option<Result<Vec<Value>, String>> {
         self.run_kernel(name, args)
-            .unwrap_or_else(|| Err(format!("kernel @{name} was not compiled")))
     }
 }
 
@@ -398,9 +449,34 @@ impl KernelRunner for CpuModule {
             let elements = flat_shape.map_or(0, |s| s.iter().product::<usize>());
             work = (elements as i64, elements as u64);
         }
+        // A kernel over a dynamic domain: its sizes, read from the
+        // arguments; the interpreter runs a call they do not fit.
+        let mut sizes: Vec<i64> = Vec::new();
+        let mut output_shapes: Vec<Vec<usize>> = Vec::new();
+        if let Some(dynamic) = &signature.sizes {
+            sizes = call_sizes(dynamic, args)?;
+            let rank = dynamic.domain.len();
+            let domain = &sizes[..rank];
+            work = (
+                domain.get(dynamic.split).copied().unwrap_or(1),
+                domain.iter().map(|&n| n as u64).product(),
+            );
+            let mut rest = &sizes[rank..];
+            for output in &dynamic.outputs {
+                let (mine, tail) = rest.split_at(output.len());
+                output_shapes.push(mine.iter().map(|&n| n as usize).collect());
+                rest = tail;
+            }
+        }
         let mut outputs: Vec<Tensor> = Vec::with_capacity(signature.outputs.len());
-        for slot in &signature.outputs {
+        for (j, slot) in signature.outputs.iter().enumerate() {
             match slot {
+                Slot::Dynamic(_, element) if signature.sizes.is_some() => {
+                    match Tensor::for_overwrite(output_shapes[j].clone(), *element) {
+                        Ok(tensor) => outputs.push(tensor),
+                        Err(message) => return Some(Err(message)),
+                    }
+                }
                 Slot::Dynamic(_, element) if signature.flat => {
                     let Some(shape) = flat_shape.map(<[usize]>::to_vec) else {
                         return Some(Err(
@@ -463,6 +539,9 @@ impl KernelRunner for CpuModule {
         for shape in &mut shapes {
             pointers.push(shape.as_mut_ptr().cast());
         }
+        if signature.sizes.is_some() {
+            pointers.push(sizes.as_mut_ptr().cast());
+        }
         pointers.push(status.as_mut_ptr().cast());
         let (outer, points) = work;
         let threads = thread_count().min(outer.max(1) as usize);
@@ -478,8 +557,9 @@ impl KernelRunner for CpuModule {
             let start = speed.map(|_| Instant::now());
             // SAFETY: `pointers` holds one live buffer per argument and
             // result, shaped as the kernel was compiled for (checked above;
-            // a dynamic argument's sizes follow the results), then the
-            // zeroed status record; all outlive the call.
+            // a dynamic argument's sizes follow the results, then a dynamic
+            // domain's sizes, which every source agreed on), then the zeroed
+            // status record; all outlive the call.
             unsafe { function(pointers.as_ptr(), 0, outer) };
             if let (Some(speed), Some(start)) = (speed, start) {
                 let picos = (start.elapsed().as_nanos() as u64).saturating_mul(1000) / points.max(1);

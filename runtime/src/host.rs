@@ -66,8 +66,64 @@ pub(crate) const MAX_CALL_DEPTH: usize = 256;
 /// Runs kernels for a plan.
 pub(crate) trait Kernels {
     /// Runs kernel `name` on `args`; `Err` is the reason it failed (the
-    /// plan adds the kernel's name and line).
-    fn launch(&self, name: &str, args: &[Value]) -> Result<Vec<Value>, String>;
+    /// plan adds the kernel's name and line). `None` when this call cannot
+    /// run natively (a kernel over a dynamic domain whose sizes do not fit
+    /// it): the run stops with [`Stop::Interpret`].
+    fn launch(&self, name: &str, args: &[Value]) -> Option<Result<Vec<Value>, String>>;
+}
+
+/// Why a run of a plan stopped before its end.
+#[derive(Debug)]
+pub(crate) enum Stop {
+    /// It failed, as the interpreter would have.
+    Failed(Error),
+    /// A kernel call could not run natively; nothing was committed, and
+    /// the function must run in the interpreter instead
+    /// ([`run_or_interpret`]).
+    Interpret,
+}
+
+impl From<Error> for Stop {
+    fn from(error: Error) -> Self {
+        Stop::Failed(error)
+    }
+}
+
+/// Runs `plan` (function `name` of `module`) on `args`, profiling into
+/// `profile` when given; when one of its kernel calls cannot run natively,
+/// runs the function again from the start in the interpreter, with the
+/// kernels of `runner`. The first run committed nothing, so the second
+/// sees the same state.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_or_interpret(
+    plan: &HostPlan,
+    kernels: &dyn Kernels,
+    runner: &dyn jitc_interp::KernelRunner,
+    module: &Module,
+    name: &str,
+    args: Vec<Value>,
+    state: &mut StateStore,
+    profile: Option<&mut Profile>,
+) -> Result<Vec<Value>, Error> {
+    // The plan owns its arguments (it frees each after its last use), so
+    // they are kept for a second run only when one may be needed.
+    let retry = plan.may_interpret.then(|| args.clone());
+    let interpreter = || jitc_interp::Interpreter::new(module).with_kernels(runner);
+    let retry = || retry.unwrap_or_default();
+    let stopped = match profile {
+        None => match plan.run(kernels, args, state) {
+            Err(Stop::Interpret) => return interpreter().run(name, retry(), state),
+            other => other,
+        },
+        Some(profile) => match plan.run_profiled(kernels, args, state, profile) {
+            Err(Stop::Interpret) => return interpreter().run_profiled(name, retry(), state, profile),
+            other => other,
+        },
+    };
+    stopped.map_err(|stop| match stop {
+        Stop::Failed(error) => error,
+        Stop::Interpret => unreachable!("handled above"),
+    })
 }
 
 /// Where an op is, for its errors, and its id in a profile.
@@ -337,6 +393,9 @@ struct Function {
 #[derive(Debug)]
 pub(crate) struct HostPlan {
     functions: Vec<Function>,
+    /// Some kernel of the plan may decline a call ([`Kernels::launch`]
+    /// returns `None`), so a run may stop with [`Stop::Interpret`].
+    may_interpret: bool,
 }
 
 enum Flow {
@@ -359,15 +418,26 @@ fn key(value: melior::ir::Value) -> usize {
     value.to_raw().ptr as usize
 }
 
-/// Whether kernel `name` was compiled, for [`HostPlan::build`]: `Err` is
-/// the reason the compiler gave in `skipped` for leaving it out.
+/// How a compiled kernel runs, for [`HostPlan::build`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Compiled {
+    /// Natively, every call.
+    Always,
+    /// Natively when the call's sizes fit the kernel (a kernel over a
+    /// dynamic domain); [`Kernels::launch`] declines the others.
+    MayDecline,
+}
+
+/// Whether kernel `name` was compiled (`Some`: how it runs), for
+/// [`HostPlan::build`]: `Err` is the reason the compiler gave in `skipped`
+/// for leaving it out.
 pub(crate) fn compiled_or_skipped(
-    compiled: bool,
+    compiled: Option<Compiled>,
     skipped: &[(String, String)],
     name: &str,
-) -> Result<(), String> {
-    if compiled {
-        return Ok(());
+) -> Result<Compiled, String> {
+    if let Some(compiled) = compiled {
+        return Ok(compiled);
     }
     Err(skipped
         .iter()
@@ -425,7 +495,9 @@ fn signature(function: OperationRef) -> Result<Signature, String> {
 /// Builds the plans of one module's functions.
 struct Builder<'c, 'a, 'k> {
     functions: BTreeMap<String, OperationRef<'c, 'a>>,
-    compiled: &'k dyn Fn(&str) -> Result<(), String>,
+    compiled: &'k dyn Fn(&str) -> Result<Compiled, String>,
+    /// Whether some kernel reached so far may decline a call.
+    may_interpret: bool,
     /// Plan functions by name, in the order they were reached.
     numbers: HashMap<String, usize>,
     plan: Vec<Option<Function>>,
@@ -483,10 +555,11 @@ impl HostPlan {
     pub fn build(
         module: &Module,
         name: &str,
-        compiled: &dyn Fn(&str) -> Result<(), String>,
+        compiled: &dyn Fn(&str) -> Result<Compiled, String>,
     ) -> Result<Self, String> {
         let mut builder = Builder {
             functions: jitc_dialect::ops::functions(module.body()),
+            may_interpret: false,
             compiled,
             numbers: HashMap::new(),
             plan: Vec::new(),
@@ -494,6 +567,7 @@ impl HostPlan {
         builder.function(name)?;
         Ok(Self {
             functions: builder.plan.into_iter().flatten().collect(),
+            may_interpret: builder.may_interpret,
         })
     }
 
@@ -504,7 +578,7 @@ impl HostPlan {
         kernels: &dyn Kernels,
         args: Vec<Value>,
         state: &mut StateStore,
-    ) -> Result<Vec<Value>, Error> {
+    ) -> Result<Vec<Value>, Stop> {
         self.run_with(kernels, args, state, None)
             .map(|(results, _)| results)
     }
@@ -520,7 +594,7 @@ impl HostPlan {
         args: Vec<Value>,
         state: &mut StateStore,
         profile: &mut Profile,
-    ) -> Result<Vec<Value>, Error> {
+    ) -> Result<Vec<Value>, Stop> {
         let entry = &self.functions[0];
         let mut observed = Profile::new();
         observed.runs = 1;
@@ -530,9 +604,11 @@ impl HostPlan {
         );
         let (results, observed) = self.run_with(kernels, args, state, Some(observed))?;
         if let Some(observed) = observed {
-            profile
-                .merge(&observed)
-                .map_err(|e| Error::Arguments(format!("the profile is of another program: {e}")))?;
+            profile.merge(&observed).map_err(|e| {
+                Stop::Failed(Error::Arguments(format!(
+                    "the profile is of another program: {e}"
+                )))
+            })?;
         }
         Ok(results)
     }
@@ -543,7 +619,7 @@ impl HostPlan {
         args: Vec<Value>,
         state: &mut StateStore,
         profile: Option<Profile>,
-    ) -> Result<(Vec<Value>, Option<Profile>), Error> {
+    ) -> Result<(Vec<Value>, Option<Profile>), Stop> {
         let entry = &self.functions[0];
         let inputs = &entry.signature.inputs;
         if args.len() != inputs.len() {
@@ -552,14 +628,16 @@ impl HostPlan {
                 entry.name,
                 inputs.len(),
                 args.len()
-            )));
+            ))
+            .into());
         }
         for (i, (want, got)) in inputs.iter().zip(&args).enumerate() {
             if !want.accepts(got) {
                 return Err(Error::Arguments(format!(
                     "argument {i} of @{} must be {want}, got {got}",
                     entry.name
-                )));
+                ))
+                .into());
             }
         }
         let mut run = Run {
@@ -585,12 +663,13 @@ impl HostPlan {
         kernels: &dyn Kernels,
         number: usize,
         args: Vec<Value>,
-    ) -> Result<Vec<Value>, Error> {
+    ) -> Result<Vec<Value>, Stop> {
         let function = &self.functions[number];
         if run.depth >= MAX_CALL_DEPTH {
             return Err(function
                 .site
-                .error(format!("calls nest deeper than {MAX_CALL_DEPTH}")));
+                .error(format!("calls nest deeper than {MAX_CALL_DEPTH}"))
+                .into());
         }
         run.depth += 1;
         let mut frame: Vec<Option<Value>> = vec![None; function.slots];
@@ -598,7 +677,7 @@ impl HostPlan {
         run.depth -= 1;
         match flow? {
             Flow::Return(values) => Ok(values),
-            _ => Err(function.site.error("body does not end in func.return")),
+            _ => Err(function.site.error("body does not end in func.return").into()),
         }
     }
 
@@ -609,7 +688,7 @@ impl HostPlan {
         frame: &mut [Option<Value>],
         block: &Block,
         args: Vec<Value>,
-    ) -> Result<Flow, Error> {
+    ) -> Result<Flow, Stop> {
         for (&slot, arg) in block.params.iter().zip(args) {
             frame[slot] = Some(arg);
         }
@@ -638,7 +717,7 @@ impl HostPlan {
         kernels: &dyn Kernels,
         frame: &mut [Option<Value>],
         op: &Op,
-    ) -> Result<(), Error> {
+    ) -> Result<(), Stop> {
         let args = |frame: &[Option<Value>], slots: &[usize]| -> Vec<Value> {
             slots.iter().map(|&s| get(frame, s)).collect()
         };
@@ -665,6 +744,7 @@ impl HostPlan {
             } => {
                 let values = kernels
                     .launch(name, &args(frame, slots))
+                    .ok_or(Stop::Interpret)?
                     .map_err(|m| site.error(format!("kernel @{name}: {m}")))?;
                 store(frame, to, values);
             }
@@ -692,7 +772,7 @@ impl HostPlan {
                     .map(|s| get(frame, s).index().map_err(|m| site.error(m)));
                 let (mut iv, upper, step) = (first?, upper?, step?);
                 if step <= 0 {
-                    return Err(site.error(format!("step must be positive, got {step}")));
+                    return Err(site.error(format!("step must be positive, got {step}")).into());
                 }
                 let mut carried = args(frame, inits);
                 let mut trips = 0;
@@ -703,7 +783,7 @@ impl HostPlan {
                     values.extend(carried);
                     carried = match self.block(run, kernels, frame, body, values)? {
                         Flow::Yield(values) => values,
-                        _ => return Err(site.error("body does not end in scf.yield")),
+                        _ => return Err(site.error("body does not end in scf.yield").into()),
                     };
                     iv = iv
                         .checked_add(step)
@@ -728,7 +808,7 @@ impl HostPlan {
                 let block = if taken { then } else { otherwise };
                 match self.block(run, kernels, frame, block, Vec::new())? {
                     Flow::Yield(values) => store(frame, to, values),
-                    _ => return Err(site.error("region does not end in scf.yield")),
+                    _ => return Err(site.error("region does not end in scf.yield").into()),
                 }
             }
             Op::While {
@@ -743,7 +823,7 @@ impl HostPlan {
                 loop {
                     let (go, forwarded) = match self.block(run, kernels, frame, before, values)? {
                         Flow::Condition(go, forwarded) => (go, forwarded),
-                        _ => return Err(site.error("'before' region does not end in scf.condition")),
+                        _ => return Err(site.error("'before' region does not end in scf.condition").into()),
                     };
                     if !go {
                         if let Some(profile) = &mut run.profile {
@@ -755,7 +835,7 @@ impl HostPlan {
                     trips += 1;
                     values = match self.block(run, kernels, frame, after, forwarded)? {
                         Flow::Yield(values) => values,
-                        _ => return Err(site.error("'after' region does not end in scf.yield")),
+                        _ => return Err(site.error("'after' region does not end in scf.yield").into()),
                     };
                 }
             }
@@ -772,7 +852,8 @@ impl HostPlan {
                         reason: reason.clone(),
                         line: site.line,
                         site: site_name.clone(),
-                    });
+                    }
+                    .into());
                 }
             }
             Op::StateRead {
@@ -792,7 +873,7 @@ impl HostPlan {
             Op::StateWrite { name, value, site } => {
                 let value = get(frame, *value);
                 if !matches!(value, Value::Tensor(_)) {
-                    return Err(site.error(format!("operand 0 is {value}, not a tensor")));
+                    return Err(site.error(format!("operand 0 is {value}, not a tensor")).into());
                 }
                 run.pending.push((name.clone(), value));
             }
@@ -935,8 +1016,12 @@ impl<'c, 'a> Builder<'c, 'a, '_> {
                     .ok_or_else(|| format!("{} calls @{callee}, which is not defined", describe(op)))?;
                 let args = slots.operands(op)?;
                 if target.has_attribute("meta.fused") {
-                    if let Err(reason) = (self.compiled)(&callee) {
-                        return Err(format!("kernel @{callee} runs in the interpreter: {reason}"));
+                    match (self.compiled)(&callee) {
+                        Err(reason) => {
+                            return Err(format!("kernel @{callee} runs in the interpreter: {reason}"));
+                        }
+                        Ok(Compiled::MayDecline) => self.may_interpret = true,
+                        Ok(Compiled::Always) => {}
                     }
                     Op::Kernel {
                         name: callee,

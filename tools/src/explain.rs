@@ -94,5 +94,16 @@ fn host_schedules(context: &Context, args: &ExplainArgs) -> Result<String, Strin
         };
         text.push_str(&line);
     }
+    // Kernels over a dynamic domain run natively when their sizes fit.
+    for (name, function) in jitc_dialect::ops::functions(module.body()) {
+        if function.has_attribute("meta.fused")
+            && compiled.signature(&name).is_some_and(|s| s.sizes.is_some())
+        {
+            text.push_str(&format!(
+                "  kernel @{name}: sizes read at each call; a call whose sizes disagree (two values of \
+                 the domain's type with different sizes) runs in the interpreter\n"
+            ));
+        }
+    }
     Ok(text)
 }

@@ -38,8 +38,8 @@
 //! safety net, not semantics: the schedule's bounds checks
 //! ([`super::index`]) already make every index of a reindex valid or
 //! select its `overflow_value`, so a failed check means a compiler bug.
-//! Every buffer has a static element count: kernels with a dynamic shape
-//! are never lowered (see [`super::signature`]).
+//! A buffer with dynamic dimensions is checked against the product of its
+//! sizes at run time.
 //!
 //! One unsigned comparison `offset <u len` covers both ends (a negative
 //! offset is a huge unsigned one). When it fails, the access is not made:
@@ -114,8 +114,42 @@ pub(super) struct Dynamic<'c, 'a> {
     pub(super) r#type: String,
 }
 
-/// A kernel result: its data pointer, shape and element type.
-pub(super) type Output<'c, 'a> = (Value<'c, 'a>, Vec<usize>, ElementType);
+/// A kernel result: its data pointer, shape and element type, and what is
+/// known of it at run time only when it has dynamic dimensions (the static
+/// `shape` then holds 0 for each of them).
+pub(super) struct Output<'c, 'a> {
+    pub(super) pointer: Value<'c, 'a>,
+    pub(super) shape: Vec<usize>,
+    pub(super) element: ElementType,
+    pub(super) dynamic: Option<Dynamic<'c, 'a>>,
+}
+
+impl<'c, 'a> Output<'c, 'a> {
+    /// A result of static `shape`.
+    pub(super) fn fixed(pointer: Value<'c, 'a>, shape: Vec<usize>, element: ElementType) -> Self {
+        Self {
+            pointer,
+            shape,
+            element,
+            dynamic: None,
+        }
+    }
+
+    /// The check of an access by `op` of this result, number `j`, in the
+    /// bounds-checked mode.
+    pub(super) fn check(
+        &self,
+        status: &Status<'_, 'c, 'a>,
+        op: OperationRef,
+        store: bool,
+        j: usize,
+    ) -> Option<Check<'c, 'a>> {
+        match &self.dynamic {
+            Some(dynamic) => status.check_dynamic(op, store, format!("result {j}"), dynamic),
+            None => status.check_tensor(op, store, format!("result {j}"), &self.shape, self.element),
+        }
+    }
+}
 
 /// The identity of a kernel value, for maps keyed by value.
 pub(super) fn key(value: Value) -> usize {
@@ -319,15 +353,16 @@ impl<'c, 'a> Status<'_, 'c, 'a> {
         self.check(op, store, buffer, r#type, shape.iter().product())
     }
 
-    /// [`Self::check_tensor`] of a tensor argument with dynamic dimensions:
-    /// its element count is the product of its sizes at run time.
+    /// [`Self::check_tensor`] of a tensor with dynamic dimensions: its
+    /// element count is the product of its sizes at run time.
     pub(super) fn check_dynamic(
         &self,
         op: OperationRef,
+        store: bool,
         buffer: String,
         dynamic: &Dynamic<'c, 'a>,
     ) -> Option<Check<'c, 'a>> {
-        let mut check = self.check(op, false, buffer, dynamic.r#type.clone(), 0)?;
+        let mut check = self.check(op, store, buffer, dynamic.r#type.clone(), 0)?;
         check.extents = Some(dynamic.extents.clone());
         Some(check)
     }

@@ -161,16 +161,9 @@ impl<'c, 'a> Emitter<'c, 'a> {
         IntegerType::new(self.context, 1).into()
     }
 
-    /// An `scf.for` from 0 to `extent` with no loop-carried values; returns
-    /// an emitter for its body (ended by `scf.yield` through [`Self::finish`])
-    /// and the induction variable.
-    pub fn for_loop(&self, extent: i64) -> Result<(Emitter<'c, 'a>, Value<'c, 'a>), Error> {
-        let (zero, upper) = (self.index(0)?, self.index(extent)?);
-        self.for_range(zero, upper)
-    }
-
-    /// An `scf.for` from `lower` to `upper` (index values), step 1; as
-    /// [`Self::for_loop`].
+    /// An `scf.for` from `lower` to `upper` (index values), step 1, with no
+    /// loop-carried values; returns an emitter for its body (ended by
+    /// `scf.yield` through [`Self::finish`]) and the induction variable.
     pub fn for_range(
         &self,
         lower: Value<'c, '_>,
@@ -249,7 +242,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
             .build()
             .map_err(|_| failed("scf.if"))?;
         self.block.append_operation(op);
-        // SAFETY: as in `for_loop`.
+        // SAFETY: as in `for_carried`.
         let then_block: BlockRef<'c, 'a> = unsafe { BlockRef::from_raw(then_block.to_raw()) };
         Ok(Emitter {
             block: then_block,

@@ -349,7 +349,7 @@ fn outputs_of<'c, 'a>(
         .iter()
         .enumerate()
         .map(|(j, output)| match output {
-            Buffer::Tensor(shape, element) => Ok((values[inputs + j], shape.clone(), *element)),
+            Buffer::Tensor(shape, element) => Ok(Output::fixed(values[inputs + j], shape.clone(), *element)),
             _ => Err(Error::Lowering(
                 "a kernel returns an index or a dynamic tensor".into(),
             )),

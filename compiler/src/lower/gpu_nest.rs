@@ -85,6 +85,7 @@ pub(super) fn emit_gpu_kernel<'c, 'a>(
         outputs,
         status,
         domain,
+        None,
         schedule,
         None,
         math,
@@ -160,13 +161,13 @@ pub(super) fn emit_gpu_fill<'c, 'a>(
             continue;
         };
         let kind = reduce.kind().ok_or_else(|| error("unknown reduction"))?;
-        let (pointer, shape, element) = &outputs[j];
-        let total = shape.iter().product::<usize>() as i64;
+        let output = &outputs[j];
+        let total = output.shape.iter().product::<usize>() as i64;
         let inside = top.cmpi(6, point, top.index(total)?)?;
         let then = top.if_then(inside)?;
-        let value = identity(&then, kind, *element)?;
-        let check = status.check_tensor(reduce.operation(), true, format!("result {j}"), shape, *element);
-        store_at(&then, *pointer, point, value, *element, check)?;
+        let value = identity(&then, kind, output.element)?;
+        let check = output.check(&status, reduce.operation(), true, j);
+        store_at(&then, output.pointer, point, value, output.element, check)?;
         then.finish()?;
     }
     Ok(())

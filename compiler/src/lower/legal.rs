@@ -6,9 +6,10 @@
 //! Invariants:
 //! - [`check`] accepts exactly what [`super::point`] emits:
 //!   `meta.reindex`, `meta.reindex_reduce`, `meta.unary`, `meta.binary`,
-//!   `meta.ternary`, splat `arith.constant`s and `func.return`, all of
-//!   static shape;
-//! - [`check_gpu`] accepts a subset of it: no `sin`, `cos`, `erf` or
+//!   `meta.ternary`, splat `arith.constant`s and `func.return` (of static
+//!   or dynamic shape: [`super::shapes`] says whether the sizes of a
+//!   dynamic kernel can be known before the call);
+//! - [`check_gpu`] accepts a subset of it: static shapes only, no `sin`, `cos`, `erf` or
 //!   `pow`, and `exp`, `log`, `tanh` and `sigmoid` only where they are
 //!   polynomials ([`super::poly`]: f32 under `--math fast`).
 //!
@@ -49,6 +50,16 @@ pub(super) fn check(kernel: OperationRef) -> Result<(), String> {
             "arith.constant" if crate::fusion::kind_of(op) == crate::fusion::NodeKind::Constant => {}
             other => return Err(format!("'{other}' in a kernel is not lowered yet")),
         }
+    }
+    Ok(())
+}
+
+/// Whether some op of the kernel has a result of dynamic shape.
+fn dynamic_results(kernel: OperationRef) -> Result<bool, String> {
+    let body = body_of(kernel)?;
+    let mut next = body.first_operation();
+    while let Some(op) = next {
+        next = op.next_in_block();
         for result in op.results() {
             if let Some(tensor) = tensor_type(result.into())
                 && (0..tensor.rank()).any(|d| {
@@ -56,13 +67,12 @@ pub(super) fn check(kernel: OperationRef) -> Result<(), String> {
                         .dim_size(d)
                         .is_ok_and(|s| s == melior::ir::r#type::DimSize::Dynamic)
                 })
-                && flat(kernel).is_err()
             {
-                return Err("dynamic shapes are not lowered yet, except in element-wise kernels".into());
+                return Ok(true);
             }
         }
     }
-    Ok(())
+    Ok(false)
 }
 
 fn body_of<'c, 'a>(kernel: OperationRef<'c, 'a>) -> Result<melior::ir::BlockRef<'c, 'a>, String> {
@@ -75,7 +85,9 @@ fn body_of<'c, 'a>(kernel: OperationRef<'c, 'a>) -> Result<melior::ir::BlockRef<
 
 /// Whether the kernel can be lowered flat (one loop over the elements of
 /// its dynamic domain): only element-wise ops and splat constants, every
-/// argument and result of the domain's shape. `Err` says why not.
+/// argument and result of the domain's shape. `Err` says why not (the
+/// kernel is then lowered as a loop nest over sizes read at run time;
+/// see [`super::shapes`]).
 pub(super) fn flat(kernel: OperationRef) -> Result<(), String> {
     let body = body_of(kernel)?;
     let mut next = body.first_operation();
@@ -84,7 +96,7 @@ pub(super) fn flat(kernel: OperationRef) -> Result<(), String> {
         match op_name(op).as_str() {
             "meta.unary" | "meta.binary" | "meta.ternary" | "func.return" => {}
             "arith.constant" if crate::fusion::kind_of(op) == crate::fusion::NodeKind::Constant => {}
-            _ => return Err("dynamic shapes are not lowered yet, except in element-wise kernels".into()),
+            _ => return Err("the kernel is not element-wise".into()),
         }
     }
     Ok(())
@@ -104,6 +116,9 @@ pub(super) fn check_gpu(kernel: OperationRef, math: MathMode) -> Result<(), Stri
     });
     if dynamic_argument {
         return Err("arguments of dynamic shape are not lowered for the GPU yet".into());
+    }
+    if dynamic_results(kernel)? {
+        return Err("dynamic shapes are not lowered for the GPU yet".into());
     }
     let body = kernel
         .region(0)

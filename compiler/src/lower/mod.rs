@@ -44,8 +44,14 @@
 //! The semantics are the interpreter's (`docs/semantics.md`). The loop order
 //! keeps the order of the dimensions every float `add`/`mul` reduction folds
 //! over, so each output folds its inputs in the interpreter's row-major
-//! order and results are bit-identical. Kernels with a dynamic domain are
-//! not lowered yet.
+//! order and results are bit-identical.
+//!
+//! A kernel over a dynamic domain is lowered flat when it is element-wise
+//! ([`KernelSignature::flat`]: one loop over the elements), and otherwise
+//! as the same loop nest with its sizes read at run time
+//! ([`KernelSignature::sizes`], [`shapes`]): loop bounds, strides and the
+//! bounds checks of dynamic dimensions use the sizes, and the schedule
+//! counts a dynamic dimension as long and proves no index into it.
 //!
 //! The submodules, from what decides to what emits:
 //! - `legal`: which kernels can be lowered, for the CPU and the GPU;
@@ -71,6 +77,7 @@ mod point;
 mod poly;
 mod scalar;
 pub mod schedule;
+pub mod shapes;
 mod types;
 
 use crate::Error;
@@ -92,6 +99,7 @@ use melior::{
         r#type::FunctionType,
     },
 };
+pub use shapes::{DynamicSizes, Extent, SizeSource};
 use std::collections::HashMap;
 
 /// One buffer of a kernel's calling convention.
@@ -101,11 +109,11 @@ pub enum Buffer {
     Tensor(Vec<usize>, ElementType),
     /// An index argument, passed as a pointer to an i64.
     Index,
-    /// A tensor argument with dynamic dimensions (`None`): its data
-    /// pointer, and, after every argument and result, a pointer to its
-    /// shape as one `i64` per dimension (the sizes as arguments; see
-    /// [`KernelSignature::shape_slots`]). Only arguments are dynamic: a
-    /// kernel's domain and results are static.
+    /// A tensor with dynamic dimensions (`None`). An argument's data
+    /// pointer is followed, after every argument and result, by a pointer
+    /// to its shape as one `i64` per dimension (the sizes as arguments; see
+    /// [`KernelSignature::shape_slots`]); a result's sizes are the caller's
+    /// to compute ([`KernelSignature::sizes`], or a flat kernel's shape).
     Dynamic(Vec<Option<usize>>, ElementType),
 }
 
@@ -137,6 +145,13 @@ pub struct KernelSignature {
     /// `[0, elements)` (`outer` and `points` are 0 here, unknown until
     /// then).
     pub flat: bool,
+    /// A kernel over a dynamic domain that is not flat: where its sizes
+    /// come from. The caller computes them, runs the kernel only when
+    /// every source of a size agrees, allocates each result with its
+    /// sizes, passes them all in the slot [`Self::sizes_slot`], and the
+    /// range `[0, n)` of the split dimension, `n` its size (`outer` and
+    /// `points` are 0 here).
+    pub sizes: Option<DynamicSizes>,
 }
 
 impl KernelSignature {
@@ -149,6 +164,16 @@ impl KernelSignature {
             .enumerate()
             .filter(|(_, b)| matches!(b, Buffer::Dynamic(..)))
             .map(|(i, _)| i)
+    }
+
+    /// The slot of the kernel's buffer array that points to its run-time
+    /// sizes ([`Self::sizes`]): one `i64` per dimension of the domain,
+    /// then of each output in order. It follows the shape slots; the
+    /// status record stays last.
+    pub fn sizes_slot(&self) -> Option<usize> {
+        self.sizes
+            .as_ref()
+            .map(|_| self.inputs.len() + self.outputs.len() + self.shape_slots().count())
     }
 
     /// What went wrong in a call that left `status` in its status record,
@@ -239,14 +264,33 @@ pub fn signature(kernel: OperationRef) -> Result<KernelSignature, String> {
         .ok()
         .and_then(|r| r.first_block())
         .ok_or("the kernel has no body")?;
+    let dynamic = |t: Result<Type, _>| {
+        t.ok()
+            .and_then(argument_buffer_of)
+            .ok_or_else(|| format!("@{name} has an unsupported type"))
+    };
+    if domain.iter().any(|&d| d < 0) && legal::flat(kernel).is_err() {
+        // Over a dynamic domain: sizes read at run time.
+        let schedule = schedule::schedule(body, &domain)?;
+        let sizes = shapes::dynamic_sizes(body, &domain, schedule.split)?;
+        return Ok(KernelSignature {
+            outer: 0,
+            parallel: schedule.parallel,
+            points: 0,
+            accesses: Vec::new(),
+            inputs: (0..function_type.input_count())
+                .map(|i| dynamic(function_type.input(i)))
+                .collect::<Result<_, _>>()?,
+            outputs: (0..function_type.result_count())
+                .map(|i| dynamic(function_type.result(i)))
+                .collect::<Result<_, _>>()?,
+            flat: false,
+            sizes: Some(sizes),
+            name,
+        });
+    }
     if domain.iter().any(|&d| d < 0) {
         // Element-wise over a dynamic shape: one loop over the elements.
-        legal::flat(kernel)?;
-        let dynamic = |t: Result<Type, _>| {
-            t.ok()
-                .and_then(argument_buffer_of)
-                .ok_or_else(|| format!("@{name} has an unsupported type"))
-        };
         return Ok(KernelSignature {
             outer: 0,
             parallel: true,
@@ -259,6 +303,7 @@ pub fn signature(kernel: OperationRef) -> Result<KernelSignature, String> {
                 .map(|i| dynamic(function_type.result(i)))
                 .collect::<Result<_, _>>()?,
             flat: true,
+            sizes: None,
             name,
         });
     }
@@ -269,6 +314,7 @@ pub fn signature(kernel: OperationRef) -> Result<KernelSignature, String> {
         points: domain.iter().map(|&d| d as u64).product(),
         accesses: Vec::new(),
         flat: false,
+        sizes: None,
         inputs: (0..function_type.input_count())
             .map(|i| convert_argument(function_type.input(i)))
             .collect::<Result<_, _>>()?,
@@ -369,7 +415,11 @@ fn lower_kernel<'c>(
 
     // 1. Data pointers and index arguments.
     let dynamic: Vec<usize> = signature.shape_slots().collect();
-    let count = signature.inputs.len() + signature.outputs.len() + dynamic.len() + 1;
+    let count = signature.inputs.len()
+        + signature.outputs.len()
+        + dynamic.len()
+        + usize::from(signature.sizes.is_some())
+        + 1;
     let mut pointers = Vec::with_capacity(count);
     for slot in 0..count {
         let offset = top.int(i64_type, slot as i64)?;
@@ -439,22 +489,58 @@ fn lower_kernel<'c>(
             top.value("arith.index_cast", &[raw], index)
         },
     )?;
-    let outputs: Vec<(Value, Vec<usize>, ElementType)> = signature
+    // A kernel over a dynamic domain reads its sizes, the domain's then
+    // each output's, from one array.
+    let sizes: Option<Vec<Value>> = match (&signature.sizes, signature.sizes_slot()) {
+        (Some(sizes), Some(slot)) => {
+            let mut values = Vec::new();
+            let extents = sizes.domain.iter().chain(sizes.outputs.iter().flatten());
+            for (k, extent) in extents.enumerate() {
+                values.push(match extent {
+                    shapes::Extent::Static(n) => top.index(*n as i64)?,
+                    shapes::Extent::Dynamic(_) => {
+                        let address = gep(&top, pointers[slot], top.int(i64_type, k as i64)?, i64_type)?;
+                        let raw = top.value("llvm.load", &[address], i64_type)?;
+                        top.value("arith.index_cast", &[raw], index)?
+                    }
+                });
+            }
+            Some(values)
+        }
+        _ => None,
+    };
+    let rank = signature.sizes.as_ref().map_or(0, |s| s.domain.len());
+    let mut output_sizes = sizes.as_deref().unwrap_or(&[]).get(rank..).unwrap_or(&[]);
+    let outputs: Vec<access::Output> = signature
         .outputs
         .iter()
         .enumerate()
-        .map(|(j, output)| match output {
-            Buffer::Tensor(shape, element) => {
-                Ok((pointers[signature.inputs.len() + j], shape.clone(), *element))
+        .map(|(j, output)| {
+            let pointer = pointers[signature.inputs.len() + j];
+            match output {
+                Buffer::Tensor(shape, element) => Ok(access::Output::fixed(pointer, shape.clone(), *element)),
+                Buffer::Dynamic(_, element) if signature.flat => Ok(access::Output::fixed(
+                    pointer,
+                    vec![FLAT_EXTENT as usize],
+                    *element,
+                )),
+                Buffer::Dynamic(shape, element) if signature.sizes.is_some() => {
+                    let (mine, rest) = output_sizes.split_at(shape.len().min(output_sizes.len()));
+                    output_sizes = rest;
+                    Ok(access::Output {
+                        pointer,
+                        shape: shape.iter().map(|d| d.unwrap_or(0)).collect(),
+                        element: *element,
+                        dynamic: Some(access::Dynamic {
+                            extents: mine.to_vec(),
+                            r#type: dynamic_type_text(shape, *element),
+                        }),
+                    })
+                }
+                _ => Err(Error::Lowering(
+                    "a kernel returns an index or a dynamic tensor".into(),
+                )),
             }
-            Buffer::Dynamic(_, element) if signature.flat => Ok((
-                pointers[signature.inputs.len() + j],
-                vec![FLAT_EXTENT as usize],
-                *element,
-            )),
-            _ => Err(Error::Lowering(
-                "a kernel returns an index or a dynamic tensor".into(),
-            )),
         })
         .collect::<Result<_, _>>()?;
 
@@ -487,6 +573,7 @@ fn lower_kernel<'c>(
         &outputs,
         status,
         &domain,
+        sizes.as_ref().map(|s| &s[..rank]),
         &schedule,
         range,
         options.math,
@@ -552,19 +639,22 @@ fn lower_arguments<'c, 'a, 'b>(
                         extents: extents
                             .remove(&i)
                             .ok_or_else(|| Error::Lowering("a dynamic argument without sizes".into()))?,
-                        r#type: {
-                            let dims: String = shape
-                                .iter()
-                                .map(|d| d.map_or("?x".to_owned(), |n| format!("{n}x")))
-                                .collect();
-                            format!("tensor<{dims}{}>", element.name())
-                        },
+                        r#type: dynamic_type_text(shape, *element),
                     }),
                 },
             };
             Ok((argument, lowered))
         })
         .collect()
+}
+
+/// `tensor<?x16xf32>`, for messages.
+fn dynamic_type_text(shape: &[Option<usize>], element: ElementType) -> String {
+    let dims: String = shape
+        .iter()
+        .map(|d| d.map_or("?x".to_owned(), |n| format!("{n}x")))
+        .collect();
+    format!("tensor<{dims}{}>", element.name())
 }
 
 fn i64_array(attribute: Attribute) -> Option<Vec<i64>> {

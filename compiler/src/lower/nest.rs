@@ -73,6 +73,9 @@ pub(super) struct Kernel<'c, 'a, 'k> {
     /// accesses.
     pub(super) status: Status<'k, 'c, 'a>,
     domain: &'k [i64],
+    /// The domain's sizes at run time (a kernel over a dynamic domain):
+    /// one `index` per dimension, read at entry.
+    sizes: Option<&'k [Value<'c, 'a>]>,
     schedule: &'k Schedule,
     range: Option<(Value<'c, 'a>, Value<'c, 'a>)>,
     /// Reductions that accumulate in registers: the op, its output, kind and
@@ -91,12 +94,13 @@ pub(super) fn emit_kernel<'c, 'a>(
     outputs: &[Output<'c, 'a>],
     status: Status<'_, 'c, 'a>,
     domain: &[i64],
+    sizes: Option<&[Value<'c, 'a>]>,
     schedule: &Schedule,
     range: Option<(Value<'c, 'a>, Value<'c, 'a>)>,
     math: MathMode,
 ) -> Result<(), Error> {
-    if domain.iter().any(|&d| d < 0) {
-        return Err(error("dynamic domain"));
+    if domain.iter().any(|&d| d < 0) && sizes.is_none() {
+        return Err(error("a dynamic domain without its sizes"));
     }
     let (kernel, in_memory) = Kernel::new(
         kernel_body,
@@ -104,6 +108,7 @@ pub(super) fn emit_kernel<'c, 'a>(
         outputs,
         status,
         domain,
+        sizes,
         schedule,
         range,
         math,
@@ -133,6 +138,7 @@ impl<'c, 'a, 'k> Kernel<'c, 'a, 'k> {
         outputs: &'k [Output<'c, 'a>],
         status: Status<'k, 'c, 'a>,
         domain: &'k [i64],
+        sizes: Option<&'k [Value<'c, 'a>]>,
         schedule: &'k Schedule,
         range: Option<(Value<'c, 'a>, Value<'c, 'a>)>,
         math: MathMode,
@@ -164,7 +170,7 @@ impl<'c, 'a, 'k> Kernel<'c, 'a, 'k> {
             };
             let kind = reduce.kind().ok_or_else(|| error("unknown reduction"))?;
             if schedule.registers > 0 {
-                registers.push((*op, j, kind, outputs[j].2));
+                registers.push((*op, j, kind, outputs[j].element));
             } else {
                 in_memory.push((reduce, j, kind));
             }
@@ -176,6 +182,7 @@ impl<'c, 'a, 'k> Kernel<'c, 'a, 'k> {
             arguments,
             status,
             domain,
+            sizes,
             schedule,
             range,
             registers,
@@ -188,7 +195,30 @@ impl<'c, 'a, 'k> Kernel<'c, 'a, 'k> {
     fn bounds(&self, at: &Emitter<'c, 'a>, d: usize) -> Result<(Value<'c, 'a>, Value<'c, 'a>), Error> {
         match self.range {
             Some(range) if d == self.schedule.split => Ok(range),
-            _ => Ok((at.index(0)?, at.index(self.domain[d])?)),
+            _ => Ok((at.index(0)?, self.extent(at, d)?)),
+        }
+    }
+
+    /// The size of domain dimension `d`: a constant, or the size read at
+    /// run time.
+    fn extent(&self, at: &Emitter<'c, 'a>, d: usize) -> Result<Value<'c, 'a>, Error> {
+        match self.sizes {
+            Some(sizes) if self.domain[d] < 0 => Ok(sizes[d]),
+            _ => at.index(self.domain[d]),
+        }
+    }
+
+    /// The row-major offset of `indices` in result `j`.
+    fn output_offset(
+        &self,
+        at: &Emitter<'c, 'a>,
+        j: usize,
+        indices: &[Value<'c, 'a>],
+    ) -> Result<Value<'c, 'a>, Error> {
+        let output = &self.outputs[j];
+        match &output.dynamic {
+            Some(dynamic) => index::clamped_offset_dynamic(at, indices, None, &dynamic.extents),
+            None => row_major(at, indices, &output.shape),
         }
     }
 
@@ -203,41 +233,58 @@ impl<'c, 'a, 'k> Kernel<'c, 'a, 'k> {
         j: usize,
         kind: ReduceKind,
     ) -> Result<(), Error> {
-        let (pointer, shape, element) = &self.outputs[j];
-        let total = shape.iter().product::<usize>() as i64;
+        let output = &self.outputs[j];
+        let (pointer, element) = (output.pointer, output.element);
+        let index = Type::index(top.context);
+        // The output's sizes, and the product of a range of them.
+        let sizes: Vec<Value<'c, 'a>> = match &output.dynamic {
+            Some(dynamic) => dynamic.extents.clone(),
+            None => output
+                .shape
+                .iter()
+                .map(|&n| top.index(n as i64))
+                .collect::<Result<_, _>>()?,
+        };
+        let product = |range: std::ops::Range<usize>| -> Result<Value<'c, 'a>, Error> {
+            if output.dynamic.is_none() {
+                return top.index(output.shape[range].iter().product::<usize>() as i64);
+            }
+            let mut product = top.index(1)?;
+            for size in &sizes[range] {
+                product = top.value("arith.muli", &[product, *size], index)?;
+            }
+            Ok(product)
+        };
         let map = reduce.indices().ok_or_else(|| error("reduce map"))?;
         let split = self.schedule.split;
         let owned = (0..map.result_count()).find(|&k| {
             map.result(k)
                 .is_ok_and(|e| e.is_dim() && e.dim_position() == split)
         });
-        let check = || {
-            self.status
-                .check_tensor(reduce.operation(), true, format!("result {j}"), shape, *element)
-        };
+        let check = || output.check(&self.status, reduce.operation(), true, j);
         let (Some((begin, end)), true, Some(q)) = (self.range, self.schedule.parallel, owned) else {
-            let (fill, i) = top.for_loop(total)?;
-            let value = identity(&fill, kind, *element)?;
-            store_at(&fill, *pointer, i, value, *element, check())?;
+            let total = product(0..sizes.len())?;
+            let (fill, i) = top.for_range(top.index(0)?, total)?;
+            let value = identity(&fill, kind, element)?;
+            store_at(&fill, pointer, i, value, element, check())?;
             return fill.finish();
         };
-        let index = Type::index(top.context);
-        let outer: usize = shape[..q].iter().product();
-        let inner: usize = shape[q + 1..].iter().product();
-        let extent = top.index(shape[q] as i64)?;
+        let outer = product(0..q)?;
+        let inner = product(q + 1..sizes.len())?;
+        let extent = sizes[q];
         let first = top.value("arith.minsi", &[begin, extent], index)?;
         let clipped = top.value("arith.minsi", &[end, extent], index)?;
-        let last_part = top.cmpi(0, end, top.index(self.domain[split])?)?;
+        let last_part = top.cmpi(0, end, self.extent(top, split)?)?;
         let last = top.select(last_part, extent, clipped)?;
-        let (o_loop, o) = top.for_loop(outer as i64)?;
+        let (o_loop, o) = top.for_range(top.index(0)?, outer)?;
         let (m_loop, m) = o_loop.for_range(first, last)?;
-        let (n_loop, n) = m_loop.for_loop(inner as i64)?;
+        let (n_loop, n) = m_loop.for_range(m_loop.index(0)?, inner)?;
         let row = n_loop.value("arith.muli", &[o, extent], index)?;
         let row = n_loop.value("arith.addi", &[row, m], index)?;
-        let offset = n_loop.value("arith.muli", &[row, n_loop.index(inner as i64)?], index)?;
+        let offset = n_loop.value("arith.muli", &[row, inner], index)?;
         let offset = n_loop.value("arith.addi", &[offset, n], index)?;
-        let value = identity(&n_loop, kind, *element)?;
-        store_at(&n_loop, *pointer, offset, value, *element, check())?;
+        let value = identity(&n_loop, kind, element)?;
+        store_at(&n_loop, pointer, offset, value, element, check())?;
         n_loop.finish()?;
         m_loop.finish()?;
         o_loop.finish()
@@ -280,21 +327,19 @@ impl<'c, 'a, 'k> Kernel<'c, 'a, 'k> {
         results: &[Value<'c, 'a>],
     ) -> Result<(), Error> {
         for ((op, j, _, _), result) in self.registers.iter().zip(results) {
-            let (pointer, shape, element) = &self.outputs[*j];
+            let output = &self.outputs[*j];
             let map = ReindexReduceOp::cast(*op)
                 .and_then(|r| r.indices())
                 .ok_or_else(|| error("reduce map"))?;
-            let indices = (0..shape.len())
+            let indices = (0..output.shape.len())
                 .map(|k| {
                     let d = map.result(k).map_err(|_| error("map result"))?.dim_position();
                     ivs[d].ok_or_else(|| error("an output index has no loop"))
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            let offset = row_major(at, &indices, shape)?;
-            let check = self
-                .status
-                .check_tensor(*op, true, format!("result {j}"), shape, *element);
-            store_at(at, *pointer, offset, *result, *element, check)?;
+            let offset = self.output_offset(at, *j, &indices)?;
+            let check = output.check(&self.status, *op, true, *j);
+            store_at(at, output.pointer, offset, *result, output.element, check)?;
         }
         Ok(())
     }
@@ -347,8 +392,13 @@ impl<'c, 'a, 'k> Kernel<'c, 'a, 'k> {
             .iter()
             .map(|iv| iv.ok_or_else(|| error("a domain dimension has no loop")))
             .collect::<Result<_, _>>()?;
-        let shape: Vec<usize> = self.domain.iter().map(|&d| d as usize).collect();
-        let linear = row_major(at, &ivs, &shape)?;
+        let linear = match self.sizes {
+            Some(sizes) => index::clamped_offset_dynamic(at, &ivs, None, sizes)?,
+            None => {
+                let shape: Vec<usize> = self.domain.iter().map(|&d| d as usize).collect();
+                row_major(at, &ivs, &shape)?
+            }
+        };
         let mut body = Body {
             at: *at,
             domain: self.domain,
@@ -370,11 +420,16 @@ impl<'c, 'a, 'k> Kernel<'c, 'a, 'k> {
             if let (Some(value), Some(result)) = (value, result) {
                 body.scalars.insert(key(result), value);
                 if let Some(&j) = self.output_of.get(&key(result)) {
-                    let (pointer, shape, element) = &self.outputs[j];
-                    let check = self
-                        .status
-                        .check_tensor(*op, true, format!("result {j}"), shape, *element);
-                    store_at(&body.at, *pointer, body.linear, value, *element, check)?;
+                    let output = &self.outputs[j];
+                    let check = output.check(&self.status, *op, true, j);
+                    store_at(
+                        &body.at,
+                        output.pointer,
+                        body.linear,
+                        value,
+                        output.element,
+                        check,
+                    )?;
                 }
             }
         }

@@ -50,7 +50,7 @@ use jitc_dialect::{
     ops::{BinaryOp, ReindexOp, ReindexReduceOp, UnaryOp},
     verify::op_name,
 };
-use melior::ir::{OperationRef, Value, operation::OperationLike};
+use melior::ir::{OperationRef, Value, ValueLike, operation::OperationLike};
 use std::collections::HashMap;
 
 /// The state of the body at one point: the loop indices, what is known of
@@ -111,16 +111,21 @@ impl<'c, 'a> Body<'c, 'a, '_> {
                 pointer,
                 shape,
                 element,
-                dynamic: None,
+                dynamic,
             },
         )) = self.argument(value)
         else {
             return Err(error(
-                "an operand is neither computed in the kernel nor a static tensor argument",
+                "an operand is neither computed in the kernel nor a tensor argument",
             ));
         };
         let (pointer, element) = (*pointer, *element);
-        let check = self.check_argument(op, i, shape, element);
+        // An argument of the domain's shape: over a dynamic domain, its
+        // sizes are the domain's (the runtime checked them).
+        let check = match dynamic {
+            Some(dynamic) => self.status.check_dynamic(op, false, format!("%arg{i}"), dynamic),
+            None => self.check_argument(op, i, shape, element),
+        };
         let loaded = load_at(&self.at, pointer, self.linear, element, check)?;
         self.scalars.insert(key(value), loaded);
         Ok(loaded)
@@ -138,6 +143,25 @@ impl<'c, 'a> Body<'c, 'a, '_> {
         self.status
             .check_tensor(op, false, format!("%arg{i}"), shape, element)
     }
+}
+
+/// The values of the symbols of `op`'s map: its trailing index operands
+/// after the ones that size the dynamic dimensions of its result.
+fn symbols_of<'c, 'a>(
+    body: &Body<'c, 'a, '_>,
+    op: OperationRef,
+    operands: Vec<Value>,
+) -> Result<Vec<Value<'c, 'a>>, Error> {
+    let sizes = op
+        .result(0)
+        .ok()
+        .and_then(|r| super::types::dynamic_shape(Value::from(r).r#type()))
+        .map_or(0, |(shape, _)| shape.iter().filter(|d| d.is_none()).count());
+    operands
+        .into_iter()
+        .skip(sizes)
+        .map(|v| body.index_of(v))
+        .collect()
 }
 
 /// Emits one op; returns its element value, `None` for reductions.
@@ -188,11 +212,7 @@ pub(super) fn emit_op<'c, 'a>(
                 ));
             };
             let (pointer, shape, element, dynamic) = (*pointer, shape.clone(), *element, dynamic.clone());
-            let symbols = reindex
-                .index_operands()
-                .into_iter()
-                .map(|v| body.index_of(v))
-                .collect::<Result<Vec<_>, _>>()?;
+            let symbols = symbols_of(body, op, reindex.index_operands())?;
             let overflow = match reindex.overflow_value() {
                 Some(attribute) => {
                     let raw = melior::ir::AttributeLike::to_raw(&attribute);
@@ -239,7 +259,7 @@ pub(super) fn emit_op<'c, 'a>(
                 None => index::clamped_offset(&at, &indices, inside, &checks.shape)?,
             };
             let check = match &dynamic {
-                Some(dynamic) => body.status.check_dynamic(op, format!("%arg{i}"), dynamic),
+                Some(dynamic) => body.status.check_dynamic(op, false, format!("%arg{i}"), dynamic),
                 None => body.check_argument(op, i, &shape, element),
             };
             let loaded = load_at(&at, pointer, offset, element, check)?;
@@ -254,7 +274,8 @@ pub(super) fn emit_op<'c, 'a>(
             let Some(&j) = output_of.get(&key(result)) else {
                 return Ok(None);
             };
-            let (pointer, shape, element) = (outputs[j].0, &outputs[j].1, outputs[j].2);
+            let output = &outputs[j];
+            let (pointer, element) = (output.pointer, output.element);
             let kind = reduce.kind().ok_or_else(|| error("unknown reduction"))?;
             let x = body.scalar(reduce.input().ok_or_else(|| error("reduce input"))?, op)?;
             if let Some(r) = register {
@@ -264,11 +285,7 @@ pub(super) fn emit_op<'c, 'a>(
                 body.accumulators[r] = combine(&at, kind, acc, x, element, status, reassociate)?;
                 return Ok(None);
             }
-            let symbols = reduce
-                .index_operands()
-                .into_iter()
-                .map(|v| body.index_of(v))
-                .collect::<Result<Vec<_>, _>>()?;
+            let symbols = symbols_of(body, op, reduce.index_operands())?;
             let map = reduce.indices().ok_or_else(|| error("reduce map"))?;
             let schedule = body.schedule;
             let checks = schedule
@@ -287,17 +304,17 @@ pub(super) fn emit_op<'c, 'a>(
                 map,
                 checks,
                 reduce.overflow_conditions(),
-                None,
+                output.dynamic.as_ref().map(|d| d.extents.as_slice()),
             )?;
-            let offset = index::clamped_offset(&at, &indices, inside, &checks.shape)?;
+            let offset = match &output.dynamic {
+                Some(dynamic) => index::clamped_offset_dynamic(&at, &indices, inside, &dynamic.extents)?,
+                None => index::clamped_offset(&at, &indices, inside, &checks.shape)?,
+            };
             let then = match inside {
                 Some(inside) => at.if_then(inside)?,
                 None => at,
             };
-            let check = |store| {
-                body.status
-                    .check_tensor(op, store, format!("result {j}"), shape, element)
-            };
+            let check = |store| output.check(&body.status, op, store, j);
             let acc = load_at(&then, pointer, offset, element, check(false))?;
             let combined = combine(&then, kind, acc, x, element, body.status.record, false)?;
             store_at(&then, pointer, offset, combined, element, check(true))?;

@@ -108,10 +108,14 @@ pub fn linear(expr: AffineExpr, dims: usize) -> Option<Linear> {
 }
 
 /// The smallest and largest value of `expr` over the box `0 <= d_i <
-/// extents[i]`; `None` when it depends on a symbol or overflows.
+/// extents[i]`; `None` when it depends on a symbol or on a dimension of
+/// dynamic size (a negative extent), or overflows.
 pub fn range(expr: AffineExpr, extents: &[i64]) -> Option<(i64, i64)> {
     if expr.is_dim() {
         let extent = *extents.get(expr.dim_position())?;
+        if extent < 0 {
+            return None;
+        }
         return Some((0, (extent - 1).max(0)));
     }
     if expr.is_constant() {
@@ -181,7 +185,11 @@ impl Checks {
     }
 }
 
-fn map_checks(map: AffineMap, shape: &[i64], conditions: bool, domain: &[i64]) -> Checks {
+/// The checks of the indices `map` gives into `shape` (-1: a size known
+/// at run time only). The output index of a `reduction` that is a plain
+/// dimension of dynamic size is proven: the runtime runs the kernel only
+/// when that size is the domain's ([`super::shapes`]).
+fn map_checks(map: AffineMap, shape: &[i64], conditions: bool, domain: &[i64], reduction: bool) -> Checks {
     let indices = shape
         .iter()
         .enumerate()
@@ -190,6 +198,9 @@ fn map_checks(map: AffineMap, shape: &[i64], conditions: bool, domain: &[i64]) -
                 return Check::Always;
             };
             if extent < 0 {
+                if reduction && super::shapes::plain_dynamic(map, k, domain).is_some() {
+                    return Check::Proven;
+                }
                 return Check::Always;
             }
             match range(expr, domain) {
@@ -277,9 +288,10 @@ impl Reduction {
     }
 }
 
+/// The shape of `value`'s type, -1 for a dynamic size.
 fn shape_of(value: melior::ir::Value) -> Option<Vec<i64>> {
-    let (shape, _) = super::static_shape(value.r#type())?;
-    Some(shape.into_iter().map(|d| d as i64).collect())
+    let (shape, _) = super::types::dynamic_shape(value.r#type())?;
+    Some(shape.into_iter().map(|d| d.map_or(-1, |n| n as i64)).collect())
 }
 
 /// The schedule of the kernel whose body is `body`, over `domain`.
@@ -337,13 +349,16 @@ pub fn schedule(body: BlockRef, domain: &[i64]) -> Result<Schedule, String> {
                 .ok_or("a reindex of an unsupported tensor")?;
             add_access(map, &mut cost);
             let conditions = reindex.overflow_conditions().is_some();
-            checks.push((op_key(current), map_checks(map, &shape, conditions, domain)));
+            checks.push((
+                op_key(current),
+                map_checks(map, &shape, conditions, domain, false),
+            ));
             continue;
         }
         if let Some(reduce) = ReindexReduceOp::cast(current) {
             let map = reduce.indices().ok_or("a reduction without a map")?;
             let result = reduce.result().ok_or("a reduction without a result")?;
-            let shape = shape_of(result).ok_or("a reduction to a dynamic or unsupported tensor")?;
+            let shape = shape_of(result).ok_or("a reduction to an unsupported tensor")?;
             let element = crate::lower::element_of(result).ok_or("a reduction of an unsupported type")?;
             let conditions = reduce.overflow_conditions().is_some();
             if reduce.input().is_some_and(is_argument) {
@@ -351,7 +366,7 @@ pub fn schedule(body: BlockRef, domain: &[i64]) -> Result<Schedule, String> {
             }
             reduced_values.insert(result.to_raw().ptr as usize);
             add_access(map, &mut cost);
-            checks.push((op_key(current), map_checks(map, &shape, conditions, domain)));
+            checks.push((op_key(current), map_checks(map, &shape, conditions, domain, true)));
             reductions.push(Reduction {
                 plain: (0..map.result_count())
                     .map(|k| {
@@ -407,16 +422,18 @@ pub fn schedule(body: BlockRef, domain: &[i64]) -> Result<Schedule, String> {
             .iter()
             .all(|folded| !folded.contains(&d) || folded.iter().all(|&f| f <= d))
     };
+    // A dimension of dynamic size counts as long.
+    let size = |d: usize| if domain[d] < 0 { i64::MAX } else { domain[d] };
     let innermost = (0..dims)
-        .filter(|&d| may_move_last(d) && domain[d] > 1)
-        .min_by_key(|&d| (cost[d], -domain[d], std::cmp::Reverse(d)))
+        .filter(|&d| may_move_last(d) && size(d) > 1)
+        .min_by_key(|&d| (cost[d], -size(d), std::cmp::Reverse(d)))
         .unwrap_or(dims - 1);
     let mut order: Vec<usize> = (0..dims).filter(|&d| d != innermost).collect();
     order.push(innermost);
 
     // 2. Split dimension.
     let safe = |d: usize| reductions.iter().all(|r| r.plain.contains(&Some(d)));
-    let (split, parallel) = match order.iter().copied().find(|&d| domain[d] > 1 && safe(d)) {
+    let (split, parallel) = match order.iter().copied().find(|&d| size(d) > 1 && safe(d)) {
         Some(d) => (d, true),
         None => (order[0], false),
     };

@@ -32,7 +32,7 @@ pub use execute::{DeviceTensor, DeviceValue};
 
 use crate::{
     Error, Executor,
-    host::{HostPlan, Kernels, compiled_or_skipped},
+    host::{Compiled, HostPlan, Kernels, compiled_or_skipped, run_or_interpret},
 };
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, PinnedHostSlice};
 use jitc_compiler::{GpuArch, GpuKernel, GpuOptions, PtxArtifact};
@@ -339,7 +339,9 @@ impl CudaModule {
             return Rc::clone(plan);
         }
         let plan = Rc::new(HostPlan::build(module, name, &|kernel| {
-            compiled_or_skipped(self.kernels.contains_key(kernel), &self.ptx.skipped, kernel)
+            // GPU kernels have static shapes: every call runs natively.
+            let compiled = self.kernels.contains_key(kernel).then_some(Compiled::Always);
+            compiled_or_skipped(compiled, &self.ptx.skipped, kernel)
         }));
         self.host_plans
             .borrow_mut()
@@ -360,7 +362,7 @@ impl CudaModule {
         let prepared = self.prepared(module, name)?;
         let Ok(prepared) = &*prepared else {
             return Ok(match &*self.host_plan(module, name) {
-                Ok(plan) => plan.run(self, args, state)?,
+                Ok(plan) => run_or_interpret(plan, self, self, module, name, args, state, None)?,
                 Err(_) => Interpreter::new(module)
                     .with_kernels(self)
                     .run(name, args, state)?,
@@ -464,7 +466,7 @@ impl Executor for CudaModule {
         profile: &mut Profile,
     ) -> Result<Vec<Value>, Error> {
         Ok(match &*self.host_plan(module, name) {
-            Ok(plan) => plan.run_profiled(self, args, state, profile)?,
+            Ok(plan) => run_or_interpret(plan, self, self, module, name, args, state, Some(profile))?,
             Err(_) => Interpreter::new(module)
                 .with_kernels(self)
                 .run_profiled(name, args, state, profile)?,
@@ -486,9 +488,8 @@ impl Executor for CudaModule {
 
 /// A host plan's kernel calls: each a one-launch plan, a round trip.
 impl Kernels for CudaModule {
-    fn launch(&self, name: &str, args: &[Value]) -> Result<Vec<Value>, String> {
+    fn launch(&self, name: &str, args: &[Value]) -> Option<Result<Vec<Value>, String>> {
         self.run_kernel(name, args)
-            .unwrap_or_else(|| Err(format!("kernel @{name} was not compiled for the GPU")))
     }
 }
 
