@@ -238,17 +238,32 @@ fn special(rng: &mut impl Draw, element: &str) -> &'static str {
 /// element in eight is a special value: a signed zero, an infinity, NaN or
 /// a subnormal for floats, an extreme (`MIN`, `MAX`, -1, 0) for integers.
 ///
+/// One program in four is over a dynamic first dimension: `tensor<?xBx..>`
+/// arguments, every reindex and row reduction sized by `tensor.dim` of
+/// `%x`, so its kernels have dynamic domains. One such program in eight
+/// gets a `%y` with one more row than `%x`, so the sizes of its values
+/// disagree at run time.
+///
 /// `runtime/tests/differential.rs` draws from an [`Rng`]; the
 /// `differential` fuzz target draws from the fuzzer's bytes, so the fuzzer
 /// steers the structure.
 pub fn random_program(rng: &mut impl Draw) -> (String, Vec<Tensor>) {
-    let element = rng.pick(&["f32", "f64", "i32", "i64", "i1"]);
+    // One draw for the element type and whether the program is dynamic, so
+    // a static program is the one the same draws gave before dynamic ones
+    // existed (`n % 20 % 5 == n % 5`).
+    let first = rng.below(20);
+    let dynamic = first / 5 == 0;
+    let element = ["f32", "f64", "i32", "i64", "i1"][first % 5];
     let float = FLOATS.contains(&element);
     let (a, b) = ([1, 2, 3, 5, 7][rng.below(5)], [1, 2, 4, 7, 8][rng.below(5)]);
-    let full = format!("tensor<{a}x{b}x{element}>");
-    let reduced = format!("tensor<{a}x{element}>");
+    let rows = if dynamic { "?".to_owned() } else { a.to_string() };
+    // The size operand of an op whose result has the dynamic dimension,
+    // and its type.
+    let (n, nt) = if dynamic { (", %n", ", index") } else { ("", "") };
+    let full = format!("tensor<{rows}x{b}x{element}>");
+    let reduced = format!("tensor<{rows}x{element}>");
     let columns = format!("tensor<{b}x{element}>");
-    let mask = format!("tensor<{a}x{b}xi1>");
+    let mask = format!("tensor<{rows}x{b}xi1>");
     let mut values = vec!["%x".to_owned(), "%y".to_owned()];
     let mut masks: Vec<String> = Vec::new();
     let mut body = String::new();
@@ -312,12 +327,23 @@ pub fn random_program(rng: &mut impl Draw) -> (String, Vec<Tensor>) {
                     ("(d0, d1) -> (d1)", &columns, "(d0, d1) -> (d1)"),
                     ("(d0, d1) -> (d1 floordiv 2)", &columns, "(d0, d1) -> (d1)"),
                 ][rng.below(5)];
-                let map = map.replace('a', &a.to_string());
+                let rows_kept = std::ptr::eq(kept, &reduced);
+                // Over a dynamic dimension the flip reads the size as a
+                // symbol, after the size operand.
+                let (map, operands, types) = match (dynamic, rows_kept) {
+                    (true, true) if map.contains('a') => (
+                        "(d0, d1)[s0] -> (s0 - 1 - d0)".to_owned(),
+                        ", %n, %n",
+                        ", index, index",
+                    ),
+                    (true, true) => (map.to_owned(), n, nt),
+                    _ => (map.replace('a', &a.to_string()), "", ""),
+                };
                 body += &format!(
-                    "  {r} = \"meta.reindex_reduce\"({last}) {{kind = \"{kind}\", indices = affine_map<{map}>}} : ({full}) -> {kept}\n"
+                    "  {r} = \"meta.reindex_reduce\"({last}{operands}) {{kind = \"{kind}\", indices = affine_map<{map}>}} : ({full}{types}) -> {kept}\n"
                 );
                 body += &format!(
-                    "  {name} = \"meta.reindex\"({r}) {{indices = affine_map<{back}>}} : ({kept}) -> {full}\n"
+                    "  {name} = \"meta.reindex\"({r}{n}) {{indices = affine_map<{back}>}} : ({kept}{nt}) -> {full}\n"
                 );
             }
             6 => {
@@ -343,13 +369,13 @@ pub fn random_program(rng: &mut impl Draw) -> (String, Vec<Tensor>) {
                     ""
                 };
                 body += &format!(
-                    "  {name} = \"meta.reindex\"({last}) {{indices = affine_map<{map}>, overflow_value = {overflow}{condition}}} : ({full}) -> {full}\n"
+                    "  {name} = \"meta.reindex\"({last}{n}) {{indices = affine_map<{map}>, overflow_value = {overflow}{condition}}} : ({full}{nt}) -> {full}\n"
                 );
             }
             _ => {
                 // A round trip through another element type.
                 let via = rng.pick(&["f32", "f64", "i32", "i64", "i1"]);
-                let middle = format!("tensor<{a}x{b}x{via}>");
+                let middle = format!("tensor<{rows}x{b}x{via}>");
                 let c = format!("%c{i}");
                 body +=
                     &format!("  {c} = \"meta.unary\"({last}) {{kind = \"cast\"}} : ({full}) -> {middle}\n");
@@ -360,10 +386,16 @@ pub fn random_program(rng: &mut impl Draw) -> (String, Vec<Tensor>) {
         values.push(name);
     }
     let result = values.last().unwrap();
+    let sizes = if dynamic {
+        format!("  %zero = arith.constant 0 : index\n  %n = tensor.dim %x, %zero : {full}\n")
+    } else {
+        String::new()
+    };
     let text = format!(
-        "func.func @main(%x: {full}, %y: {full}) -> {full} {{\n{body}  return {result} : {full}\n}}\n"
+        "func.func @main(%x: {full}, %y: {full}) -> {full} {{\n{sizes}{body}  return {result} : {full}\n}}\n"
     );
-    let mut literal = || {
+    let y_rows = if dynamic && rng.below(8) == 0 { a + 1 } else { a };
+    let mut literal = |a: usize| {
         let numbers: Vec<String> = (0..a * b)
             .map(|_| match element {
                 "i1" => ["true", "false"][rng.below(2)].to_owned(),
@@ -375,7 +407,7 @@ pub fn random_program(rng: &mut impl Draw) -> (String, Vec<Tensor>) {
             .collect();
         Tensor::parse_literal(&format!("{a}x{b}x{element}={}", numbers.join(" "))).unwrap()
     };
-    let inputs = vec![literal(), literal()];
+    let inputs = vec![literal(a), literal(y_rows)];
     (text, inputs)
 }
 
