@@ -381,8 +381,31 @@ impl CpuModule {
 }
 
 impl Kernels for CpuModule {
-    fn launch(&self, name: &str, args: &[Value]) -> Option<Result<Vec<Value>, String>> {
-        self.run_kernel(name, args)
+    fn launch(&self, name: &str, mut args: Vec<Value>) -> Option<Result<Vec<Value>, String>> {
+        // An argument the kernel may write a result into, when nothing else
+        // holds its buffer and it has the shape the kernel was compiled for.
+        let (_, signature) = self.kernels.get(name)?;
+        let donated = signature.in_place.and_then(|(i, _)| {
+            let fits = matches!(
+                (args.get(i), signature.inputs.get(i)),
+                (Some(Value::Tensor(tensor)), Some(Slot::Tensor(shape, element)))
+                    if tensor.shape() == shape.as_slice() && tensor.element_type() == *element
+            );
+            if !fits {
+                return None;
+            }
+            let Value::Tensor(tensor) = std::mem::replace(&mut args[i], Value::Index(0)) else {
+                return None;
+            };
+            match Arc::try_unwrap(tensor) {
+                Ok(tensor) => Some(tensor),
+                Err(shared) => {
+                    args[i] = Value::Tensor(shared);
+                    None
+                }
+            }
+        });
+        self.call(name, &args, donated)
     }
 }
 
@@ -420,7 +443,22 @@ impl Executor for CpuModule {
 
 impl KernelRunner for CpuModule {
     fn run_kernel(&self, name: &str, args: &[Value]) -> Option<Result<Vec<Value>, String>> {
+        self.call(name, args, None)
+    }
+}
+
+impl CpuModule {
+    /// Runs kernel `name` on `args`; with `donated`, the buffer of its
+    /// argument `i` of [`jitc_compiler::KernelSignature::in_place`] (taken
+    /// out of `args`, and checked to fit), written in place as result `j`.
+    fn call(
+        &self,
+        name: &str,
+        args: &[Value],
+        mut donated: Option<Tensor>,
+    ) -> Option<Result<Vec<Value>, String>> {
         let (function, signature) = self.kernels.get(name)?;
+        let pair = signature.in_place.filter(|_| donated.is_some());
         let mut indices: Vec<i64> = Vec::with_capacity(args.len());
         for (arg, slot) in args.iter().zip(&signature.inputs) {
             if let (Value::Index(i), Slot::Index) = (arg, slot) {
@@ -470,6 +508,12 @@ impl KernelRunner for CpuModule {
         }
         let mut outputs: Vec<Tensor> = Vec::with_capacity(signature.outputs.len());
         for (j, slot) in signature.outputs.iter().enumerate() {
+            if pair.is_some_and(|(_, out)| out == j)
+                && let Some(tensor) = donated.take()
+            {
+                outputs.push(tensor);
+                continue;
+            }
             match slot {
                 Slot::Dynamic(_, element) if signature.sizes.is_some() => {
                     match Tensor::for_overwrite(output_shapes[j].clone(), *element) {
@@ -501,7 +545,12 @@ impl KernelRunner for CpuModule {
         let mut status: KernelStatus = [0; 2];
         let mut pointers: Vec<*mut u8> = Vec::with_capacity(args.len() + outputs.len() + 1);
         let mut next_index = 0;
-        for (arg, slot) in args.iter().zip(&signature.inputs) {
+        for (i, (arg, slot)) in args.iter().zip(&signature.inputs).enumerate() {
+            if let Some((_, j)) = pair.filter(|&(input, _)| input == i) {
+                // The result's buffer: the kernel reads and writes it.
+                pointers.push(outputs[j].buffer_mut().as_mut_ptr());
+                continue;
+            }
             match (arg, slot) {
                 (Value::Tensor(tensor), Slot::Tensor(shape, element))
                     if tensor.shape() == shape.as_slice() && tensor.element_type() == *element =>

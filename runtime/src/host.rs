@@ -68,8 +68,11 @@ pub(crate) trait Kernels {
     /// Runs kernel `name` on `args`; `Err` is the reason it failed (the
     /// plan adds the kernel's name and line). `None` when this call cannot
     /// run natively (a kernel over a dynamic domain whose sizes do not fit
-    /// it): the run stops with [`Stop::Interpret`].
-    fn launch(&self, name: &str, args: &[Value]) -> Option<Result<Vec<Value>, String>>;
+    /// it): the run stops with [`Stop::Interpret`]. An argument that dies
+    /// at the call is moved in, so when nothing else holds its buffer, a
+    /// result may be written into it
+    /// (`jitc_compiler::KernelSignature::in_place`).
+    fn launch(&self, name: &str, args: Vec<Value>) -> Option<Result<Vec<Value>, String>>;
 }
 
 /// Why a run of a plan stopped before its end.
@@ -693,7 +696,7 @@ impl HostPlan {
             frame[slot] = Some(arg);
         }
         for (op, dead) in block.ops.iter().zip(&block.dead) {
-            self.op(run, kernels, frame, op)?;
+            self.op(run, kernels, frame, op, dead)?;
             for &slot in dead {
                 frame[slot] = None;
             }
@@ -717,6 +720,7 @@ impl HostPlan {
         kernels: &dyn Kernels,
         frame: &mut [Option<Value>],
         op: &Op,
+        dead: &[usize],
     ) -> Result<(), Stop> {
         let args = |frame: &[Option<Value>], slots: &[usize]| -> Vec<Value> {
             slots.iter().map(|&s| get(frame, s)).collect()
@@ -742,8 +746,21 @@ impl HostPlan {
                 to,
                 site,
             } => {
+                // What dies here is moved in, not shared: the kernel may
+                // write a result into its buffer.
+                let mut inputs = Vec::with_capacity(slots.len());
+                for &slot in slots {
+                    let once = slots.iter().filter(|&&s| s == slot).count() == 1;
+                    match frame[slot].take() {
+                        Some(value) if once && dead.contains(&slot) => inputs.push(value),
+                        value => {
+                            frame[slot] = value;
+                            inputs.push(get(frame, slot));
+                        }
+                    }
+                }
                 let values = kernels
-                    .launch(name, &args(frame, slots))
+                    .launch(name, inputs)
                     .ok_or(Stop::Interpret)?
                     .map_err(|m| site.error(format!("kernel @{name}: {m}")))?;
                 store(frame, to, values);

@@ -8,7 +8,7 @@
 //! handed to it, which the interpreter's run counter shows.
 
 use jitc_compiler::{CodegenOptions, DiagnosticCollector, MathMode, new_context, parse_module};
-use jitc_interp::{Interpreter, StateStore, Tensor, Value, runs_started};
+use jitc_interp::{Interpreter, Scalar, StateStore, Tensor, Value, runs_started};
 use jitc_runtime::CpuModule;
 use jitc_test_support::{Match, Rng};
 
@@ -63,6 +63,13 @@ func.func @total(%x: tensor<?x?xf32>) -> tensor<f32> {{
 func.func @halves(%x: tensor<?x{k}xf32>, %h: index) -> tensor<?xf32> {{
   %s = "meta.reindex_reduce"(%x, %h) {{kind = "add", indices = affine_map<(d0, d1) -> (d0 floordiv 2)>}} : (tensor<?x{k}xf32>, index) -> tensor<?xf32>
   return %s : tensor<?xf32>
+}}
+func.func @mixed(%x: tensor<?x{k}xf32>) -> (tensor<{k}xf32>, tensor<?xf32>) {{
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x{k}xf32>
+  %c = "meta.reindex_reduce"(%x) {{kind = "{r2}", indices = affine_map<(d0, d1) -> (d1)>}} : (tensor<?x{k}xf32>) -> tensor<{k}xf32>
+  %r = "meta.reindex_reduce"(%x, %n, %n) {{kind = "{r3}", indices = affine_map<(d0, d1)[s0] -> (s0 - 1 - d0)>}} : (tensor<?x{k}xf32>, index, index) -> tensor<?xf32>
+  return %c, %r : tensor<{k}xf32>, tensor<?xf32>
 }}
 func.func @flipped(%x: tensor<?x{k}xf32>) -> tensor<?x{k}xf32> {{
   %c0 = arith.constant 0 : index
@@ -121,7 +128,7 @@ fn arguments(rng: &mut Rng, name: &str, k: usize, m: usize) -> Vec<Value> {
     }
 }
 
-const FUNCTIONS: [&str; 6] = ["rows", "padded", "columns", "total", "halves", "flipped"];
+const FUNCTIONS: [&str; 7] = ["rows", "padded", "columns", "total", "halves", "mixed", "flipped"];
 
 #[test]
 fn random_dynamic_kernels_match_the_interpreter_and_stay_native() {
@@ -169,6 +176,44 @@ fn random_dynamic_kernels_match_the_interpreter_and_stay_native() {
         }
     }
     assert_eq!(runs, 6 * 2 * FUNCTIONS.len() * 12);
+}
+
+/// Found by the `differential` fuzz target: a kernel whose static result
+/// comes before its dynamic one read the dynamic result's sizes from the
+/// static one's place in the sizes array, and wrote past its buffer (the
+/// bounds-checked mode checked against the same wrong sizes).
+#[test]
+fn a_static_result_before_a_dynamic_one_reads_its_own_sizes() {
+    let source = r#"func.func @main(%x: tensor<?x8xi64>, %y: tensor<?x8xi64>) -> tensor<?x8xi64> {
+  %zero = arith.constant 0 : index
+  %n = tensor.dim %x, %zero : tensor<?x8xi64>
+  %m0 = "meta.binary"(%y, %y) {kind = "eq"} : (tensor<?x8xi64>, tensor<?x8xi64>) -> tensor<?x8xi1>
+  %v0 = "meta.ternary"(%m0, %y, %y) {kind = "select"} : (tensor<?x8xi1>, tensor<?x8xi64>, tensor<?x8xi64>) -> tensor<?x8xi64>
+  %r2 = "meta.reindex_reduce"(%v0) {kind = "mul", indices = affine_map<(d0, d1) -> (d1)>} : (tensor<?x8xi64>) -> tensor<8xi64>
+  %v2 = "meta.reindex"(%r2, %n) {indices = affine_map<(d0, d1) -> (d1)>} : (tensor<8xi64>, index) -> tensor<?x8xi64>
+  %r3 = "meta.reindex_reduce"(%v0, %n, %n) {kind = "mul", indices = affine_map<(d0, d1)[s0] -> (s0 - 1 - d0)>} : (tensor<?x8xi64>, index, index) -> tensor<?xi64>
+  %v3 = "meta.reindex"(%r3, %n) {indices = affine_map<(d0, d1) -> (d0)>} : (tensor<?xi64>, index) -> tensor<?x8xi64>
+  %v4 = "meta.binary"(%v3, %v2) {kind = "add"} : (tensor<?x8xi64>, tensor<?x8xi64>) -> tensor<?x8xi64>
+  return %v4 : tensor<?x8xi64>
+}"#;
+    let context = new_context().unwrap();
+    let oracle = parse_module(&context, source).unwrap();
+    for check_bounds in [false, true] {
+        let mut module = parse_module(&context, source).unwrap();
+        let compiled = CpuModule::compile_with(&context, &mut module, &options(check_bounds)).unwrap();
+        for (x_rows, y_rows) in [(1, 2), (3, 3), (5, 2), (0, 4)] {
+            let x = Value::tensor(Tensor::splat(vec![x_rows, 8], Scalar::I64(1)));
+            let y = Value::tensor(Tensor::splat(vec![y_rows, 8], Scalar::I64(2)));
+            let args = vec![x, y];
+            let want = Interpreter::new(&oracle)
+                .run("main", args.clone(), &mut StateStore::new())
+                .unwrap();
+            let got = compiled
+                .run(&module, "main", args, &mut StateStore::new())
+                .unwrap();
+            assert!(Match::Identical.values(&want, &got), "{x_rows} and {y_rows} rows");
+        }
+    }
 }
 
 #[test]

@@ -71,6 +71,7 @@ mod emit;
 pub mod gpu;
 mod gpu_nest;
 mod index;
+mod inplace;
 mod legal;
 mod nest;
 mod point;
@@ -152,6 +153,12 @@ pub struct KernelSignature {
     /// range `[0, n)` of the split dimension, `n` its size (`outer` and
     /// `points` are 0 here).
     pub sizes: Option<DynamicSizes>,
+    /// `(i, j)`: result `j` may be written into the buffer of argument
+    /// `i`, which the caller passes as both when the argument dies at the
+    /// call (and its buffer is the caller's alone); the kernel then runs a
+    /// nest that reads and writes through one pointer. Otherwise the
+    /// caller passes a buffer of its own, as usual. See `inplace`.
+    pub in_place: Option<(usize, usize)>,
 }
 
 impl KernelSignature {
@@ -286,6 +293,7 @@ pub fn signature(kernel: OperationRef) -> Result<KernelSignature, String> {
                 .collect::<Result<_, _>>()?,
             flat: false,
             sizes: Some(sizes),
+            in_place: None,
             name,
         });
     }
@@ -304,6 +312,7 @@ pub fn signature(kernel: OperationRef) -> Result<KernelSignature, String> {
                 .collect::<Result<_, _>>()?,
             flat: true,
             sizes: None,
+            in_place: None,
             name,
         });
     }
@@ -315,6 +324,7 @@ pub fn signature(kernel: OperationRef) -> Result<KernelSignature, String> {
         accesses: Vec::new(),
         flat: false,
         sizes: None,
+        in_place: None,
         inputs: (0..function_type.input_count())
             .map(|i| convert_argument(function_type.input(i)))
             .collect::<Result<_, _>>()?,
@@ -370,6 +380,15 @@ pub(crate) fn lower<'c>(
                 continue;
             }
         };
+        // A result written into a dying argument's buffer, when some call
+        // passes one.
+        let domain = kernel.attribute("meta.domain").ok().and_then(i64_array);
+        let body = kernel.region(0).ok().and_then(|r| r.first_block());
+        if let (Some(domain), Some(body)) = (domain, body) {
+            let (inputs, outputs) = (statics(&signature.inputs), statics(&signature.outputs));
+            signature.in_place = inplace::pair(body, &domain, &inputs, &outputs)
+                .filter(|&(i, _)| inplace::dies_at_some_call(module, &signature.name, i));
+        }
         let accesses = Accesses::default();
         let checked = options.check_bounds.then_some(&accesses);
         lower_kernel(context, &lowered, kernel, &signature, checked, options)?;
@@ -518,7 +537,13 @@ fn lower_kernel<'c>(
         .map(|(j, output)| {
             let pointer = pointers[signature.inputs.len() + j];
             match output {
-                Buffer::Tensor(shape, element) => Ok(access::Output::fixed(pointer, shape.clone(), *element)),
+                Buffer::Tensor(shape, element) => {
+                    // The sizes array holds a static result's sizes too.
+                    if signature.sizes.is_some() {
+                        output_sizes = output_sizes.get(shape.len()..).unwrap_or(&[]);
+                    }
+                    Ok(access::Output::fixed(pointer, shape.clone(), *element))
+                }
                 Buffer::Dynamic(_, element) if signature.flat => Ok(access::Output::fixed(
                     pointer,
                     vec![FLAT_EXTENT as usize],
@@ -566,18 +591,48 @@ fn lower_kernel<'c>(
         Some((bound(1)?, bound(2)?))
     };
     let schedule = schedule::schedule(body, &domain).map_err(Error::Lowering)?;
-    nest::emit_kernel(
-        &top,
-        body,
-        &arguments,
-        &outputs,
-        status,
-        &domain,
-        sizes.as_ref().map(|s| &s[..rank]),
-        &schedule,
-        range,
-        options.math,
-    )?;
+    let emit = |at: &Emitter, outputs: &[access::Output]| {
+        nest::emit_kernel(
+            at,
+            body,
+            &arguments,
+            outputs,
+            status,
+            &domain,
+            sizes.as_ref().map(|s| &s[..rank]),
+            &schedule,
+            range,
+            options.math,
+        )
+    };
+    match signature.in_place {
+        // Two nests: one that reads and writes argument `i`'s buffer
+        // through one pointer, run when the caller passed it as result
+        // `j`'s, and the usual one.
+        Some((i, j)) => {
+            let argument = top.value("llvm.ptrtoint", &[pointers[i]], i64_type)?;
+            let result = top.value("llvm.ptrtoint", &[pointers[signature.inputs.len() + j]], i64_type)?;
+            let shared = top.cmpi(0, argument, result)?;
+            let apart = top.value("arith.xori", &[shared, top.int(top.i1(), 1)?], top.i1())?;
+            let in_place: Vec<access::Output> = outputs
+                .iter()
+                .enumerate()
+                .map(|(k, output)| access::Output {
+                    pointer: if k == j { pointers[i] } else { output.pointer },
+                    shape: output.shape.clone(),
+                    element: output.element,
+                    dynamic: output.dynamic.clone(),
+                })
+                .collect();
+            let then = top.if_then(shared)?;
+            emit(&then, &in_place)?;
+            then.finish()?;
+            let otherwise = top.if_then(apart)?;
+            emit(&otherwise, &outputs)?;
+            otherwise.finish()?;
+        }
+        None => emit(&top, &outputs)?,
+    }
     top.op("func.return", &[], &[], &[])?;
 
     let name = &signature.name;
@@ -644,6 +699,17 @@ fn lower_arguments<'c, 'a, 'b>(
                 },
             };
             Ok((argument, lowered))
+        })
+        .collect()
+}
+
+/// The static tensors of a calling convention, for `inplace`.
+fn statics(buffers: &[Buffer]) -> Vec<inplace::Static<'_>> {
+    buffers
+        .iter()
+        .map(|b| match b {
+            Buffer::Tensor(shape, element) => Some((shape.as_slice(), *element)),
+            _ => None,
         })
         .collect()
 }

@@ -488,8 +488,8 @@ impl Executor for CudaModule {
 
 /// A host plan's kernel calls: each a one-launch plan, a round trip.
 impl Kernels for CudaModule {
-    fn launch(&self, name: &str, args: &[Value]) -> Option<Result<Vec<Value>, String>> {
-        self.run_kernel(name, args)
+    fn launch(&self, name: &str, args: Vec<Value>) -> Option<Result<Vec<Value>, String>> {
+        self.run_kernel(name, &args)
     }
 }
 

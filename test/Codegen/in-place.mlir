@@ -1,0 +1,45 @@
+// A kernel whose argument dies at its call gets two nests behind one
+// pointer comparison: when the runtime passes the argument's buffer as
+// the result's, the nest that reads and writes through one pointer runs.
+// A kernel whose argument is read again later, or read at other points
+// by a reindex, gets one nest and no comparison.
+// RUN: jitc compile %s --emit mlir | FileCheck %s
+
+// CHECK-LABEL: func.func @dies_fused_0
+// CHECK: %[[X:.*]] = llvm.load %{{.*}} : !llvm.ptr -> !llvm.ptr
+// CHECK: %[[Y:.*]] = llvm.load %{{.*}} : !llvm.ptr -> !llvm.ptr
+// CHECK: %[[A:.*]] = llvm.ptrtoint %[[X]]
+// CHECK: %[[B:.*]] = llvm.ptrtoint %[[Y]]
+// CHECK: %[[SAME:.*]] = arith.cmpi eq, %[[A]], %[[B]]
+// CHECK: scf.if %[[SAME]] {
+// CHECK: llvm.getelementptr %[[X]]
+// CHECK: arith.negf
+// CHECK: llvm.getelementptr %[[X]]
+// CHECK: llvm.store
+// CHECK: scf.if
+// CHECK: llvm.getelementptr %[[X]]
+// CHECK: arith.negf
+// CHECK: llvm.getelementptr %[[Y]]
+// CHECK: llvm.store
+func.func @dies(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %y = "meta.unary"(%x) {kind = "neg"} : (tensor<8xf32>) -> tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+
+// CHECK-LABEL: func.func @lives_fused_0
+// CHECK-NOT: llvm.ptrtoint
+// CHECK: return
+func.func @lives(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %y = "meta.unary"(%x) {kind = "neg"} : (tensor<8xf32>) -> tensor<8xf32>
+  %r = "meta.reindex"(%y) {indices = affine_map<(d0) -> (7 - d0)>} : (tensor<8xf32>) -> tensor<8xf32>
+  %z = "meta.binary"(%r, %x) {kind = "add"} : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  return %z, %y : tensor<8xf32>, tensor<8xf32>
+}
+
+// CHECK-LABEL: func.func @reindexed_fused_0
+// CHECK-NOT: llvm.ptrtoint
+// CHECK: return
+func.func @reindexed(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %r = "meta.reindex"(%x) {indices = affine_map<(d0) -> (7 - d0)>} : (tensor<8xf32>) -> tensor<8xf32>
+  return %r : tensor<8xf32>
+}
