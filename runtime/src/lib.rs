@@ -8,9 +8,12 @@
 //!   ([`jitc_compiler::compile_cpu`]), run on a persistent pool of worker
 //!   threads that splits each kernel's outer loop (reductions included),
 //!   with outputs from the interpreter's pooled, aligned buffers and
-//!   compilations kept in an in-memory cache. The host schedule around the
-//!   kernels (calls, control flow, guards, state) runs in the reference
-//!   interpreter, which hands every kernel call to the native code.
+//!   compilations kept in an in-memory cache. The host code around the
+//!   kernels (calls, control flow, guards, state) runs as a host plan
+//!   (`host`), with no interpreter on the path.
+//! - [`graph`]: the lazy graph a frontend links: [`graph::Var`]s record
+//!   meta-operators, and a fetch fuses, compiles (or takes from its cache)
+//!   and runs what it needs.
 //! - [`cuda`]: the same kernels compiled to PTX
 //!   ([`jitc_compiler::compile_ptx`]) and run on an NVIDIA GPU through the
 //!   driver, loaded at run time (cudarc); straight-line host code runs as a
@@ -18,11 +21,12 @@
 //! - [`session`]: the speculation manager (JANUS).
 //! - [`Executor`]: the one interface of the CPU and CUDA modules.
 //!
-//! Not here yet (DESIGN.md): the on-disk executable cache, compiled host
-//! schedules, the lazy graph API and the C ABI.
+//! Not here yet (DESIGN.md): the on-disk executable cache, the C ABI and
+//! the Python package.
 
 pub mod cpu;
 pub mod cuda;
+pub mod graph;
 mod host;
 pub mod session;
 
@@ -48,6 +52,10 @@ pub enum Error {
     /// The CUDA driver failed.
     #[error("{0}")]
     Cuda(String),
+    /// A lazy graph op was given arguments it cannot take; the sentence
+    /// says which and why.
+    #[error("{0}")]
+    Graph(String),
 }
 
 /// A module compiled for a device, ready to run its functions: the one

@@ -1,0 +1,955 @@
+//! The lazy graph: what a frontend links to build and run tensor programs
+//! from code, as Jittor's users do (its "unified graph execution",
+//! `papers/jittor.txt`).
+//!
+//! A [`Var`] records a meta-operator (reindex, reindex_reduce, unary,
+//! binary, select) or holds data; nothing runs until a value is fetched.
+//! A fetch ([`fetch`], [`Var::fetch`]):
+//! 1. cuts out the nodes the fetched values need that are not computed
+//!    yet, together with every pending value a live handle holds whose
+//!    computation shares a node with them (so work is done once, and ops
+//!    recorded in different iterations of a user's loop fuse with each
+//!    other: Jittor's cross-iteration fusion);
+//! 2. turns it into one function in the textual contract: data the nodes
+//!    read become its arguments (so new data of the same shapes reuses the
+//!    compilation), every cut node a live handle holds becomes a result;
+//! 3. looks the function up in a cache keyed by the graph's structure,
+//!    types and attributes (a compact encoding built from the nodes, never
+//!    by printing or parsing IR), or generates its text, parses it in
+//!    process, verifies, fuses and compiles it for the CPU ([`CpuModule`]);
+//! 4. runs it (host plan and native kernels), and keeps each result in
+//!    its node, which drops the recorded op and so frees what only it
+//!    held.
+//!
+//! Memory is reference-counted: a node lives while a handle or a pending
+//! node that reads it does. One graph per thread (a `Var` is not `Send`);
+//! its MLIR context lives as long as the thread's first use of it makes
+//! it (one context per thread, never freed).
+//!
+//! [`dump`] writes any fetch as a `.mlir` file with its inputs as `.npy`
+//! files, which `jitc run` reproduces: the bug report a frontend user
+//! sends. `JITC_DUMP_DIR` makes every fetch write one.
+//!
+//! Index expressions are Jittor's: the output index `iN` of a reindex
+//! (the input index of a reindex_reduce), integers, `+`, `-`, `*` by a
+//! constant, `floordiv`, `ceildiv` and `mod` by a constant: the affine
+//! expressions of `docs/semantics.md`, with `iN` for `dN`. An overflow
+//! condition compares two of them (`i0 < 1`, `i1 >= 5`, `i0 == i1`).
+//!
+//! Example: a row sum broadcast back and added.
+//!
+//! ```
+//! use jitc_interp::{Scalar, Tensor};
+//! use jitc_runtime::graph::Var;
+//! let x = Var::new(Tensor::splat(vec![2, 3], Scalar::F32(1.0)));
+//! let sums = x.reindex_reduce("add", &[2], &["i0"]).unwrap();
+//! let back = sums.reindex(&[2, 3], &["i0"], None, &[]).unwrap();
+//! let y = x.binary("add", &back).unwrap();
+//! assert_eq!(y.fetch().unwrap().get(5), Scalar::F32(4.0));
+//! ```
+
+use crate::{CpuModule, Error};
+use jitc_compiler::{CodegenOptions, DiagnosticCollector, new_context, parse_module};
+use jitc_dialect::kinds::{BinaryKind, ElementType, ReduceKind, UnaryKind};
+use jitc_interp::{StateStore, Tensor, Value};
+use melior::{
+    Context,
+    ir::{Attribute, Module},
+};
+use std::{
+    cell::{Cell, RefCell},
+    collections::{HashMap, HashSet},
+    fmt::Write as _,
+    path::{Path, PathBuf},
+    rc::{Rc, Weak},
+    sync::Arc,
+};
+
+/// A handle to a value of the lazy graph: data, or a recorded op whose
+/// result is computed on the first fetch that needs it.
+pub struct Var(Rc<Node>);
+
+struct Node {
+    /// Creation order: a node's inputs are always older.
+    id: u64,
+    shape: Vec<usize>,
+    element: ElementType,
+    op: RefCell<Op>,
+    /// Handles ([`Var`]s) to this node: a node with none is an
+    /// intermediate a fetch need not keep.
+    handles: Cell<usize>,
+}
+
+enum Op {
+    /// A known value.
+    Data(Arc<Tensor>),
+    Reindex {
+        input: Rc<Node>,
+        /// `(d0, d1) -> (d1)`.
+        map: String,
+        /// `0x00000000 : f32`.
+        overflow: Option<String>,
+        /// `affine_set<...>`s.
+        conditions: Vec<String>,
+    },
+    Reduce {
+        input: Rc<Node>,
+        kind: ReduceKind,
+        map: String,
+    },
+    Unary {
+        kind: UnaryKind,
+        input: Rc<Node>,
+    },
+    Cast {
+        input: Rc<Node>,
+    },
+    Binary {
+        kind: BinaryKind,
+        lhs: Rc<Node>,
+        rhs: Rc<Node>,
+    },
+    Select {
+        condition: Rc<Node>,
+        then: Rc<Node>,
+        otherwise: Rc<Node>,
+    },
+}
+
+impl Op {
+    fn inputs(&self) -> Vec<&Rc<Node>> {
+        match self {
+            Op::Data(_) => Vec::new(),
+            Op::Reindex { input, .. }
+            | Op::Reduce { input, .. }
+            | Op::Unary { input, .. }
+            | Op::Cast { input } => {
+                vec![input]
+            }
+            Op::Binary { lhs, rhs, .. } => vec![lhs, rhs],
+            Op::Select {
+                condition,
+                then,
+                otherwise,
+            } => vec![condition, then, otherwise],
+        }
+    }
+}
+
+/// What the graph of this thread has done, for tests and tuning.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GraphStats {
+    /// Fetches that ran something.
+    pub fetches: u64,
+    /// Fetches that compiled their function.
+    pub compiles: u64,
+    /// Fetches whose function came from the cache.
+    pub cache_hits: u64,
+    /// Kernels run, summed over fetches (each fetch runs each kernel of its
+    /// function once per call; loops are not unrolled here).
+    pub kernels: u64,
+}
+
+/// A compiled fetch.
+struct Executable {
+    module: Module<'static>,
+    compiled: CpuModule,
+    kernels: usize,
+}
+
+/// An affine map's or set's text, parsed: `Ok((dimensions, results))` of
+/// a map, or why it does not parse.
+type Parsed = Result<(usize, usize), String>;
+
+/// The lazy graph of one thread.
+struct Runtime {
+    context: &'static Context,
+    /// Parsed affine maps and sets by text.
+    parsed: RefCell<HashMap<String, Parsed>>,
+    cache: RefCell<HashMap<String, Rc<Executable>>>,
+    /// Nodes a handle held when they were recorded, not computed yet.
+    pending: RefCell<Vec<Weak<Node>>>,
+    stats: Cell<GraphStats>,
+    next_id: Cell<u64>,
+    options: RefCell<CodegenOptions>,
+    dumps: Cell<u64>,
+}
+
+thread_local! {
+    static RUNTIME: RefCell<Option<Rc<Runtime>>> = const { RefCell::new(None) };
+}
+
+fn runtime() -> Result<Rc<Runtime>, Error> {
+    RUNTIME.with(|cell| {
+        if let Some(runtime) = cell.borrow().as_ref() {
+            return Ok(Rc::clone(runtime));
+        }
+        let context: &'static Context = Box::leak(Box::new(new_context()?));
+        let runtime = Rc::new(Runtime {
+            context,
+            parsed: RefCell::new(HashMap::new()),
+            cache: RefCell::new(HashMap::new()),
+            pending: RefCell::new(Vec::new()),
+            stats: Cell::new(GraphStats::default()),
+            next_id: Cell::new(0),
+            options: RefCell::new(CodegenOptions::default()),
+            dumps: Cell::new(0),
+        });
+        *cell.borrow_mut() = Some(Rc::clone(&runtime));
+        Ok(runtime)
+    })
+}
+
+/// What the graph of this thread has done so far.
+pub fn stats() -> GraphStats {
+    runtime().map(|r| r.stats.get()).unwrap_or_default()
+}
+
+/// Sets how later compilations of this thread's graph are done (math mode,
+/// bounds checks); compilations already cached keep theirs.
+pub fn set_options(options: CodegenOptions) -> Result<(), Error> {
+    let runtime = runtime()?;
+    *runtime.options.borrow_mut() = options;
+    runtime.cache.borrow_mut().clear();
+    Ok(())
+}
+
+fn bad(message: impl Into<String>) -> Error {
+    Error::Graph(message.into())
+}
+
+fn type_text(shape: &[usize], element: ElementType) -> String {
+    let mut text = String::from("tensor<");
+    for d in shape {
+        let _ = write!(text, "{d}x");
+    }
+    text + element.name() + ">"
+}
+
+/// Jittor's index expression, with `iN` for the map's dimension `dN`
+/// (`N` below `dims`).
+fn expression(text: &str, dims: usize) -> Result<String, Error> {
+    let mut out = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_ascii_alphabetic() || c == '_' {
+            let mut word = String::from(c);
+            while let Some(&next) = chars.peek() {
+                if next.is_ascii_alphanumeric() || next == '_' {
+                    word.push(next);
+                    chars.next();
+                } else {
+                    break;
+                }
+            }
+            match word.strip_prefix('i').and_then(|n| n.parse::<usize>().ok()) {
+                Some(n) if n < dims => {
+                    let _ = write!(out, "d{n}");
+                }
+                Some(n) => {
+                    return Err(bad(format!(
+                        "index expression '{text}': i{n} is not an index of this op (it has {dims}: i0 to i{})",
+                        dims.saturating_sub(1)
+                    )));
+                }
+                None if ["floordiv", "ceildiv", "mod"].contains(&word.as_str()) => out.push_str(&word),
+                None => {
+                    return Err(bad(format!(
+                        "index expression '{text}': '{word}' is not an index (i0, i1, ...) or an operator"
+                    )));
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    if out.trim().is_empty() {
+        return Err(bad("an index expression is empty"));
+    }
+    Ok(out)
+}
+
+/// An overflow condition (`i0 < 1`) as an affine set over `dims` indices.
+fn condition(text: &str, dims: usize) -> Result<String, Error> {
+    let operators = [">=", "<=", "==", "!=", ">", "<"];
+    let (at, operator) = operators
+        .iter()
+        .filter_map(|op| text.find(op).map(|at| (at, *op)))
+        .min_by_key(|(at, op)| (*at, std::cmp::Reverse(op.len())))
+        .ok_or_else(|| {
+            bad(format!(
+                "overflow condition '{text}' compares nothing (use <, <=, >, >= or ==)"
+            ))
+        })?;
+    let (left, right) = (&text[..at], &text[at + operator.len()..]);
+    let (a, b) = (expression(left, dims)?, expression(right, dims)?);
+    let constraint = match operator {
+        ">=" => format!("({a}) - ({b}) >= 0"),
+        ">" => format!("({a}) - ({b}) - 1 >= 0"),
+        "<=" => format!("({b}) - ({a}) >= 0"),
+        "<" => format!("({b}) - ({a}) - 1 >= 0"),
+        "==" => format!("({a}) - ({b}) == 0"),
+        _ => return Err(bad(format!("overflow condition '{text}': != is not affine"))),
+    };
+    Ok(format!("affine_set<({}) : ({constraint})>", dimensions(dims)))
+}
+
+fn dimensions(dims: usize) -> String {
+    (0..dims).map(|d| format!("d{d}")).collect::<Vec<_>>().join(", ")
+}
+
+impl Runtime {
+    /// Parses `attribute` (an `affine_map<...>` or `affine_set<...>`)
+    /// once; `(dimensions, results)` of a map.
+    fn check_map(&self, text: &str) -> Result<(usize, usize), Error> {
+        if let Some(known) = self.parsed.borrow().get(text) {
+            return known.clone().map_err(bad);
+        }
+        let collector = DiagnosticCollector::attach(self.context);
+        let parsed = Attribute::parse(self.context, text);
+        let result = match parsed {
+            Some(attribute) if text.starts_with("affine_map") => {
+                jitc_dialect::ops::affine_map_attribute(attribute)
+                    .map(|map| (map.dim_count(), map.result_count()))
+                    .ok_or_else(|| format!("'{text}' is not an affine map"))
+            }
+            Some(_) => Ok((0, 0)),
+            None => Err(collector.take().first().map_or_else(
+                || format!("'{text}' does not parse"),
+                |d| format!("'{text}': {}", d.message),
+            )),
+        };
+        self.parsed.borrow_mut().insert(text.to_owned(), result.clone());
+        result.map_err(bad)
+    }
+
+    fn node(&self, shape: Vec<usize>, element: ElementType, op: Op) -> Result<Var, Error> {
+        jitc_interp::tensor::checked_len(&shape).map_err(bad)?;
+        let id = self.next_id.get();
+        self.next_id.set(id + 1);
+        let pending = !matches!(op, Op::Data(_));
+        let node = Rc::new(Node {
+            id,
+            shape,
+            element,
+            op: RefCell::new(op),
+            handles: Cell::new(1),
+        });
+        if pending {
+            let mut list = self.pending.borrow_mut();
+            // Forget dead entries now and then, so the list stays as long
+            // as what is alive.
+            if list.len() >= 64 && list.len().is_power_of_two() {
+                list.retain(|weak| weak.strong_count() > 0);
+            }
+            list.push(Rc::downgrade(&node));
+        }
+        Ok(Var(node))
+    }
+}
+
+impl Clone for Var {
+    fn clone(&self) -> Self {
+        self.0.handles.set(self.0.handles.get() + 1);
+        Var(Rc::clone(&self.0))
+    }
+}
+
+impl Drop for Var {
+    fn drop(&mut self) {
+        self.0.handles.set(self.0.handles.get() - 1);
+    }
+}
+
+impl std::fmt::Debug for Var {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = if matches!(*self.0.op.borrow(), Op::Data(_)) {
+            "computed"
+        } else {
+            "pending"
+        };
+        write!(f, "Var({}, {state})", type_text(&self.0.shape, self.0.element))
+    }
+}
+
+impl Var {
+    /// A handle to `tensor`.
+    pub fn new(tensor: Tensor) -> Self {
+        Self::from_arc(Arc::new(tensor))
+    }
+
+    /// A handle to `tensor`, shared.
+    pub fn from_arc(tensor: Arc<Tensor>) -> Self {
+        let (shape, element) = (tensor.shape().to_vec(), tensor.element_type());
+        runtime()
+            .and_then(|r| r.node(shape.clone(), element, Op::Data(Arc::clone(&tensor))))
+            .unwrap_or_else(|_| {
+                // Without a context the graph cannot run anything; data
+                // still has a handle.
+                Var(Rc::new(Node {
+                    id: 0,
+                    shape,
+                    element,
+                    op: RefCell::new(Op::Data(tensor)),
+                    handles: Cell::new(1),
+                }))
+            })
+    }
+
+    /// The value's shape.
+    pub fn shape(&self) -> &[usize] {
+        &self.0.shape
+    }
+
+    /// The value's element type.
+    pub fn element(&self) -> ElementType {
+        self.0.element
+    }
+
+    /// Whether the value is known (data, or computed by a fetch).
+    pub fn is_computed(&self) -> bool {
+        matches!(*self.0.op.borrow(), Op::Data(_))
+    }
+
+    /// `meta.reindex`: a value of `shape` whose element at index
+    /// `(i0, i1, ...)` is this value's element at `indices` (one Jittor
+    /// index expression per dimension of this value), or `overflow_value`
+    /// (default 0) where that is out of bounds or where one of
+    /// `overflow_conditions` holds.
+    pub fn reindex(
+        &self,
+        shape: &[usize],
+        indices: &[&str],
+        overflow_value: Option<f64>,
+        overflow_conditions: &[&str],
+    ) -> Result<Var, Error> {
+        let runtime = runtime()?;
+        let rank = self.0.shape.len();
+        if indices.len() != rank {
+            return Err(bad(format!(
+                "reindex of a rank-{rank} value needs {rank} index expressions, one per dimension, got {}",
+                indices.len()
+            )));
+        }
+        let dims = shape.len();
+        let exprs = indices
+            .iter()
+            .map(|e| expression(e, dims))
+            .collect::<Result<Vec<_>, _>>()?;
+        let map = format!("({}) -> ({})", dimensions(dims), exprs.join(", "));
+        runtime
+            .check_map(&format!("affine_map<{map}>"))
+            .map_err(|e| bad(format!("reindex indices {indices:?}: {e}")))?;
+        let conditions = overflow_conditions
+            .iter()
+            .map(|c| {
+                let set = condition(c, dims)?;
+                runtime
+                    .check_map(&set)
+                    .map_err(|e| bad(format!("overflow condition '{c}': {e}")))?;
+                Ok(set)
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        let overflow = overflow_value.map(|v| literal(v, self.0.element));
+        runtime.node(
+            shape.to_vec(),
+            self.0.element,
+            Op::Reindex {
+                input: Rc::clone(&self.0),
+                map,
+                overflow,
+                conditions,
+            },
+        )
+    }
+
+    /// `meta.reindex_reduce`: a value of `shape` whose element at each
+    /// index combines (`kind`: add, mul, max, min, and, or) this value's
+    /// elements whose `indices` (one Jittor index expression per dimension
+    /// of `shape`, over this value's indices `i0, i1, ...`) are that index.
+    pub fn reindex_reduce(&self, kind: &str, shape: &[usize], indices: &[&str]) -> Result<Var, Error> {
+        let runtime = runtime()?;
+        let kind = ReduceKind::parse(kind).ok_or_else(|| {
+            bad(format!(
+                "unknown reduction '{kind}' (one of {})",
+                ReduceKind::spellings()
+            ))
+        })?;
+        if !kind.operand_class().accepts(self.0.element) {
+            return Err(bad(format!(
+                "reduction '{}' takes {}, not {}",
+                kind.name(),
+                kind.operand_class().describe(),
+                self.0.element
+            )));
+        }
+        if indices.len() != shape.len() {
+            return Err(bad(format!(
+                "reindex_reduce to a rank-{} value needs {} index expressions, one per dimension, got {}",
+                shape.len(),
+                shape.len(),
+                indices.len()
+            )));
+        }
+        let dims = self.0.shape.len();
+        let exprs = indices
+            .iter()
+            .map(|e| expression(e, dims))
+            .collect::<Result<Vec<_>, _>>()?;
+        let map = format!("({}) -> ({})", dimensions(dims), exprs.join(", "));
+        runtime
+            .check_map(&format!("affine_map<{map}>"))
+            .map_err(|e| bad(format!("reindex_reduce indices {indices:?}: {e}")))?;
+        runtime.node(
+            shape.to_vec(),
+            self.0.element,
+            Op::Reduce {
+                input: Rc::clone(&self.0),
+                kind,
+                map,
+            },
+        )
+    }
+
+    /// `meta.unary` of `kind` (`exp`, `neg`, ...; see `docs/semantics.md`);
+    /// [`Self::cast`] for `cast`.
+    pub fn unary(&self, kind: &str) -> Result<Var, Error> {
+        let runtime = runtime()?;
+        let parsed = UnaryKind::parse(kind).ok_or_else(|| {
+            bad(format!(
+                "unknown unary kind '{kind}' (one of {})",
+                UnaryKind::spellings()
+            ))
+        })?;
+        if parsed == UnaryKind::Cast {
+            return Err(bad("a cast needs its target type: use cast"));
+        }
+        if !parsed.operand_class().accepts(self.0.element) {
+            return Err(bad(format!(
+                "unary '{kind}' takes {}, not {}",
+                parsed.operand_class().describe(),
+                self.0.element
+            )));
+        }
+        runtime.node(
+            self.0.shape.clone(),
+            self.0.element,
+            Op::Unary {
+                kind: parsed,
+                input: Rc::clone(&self.0),
+            },
+        )
+    }
+
+    /// `meta.unary` `cast` to `element`.
+    pub fn cast(&self, element: ElementType) -> Result<Var, Error> {
+        runtime()?.node(
+            self.0.shape.clone(),
+            element,
+            Op::Cast {
+                input: Rc::clone(&self.0),
+            },
+        )
+    }
+
+    /// `meta.binary` of `kind` with `other`, of the same shape and element
+    /// type; comparisons give `i1`.
+    pub fn binary(&self, kind: &str, other: &Var) -> Result<Var, Error> {
+        let runtime = runtime()?;
+        let parsed = BinaryKind::parse(kind).ok_or_else(|| {
+            bad(format!(
+                "unknown binary kind '{kind}' (one of {})",
+                BinaryKind::spellings()
+            ))
+        })?;
+        if self.0.shape != other.0.shape || self.0.element != other.0.element {
+            return Err(bad(format!(
+                "binary '{kind}' of {} and {}: operands must have one shape and element type",
+                type_text(&self.0.shape, self.0.element),
+                type_text(&other.0.shape, other.0.element)
+            )));
+        }
+        if !parsed.operand_class().accepts(self.0.element) {
+            return Err(bad(format!(
+                "binary '{kind}' takes {}, not {}",
+                parsed.operand_class().describe(),
+                self.0.element
+            )));
+        }
+        let element = if parsed.is_comparison() {
+            ElementType::I1
+        } else {
+            self.0.element
+        };
+        runtime.node(
+            self.0.shape.clone(),
+            element,
+            Op::Binary {
+                kind: parsed,
+                lhs: Rc::clone(&self.0),
+                rhs: Rc::clone(&other.0),
+            },
+        )
+    }
+
+    /// `meta.ternary` `select`: where this `i1` value holds, `then`'s
+    /// element, else `otherwise`'s.
+    pub fn select(&self, then: &Var, otherwise: &Var) -> Result<Var, Error> {
+        let runtime = runtime()?;
+        if self.0.element != ElementType::I1 {
+            return Err(bad(format!(
+                "select's condition must be i1, not {}",
+                self.0.element
+            )));
+        }
+        let same = |v: &Var| v.0.shape == self.0.shape;
+        if !same(then) || !same(otherwise) || then.0.element != otherwise.0.element {
+            return Err(bad(format!(
+                "select of {} between {} and {}: all three must have one shape, the two choices one element type",
+                type_text(&self.0.shape, self.0.element),
+                type_text(&then.0.shape, then.0.element),
+                type_text(&otherwise.0.shape, otherwise.0.element)
+            )));
+        }
+        runtime.node(
+            self.0.shape.clone(),
+            then.0.element,
+            Op::Select {
+                condition: Rc::clone(&self.0),
+                then: Rc::clone(&then.0),
+                otherwise: Rc::clone(&otherwise.0),
+            },
+        )
+    }
+
+    /// The value, computed if it is not yet (see [`fetch`]).
+    pub fn fetch(&self) -> Result<Arc<Tensor>, Error> {
+        Ok(fetch(&[self])?.remove(0))
+    }
+}
+
+/// A float or integer `value` as an MLIR literal of `element` type (floats
+/// by their bits, so every value, NaN and subnormals included, is exact).
+fn literal(value: f64, element: ElementType) -> String {
+    match element {
+        ElementType::F32 => format!("0x{:08X} : f32", (value as f32).to_bits()),
+        ElementType::F64 => format!("0x{:016X} : f64", value.to_bits()),
+        ElementType::I1 => (if value != 0.0 { "true" } else { "false" }).to_owned(),
+        other => format!("{} : {}", value as i64, other.name()),
+    }
+}
+
+/// The part of the graph one fetch computes.
+struct Cut {
+    /// Nodes to compute, oldest first.
+    nodes: Vec<Rc<Node>>,
+    /// Known values they read: the function's arguments.
+    arguments: Vec<Rc<Node>>,
+    /// Nodes a handle holds: the function's results.
+    results: Vec<Rc<Node>>,
+}
+
+fn key(node: &Rc<Node>) -> usize {
+    Rc::as_ptr(node) as usize
+}
+
+/// The nodes not computed yet that `node` needs (itself included), added
+/// to `into`.
+fn ancestors(node: &Rc<Node>, into: &mut HashMap<usize, Rc<Node>>) {
+    let mut stack = vec![Rc::clone(node)];
+    while let Some(current) = stack.pop() {
+        if matches!(*current.op.borrow(), Op::Data(_)) || into.contains_key(&key(&current)) {
+            continue;
+        }
+        for input in current.op.borrow().inputs() {
+            stack.push(Rc::clone(input));
+        }
+        into.insert(key(&current), current);
+    }
+}
+
+impl Runtime {
+    /// The cut of a fetch of `wanted`: their pending ancestors, and those
+    /// of every pending value a handle holds that shares one of them.
+    fn cut(&self, wanted: &[&Var]) -> Cut {
+        let mut nodes = HashMap::new();
+        for var in wanted {
+            ancestors(&var.0, &mut nodes);
+        }
+        let pending: Vec<Rc<Node>> = self
+            .pending
+            .borrow()
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|n| n.handles.get() > 0 && !matches!(*n.op.borrow(), Op::Data(_)))
+            .collect();
+        // Until nothing changes: a value joins when its own pending
+        // ancestors meet the cut.
+        let mut joined = true;
+        while joined {
+            joined = false;
+            for node in &pending {
+                if nodes.contains_key(&key(node)) {
+                    continue;
+                }
+                let mut own = HashMap::new();
+                ancestors(node, &mut own);
+                if own.keys().any(|k| nodes.contains_key(k)) {
+                    nodes.extend(own);
+                    joined = true;
+                }
+            }
+        }
+        let mut nodes: Vec<Rc<Node>> = nodes.into_values().collect();
+        nodes.sort_by_key(|n| n.id);
+        let mut arguments: Vec<Rc<Node>> = Vec::new();
+        let mut seen = HashSet::new();
+        for node in &nodes {
+            for input in node.op.borrow().inputs() {
+                if matches!(*input.op.borrow(), Op::Data(_)) && seen.insert(key(input)) {
+                    arguments.push(Rc::clone(input));
+                }
+            }
+        }
+        let results = nodes.iter().filter(|n| n.handles.get() > 0).cloned().collect();
+        Cut {
+            nodes,
+            arguments,
+            results,
+        }
+    }
+}
+
+impl Cut {
+    /// The function's text in the textual contract, and the cache key: the
+    /// structure, types and attributes, with values named by position.
+    fn describe(&self) -> (String, String) {
+        let mut name: HashMap<usize, String> = HashMap::new();
+        let mut key_text = String::new();
+        let mut params = Vec::new();
+        for (k, argument) in self.arguments.iter().enumerate() {
+            name.insert(key(argument), format!("%a{k}"));
+            let r#type = type_text(&argument.shape, argument.element);
+            let _ = write!(key_text, "a{};", r#type);
+            params.push(format!("%a{k}: {type}", type = r#type));
+        }
+        let mut body = String::new();
+        for (k, node) in self.nodes.iter().enumerate() {
+            name.insert(key(node), format!("%v{k}"));
+            let out = type_text(&node.shape, node.element);
+            let op = node.op.borrow();
+            let operands: Vec<&String> = op.inputs().iter().map(|i| &name[&key(i)]).collect();
+            let operand_types: Vec<String> = op
+                .inputs()
+                .iter()
+                .map(|i| type_text(&i.shape, i.element))
+                .collect();
+            let (op_name, attributes) = match &*op {
+                Op::Data(_) => unreachable!("a cut holds no data"),
+                Op::Reindex {
+                    map,
+                    overflow,
+                    conditions,
+                    ..
+                } => {
+                    let mut attributes = format!("indices = affine_map<{map}>");
+                    if let Some(value) = overflow {
+                        let _ = write!(attributes, ", overflow_value = {value}");
+                    }
+                    if !conditions.is_empty() {
+                        let _ = write!(attributes, ", overflow_conditions = [{}]", conditions.join(", "));
+                    }
+                    ("meta.reindex", attributes)
+                }
+                Op::Reduce { kind, map, .. } => (
+                    "meta.reindex_reduce",
+                    format!("kind = \"{}\", indices = affine_map<{map}>", kind.name()),
+                ),
+                Op::Unary { kind, .. } => ("meta.unary", format!("kind = \"{}\"", kind.name())),
+                Op::Cast { .. } => ("meta.unary", "kind = \"cast\"".to_owned()),
+                Op::Binary { kind, .. } => ("meta.binary", format!("kind = \"{}\"", kind.name())),
+                Op::Select { .. } => ("meta.ternary", "kind = \"select\"".to_owned()),
+            };
+            let positions: Vec<&str> = operands.iter().map(|s| s.as_str()).collect();
+            let _ = writeln!(
+                body,
+                "  %v{k} = \"{op_name}\"({}) {{{attributes}}} : ({}) -> {out}",
+                positions.join(", "),
+                operand_types.join(", ")
+            );
+            let _ = write!(
+                key_text,
+                "{op_name}{{{attributes}}}({});{out};",
+                positions.join(",")
+            );
+        }
+        let results: Vec<&String> = self.results.iter().map(|r| &name[&key(r)]).collect();
+        let result_types: Vec<String> = self
+            .results
+            .iter()
+            .map(|r| type_text(&r.shape, r.element))
+            .collect();
+        let _ = write!(
+            key_text,
+            "->{}",
+            results.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(",")
+        );
+        let text = format!(
+            "func.func @main({}) -> ({}) {{\n{body}  return {} : {}\n}}\n",
+            params.join(", "),
+            result_types.join(", "),
+            results.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "),
+            result_types.join(", ")
+        );
+        (text, key_text)
+    }
+}
+
+/// Computes the values of `vars` (and every pending value that shares work
+/// with them; see the module's documentation) and returns theirs, in order.
+pub fn fetch(vars: &[&Var]) -> Result<Vec<Arc<Tensor>>, Error> {
+    let runtime = runtime()?;
+    let done = |vars: &[&Var]| -> Option<Vec<Arc<Tensor>>> {
+        vars.iter()
+            .map(|v| match &*v.0.op.borrow() {
+                Op::Data(tensor) => Some(Arc::clone(tensor)),
+                _ => None,
+            })
+            .collect()
+    };
+    if let Some(values) = done(vars) {
+        return Ok(values);
+    }
+    let cut = runtime.cut(vars);
+    let (text, key_text) = cut.describe();
+    let executable = runtime.executable(&text, key_text)?;
+    let args: Vec<Value> = cut
+        .arguments
+        .iter()
+        .map(|node| match &*node.op.borrow() {
+            Op::Data(tensor) => Value::Tensor(Arc::clone(tensor)),
+            _ => unreachable!("arguments are data"),
+        })
+        .collect();
+    if let Ok(dir) = std::env::var("JITC_DUMP_DIR") {
+        let number = runtime.dumps.get();
+        runtime.dumps.set(number + 1);
+        write_dump(&Path::new(&dir).join(format!("fetch-{number}")), &text, &args)?;
+    }
+    let results = executable
+        .compiled
+        .run(&executable.module, "main", args, &mut StateStore::new())?;
+    let mut stats = runtime.stats.get();
+    stats.fetches += 1;
+    stats.kernels += executable.kernels as u64;
+    runtime.stats.set(stats);
+    for (node, value) in cut.results.iter().zip(results) {
+        let Value::Tensor(tensor) = value else {
+            return Err(bad("a fetch returned a value that is not a tensor"));
+        };
+        // The recorded op, and with it what only it read, is dropped.
+        *node.op.borrow_mut() = Op::Data(tensor);
+    }
+    done(vars).ok_or_else(|| bad("a fetched value was not computed"))
+}
+
+/// Computes every pending value a handle holds.
+pub fn sync() -> Result<(), Error> {
+    let runtime = runtime()?;
+    let live: Vec<Var> = runtime
+        .pending
+        .borrow()
+        .iter()
+        .filter_map(Weak::upgrade)
+        .filter(|n| n.handles.get() > 0 && !matches!(*n.op.borrow(), Op::Data(_)))
+        .map(|n| {
+            n.handles.set(n.handles.get() + 1);
+            Var(n)
+        })
+        .collect();
+    let refs: Vec<&Var> = live.iter().collect();
+    if !refs.is_empty() {
+        fetch(&refs)?;
+    }
+    Ok(())
+}
+
+impl Runtime {
+    /// The compiled function of `text`, from the cache (by `key`) or
+    /// compiled now.
+    fn executable(&self, text: &str, key: String) -> Result<Rc<Executable>, Error> {
+        if let Some(found) = self.cache.borrow().get(&key) {
+            let mut stats = self.stats.get();
+            stats.cache_hits += 1;
+            self.stats.set(stats);
+            return Ok(Rc::clone(found));
+        }
+        let collector = DiagnosticCollector::attach(self.context);
+        let mut module = parse_module(self.context, text).ok_or_else(|| {
+            let messages: Vec<String> = collector.take().into_iter().map(|d| d.message).collect();
+            bad(format!(
+                "the graph's function does not parse (a jitc bug): {}\n{text}",
+                messages.join("; ")
+            ))
+        })?;
+        jitc_compiler::verify(&module)?;
+        let compiled = CpuModule::compile_with(self.context, &mut module, &self.options.borrow())?;
+        let kernels = jitc_dialect::ops::functions(module.body())
+            .values()
+            .filter(|f| melior::ir::operation::OperationLike::has_attribute(*f, "meta.fused"))
+            .count();
+        let executable = Rc::new(Executable {
+            module,
+            compiled,
+            kernels,
+        });
+        let mut stats = self.stats.get();
+        stats.compiles += 1;
+        self.stats.set(stats);
+        self.cache.borrow_mut().insert(key, Rc::clone(&executable));
+        Ok(executable)
+    }
+}
+
+/// Writes what a fetch of `vars` would run into the folder `dir`, without
+/// running it: `fetch.mlir`, whose first line is the `jitc run` command
+/// that reproduces the fetch, and its inputs `input0.npy`, ... Returns the
+/// `.mlir` file's path. Values already computed need nothing; their dump
+/// is a function of no ops.
+pub fn dump(vars: &[&Var], dir: &Path) -> Result<PathBuf, Error> {
+    let runtime = runtime()?;
+    let cut = runtime.cut(vars);
+    let (text, _) = cut.describe();
+    let args: Vec<Value> = cut
+        .arguments
+        .iter()
+        .map(|node| match &*node.op.borrow() {
+            Op::Data(tensor) => Value::Tensor(Arc::clone(tensor)),
+            _ => unreachable!("arguments are data"),
+        })
+        .collect();
+    write_dump(dir, &text, &args)
+}
+
+fn write_dump(dir: &Path, text: &str, args: &[Value]) -> Result<PathBuf, Error> {
+    let failed = |e: std::io::Error| bad(format!("cannot write the dump to {}: {e}", dir.display()));
+    std::fs::create_dir_all(dir).map_err(failed)?;
+    let mut command = String::from("// jitc run fetch.mlir");
+    for (k, arg) in args.iter().enumerate() {
+        let Value::Tensor(tensor) = arg else { continue };
+        let file = format!("input{k}.npy");
+        let mut out = std::io::BufWriter::new(std::fs::File::create(dir.join(&file)).map_err(failed)?);
+        jitc_interp::npy::write_to(&mut out, tensor).map_err(failed)?;
+        let _ = write!(command, " --input @{file}");
+    }
+    let path = dir.join("fetch.mlir");
+    std::fs::write(&path, format!("{command}\n{text}")).map_err(failed)?;
+    Ok(path)
+}
+
+/// The text of the function the last compilation of `vars`' fetch would
+/// use, for tests and `--help`-style inspection.
+pub fn function_text(vars: &[&Var]) -> Result<String, Error> {
+    let runtime = runtime()?;
+    Ok(runtime.cut(vars).describe().0)
+}

@@ -1,0 +1,500 @@
+//! The lazy graph (`jitc_runtime::graph`): every op against a reference
+//! written here element by element (as NumPy would compute it), on random
+//! shapes; bad arguments as errors; fusion across a user's loop; cache
+//! hits; memory freed with the last handle; dumps that reproduce a fetch.
+
+use jitc_compiler::{CodegenOptions, DiagnosticCollector, MathMode, new_context, parse_module};
+use jitc_dialect::kinds::ElementType;
+use jitc_interp::{Interpreter, Scalar, StateStore, Tensor, Value};
+use jitc_runtime::graph::{self, Var};
+use jitc_test_support::Rng;
+use std::sync::Arc;
+
+/// A random f32 tensor of `shape`, small numbers.
+fn random(rng: &mut Rng, shape: &[usize]) -> Tensor {
+    let count: usize = shape.iter().product();
+    let mut tensor = Tensor::splat(shape.to_vec(), Scalar::F32(0.0));
+    let buffer = tensor.buffer_mut();
+    for k in 0..count {
+        buffer.set(k, Scalar::F32((rng.below(201) as f32 - 100.0) / 16.0));
+    }
+    tensor
+}
+
+fn f32s(tensor: &Tensor) -> Vec<f32> {
+    (0..tensor.len())
+        .map(|k| match tensor.get(k) {
+            Scalar::F32(v) => v,
+            other => panic!("not f32: {other:?}"),
+        })
+        .collect()
+}
+
+/// Row-major strides of `shape`.
+fn strides(shape: &[usize]) -> Vec<usize> {
+    let mut strides = vec![1; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * shape[d + 1];
+    }
+    strides
+}
+
+/// Every index of `shape`, in row-major order.
+fn indices(shape: &[usize]) -> Vec<Vec<i64>> {
+    let count: usize = shape.iter().product();
+    let strides = strides(shape);
+    (0..count)
+        .map(|k| {
+            shape
+                .iter()
+                .zip(&strides)
+                .map(|(&n, &s)| ((k / s) % n.max(1)) as i64)
+                .collect()
+        })
+        .collect()
+}
+
+/// The reference reindex: `out[i] = x[f(i)]`, or `overflow` where `f(i)`
+/// is out of bounds or `excluded(i)`.
+fn reindex_reference(
+    x: &Tensor,
+    shape: &[usize],
+    f: &dyn Fn(&[i64]) -> Vec<i64>,
+    overflow: f32,
+    excluded: &dyn Fn(&[i64]) -> bool,
+) -> Vec<f32> {
+    let values = f32s(x);
+    let in_strides = strides(x.shape());
+    indices(shape)
+        .iter()
+        .map(|i| {
+            let source = f(i);
+            let inside = source
+                .iter()
+                .zip(x.shape())
+                .all(|(&s, &n)| s >= 0 && (s as usize) < n);
+            if excluded(i) || !inside {
+                overflow
+            } else {
+                let offset: usize = source
+                    .iter()
+                    .zip(&in_strides)
+                    .map(|(&s, &st)| s as usize * st)
+                    .sum();
+                values[offset]
+            }
+        })
+        .collect()
+}
+
+/// The reference reduction of `x` to `shape` through `f`, combining with
+/// `combine` from `identity`, in row-major order of `x`.
+fn reduce_reference(
+    x: &Tensor,
+    shape: &[usize],
+    f: &dyn Fn(&[i64]) -> Vec<i64>,
+    identity: f32,
+    combine: &dyn Fn(f32, f32) -> f32,
+) -> Vec<f32> {
+    let values = f32s(x);
+    let out_strides = strides(shape);
+    let mut out = vec![identity; shape.iter().product()];
+    for (k, i) in indices(x.shape()).iter().enumerate() {
+        let target = f(i);
+        let inside = target
+            .iter()
+            .zip(shape)
+            .all(|(&t, &n)| t >= 0 && (t as usize) < n);
+        if inside {
+            let offset: usize = target
+                .iter()
+                .zip(&out_strides)
+                .map(|(&t, &s)| t as usize * s)
+                .sum();
+            out[offset] = combine(out[offset], values[k]);
+        }
+    }
+    out
+}
+
+fn same(got: &Tensor, want: &[f32], what: &str) {
+    let got = f32s(got);
+    assert_eq!(got.len(), want.len(), "{what}: element count");
+    for (k, (a, b)) in got.iter().zip(want).enumerate() {
+        assert!(
+            a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
+            "{what}: element {k} is {a}, want {b}"
+        );
+    }
+}
+
+/// An index map of the reference: output index to input index.
+type IndexMap = Box<dyn Fn(&[i64]) -> Vec<i64>>;
+
+/// A reindex: its shape, index expressions, overflow value and conditions,
+/// and the same as the reference's map and exclusion.
+type ReindexCase<'s> = (
+    Vec<usize>,
+    Vec<&'s str>,
+    f32,
+    Vec<&'s str>,
+    IndexMap,
+    Box<dyn Fn(&[i64]) -> bool>,
+);
+
+/// A reduction: its shape, index expressions, and the reference's map.
+type ReduceCase<'s> = (Vec<usize>, Vec<&'s str>, IndexMap);
+
+#[test]
+fn reindexes_match_the_reference_on_random_shapes() {
+    let mut rng = Rng(0x9a11);
+    for _ in 0..8 {
+        let (a, b) = (1 + rng.below(6), 1 + rng.below(7));
+        let x = random(&mut rng, &[a, b]);
+        let var = Var::new(x.clone());
+        let flip = format!("{} - i0", a - 1);
+        // Broadcast a row to (3, a, b), transpose, pad by one, flip,
+        // stride by two, and conditions that blank parts.
+        let cases: Vec<ReindexCase> = vec![
+            (
+                vec![3, a, b],
+                vec!["i1", "i2"],
+                0.0,
+                vec![],
+                Box::new(|i| vec![i[1], i[2]]),
+                Box::new(|_| false),
+            ),
+            (
+                vec![b, a],
+                vec!["i1", "i0"],
+                0.0,
+                vec![],
+                Box::new(|i| vec![i[1], i[0]]),
+                Box::new(|_| false),
+            ),
+            (
+                vec![a + 2, b + 2],
+                vec!["i0 - 1", "i1 - 1"],
+                -2.5,
+                vec![],
+                Box::new(|i| vec![i[0] - 1, i[1] - 1]),
+                Box::new(|_| false),
+            ),
+            (
+                vec![a, b],
+                vec![flip.as_str(), "i1"],
+                0.0,
+                vec![],
+                Box::new(move |i| vec![a as i64 - 1 - i[0], i[1]]),
+                Box::new(|_| false),
+            ),
+            (
+                vec![a, b.div_ceil(2)],
+                vec!["i0", "i1 * 2"],
+                7.0,
+                vec![],
+                Box::new(|i| vec![i[0], i[1] * 2]),
+                Box::new(|_| false),
+            ),
+            (
+                vec![a, b],
+                vec!["i0", "i1"],
+                9.0,
+                vec!["i0 < 1"],
+                Box::new(|i| vec![i[0], i[1]]),
+                Box::new(|i| i[0] < 1),
+            ),
+            (
+                vec![a, b],
+                vec!["i0", "i1"],
+                9.0,
+                vec!["i1 >= 2", "i0 == i1"],
+                Box::new(|i| vec![i[0], i[1]]),
+                Box::new(|i| i[1] >= 2 || i[0] == i[1]),
+            ),
+        ];
+        for (shape, exprs, overflow, conditions, f, excluded) in cases {
+            let y = var
+                .reindex(&shape, &exprs, Some(overflow as f64), &conditions)
+                .unwrap();
+            let want = reindex_reference(&x, &shape, &f, overflow, &excluded);
+            same(
+                &y.fetch().unwrap(),
+                &want,
+                &format!("reindex {exprs:?} {conditions:?} of {a}x{b}"),
+            );
+        }
+    }
+}
+
+#[test]
+fn every_reduction_matches_the_reference() {
+    // Folded in row-major order, as the reference folds (fast math may
+    // reassociate float sums and products).
+    graph::set_options(CodegenOptions {
+        math: MathMode::Exact,
+        ..CodegenOptions::default()
+    })
+    .unwrap();
+    let mut rng = Rng(0x7ed);
+    for _ in 0..6 {
+        let (a, b, c) = (1 + rng.below(5), 1 + rng.below(6), 1 + rng.below(4));
+        let x = random(&mut rng, &[a, b, c]);
+        let var = Var::new(x.clone());
+        type Combine = fn(f32, f32) -> f32;
+        let kinds: [(&str, f32, Combine); 4] = [
+            ("add", 0.0, |p, q| p + q),
+            ("mul", 1.0, |p, q| p * q),
+            ("max", f32::NEG_INFINITY, f32::max),
+            ("min", f32::INFINITY, f32::min),
+        ];
+        for (kind, identity, combine) in kinds {
+            let cases: Vec<ReduceCase> = vec![
+                (vec![a], vec!["i0"], Box::new(|i| vec![i[0]])),
+                (vec![c, b], vec!["i2", "i1"], Box::new(|i| vec![i[2], i[1]])),
+                (vec![], vec![], Box::new(|_| vec![])),
+                (
+                    vec![a.div_ceil(2), c],
+                    vec!["i0 floordiv 2", "i2"],
+                    Box::new(|i| vec![i[0].div_euclid(2), i[2]]),
+                ),
+            ];
+            for (shape, exprs, f) in cases {
+                let y = var.reindex_reduce(kind, &shape, &exprs).unwrap();
+                let want = reduce_reference(&x, &shape, &f, identity, &combine);
+                same(
+                    &y.fetch().unwrap(),
+                    &want,
+                    &format!("{kind} {exprs:?} of {a}x{b}x{c}"),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn element_wise_ops_select_and_casts_match_the_reference() {
+    let mut rng = Rng(0xe1e);
+    let x = random(&mut rng, &[5, 3]);
+    let y = random(&mut rng, &[5, 3]);
+    let (xv, yv) = (Var::new(x.clone()), Var::new(y.clone()));
+    let (xs, ys) = (f32s(&x), f32s(&y));
+    let map =
+        |f: &dyn Fn(f32, f32) -> f32| -> Vec<f32> { xs.iter().zip(&ys).map(|(&p, &q)| f(p, q)).collect() };
+    same(
+        &xv.binary("add", &yv).unwrap().fetch().unwrap(),
+        &map(&|p, q| p + q),
+        "add",
+    );
+    same(
+        &xv.binary("mul", &yv).unwrap().fetch().unwrap(),
+        &map(&|p, q| p * q),
+        "mul",
+    );
+    same(
+        &xv.binary("max", &yv).unwrap().fetch().unwrap(),
+        &map(&|p, q| p.max(q)),
+        "max",
+    );
+    same(
+        &xv.unary("neg").unwrap().fetch().unwrap(),
+        &map(&|p, _| -p),
+        "neg",
+    );
+    same(
+        &xv.unary("abs").unwrap().fetch().unwrap(),
+        &map(&|p, _| p.abs()),
+        "abs",
+    );
+    let less = xv.binary("lt", &yv).unwrap();
+    assert_eq!(less.element(), ElementType::I1);
+    let chosen = less.select(&xv, &yv).unwrap();
+    same(
+        &chosen.fetch().unwrap(),
+        &map(&|p, q| if p < q { p } else { q }),
+        "select",
+    );
+    let cast = xv.cast(ElementType::I32).unwrap().fetch().unwrap();
+    for (k, p) in xs.iter().enumerate() {
+        assert_eq!(cast.get(k), Scalar::I32(*p as i32), "cast of {p}");
+    }
+}
+
+#[test]
+fn bad_arguments_are_errors_that_say_why() {
+    let x = Var::new(Tensor::splat(vec![2, 3], Scalar::F32(1.0)));
+    let y = Var::new(Tensor::splat(vec![3, 2], Scalar::F32(1.0)));
+    let i = Var::new(Tensor::splat(vec![2, 3], Scalar::I32(1)));
+    let error = |r: Result<Var, jitc_runtime::Error>| r.unwrap_err().to_string();
+    assert_eq!(
+        error(x.binary("add", &y)),
+        "binary 'add' of tensor<2x3xf32> and tensor<3x2xf32>: operands must have one shape and element type"
+    );
+    assert_eq!(
+        error(x.binary("add", &i)),
+        "binary 'add' of tensor<2x3xf32> and tensor<2x3xi32>: operands must have one shape and element type"
+    );
+    assert_eq!(
+        error(x.reindex(&[2, 3], &["i0"], None, &[])),
+        "reindex of a rank-2 value needs 2 index expressions, one per dimension, got 1"
+    );
+    assert_eq!(
+        error(x.reindex(&[2, 3], &["i0", "i2"], None, &[])),
+        "index expression 'i2': i2 is not an index of this op (it has 2: i0 to i1)"
+    );
+    assert_eq!(
+        error(x.reindex(&[2, 3], &["i0", "j"], None, &[])),
+        "index expression 'j': 'j' is not an index (i0, i1, ...) or an operator"
+    );
+    let product = error(x.reindex(&[2, 3], &["i0", "i1 * i0"], None, &[]));
+    assert!(
+        product.starts_with(r#"reindex indices ["i0", "i1 * i0"]: "#),
+        "{product}"
+    );
+    assert_eq!(
+        error(x.reindex(&[2, 3], &["i0", "i1"], None, &["i0 != 1"])),
+        "overflow condition 'i0 != 1': != is not affine"
+    );
+    assert_eq!(
+        error(x.reindex_reduce("add", &[2], &["i0", "i1"])),
+        "reindex_reduce to a rank-1 value needs 1 index expressions, one per dimension, got 2"
+    );
+    assert!(error(x.reindex_reduce("sum", &[2], &["i0"])).starts_with("unknown reduction 'sum'"));
+    assert!(error(x.unary("exq")).starts_with("unknown unary kind 'exq'"));
+    assert!(error(i.unary("exp")).starts_with("unary 'exp' takes"));
+    assert_eq!(error(x.select(&x, &x)), "select's condition must be i1, not f32");
+    assert_eq!(
+        error(x.reindex(&[1 << 20, 1 << 20], &["i0", "i1"], None, &[])),
+        "a tensor of shape [1048576, 1048576] has more than 268435456 elements, jitc's limit (JITC_MAX_ELEMENTS)"
+    );
+}
+
+#[test]
+fn two_iterations_of_a_loop_fuse_into_fewer_kernels_than_two_fetches() {
+    // One step: a row sum, broadcast back and subtracted, then `tanh`.
+    let step = |h: &Var| -> Var {
+        let sums = h.reindex_reduce("add", &[4], &["i0"]).unwrap();
+        let back = sums.reindex(&[4, 8], &["i0"], None, &[]).unwrap();
+        h.binary("sub", &back).unwrap().unary("tanh").unwrap()
+    };
+    let start = Tensor::splat(vec![4, 8], Scalar::F32(0.25));
+    // Fetched after each iteration.
+    let before = graph::stats();
+    let mut h = Var::new(start.clone());
+    for _ in 0..2 {
+        h = step(&h);
+        h.fetch().unwrap();
+    }
+    let separate = graph::stats().kernels - before.kernels;
+    let separate_value = h.fetch().unwrap();
+    // Fetched once, after both.
+    let before = graph::stats();
+    let mut h = Var::new(start);
+    for _ in 0..2 {
+        h = step(&h);
+    }
+    let together_value = h.fetch().unwrap();
+    let together = graph::stats().kernels - before.kernels;
+    assert_eq!(f32s(&separate_value), f32s(&together_value));
+    assert!(
+        together < separate,
+        "{together} kernels fetched once against {separate} fetched per iteration"
+    );
+}
+
+#[test]
+fn a_repeated_loop_body_hits_the_cache() {
+    let mut rng = Rng(5);
+    let w = Var::new(random(&mut rng, &[16]));
+    let mut x = Var::new(random(&mut rng, &[16]));
+    // The first iteration compiles; the others, on new data of the same
+    // shapes, take the compilation from the cache.
+    x = x.binary("mul", &w).unwrap().unary("tanh").unwrap();
+    x.fetch().unwrap();
+    let before = graph::stats();
+    for _ in 0..5 {
+        x = x.binary("mul", &w).unwrap().unary("tanh").unwrap();
+        x.fetch().unwrap();
+    }
+    let after = graph::stats();
+    assert_eq!(after.compiles, before.compiles, "a loop body recompiled");
+    assert_eq!(after.cache_hits - before.cache_hits, 5);
+    assert_eq!(after.fetches - before.fetches, 5);
+}
+
+#[test]
+fn pending_values_that_share_work_are_computed_by_one_fetch() {
+    let x = Var::new(Tensor::splat(vec![8], Scalar::F32(2.0)));
+    let shared = x.unary("exp").unwrap();
+    let a = shared.unary("neg").unwrap();
+    let b = shared.unary("abs").unwrap();
+    let unrelated = x.unary("sqrt").unwrap();
+    let before = graph::stats();
+    a.fetch().unwrap();
+    assert!(
+        b.is_computed(),
+        "a value sharing work with the fetch was left pending"
+    );
+    assert!(shared.is_computed(), "a held intermediate was not kept");
+    assert!(!unrelated.is_computed(), "a value sharing nothing was computed");
+    b.fetch().unwrap();
+    assert_eq!(graph::stats().fetches - before.fetches, 1);
+    graph::sync().unwrap();
+    assert!(unrelated.is_computed());
+}
+
+#[test]
+fn memory_is_freed_with_the_last_handle() {
+    let data = Arc::new(Tensor::splat(vec![1024], Scalar::F32(1.0)));
+    let x = Var::from_arc(Arc::clone(&data));
+    let y = x.unary("exp").unwrap().unary("neg").unwrap();
+    drop(x);
+    // The pending `y` reads the data.
+    assert!(Arc::strong_count(&data) > 1);
+    let value = y.fetch().unwrap();
+    // Computed, `y` holds its value only: what it was computed from is
+    // freed.
+    assert_eq!(Arc::strong_count(&data), 1);
+    drop(y);
+    assert_eq!(Arc::strong_count(&value), 1);
+}
+
+#[test]
+fn a_dump_reproduces_the_fetch() {
+    let mut rng = Rng(17);
+    let x = Var::new(random(&mut rng, &[3, 5]));
+    let w = Var::new(random(&mut rng, &[5]));
+    let wb = w.reindex(&[3, 5], &["i1"], None, &[]).unwrap();
+    let y = x
+        .binary("mul", &wb)
+        .unwrap()
+        .reindex_reduce("max", &[3], &["i0"])
+        .unwrap();
+    let dir = std::env::temp_dir().join(format!("jitc-graph-dump-{}", std::process::id()));
+    let path = graph::dump(&[&y], &dir).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let first = text.lines().next().unwrap();
+    assert_eq!(
+        first,
+        "// jitc run fetch.mlir --input @input0.npy --input @input1.npy"
+    );
+    let want = y.fetch().unwrap();
+    // What `jitc run` does with the dump: parse it, read the inputs, run.
+    let context = new_context().unwrap();
+    let collector = DiagnosticCollector::attach(&context);
+    let module = parse_module(&context, &text).unwrap_or_else(|| panic!("{:?}", collector.take()));
+    let inputs: Vec<Value> = (0..2)
+        .map(|k| Value::tensor(jitc_interp::npy::read(&dir.join(format!("input{k}.npy"))).unwrap()))
+        .collect();
+    let got = Interpreter::new(&module)
+        .run("main", inputs, &mut StateStore::new())
+        .unwrap();
+    // The results are every held value the fetch computes (`wb` too), in
+    // the order they were recorded: `y` last.
+    assert_eq!(got.len(), 2);
+    let Value::Tensor(got) = &got[1] else {
+        panic!("a tensor")
+    };
+    same(got, &f32s(&want), "the dump's run");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
