@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs every system package jitc needs on Debian 12: LLVM/MLIR 22 (with
 # lit and FileCheck) and the libraries its build links, then a Python venv
-# (.venv) with NumPy for the cross-check. Idempotent, and silent when
-# everything is already there.
+# (.venv) with NumPy for the cross-check, and the Python package `jitc`
+# built into it (scripts/python.sh). Idempotent, and quiet when everything
+# is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,3 +44,6 @@ if ! .venv/bin/python -c 'import numpy' >/dev/null 2>&1; then
   /usr/bin/python3 -m venv .venv
   .venv/bin/pip install --quiet --disable-pip-version-check 'numpy>=1.26,<3'
 fi
+
+# The Python package `jitc` (python/), built and installed into the venv.
+bash scripts/python.sh

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Quick start, part 2: sets up, then runs every check and test: formatting,
 # clippy, the architecture invariants (scripts/check-architecture.sh), cargo
-# test, the lit suite with LLVM 22's lit and FileCheck, the NumPy
-# cross-checks of the interpreter and of compiled code, and the fuzz smoke
+# test, the lit suite with LLVM 22's lit and FileCheck, the Python package's
+# tests (pytest), the NumPy cross-checks of the interpreter and of compiled
+# code, and the fuzz smoke
 # (scripts/fuzz.sh: every libFuzzer target for a fixed, seeded number of runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,9 +13,11 @@ step() { echo "==> $*" >&2; }
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
+cargo fmt --manifest-path python/Cargo.toml -- --check
 
 step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --locked --workspace --all-targets --quiet -- -D warnings
+PYO3_PYTHON="$PWD/.venv/bin/python" cargo clippy --locked --manifest-path python/Cargo.toml --quiet -- -D warnings
 
 step "architecture invariants"
 bash scripts/check-architecture.sh
@@ -34,6 +37,9 @@ passed=$(sed -n 's/^ *Passed *: *\([0-9]*\).*/\1/p' "$log")
 failed=$(sed -n 's/^ *Failed *: *\([0-9]*\).*/\1/p' "$log")
 echo "lit: ${passed:-0} passed, ${failed:-0} failed"
 if [ "$status" -ne 0 ]; then exit "$status"; fi
+
+step "python tests (pytest)"
+JITC_BIN_DIR="$target_dir/debug" .venv/bin/python -m pytest -q python/tests
 
 step "numpy cross-check of the interpreter"
 .venv/bin/python test/numpy/crosscheck.py "$target_dir/debug/jitc" --backend interp

@@ -37,12 +37,20 @@ pub const PARALLEL_MIN_ELEMENTS: usize = 1 << 15;
 /// kernel takes 2 µs alone and 15 µs split).
 pub const SPLIT_MIN_NANOS: u64 = 50_000;
 
+static THREAD_COUNT: OnceLock<usize> = OnceLock::new();
+
+/// Sets [`thread_count`] for the rest of the process, before anything
+/// has asked for it; `Err` holds the count already in force.
+pub fn set_thread_count(threads: usize) -> Result<(), usize> {
+    let threads = threads.max(1);
+    THREAD_COUNT.set(threads).map_err(|_| thread_count())
+}
+
 /// Threads a kernel's outermost loop is split across: `JITC_NUM_THREADS`,
 /// or every core. Read once per process: every kernel call asks, and
 /// counting the cores reads cgroup files (tens of microseconds).
 pub fn thread_count() -> usize {
-    static COUNT: OnceLock<usize> = OnceLock::new();
-    *COUNT.get_or_init(|| {
+    *THREAD_COUNT.get_or_init(|| {
         std::env::var("JITC_NUM_THREADS")
             .ok()
             .and_then(|n| n.parse::<usize>().ok())

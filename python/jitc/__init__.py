@@ -1,0 +1,670 @@
+"""jitc from Python: Jittor's meta-operators, recorded lazily, then fused,
+compiled (MLIR and LLVM) and run when a value is fetched.
+
+    import numpy as np, jitc
+    x = jitc.Var(np.random.rand(4, 8).astype(np.float32))
+    y = jitc.softmax(x * 2.0)          # recorded, nothing runs yet
+    print(y.numpy())                   # fused, compiled (or a cache hit), run
+
+Everything here is built from the three meta-operators of the native
+graph (`jitc._jitc`):
+
+- ``reindex(x, shape, indices, overflow_value, overflow_conditions)``: the
+  output element at index ``(i0, i1, ...)`` is ``x`` at ``indices``, one
+  Jittor index expression per dimension of ``x`` (``"i1"``, ``"i0 - 1"``,
+  ``"i2 * 2 + i5"``), or ``overflow_value`` where that is out of bounds or
+  an overflow condition (``"i0 < 1"``) holds. Broadcast, pad, slice and
+  transpose are all reindexes.
+- ``reindex_reduce(x, op, shape, indices)``: each element of ``x`` goes to
+  the output index ``indices`` (expressions of ``x``'s indices) and meets
+  the others there through ``op``: ``add``, ``mul``, ``max``, ``min``,
+  ``and``, ``or``. Sums and maxima over axes are all reindex-reduces.
+- ``unary``, ``binary`` and ``ternary`` (``select``) element-wise ops.
+
+Values are fetched with ``Var.numpy()`` (or ``jitc.fetch``), and every
+pending value that shares work with a fetch is computed by it, so the ops
+of several iterations of a loop fuse together. Repeated loop bodies are
+cache hits (``jitc.stats()``). Errors are ``jitc.JitcError``.
+"""
+
+import builtins as _builtins
+
+import numpy as _np
+
+from . import _jitc
+from ._jitc import JitcError
+
+__all__ = [
+    "Var", "JitcError", "flags", "fetch", "sync", "stats", "dump",
+    "reindex", "reindex_reduce", "unary", "binary", "ternary",
+    "array", "broadcast", "sum", "mean", "max", "min", "matmul", "conv2d",
+    "pad", "transpose", "reshape", "relu", "sigmoid", "tanh", "exp", "log",
+    "softmax", "layer_norm", "batch_norm",
+]
+
+_TO_JITC = {
+    _np.dtype(_np.float32): "f32",
+    _np.dtype(_np.float64): "f64",
+    _np.dtype(_np.int32): "i32",
+    _np.dtype(_np.int64): "i64",
+    _np.dtype(_np.bool_): "i1",
+}
+_TO_NUMPY = {name: dtype for dtype, name in _TO_JITC.items()}
+
+
+def _as_array(data, dtype=None):
+    """`data` as a C-contiguous array of a type jitc has: Python numbers and
+    lists default to float32 and int32, as in Jittor."""
+    if dtype is not None:
+        array = _np.asarray(data, dtype=dtype)
+    elif isinstance(data, _np.ndarray) or isinstance(data, _np.generic):
+        array = _np.asarray(data)
+    else:
+        array = _np.asarray(data)
+        if array.dtype == _np.float64:
+            array = array.astype(_np.float32)
+        elif array.dtype == _np.int64:
+            array = array.astype(_np.int32)
+    if array.dtype not in _TO_JITC:
+        raise JitcError(
+            f"jitc has no element type for NumPy's {array.dtype} "
+            "(float32, float64, int32, int64 and bool)"
+        )
+    return _np.ascontiguousarray(array)
+
+
+class Var:
+    """A value of the lazy graph: data, or a recorded op computed on the
+    first fetch that needs it."""
+
+    __slots__ = ("_v",)
+
+    def __init__(self, data, dtype=None):
+        if isinstance(data, Var):
+            self._v = data._v
+        elif isinstance(data, _jitc.Var):
+            self._v = data
+        else:
+            array = _as_array(data, dtype)
+            self._v = _jitc.Var.from_bytes(array.tobytes(), list(array.shape), _TO_JITC[array.dtype])
+
+    # -- what it is ---------------------------------------------------------
+    @property
+    def shape(self):
+        return tuple(self._v.shape)
+
+    @property
+    def dtype(self):
+        return _TO_NUMPY[self._v.dtype]
+
+    @property
+    def ndim(self):
+        return len(self._v.shape)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a rank-0 jitc.Var")
+        return self.shape[0]
+
+    def is_computed(self):
+        """Whether the value is known (data, or computed by a fetch)."""
+        return self._v.is_computed()
+
+    def numpy(self):
+        """The value as a new NumPy array, computed first if needed."""
+        data = self._v.fetch_bytes()
+        return _np.frombuffer(data, dtype=self.dtype).reshape(self.shape)
+
+    def item(self):
+        return self.numpy().item()
+
+    def __repr__(self):
+        state = "computed" if self.is_computed() else "pending"
+        return f"jitc.Var(shape={self.shape}, dtype={self.dtype}, {state})"
+
+    # -- meta-operators -----------------------------------------------------
+    def reindex(self, shape, indices, overflow_value=None, overflow_conditions=()):
+        return reindex(self, shape, indices, overflow_value, overflow_conditions)
+
+    def reindex_reduce(self, op, shape, indices):
+        return reindex_reduce(self, op, shape, indices)
+
+    def astype(self, dtype):
+        dtype = _np.dtype(dtype)
+        if dtype not in _TO_JITC:
+            raise JitcError(f"jitc has no element type for NumPy's {dtype}")
+        if dtype == self.dtype:
+            return self
+        return Var(self._v.cast(_TO_JITC[dtype]))
+
+    # -- operators ----------------------------------------------------------
+    def __add__(self, other):
+        return binary(self, other, "add")
+
+    def __radd__(self, other):
+        return binary(other, self, "add")
+
+    def __sub__(self, other):
+        return binary(self, other, "sub")
+
+    def __rsub__(self, other):
+        return binary(other, self, "sub")
+
+    def __mul__(self, other):
+        return binary(self, other, "mul")
+
+    def __rmul__(self, other):
+        return binary(other, self, "mul")
+
+    def __truediv__(self, other):
+        return binary(self, other, "div")
+
+    def __rtruediv__(self, other):
+        return binary(other, self, "div")
+
+    def __pow__(self, other):
+        return binary(self, other, "pow")
+
+    def __neg__(self):
+        return unary(self, "neg")
+
+    def __abs__(self):
+        return unary(self, "abs")
+
+    def __lt__(self, other):
+        return binary(self, other, "lt")
+
+    def __le__(self, other):
+        return binary(self, other, "le")
+
+    def __gt__(self, other):
+        return binary(self, other, "gt")
+
+    def __ge__(self, other):
+        return binary(self, other, "ge")
+
+    def __eq__(self, other):
+        return binary(self, other, "eq")
+
+    def __ne__(self, other):
+        return binary(self, other, "ne")
+
+    __hash__ = object.__hash__
+
+    def __matmul__(self, other):
+        return matmul(self, other)
+
+    # -- the op library, as methods -------------------------------------------
+    def sum(self, axis=None, keepdims=False):
+        return sum(self, axis, keepdims)
+
+    def mean(self, axis=None, keepdims=False):
+        return mean(self, axis, keepdims)
+
+    def max(self, axis=None, keepdims=False):
+        return max(self, axis, keepdims)
+
+    def min(self, axis=None, keepdims=False):
+        return min(self, axis, keepdims)
+
+    def exp(self):
+        return exp(self)
+
+    def log(self):
+        return log(self)
+
+    def tanh(self):
+        return tanh(self)
+
+    def sigmoid(self):
+        return sigmoid(self)
+
+    def sqrt(self):
+        return unary(self, "sqrt")
+
+    def relu(self):
+        return relu(self)
+
+    def reshape(self, *shape):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = shape[0]
+        return reshape(self, shape)
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = axes[0]
+        return transpose(self, axes or None)
+
+    @property
+    def T(self):
+        return transpose(self)
+
+    def broadcast(self, shape, dims=None):
+        return broadcast(self, shape, dims)
+
+
+def array(data, dtype=None):
+    """A `Var` holding `data` (a NumPy array, a number or a nested list)."""
+    return Var(data, dtype)
+
+
+def _var(x, like=None):
+    """`x` as a `Var`; a number takes `like`'s element type."""
+    if isinstance(x, Var):
+        return x
+    if like is not None and not isinstance(x, _np.ndarray):
+        return Var(_np.asarray(x, dtype=like.dtype))
+    return Var(x)
+
+
+# -- flags, fetches and inspection ----------------------------------------------
+
+class _Flags:
+    """How jitc compiles and runs: ``math`` (``"fast"``: polynomial f32
+    exp/tanh/sigmoid and reassociated float reductions; ``"exact"``:
+    bit-identical to the reference interpreter), ``check_bounds`` (every
+    element access checked; for finding compiler bugs), ``threads`` (set
+    before anything runs, or with ``JITC_NUM_THREADS``) and ``backend``
+    (``"cpu"``; the GPU is reached through the command line for now)."""
+
+    def __init__(self):
+        self._math = "fast"
+        self._check_bounds = False
+
+    @property
+    def math(self):
+        return self._math
+
+    @math.setter
+    def math(self, mode):
+        _jitc.set_codegen(mode, self._check_bounds)
+        self._math = mode
+
+    @property
+    def check_bounds(self):
+        return self._check_bounds
+
+    @check_bounds.setter
+    def check_bounds(self, on):
+        _jitc.set_codegen(self._math, bool(on))
+        self._check_bounds = bool(on)
+
+    @property
+    def threads(self):
+        return _jitc.thread_count()
+
+    @threads.setter
+    def threads(self, count):
+        _jitc.set_thread_count(int(count))
+
+    @property
+    def backend(self):
+        return "cpu"
+
+    @backend.setter
+    def backend(self, name):
+        if name != "cpu":
+            raise JitcError(
+                f"the Python package runs on the cpu backend only, not '{name}' "
+                "(the GPU is reached through `jitc run --backend cuda` for now)"
+            )
+
+    def __repr__(self):
+        return (f"jitc.flags(math={self.math!r}, check_bounds={self.check_bounds}, "
+                f"threads={self.threads}, backend={self.backend!r})")
+
+
+flags = _Flags()
+
+
+def fetch(*vars):
+    """Computes `vars` together; returns their values as NumPy arrays."""
+    vars = [_var(v) for v in vars]
+    datas = _jitc.fetch([v._v for v in vars])
+    return [_np.frombuffer(d, dtype=v.dtype).reshape(v.shape) for d, v in zip(datas, vars)]
+
+
+def sync():
+    """Computes every pending value a handle holds."""
+    _jitc.sync()
+
+
+def stats():
+    """What jitc has done in this thread: fetches, compiles, cache hits and
+    kernels run."""
+    return dict(_jitc.stats())
+
+
+def dump(vars, directory):
+    """Writes what a fetch of `vars` runs into `directory` as `fetch.mlir`
+    (its first line is the `jitc run` command that reproduces the fetch)
+    and `.npy` inputs; returns the `.mlir` file's path."""
+    if isinstance(vars, Var):
+        vars = [vars]
+    return _jitc.dump([_var(v)._v for v in vars], str(directory))
+
+
+# -- the meta-operators ----------------------------------------------------------
+
+def reindex(x, shape, indices, overflow_value=None, overflow_conditions=()):
+    """`meta.reindex`: see the module's documentation. `indices` is a list of
+    Jittor index expressions, or a callable that takes the output's index
+    names (``"i0"``, ``"i1"``, ...) and returns them."""
+    x = _var(x)
+    shape = [int(d) for d in shape]
+    if callable(indices):
+        indices = indices(*[f"i{k}" for k in range(len(shape))])
+    return Var(x._v.reindex(
+        shape, [str(e) for e in indices],
+        None if overflow_value is None else float(overflow_value),
+        [str(c) for c in overflow_conditions],
+    ))
+
+
+def reindex_reduce(x, op, shape, indices):
+    """`meta.reindex_reduce`: see the module's documentation. `indices` may be
+    a callable of the input's index names, as for `reindex`."""
+    x = _var(x)
+    if callable(indices):
+        indices = indices(*[f"i{k}" for k in range(x.ndim)])
+    return Var(x._v.reindex_reduce(str(op), [int(d) for d in shape], [str(e) for e in indices]))
+
+
+def unary(x, op):
+    """`meta.unary` of kind `op` (``exp``, ``log``, ``neg``, ``abs``,
+    ``sqrt``, ``rsqrt``, ``sin``, ``cos``, ``tanh``, ``erf``, ``sigmoid``,
+    ``floor``, ``ceil``, ``round``, ``not``); casts are `Var.astype`."""
+    return Var(_var(x)._v.unary(str(op)))
+
+
+def _broadcast_pair(a, b):
+    """`a` and `b` broadcast to one shape, NumPy's way, each by a reindex
+    where its shape differs."""
+    if a.shape == b.shape:
+        return a, b
+    rank = _builtins.max(a.ndim, b.ndim)
+    sa = (1,) * (rank - a.ndim) + a.shape
+    sb = (1,) * (rank - b.ndim) + b.shape
+    shape = []
+    for p, q in zip(sa, sb):
+        if p != q and p != 1 and q != 1:
+            raise JitcError(f"shapes {a.shape} and {b.shape} do not broadcast together")
+        shape.append(_builtins.max(p, q))
+    return broadcast(a, shape), broadcast(b, shape)
+
+
+def binary(x, y, op):
+    """`meta.binary` of kind `op` (``add``, ``sub``, ``mul``, ``div``,
+    ``mod``, ``pow``, ``max``, ``min``, ``and``, ``or``, ``xor``, and the
+    comparisons ``eq``, ``ne``, ``lt``, ``le``, ``gt``, ``ge``, which give
+    booleans), broadcasting as NumPy does; a number takes the other
+    operand's type."""
+    if not isinstance(x, Var) and not isinstance(y, Var):
+        raise JitcError("binary needs at least one jitc.Var")
+    x = _var(x, like=y if isinstance(y, Var) else None)
+    y = _var(y, like=x)
+    x, y = _broadcast_pair(x, y)
+    return Var(x._v.binary(str(op), y._v))
+
+
+def ternary(condition, x, y):
+    """`meta.ternary` ``select``: where `condition` holds, `x`, else `y`."""
+    condition = _var(condition)
+    x = _var(x, like=y if isinstance(y, Var) else None)
+    y = _var(y, like=x)
+    return Var(condition._v.select(x._v, y._v))
+
+
+# -- the op library: meta-operators only, as Jittor's is -------------------------
+
+
+def broadcast(x, shape, dims=None):
+    """`x` broadcast to `shape`: NumPy's rule (trailing dimensions align,
+    size-1 dimensions stretch), or, with `dims`, Jittor's: `dims` are the
+    new dimensions of `shape`, the others are `x`'s in order."""
+    x = _var(x)
+    shape = [int(d) for d in shape]
+    if dims is None:
+        offset = len(shape) - x.ndim
+        if offset < 0:
+            raise JitcError(f"cannot broadcast shape {x.shape} to {tuple(shape)}: fewer dimensions")
+        indices = []
+        for d, n in enumerate(x.shape):
+            target = shape[offset + d]
+            if n == target:
+                indices.append(f"i{offset + d}")
+            elif n == 1:
+                indices.append("0")
+            else:
+                raise JitcError(f"cannot broadcast shape {x.shape} to {tuple(shape)}")
+    else:
+        dims = [d % len(shape) for d in dims]
+        kept = [d for d in range(len(shape)) if d not in dims]
+        if len(kept) != x.ndim or any(shape[k] != n and n != 1 for k, n in zip(kept, x.shape)):
+            raise JitcError(f"cannot broadcast shape {x.shape} to {tuple(shape)} with new dimensions {dims}")
+        indices = [f"i{k}" if n != 1 or shape[k] == 1 else "0" for k, n in zip(kept, x.shape)]
+    if tuple(shape) == x.shape:
+        return x
+    return reindex(x, shape, indices)
+
+
+def _axes(x, axis):
+    if axis is None:
+        return list(range(x.ndim))
+    if isinstance(axis, int):
+        axis = [axis]
+    axes = []
+    for a in axis:
+        if not -x.ndim <= a < x.ndim:
+            raise JitcError(f"axis {a} is out of range for a rank-{x.ndim} value")
+        axes.append(a % x.ndim)
+    return sorted(set(axes))
+
+
+def _reduce(x, op, axis, keepdims):
+    x = _var(x)
+    axes = _axes(x, axis)
+    shape, indices = [], []
+    for d, n in enumerate(x.shape):
+        if d in axes:
+            if keepdims:
+                shape.append(1)
+                indices.append("0")
+        else:
+            shape.append(n)
+            indices.append(f"i{d}")
+    return reindex_reduce(x, op, shape, indices)
+
+
+def sum(x, axis=None, keepdims=False):
+    """The sum over `axis` (an int, a tuple, or every axis)."""
+    return _reduce(x, "add", axis, keepdims)
+
+
+def max(x, axis=None, keepdims=False):
+    """The maximum over `axis`."""
+    return _reduce(x, "max", axis, keepdims)
+
+
+def min(x, axis=None, keepdims=False):
+    """The minimum over `axis`."""
+    return _reduce(x, "min", axis, keepdims)
+
+
+def mean(x, axis=None, keepdims=False):
+    """The mean over `axis`."""
+    x = _var(x)
+    count = 1
+    for d in _axes(x, axis):
+        count *= x.shape[d]
+    return sum(x, axis, keepdims) / float(count)
+
+
+def matmul(a, b):
+    """The matrix product of (n, k) and (k, m) values, or of batches of them
+    (b, n, k) and (b, k, m): a broadcast of each, a multiply and a sum, as
+    in Jittor."""
+    a, b = _var(a), _var(b)
+    if a.ndim == 2 and b.ndim == 2:
+        (n, k), (k2, m) = a.shape, b.shape
+        if k != k2:
+            raise JitcError(f"matmul of {a.shape} and {b.shape}: inner dimensions differ")
+        aa = reindex(a, [n, m, k], ["i0", "i2"])
+        bb = reindex(b, [n, m, k], ["i2", "i1"])
+        return reindex_reduce(aa * bb, "add", [n, m], ["i0", "i1"])
+    if a.ndim == 3 and b.ndim == 3:
+        (batch, n, k), (batch2, k2, m) = a.shape, b.shape
+        if k != k2 or batch != batch2:
+            raise JitcError(f"matmul of {a.shape} and {b.shape}: batch or inner dimensions differ")
+        aa = reindex(a, [batch, n, m, k], ["i0", "i1", "i3"])
+        bb = reindex(b, [batch, n, m, k], ["i0", "i3", "i2"])
+        return reindex_reduce(aa * bb, "add", [batch, n, m], ["i0", "i1", "i2"])
+    raise JitcError(f"matmul takes two rank-2 or two rank-3 values, not {a.shape} and {b.shape}")
+
+
+def conv2d(x, w, stride=1, padding=0):
+    """A 2-D convolution of `x` (N, C, H, W) with `w` (O, C, Kh, Kw), zero
+    padding: Listing 1 of the Jittor paper (a reindex of the image, a
+    broadcast of the weights, a multiply and a sum)."""
+    x, w = _var(x), _var(w)
+    if x.ndim != 4 or w.ndim != 4 or x.shape[1] != w.shape[1]:
+        raise JitcError(f"conv2d of {x.shape} with {w.shape}: needs (N, C, H, W) and (O, C, Kh, Kw)")
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    s, p = int(stride), int(padding)
+    ho, wo = (h + 2 * p - kh) // s + 1, (wd + 2 * p - kw) // s + 1
+    if ho <= 0 or wo <= 0:
+        raise JitcError(f"conv2d of {x.shape} with {w.shape}: the kernel is larger than the padded image")
+    shape = [n, o, ho, wo, c, kh, kw]
+    xx = reindex(x, shape, ["i0", "i4", f"i2 * {s} - {p} + i5", f"i3 * {s} - {p} + i6"], 0.0)
+    ww = reindex(w, shape, ["i1", "i4", "i5", "i6"])
+    return reindex_reduce(xx * ww, "add", [n, o, ho, wo], ["i0", "i1", "i2", "i3"])
+
+
+def pad(x, pad_width, value=0.0):
+    """`x` with `pad_width[d] = (before, after)` elements of `value` around
+    dimension `d`."""
+    x = _var(x)
+    if len(pad_width) != x.ndim:
+        raise JitcError(f"pad of a rank-{x.ndim} value needs {x.ndim} (before, after) pairs")
+    shape = [n + int(b) + int(a) for n, (b, a) in zip(x.shape, pad_width)]
+    indices = [f"i{d} - {int(b)}" for d, (b, _) in enumerate(pad_width)]
+    return reindex(x, shape, indices, value)
+
+
+def transpose(x, axes=None):
+    """`x` with its dimensions permuted (reversed by default)."""
+    x = _var(x)
+    axes = list(reversed(range(x.ndim))) if axes is None else [a % x.ndim for a in axes]
+    if sorted(axes) != list(range(x.ndim)):
+        raise JitcError(f"transpose axes {axes} are not a permutation of a rank-{x.ndim} value's")
+    shape = [x.shape[a] for a in axes]
+    indices = [""] * x.ndim
+    for j, a in enumerate(axes):
+        indices[a] = f"i{j}"
+    return reindex(x, shape, indices)
+
+
+def reshape(x, shape):
+    """`x` with a new shape of as many elements (one size may be -1)."""
+    x = _var(x)
+    shape = [int(d) for d in shape]
+    count = 1
+    for n in x.shape:
+        count *= n
+    if shape.count(-1) > 1:
+        raise JitcError("reshape: at most one size may be -1")
+    if -1 in shape:
+        known = 1
+        for d in shape:
+            if d != -1:
+                known *= d
+        if known == 0 or count % known:
+            raise JitcError(f"cannot reshape {x.shape} to {tuple(shape)}")
+        shape[shape.index(-1)] = count // known
+    total = 1
+    for d in shape:
+        total *= d
+    if total != count:
+        raise JitcError(f"cannot reshape {x.shape} ({count} elements) to {tuple(shape)} ({total})")
+    if tuple(shape) == x.shape:
+        return x
+    # The output's flat position, then each input index from it.
+    stride, terms = 1, []
+    for d in reversed(range(len(shape))):
+        terms.append(f"i{d} * {stride}")
+        stride *= shape[d]
+    flat = " + ".join(reversed(terms)) if terms else "0"
+    indices, stride = [], 1
+    for n in reversed(x.shape):
+        indices.append(f"(({flat}) floordiv {stride}) mod {n}")
+        stride *= n
+    return reindex(x, shape, list(reversed(indices)))
+
+
+def relu(x):
+    """max(x, 0)."""
+    return binary(x, 0.0 if _var(x).dtype.kind == "f" else 0, "max")
+
+
+def sigmoid(x):
+    return unary(x, "sigmoid")
+
+
+def tanh(x):
+    return unary(x, "tanh")
+
+
+def exp(x):
+    return unary(x, "exp")
+
+
+def log(x):
+    return unary(x, "log")
+
+
+def softmax(x, axis=-1):
+    """exp(x - max) / sum(exp(x - max)) over `axis`."""
+    x = _var(x)
+    shifted = x - max(x, axis, keepdims=True)
+    e = exp(shifted)
+    return e / sum(e, axis, keepdims=True)
+
+
+def layer_norm(x, weight=None, bias=None, eps=1e-5, axes=1):
+    """Normalization over the last `axes` dimensions, then `weight` and
+    `bias` (of those dimensions' shape) when given."""
+    x = _var(x)
+    dims = tuple(range(x.ndim - axes, x.ndim))
+    centered = x - mean(x, dims, keepdims=True)
+    variance = mean(centered * centered, dims, keepdims=True)
+    y = centered * unary(variance + eps, "rsqrt")
+    if weight is not None:
+        y = y * _var(weight)
+    if bias is not None:
+        y = y + _var(bias)
+    return y
+
+
+def batch_norm(x, weight=None, bias=None, running_mean=None, running_var=None, eps=1e-5):
+    """Batch normalization of `x` (N, C, ...) per channel: with the batch's
+    statistics over every axis but 1, or with `running_mean` and
+    `running_var` when given (inference); then `weight` and `bias` (C,)."""
+    x = _var(x)
+    if x.ndim < 2:
+        raise JitcError(f"batch_norm needs (N, C, ...), got {x.shape}")
+    channels = [1, x.shape[1]] + [1] * (x.ndim - 2)
+    per_channel = lambda v: reshape(_var(v, like=x), channels)  # noqa: E731
+    axes = tuple(d for d in range(x.ndim) if d != 1)
+    if running_mean is not None and running_var is not None:
+        centered = x - per_channel(running_mean)
+        variance = per_channel(running_var)
+    else:
+        centered = x - mean(x, axes, keepdims=True)
+        variance = mean(centered * centered, axes, keepdims=True)
+    y = centered * unary(variance + eps, "rsqrt")
+    if weight is not None:
+        y = y * per_channel(weight)
+    if bias is not None:
+        y = y + per_channel(bias)
+    return y

@@ -1,0 +1,238 @@
+//! `jitc._jitc`, the native half of the Python package `jitc`: the lazy
+//! graph of `jitc_runtime::graph` for Python. The Python half
+//! (`python/jitc/`) wraps it in `jitc.Var` with NumPy conversion, Python
+//! operators and the op library.
+//!
+//! Data crosses as bytes: a NumPy array's contiguous buffer in, a fetched
+//! tensor's buffer out (the Python half makes arrays of them with
+//! `numpy.frombuffer`), with the dtype as jitc's element type name (`f32`,
+//! `f64`, `i32`, `i64`, `i1`). Every jitc error becomes a `jitc.JitcError`
+//! carrying jitc's message. A graph belongs to the thread that made it
+//! (`unsendable`).
+
+use jitc_compiler::{CodegenOptions, MathMode};
+use jitc_dialect::kinds::ElementType;
+use jitc_interp::{Buffer, Tensor};
+use jitc_runtime::graph::{self, Var};
+use pyo3::{create_exception, exceptions::PyException, prelude::*, types::PyByteArray};
+
+create_exception!(
+    _jitc,
+    JitcError,
+    PyException,
+    "An error jitc reported, with its message."
+);
+
+fn error(e: impl std::fmt::Display) -> PyErr {
+    JitcError::new_err(e.to_string())
+}
+
+fn element(name: &str) -> PyResult<ElementType> {
+    ElementType::parse(name).ok_or_else(|| {
+        error(format!(
+            "unknown element type '{name}' (f32, f64, i32, i64 or i1)"
+        ))
+    })
+}
+
+/// A value of the lazy graph.
+#[pyclass(unsendable, name = "Var", module = "jitc._jitc")]
+struct PyVar(Var);
+
+#[pymethods]
+impl PyVar {
+    /// A value holding `data`: the bytes of a C-contiguous array of
+    /// `shape` and element type `dtype`.
+    #[staticmethod]
+    fn from_bytes(data: &[u8], shape: Vec<usize>, dtype: &str) -> PyResult<Self> {
+        let element = element(dtype)?;
+        let count = jitc_interp::tensor::checked_len(&shape).map_err(error)?;
+        let width = element.byte_width();
+        if data.len() != count * width {
+            return Err(error(format!(
+                "{} bytes do not hold a {shape:?} array of {dtype} ({} bytes)",
+                data.len(),
+                count * width
+            )));
+        }
+        let mut buffer = Buffer::try_for_overwrite(element, count).map_err(error)?;
+        // SAFETY: the buffer holds `count` elements of `width` bytes, and
+        // `data` is exactly that long (checked above); they do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buffer.as_mut_ptr(), data.len()) };
+        let tensor = Tensor::new(shape, buffer).ok_or_else(|| error("the data does not fit its shape"))?;
+        Ok(Self(Var::new(tensor)))
+    }
+
+    /// The shape.
+    #[getter]
+    fn shape(&self) -> Vec<usize> {
+        self.0.shape().to_vec()
+    }
+
+    /// The element type's name: `f32`, `f64`, `i32`, `i64` or `i1`.
+    #[getter]
+    fn dtype(&self) -> &'static str {
+        self.0.element().name()
+    }
+
+    /// Whether the value is known (data, or computed by a fetch).
+    fn is_computed(&self) -> bool {
+        self.0.is_computed()
+    }
+
+    /// The value's bytes (C order, a `bytearray` a NumPy array can own
+    /// without another copy), computed first if needed.
+    fn fetch_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyByteArray>> {
+        let tensor = self.0.fetch().map_err(error)?;
+        Ok(bytes(py, &tensor))
+    }
+
+    /// `meta.reindex` (see `jitc.reindex`).
+    #[pyo3(signature = (shape, indices, overflow_value=None, overflow_conditions=Vec::new()))]
+    fn reindex(
+        &self,
+        shape: Vec<usize>,
+        indices: Vec<String>,
+        overflow_value: Option<f64>,
+        overflow_conditions: Vec<String>,
+    ) -> PyResult<Self> {
+        let indices: Vec<&str> = indices.iter().map(String::as_str).collect();
+        let conditions: Vec<&str> = overflow_conditions.iter().map(String::as_str).collect();
+        self.0
+            .reindex(&shape, &indices, overflow_value, &conditions)
+            .map(Self)
+            .map_err(error)
+    }
+
+    /// `meta.reindex_reduce` (see `jitc.reindex_reduce`).
+    fn reindex_reduce(&self, kind: &str, shape: Vec<usize>, indices: Vec<String>) -> PyResult<Self> {
+        let indices: Vec<&str> = indices.iter().map(String::as_str).collect();
+        self.0
+            .reindex_reduce(kind, &shape, &indices)
+            .map(Self)
+            .map_err(error)
+    }
+
+    /// `meta.unary` of `kind`.
+    fn unary(&self, kind: &str) -> PyResult<Self> {
+        self.0.unary(kind).map(Self).map_err(error)
+    }
+
+    /// `meta.unary` `cast` to the element type `dtype`.
+    fn cast(&self, dtype: &str) -> PyResult<Self> {
+        self.0.cast(element(dtype)?).map(Self).map_err(error)
+    }
+
+    /// `meta.binary` of `kind` with `other`.
+    fn binary(&self, kind: &str, other: PyRef<'_, PyVar>) -> PyResult<Self> {
+        self.0.binary(kind, &other.0).map(Self).map_err(error)
+    }
+
+    /// `meta.ternary` `select`: this `i1` value chooses between `then` and
+    /// `otherwise`.
+    fn select(&self, then: PyRef<'_, PyVar>, otherwise: PyRef<'_, PyVar>) -> PyResult<Self> {
+        self.0.select(&then.0, &otherwise.0).map(Self).map_err(error)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("{:?}", self.0)
+    }
+}
+
+fn bytes<'py>(py: Python<'py>, tensor: &Tensor) -> Bound<'py, PyByteArray> {
+    let len = tensor.len() * tensor.element_type().byte_width();
+    // SAFETY: the buffer holds `len` initialized bytes: `len()` elements
+    // of the element type's width.
+    let data = unsafe { std::slice::from_raw_parts(tensor.buffer().as_ptr(), len) };
+    PyByteArray::new(py, data)
+}
+
+/// Computes `vars` together (and every pending value that shares work with
+/// them); returns their bytes, in order.
+#[pyfunction]
+fn fetch<'py>(py: Python<'py>, vars: Vec<PyRef<'py, PyVar>>) -> PyResult<Vec<Bound<'py, PyByteArray>>> {
+    let refs: Vec<&Var> = vars.iter().map(|v| &v.0).collect();
+    let tensors = graph::fetch(&refs).map_err(error)?;
+    Ok(tensors.iter().map(|t| bytes(py, t)).collect())
+}
+
+/// Computes every pending value a handle holds.
+#[pyfunction]
+fn sync() -> PyResult<()> {
+    graph::sync().map_err(error)
+}
+
+/// What the graph of this thread has done: a dict of `fetches`,
+/// `compiles`, `cache_hits` and `kernels`.
+#[pyfunction]
+fn stats() -> Vec<(&'static str, u64)> {
+    let s = graph::stats();
+    vec![
+        ("fetches", s.fetches),
+        ("compiles", s.compiles),
+        ("cache_hits", s.cache_hits),
+        ("kernels", s.kernels),
+    ]
+}
+
+/// Sets the math mode (`fast` or `exact`) and the bounds-checked mode for
+/// later compilations.
+#[pyfunction]
+fn set_codegen(math: &str, check_bounds: bool) -> PyResult<()> {
+    let math = match math {
+        "fast" => MathMode::Fast,
+        "exact" => MathMode::Exact,
+        other => return Err(error(format!("unknown math mode '{other}' (fast or exact)"))),
+    };
+    let options = CodegenOptions {
+        math,
+        check_bounds,
+        ..CodegenOptions::default()
+    };
+    graph::set_options(options).map_err(error)
+}
+
+/// The number of threads kernels are split across.
+#[pyfunction]
+fn thread_count() -> usize {
+    jitc_runtime::cpu::thread_count()
+}
+
+/// Sets the number of threads kernels are split across, before any kernel
+/// has run in this process.
+#[pyfunction]
+fn set_thread_count(threads: usize) -> PyResult<()> {
+    match jitc_runtime::cpu::set_thread_count(threads) {
+        Ok(()) => Ok(()),
+        Err(current) if current == threads.max(1) => Ok(()),
+        Err(current) => Err(error(format!(
+            "the thread count is {current} for the rest of this process: it is fixed once anything \
+             has run (set jitc.flags.threads, or JITC_NUM_THREADS, first)"
+        ))),
+    }
+}
+
+/// Writes what a fetch of `vars` runs into the folder `dir` as `fetch.mlir`
+/// and `.npy` inputs; returns the `.mlir` file's path.
+#[pyfunction]
+fn dump(vars: Vec<PyRef<'_, PyVar>>, dir: &str) -> PyResult<String> {
+    let refs: Vec<&Var> = vars.iter().map(|v| &v.0).collect();
+    graph::dump(&refs, std::path::Path::new(dir))
+        .map(|p| p.display().to_string())
+        .map_err(error)
+}
+
+/// The native module.
+#[pymodule]
+fn _jitc(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyVar>()?;
+    m.add("JitcError", m.py().get_type::<JitcError>())?;
+    m.add_function(wrap_pyfunction!(fetch, m)?)?;
+    m.add_function(wrap_pyfunction!(sync, m)?)?;
+    m.add_function(wrap_pyfunction!(stats, m)?)?;
+    m.add_function(wrap_pyfunction!(set_codegen, m)?)?;
+    m.add_function(wrap_pyfunction!(thread_count, m)?)?;
+    m.add_function(wrap_pyfunction!(set_thread_count, m)?)?;
+    m.add_function(wrap_pyfunction!(dump, m)?)?;
+    Ok(())
+}

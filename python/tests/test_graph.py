@@ -1,0 +1,126 @@
+"""The lazy graph from Python: bad arguments as `jitc.JitcError`s that say
+why, fusion across a loop's iterations, cache hits, values that share
+work, flags, and dumps that `jitc run` reproduces."""
+
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import jitc
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_bad_arguments_raise_clear_errors():
+    x = jitc.Var(np.ones((2, 3), np.float32))
+    with pytest.raises(jitc.JitcError, match=r"shapes \(2, 3\) and \(3, 2\) do not broadcast together"):
+        x + jitc.Var(np.ones((3, 2), np.float32))
+    with pytest.raises(jitc.JitcError, match="operands must have one shape and element type"):
+        x + jitc.Var(np.ones((2, 3), np.int32))
+    with pytest.raises(jitc.JitcError, match="reindex of a rank-2 value needs 2 index expressions"):
+        jitc.reindex(x, [2, 3], ["i0"])
+    with pytest.raises(jitc.JitcError, match="i2 is not an index of this op"):
+        jitc.reindex(x, [2, 3], ["i0", "i2"])
+    with pytest.raises(jitc.JitcError, match="unknown reduction 'sum'"):
+        jitc.reindex_reduce(x, "sum", [2], ["i0"])
+    with pytest.raises(jitc.JitcError, match="unknown unary kind 'exq'"):
+        jitc.unary(x, "exq")
+    with pytest.raises(jitc.JitcError, match="takes"):
+        jitc.unary(jitc.Var(np.ones(3, np.int32)), "exp")
+    with pytest.raises(jitc.JitcError, match="matmul of"):
+        jitc.matmul(x, x)
+    with pytest.raises(jitc.JitcError, match="no element type for NumPy's float16"):
+        jitc.Var(np.ones(3, np.float16))
+    with pytest.raises(jitc.JitcError, match="axis 2 is out of range"):
+        jitc.sum(x, 2)
+    with pytest.raises(jitc.JitcError, match="cannot reshape"):
+        jitc.reshape(x, (4, 2))
+    with pytest.raises(jitc.JitcError, match="cpu backend only"):
+        jitc.flags.backend = "cuda"
+    with pytest.raises(jitc.JitcError, match="unknown math mode 'quick'"):
+        jitc.flags.math = "quick"
+    assert jitc.flags.math == "fast"
+
+
+def step(h, w):
+    """One iteration of a user's loop: a row-normalized tanh layer."""
+    y = jitc.tanh(h * w)
+    return y - jitc.mean(y, 1, keepdims=True)
+
+
+def test_two_iterations_fuse_into_fewer_kernels_than_two_fetches():
+    h0 = np.linspace(-1, 1, 64, dtype=np.float32).reshape(4, 16)
+    w = jitc.Var(np.full((4, 16), 0.5, np.float32))
+    before = jitc.stats()["kernels"]
+    h = jitc.Var(h0)
+    for _ in range(2):
+        h = step(h, w)
+        h.numpy()
+    separate = jitc.stats()["kernels"] - before
+    separate_value = h.numpy()
+    before = jitc.stats()["kernels"]
+    h = jitc.Var(h0)
+    for _ in range(2):
+        h = step(h, w)
+    together_value = h.numpy()
+    together = jitc.stats()["kernels"] - before
+    np.testing.assert_array_equal(separate_value, together_value)
+    assert together < separate, (together, separate)
+
+
+def test_a_repeated_loop_body_hits_the_cache():
+    w = jitc.Var(np.full((8, 8), 0.25, np.float32))
+    h = jitc.Var(np.eye(8, dtype=np.float32))
+    h = step(h, w)
+    h.numpy()
+    before = jitc.stats()
+    for _ in range(5):
+        h = step(h, w)
+        h.numpy()
+    after = jitc.stats()
+    assert after["compiles"] == before["compiles"]
+    assert after["cache_hits"] - before["cache_hits"] == 5
+
+
+def test_values_that_share_work_are_computed_together():
+    x = jitc.Var(np.arange(6, dtype=np.float32))
+    shared = jitc.exp(x)
+    a, b = -shared, shared * 2.0
+    unrelated = x + 1.0
+    a.numpy()
+    assert b.is_computed() and shared.is_computed()
+    assert not unrelated.is_computed()
+    jitc.sync()
+    assert unrelated.is_computed()
+    first, second = jitc.fetch(a, b)
+    np.testing.assert_allclose(second, -2.0 * first)
+
+
+def test_dump_reproduces_with_jitc_run(tmp_path):
+    x = jitc.Var(np.arange(12, dtype=np.float32).reshape(3, 4) / 7)
+    y = jitc.softmax(x)
+    path = jitc.dump(y, tmp_path)
+    command = Path(path).read_text().splitlines()[0].removeprefix("// ").split()
+    want = y.numpy()
+    # The `jitc` that `cargo test` built (scripts/test.sh says where).
+    target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    binary = Path(os.environ.get("JITC_BIN_DIR", target / "debug")) / "jitc"
+    assert binary.exists(), f"no jitc binary at {binary}: build it, or set JITC_BIN_DIR"
+    subprocess.run([str(binary), *command[1:], "--output", "@y.npy"], cwd=tmp_path, check=True)
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), want)
+
+
+def test_flags_and_stats_report():
+    assert jitc.flags.threads >= 1
+    assert jitc.flags.backend == "cpu"
+    stats = jitc.stats()
+    assert set(stats) == {"fetches", "compiles", "cache_hits", "kernels"}
+    jitc.flags.check_bounds = True
+    try:
+        z = jitc.Var(np.ones((3, 3), np.float32))
+        np.testing.assert_array_equal(jitc.pad(z, [(1, 1), (1, 1)]).numpy(), np.pad(np.ones((3, 3)), 1))
+    finally:
+        jitc.flags.check_bounds = False

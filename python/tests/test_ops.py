@@ -1,0 +1,206 @@
+"""Every op of the Python package against NumPy, on random shapes: the
+meta-operators (padded, strided and flipped reindexes, overflow conditions,
+every reduction kind) and the op library built from them."""
+
+import numpy as np
+import pytest
+
+import jitc
+
+RNG = np.random.default_rng(20261124)
+
+
+def rand(*shape, dtype=np.float32):
+    return RNG.uniform(-2.0, 2.0, size=shape).astype(dtype)
+
+
+def close(got, want, rtol=1e-5, atol=1e-5):
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+
+
+def shapes(count, rank, low=1, high=7):
+    return [tuple(int(n) for n in RNG.integers(low, high, size=rank)) for _ in range(count)]
+
+
+# -- the meta-operators ------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", shapes(4, 2))
+def test_reindex_pads_strides_flips_and_transposes(shape):
+    a, b = shape
+    x = rand(a, b)
+    v = jitc.Var(x)
+    padded = np.full((a + 2, b + 2), -1.5, np.float32)
+    padded[1:-1, 1:-1] = x
+    close(jitc.reindex(v, [a + 2, b + 2], ["i0 - 1", "i1 - 1"], -1.5).numpy(), padded)
+    close(jitc.reindex(v, [a, (b + 1) // 2], ["i0", "i1 * 2"]).numpy(), x[:, ::2])
+    close(jitc.reindex(v, [a, b], [f"{a - 1} - i0", f"{b - 1} - i1"]).numpy(), x[::-1, ::-1])
+    close(jitc.reindex(v, [b, a], ["i1", "i0"]).numpy(), x.T)
+    close(jitc.reindex(v, [3, a, b], lambda i0, i1, i2: [i1, i2]).numpy(), np.broadcast_to(x, (3, a, b)))
+
+
+def test_overflow_conditions_blank_what_they_hold_for():
+    x = rand(4, 5)
+    v = jitc.Var(x)
+    got = jitc.reindex(v, [4, 5], ["i0", "i1"], 9.0, ["i0 < 1", "i1 >= 3"]).numpy()
+    want = x.copy()
+    want[0, :] = 9.0
+    want[:, 3:] = 9.0
+    close(got, want)
+
+
+@pytest.mark.parametrize("kind,reference", [
+    ("add", np.sum), ("mul", np.prod), ("max", np.max), ("min", np.min),
+])
+@pytest.mark.parametrize("shape", shapes(3, 3))
+def test_every_float_reduction(kind, reference, shape):
+    x = rand(*shape)
+    v = jitc.Var(x)
+    close(jitc.reindex_reduce(v, kind, [shape[0]], ["i0"]).numpy(), reference(x, axis=(1, 2)), rtol=1e-4)
+    close(jitc.reindex_reduce(v, kind, [shape[2], shape[1]], ["i2", "i1"]).numpy(),
+          reference(x, axis=0).T, rtol=1e-4)
+    close(jitc.reindex_reduce(v, kind, [], []).numpy(), reference(x), rtol=1e-4)
+
+
+@pytest.mark.parametrize("kind,reference", [("and", np.all), ("or", np.any)])
+def test_boolean_reductions(kind, reference):
+    x = RNG.integers(0, 2, size=(5, 6)).astype(bool)
+    got = jitc.reindex_reduce(jitc.Var(x), kind, [5], ["i0"]).numpy()
+    np.testing.assert_array_equal(got, reference(x, axis=1))
+
+
+def test_integer_ops():
+    x = RNG.integers(-50, 50, size=(4, 3)).astype(np.int32)
+    y = RNG.integers(1, 9, size=(4, 3)).astype(np.int32)
+    vx, vy = jitc.Var(x), jitc.Var(y)
+    np.testing.assert_array_equal((vx + vy).numpy(), x + y)
+    np.testing.assert_array_equal((vx * 3).numpy(), x * 3)
+    np.testing.assert_array_equal(jitc.sum(vx, 1).numpy(), x.sum(axis=1))
+    np.testing.assert_array_equal(jitc.relu(vx).numpy(), np.maximum(x, 0))
+
+
+def test_element_wise_and_select():
+    x, y = rand(6, 4), rand(6, 4)
+    vx, vy = jitc.Var(x), jitc.Var(y)
+    close((vx + vy).numpy(), x + y)
+    close((vx - 1.5).numpy(), x - 1.5)
+    close((2.0 * vx).numpy(), 2.0 * x)
+    close((vx / (vy * vy + 1.0)).numpy(), x / (y * y + 1.0))
+    close((-vx).numpy(), -x)
+    close(abs(vx).numpy(), np.abs(x))
+    close(jitc.ternary(vx < vy, vx, vy).numpy(), np.minimum(x, y))
+    np.testing.assert_array_equal((vx >= vy).numpy(), x >= y)
+    np.testing.assert_array_equal(vx.astype(np.int32).numpy(), x.astype(np.int32))
+    close(jitc.unary(jitc.Var(np.abs(x) + 0.5), "sqrt").numpy(), np.sqrt(np.abs(x) + 0.5))
+
+
+def test_numpy_broadcasting_in_operators():
+    x, row, column = rand(5, 4), rand(4), rand(5, 1)
+    vx = jitc.Var(x)
+    close((vx + jitc.Var(row)).numpy(), x + row)
+    close((vx * jitc.Var(column)).numpy(), x * column)
+    close(jitc.broadcast(jitc.Var(row), [3, 5, 4]).numpy(), np.broadcast_to(row, (3, 5, 4)))
+    close(jitc.broadcast(jitc.Var(row), [4, 3], dims=[1]).numpy(), np.broadcast_to(row[:, None], (4, 3)))
+
+
+# -- the op library ------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", shapes(3, 3))
+def test_reductions_over_axes(shape):
+    x = rand(*shape)
+    v = jitc.Var(x)
+    for axis in [None, 0, 1, -1, (0, 2)]:
+        for keepdims in [False, True]:
+            close(jitc.sum(v, axis, keepdims).numpy(), x.sum(axis=axis, keepdims=keepdims), rtol=1e-4)
+            close(jitc.mean(v, axis, keepdims).numpy(), x.mean(axis=axis, keepdims=keepdims), rtol=1e-4)
+            close(jitc.max(v, axis, keepdims).numpy(), x.max(axis=axis, keepdims=keepdims))
+            close(jitc.min(v, axis, keepdims).numpy(), x.min(axis=axis, keepdims=keepdims))
+
+
+@pytest.mark.parametrize("n,k,m", [(1, 1, 1), (3, 5, 2), (7, 4, 6), (16, 9, 3)])
+def test_matmul(n, k, m):
+    a, b = rand(n, k), rand(k, m)
+    close(jitc.matmul(jitc.Var(a), jitc.Var(b)).numpy(), a @ b, rtol=1e-4, atol=1e-4)
+    batch_a, batch_b = rand(2, n, k), rand(2, k, m)
+    close((jitc.Var(batch_a) @ jitc.Var(batch_b)).numpy(), batch_a @ batch_b, rtol=1e-4, atol=1e-4)
+
+
+def conv2d_reference(x, w, stride, padding):
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    ho, wo = (h + 2 * padding - kh) // stride + 1, (wd + 2 * padding - kw) // stride + 1
+    out = np.zeros((n, o, ho, wo), np.float64)
+    for i in range(ho):
+        for j in range(wo):
+            window = xp[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw]
+            out[:, :, i, j] = np.einsum("nchw,ochw->no", window, w)
+    return out
+
+
+@pytest.mark.parametrize("stride,padding", [(1, 0), (1, 1), (2, 1), (2, 0)])
+def test_conv2d(stride, padding):
+    x, w = rand(2, 3, 7, 6), rand(4, 3, 3, 3)
+    got = jitc.conv2d(jitc.Var(x), jitc.Var(w), stride, padding).numpy()
+    close(got, conv2d_reference(x, w, stride, padding), rtol=1e-4, atol=1e-4)
+
+
+def test_pad_transpose_reshape():
+    x = rand(3, 4, 5)
+    v = jitc.Var(x)
+    close(jitc.pad(v, [(1, 0), (0, 2), (2, 2)], 7.0).numpy(),
+          np.pad(x, [(1, 0), (0, 2), (2, 2)], constant_values=7.0))
+    close(jitc.transpose(v).numpy(), x.transpose())
+    close(jitc.transpose(v, (1, 2, 0)).numpy(), x.transpose(1, 2, 0))
+    close(v.T.numpy(), x.T)
+    for shape in [(12, 5), (60,), (5, -1, 2), (2, 3, 2, 5)]:
+        close(jitc.reshape(v, shape).numpy(), x.reshape(shape))
+
+
+def test_activations():
+    x = rand(4, 9)
+    v = jitc.Var(x)
+    close(jitc.relu(v).numpy(), np.maximum(x, 0))
+    close(jitc.sigmoid(v).numpy(), 1 / (1 + np.exp(-x)))
+    close(jitc.tanh(v).numpy(), np.tanh(x))
+    close(jitc.exp(v).numpy(), np.exp(x), rtol=1e-5)
+    close(jitc.log(jitc.Var(np.abs(x) + 0.1)).numpy(), np.log(np.abs(x) + 0.1))
+
+
+@pytest.mark.parametrize("shape", shapes(3, 2, 1, 40))
+def test_softmax(shape):
+    x = rand(*shape) * 4
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    close(jitc.softmax(jitc.Var(x)).numpy(), e / e.sum(axis=-1, keepdims=True))
+    e0 = np.exp(x - x.max(axis=0, keepdims=True))
+    close(jitc.softmax(jitc.Var(x), axis=0).numpy(), e0 / e0.sum(axis=0, keepdims=True))
+
+
+def test_layer_norm_and_batch_norm():
+    x, w, b = rand(6, 16), rand(16), rand(16)
+    mu, var = x.mean(axis=-1, keepdims=True), x.var(axis=-1, keepdims=True)
+    want = (x - mu) / np.sqrt(var + 1e-5) * w + b
+    close(jitc.layer_norm(jitc.Var(x), jitc.Var(w), jitc.Var(b)).numpy(), want, rtol=1e-4, atol=1e-4)
+    images, gamma, beta = rand(4, 3, 5, 5), rand(3), rand(3)
+    mu = images.mean(axis=(0, 2, 3), keepdims=True)
+    var = images.var(axis=(0, 2, 3), keepdims=True)
+    want = (images - mu) / np.sqrt(var + 1e-5) * gamma[None, :, None, None] + beta[None, :, None, None]
+    got = jitc.batch_norm(jitc.Var(images), jitc.Var(gamma), jitc.Var(beta)).numpy()
+    close(got, want, rtol=1e-4, atol=1e-4)
+    running_mean, running_var = rand(3), np.abs(rand(3)) + 0.5
+    want = (images - running_mean[None, :, None, None]) / np.sqrt(running_var[None, :, None, None] + 1e-5)
+    got = jitc.batch_norm(jitc.Var(images), running_mean=running_mean, running_var=running_var).numpy()
+    close(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_exact_math_keeps_float64_precision():
+    jitc.flags.math = "exact"
+    try:
+        x = rand(8, 8, dtype=np.float64)
+        got = jitc.sum(jitc.exp(jitc.Var(x)), 1).numpy()
+        want = np.zeros(8)
+        for i in range(8):
+            for j in range(8):
+                want[i] += np.exp(x[i, j])
+        np.testing.assert_allclose(got, want, rtol=1e-15)
+    finally:
+        jitc.flags.math = "fast"
