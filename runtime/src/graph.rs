@@ -14,8 +14,8 @@
 //!    read become its arguments (so new data of the same shapes reuses the
 //!    compilation), every cut node a live handle holds becomes a result;
 //! 3. looks the function up in a cache keyed by the graph's structure,
-//!    types and attributes (a compact encoding built from the nodes, never
-//!    by printing or parsing IR), or generates its text, parses it in
+//!    types and attributes (a byte encoding built from the nodes, never by
+//!    printing or parsing IR), or generates its text, parses it in
 //!    process, verifies, fuses and compiles it for the CPU ([`CpuModule`]);
 //! 4. runs it (host plan and native kernels), and keeps each result in
 //!    its node, which drops the recorded op and so frees what only it
@@ -56,9 +56,10 @@ use melior::{
     Context,
     ir::{Attribute, Module},
 };
+use rustc_hash::FxHashMap;
 use std::{
     cell::{Cell, RefCell},
-    collections::{HashMap, HashSet},
+    collections::HashMap,
     fmt::Write as _,
     path::{Path, PathBuf},
     rc::{Rc, Weak},
@@ -78,6 +79,11 @@ struct Node {
     /// Handles ([`Var`]s) to this node: a node with none is an
     /// intermediate a fetch need not keep.
     handles: Cell<usize>,
+    /// The last walk of the graph that reached this node (`Runtime::epoch`
+    /// numbers them), so a walk needs no set of visited nodes.
+    mark: Cell<u64>,
+    /// The node's position in the function of the last cut it was in.
+    slot: Cell<u32>,
 }
 
 enum Op {
@@ -166,11 +172,15 @@ struct Runtime {
     context: &'static Context,
     /// Parsed affine maps and sets by text.
     parsed: RefCell<HashMap<String, Parsed>>,
-    cache: RefCell<HashMap<String, Rc<Executable>>>,
+    /// Compiled fetches by [`Cut::key`] (FxHash: a hit hashes a few
+    /// kilobytes, and the keys are jitc's own, not an attacker's).
+    cache: RefCell<FxHashMap<Vec<u8>, Rc<Executable>>>,
     /// Nodes a handle held when they were recorded, not computed yet.
     pending: RefCell<Vec<Weak<Node>>>,
     stats: Cell<GraphStats>,
     next_id: Cell<u64>,
+    /// Numbers walks of the graph (see `Node::mark`).
+    epoch: Cell<u64>,
     options: RefCell<CodegenOptions>,
     dumps: Cell<u64>,
 }
@@ -188,10 +198,11 @@ fn runtime() -> Result<Rc<Runtime>, Error> {
         let runtime = Rc::new(Runtime {
             context,
             parsed: RefCell::new(HashMap::new()),
-            cache: RefCell::new(HashMap::new()),
+            cache: RefCell::new(FxHashMap::default()),
             pending: RefCell::new(Vec::new()),
             stats: Cell::new(GraphStats::default()),
             next_id: Cell::new(0),
+            epoch: Cell::new(0),
             options: RefCell::new(CodegenOptions::default()),
             dumps: Cell::new(0),
         });
@@ -324,7 +335,16 @@ impl Runtime {
     }
 
     fn node(&self, shape: Vec<usize>, element: ElementType, op: Op) -> Result<Var, Error> {
-        jitc_interp::tensor::checked_len(&shape).map_err(bad)?;
+        // Only what a 64-bit index addresses: most recorded values are
+        // never materialized (fused away), and those that are meet the
+        // element limit when they are allocated.
+        if jitc_dialect::kinds::extent_bytes(shape.iter().map(|&d| d as u64), element.byte_width() as u64)
+            .is_none()
+        {
+            return Err(bad(format!(
+                "a value of shape {shape:?} is larger than a 64-bit index can address"
+            )));
+        }
         let id = self.next_id.get();
         self.next_id.set(id + 1);
         let pending = !matches!(op, Op::Data(_));
@@ -334,6 +354,8 @@ impl Runtime {
             element,
             op: RefCell::new(op),
             handles: Cell::new(1),
+            mark: Cell::new(0),
+            slot: Cell::new(0),
         });
         if pending {
             let mut list = self.pending.borrow_mut();
@@ -392,6 +414,8 @@ impl Var {
                     element,
                     op: RefCell::new(Op::Data(tensor)),
                     handles: Cell::new(1),
+                    mark: Cell::new(0),
+                    slot: Cell::new(0),
                 }))
             })
     }
@@ -653,63 +677,89 @@ fn key(node: &Rc<Node>) -> usize {
     Rc::as_ptr(node) as usize
 }
 
-/// The nodes not computed yet that `node` needs (itself included), added
-/// to `into`.
-fn ancestors(node: &Rc<Node>, into: &mut HashMap<usize, Rc<Node>>) {
+/// Walks the nodes not computed yet that `node` needs (itself included)
+/// and not marked `cut` or `walk`, marking them `walk` and adding them to
+/// `into`; returns whether it met a node marked `cut`.
+fn ancestors(node: &Rc<Node>, cut: u64, walk: u64, into: &mut Vec<Rc<Node>>) -> bool {
+    let mut met = false;
     let mut stack = vec![Rc::clone(node)];
     while let Some(current) = stack.pop() {
-        if matches!(*current.op.borrow(), Op::Data(_)) || into.contains_key(&key(&current)) {
+        let mark = current.mark.get();
+        if mark == cut {
+            met = true;
             continue;
         }
+        if mark == walk || matches!(*current.op.borrow(), Op::Data(_)) {
+            continue;
+        }
+        current.mark.set(walk);
         for input in current.op.borrow().inputs() {
             stack.push(Rc::clone(input));
         }
-        into.insert(key(&current), current);
+        into.push(current);
     }
+    met
 }
 
 impl Runtime {
+    fn next_epoch(&self) -> u64 {
+        let epoch = self.epoch.get() + 1;
+        self.epoch.set(epoch);
+        epoch
+    }
+
     /// The cut of a fetch of `wanted`: their pending ancestors, and those
     /// of every pending value a handle holds that shares one of them.
     fn cut(&self, wanted: &[&Var]) -> Cut {
-        let mut nodes = HashMap::new();
+        let cut = self.next_epoch();
+        let mut nodes = Vec::new();
         for var in wanted {
-            ancestors(&var.0, &mut nodes);
+            ancestors(&var.0, cut, cut, &mut nodes);
         }
-        let pending: Vec<Rc<Node>> = self
-            .pending
-            .borrow()
-            .iter()
-            .filter_map(Weak::upgrade)
-            .filter(|n| n.handles.get() > 0 && !matches!(*n.op.borrow(), Op::Data(_)))
-            .collect();
+        // Pending values a handle holds (forgetting the others).
+        let pending: Vec<Rc<Node>> = {
+            let mut list = self.pending.borrow_mut();
+            list.retain(|weak| {
+                weak.upgrade()
+                    .is_some_and(|n| !matches!(*n.op.borrow(), Op::Data(_)))
+            });
+            list.iter()
+                .filter_map(Weak::upgrade)
+                .filter(|n| n.handles.get() > 0)
+                .collect()
+        };
         // Until nothing changes: a value joins when its own pending
-        // ancestors meet the cut.
+        // ancestors meet the cut (each walk its own mark, so a joining
+        // value brings every node it needs).
         let mut joined = true;
         while joined {
             joined = false;
             for node in &pending {
-                if nodes.contains_key(&key(node)) {
+                if node.mark.get() == cut {
                     continue;
                 }
-                let mut own = HashMap::new();
-                ancestors(node, &mut own);
-                if own.keys().any(|k| nodes.contains_key(k)) {
+                let mut own = Vec::new();
+                if ancestors(node, cut, self.next_epoch(), &mut own) {
+                    for n in &own {
+                        n.mark.set(cut);
+                    }
                     nodes.extend(own);
                     joined = true;
                 }
             }
         }
-        let mut nodes: Vec<Rc<Node>> = nodes.into_values().collect();
         nodes.sort_by_key(|n| n.id);
         let mut arguments: Vec<Rc<Node>> = Vec::new();
-        let mut seen = HashSet::new();
         for node in &nodes {
             for input in node.op.borrow().inputs() {
-                if matches!(*input.op.borrow(), Op::Data(_)) && seen.insert(key(input)) {
+                if input.mark.get() != cut && matches!(*input.op.borrow(), Op::Data(_)) {
+                    input.mark.set(cut);
                     arguments.push(Rc::clone(input));
                 }
             }
+        }
+        for (k, node) in arguments.iter().chain(&nodes).enumerate() {
+            node.slot.set(k as u32);
         }
         let results = nodes.iter().filter(|n| n.handles.get() > 0).cloned().collect();
         Cut {
@@ -721,16 +771,79 @@ impl Runtime {
 }
 
 impl Cut {
-    /// The function's text in the textual contract, and the cache key: the
-    /// structure, types and attributes, with values named by position.
-    fn describe(&self) -> (String, String) {
+    /// The cache key: the structure, types and attributes, values named by
+    /// position, as bytes; no text is formatted, so a hit costs a walk of
+    /// the cut and a hash of these bytes.
+    fn key(&self) -> Vec<u8> {
+        let mut key_bytes: Vec<u8> = Vec::with_capacity(64 * (self.nodes.len() + 1));
+        let typed = |bytes: &mut Vec<u8>, node: &Node| {
+            bytes.push(node.element as u8);
+            bytes.push(node.shape.len() as u8);
+            for &d in &node.shape {
+                bytes.extend_from_slice(&(d as u64).to_le_bytes());
+            }
+        };
+        let text = |bytes: &mut Vec<u8>, text: &str| {
+            bytes.extend_from_slice(&(text.len() as u32).to_le_bytes());
+            bytes.extend_from_slice(text.as_bytes());
+        };
+        for argument in &self.arguments {
+            key_bytes.push(b'a');
+            typed(&mut key_bytes, argument);
+        }
+        for node in &self.nodes {
+            let op = node.op.borrow();
+            match &*op {
+                Op::Data(_) => unreachable!("a cut holds no data"),
+                Op::Reindex {
+                    map,
+                    overflow,
+                    conditions,
+                    ..
+                } => {
+                    key_bytes.push(b'r');
+                    text(&mut key_bytes, map);
+                    text(&mut key_bytes, overflow.as_deref().unwrap_or(""));
+                    for condition in conditions {
+                        text(&mut key_bytes, condition);
+                    }
+                    key_bytes.push(conditions.len() as u8);
+                }
+                Op::Reduce { kind, map, .. } => {
+                    key_bytes.push(b'R');
+                    text(&mut key_bytes, kind.name());
+                    text(&mut key_bytes, map);
+                }
+                Op::Unary { kind, .. } => {
+                    key_bytes.push(b'u');
+                    text(&mut key_bytes, kind.name());
+                }
+                Op::Cast { .. } => key_bytes.push(b'c'),
+                Op::Binary { kind, .. } => {
+                    key_bytes.push(b'b');
+                    text(&mut key_bytes, kind.name());
+                }
+                Op::Select { .. } => key_bytes.push(b's'),
+            }
+            for input in op.inputs() {
+                key_bytes.extend_from_slice(&input.slot.get().to_le_bytes());
+            }
+            typed(&mut key_bytes, node);
+        }
+        key_bytes.push(b'>');
+        for result in &self.results {
+            key_bytes.extend_from_slice(&result.slot.get().to_le_bytes());
+        }
+        key_bytes
+    }
+
+    /// The function's text in the textual contract.
+    fn text(&self) -> String {
         let mut name: HashMap<usize, String> = HashMap::new();
-        let mut key_text = String::new();
         let mut params = Vec::new();
         for (k, argument) in self.arguments.iter().enumerate() {
             name.insert(key(argument), format!("%a{k}"));
             let r#type = type_text(&argument.shape, argument.element);
-            let _ = write!(key_text, "a{};", r#type);
             params.push(format!("%a{k}: {type}", type = r#type));
         }
         let mut body = String::new();
@@ -777,11 +890,6 @@ impl Cut {
                 positions.join(", "),
                 operand_types.join(", ")
             );
-            let _ = write!(
-                key_text,
-                "{op_name}{{{attributes}}}({});{out};",
-                positions.join(",")
-            );
         }
         let results: Vec<&String> = self.results.iter().map(|r| &name[&key(r)]).collect();
         let result_types: Vec<String> = self
@@ -789,19 +897,13 @@ impl Cut {
             .iter()
             .map(|r| type_text(&r.shape, r.element))
             .collect();
-        let _ = write!(
-            key_text,
-            "->{}",
-            results.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(",")
-        );
-        let text = format!(
+        format!(
             "func.func @main({}) -> ({}) {{\n{body}  return {} : {}\n}}\n",
             params.join(", "),
             result_types.join(", "),
             results.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "),
             result_types.join(", ")
-        );
-        (text, key_text)
+        )
     }
 }
 
@@ -821,8 +923,7 @@ pub fn fetch(vars: &[&Var]) -> Result<Vec<Arc<Tensor>>, Error> {
         return Ok(values);
     }
     let cut = runtime.cut(vars);
-    let (text, key_text) = cut.describe();
-    let executable = runtime.executable(&text, key_text)?;
+    let executable = runtime.executable(cut.key(), || cut.text())?;
     let args: Vec<Value> = cut
         .arguments
         .iter()
@@ -834,7 +935,11 @@ pub fn fetch(vars: &[&Var]) -> Result<Vec<Arc<Tensor>>, Error> {
     if let Ok(dir) = std::env::var("JITC_DUMP_DIR") {
         let number = runtime.dumps.get();
         runtime.dumps.set(number + 1);
-        write_dump(&Path::new(&dir).join(format!("fetch-{number}")), &text, &args)?;
+        write_dump(
+            &Path::new(&dir).join(format!("fetch-{number}")),
+            &cut.text(),
+            &args,
+        )?;
     }
     let results = executable
         .compiled
@@ -877,13 +982,14 @@ pub fn sync() -> Result<(), Error> {
 impl Runtime {
     /// The compiled function of `text`, from the cache (by `key`) or
     /// compiled now.
-    fn executable(&self, text: &str, key: String) -> Result<Rc<Executable>, Error> {
+    fn executable(&self, key: Vec<u8>, text: impl FnOnce() -> String) -> Result<Rc<Executable>, Error> {
         if let Some(found) = self.cache.borrow().get(&key) {
             let mut stats = self.stats.get();
             stats.cache_hits += 1;
             self.stats.set(stats);
             return Ok(Rc::clone(found));
         }
+        let text = &text();
         let collector = DiagnosticCollector::attach(self.context);
         let mut module = parse_module(self.context, text).ok_or_else(|| {
             let messages: Vec<String> = collector.take().into_iter().map(|d| d.message).collect();
@@ -919,7 +1025,7 @@ impl Runtime {
 pub fn dump(vars: &[&Var], dir: &Path) -> Result<PathBuf, Error> {
     let runtime = runtime()?;
     let cut = runtime.cut(vars);
-    let (text, _) = cut.describe();
+    let text = cut.text();
     let args: Vec<Value> = cut
         .arguments
         .iter()
@@ -951,5 +1057,5 @@ fn write_dump(dir: &Path, text: &str, args: &[Value]) -> Result<PathBuf, Error> 
 /// use, for tests and `--help`-style inspection.
 pub fn function_text(vars: &[&Var]) -> Result<String, Error> {
     let runtime = runtime()?;
-    Ok(runtime.cut(vars).describe().0)
+    Ok(runtime.cut(vars).text())
 }

@@ -1,0 +1,111 @@
+"""Benchmarks of the Python package (not tests): what recording an op, a
+cache-hit fetch, and whole workloads cost from Python, against the same
+programs through `jitc bench`.
+
+    JITC_PYTHON_RELEASE=1 bash scripts/python.sh      # an optimized build
+    .venv/bin/python python/bench.py [path/to/release/jitc]
+
+Medians of repeated runs; the machine is shared, so compare ratios taken in
+one run. The `jitc bench` comparison runs the function a fetch compiles
+(written out by `jitc.dump`) on the same inputs.
+"""
+
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import jitc
+
+
+def median_time(run, repeat, inner=1):
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(inner):
+            run()
+        samples.append((time.perf_counter() - start) / inner)
+    return statistics.median(samples)
+
+
+def record_one_op():
+    x = jitc.Var(np.ones(1024, np.float32))
+    w = jitc.Var(np.ones(1024, np.float32))
+
+    def record():
+        for _ in range(1000):
+            x * w
+    return median_time(record, 15) / 1000
+
+
+def chain_fetch():
+    """A 100-op element-wise chain on 1,024 floats, recorded and fetched
+    from Python on every call (the cache hits after the first): the whole
+    call, and the fetch alone."""
+    w = jitc.Var(np.full(1024, 0.999, np.float32))
+    b = jitc.Var(np.full(1024, 0.001, np.float32))
+    data = np.linspace(-1, 1, 1024, dtype=np.float32)
+
+    def record():
+        y = jitc.Var(data)
+        for k in range(50):
+            y = y * w
+            y = y + b
+        return y
+    record().numpy()
+    hits = jitc.stats()["cache_hits"]
+    whole = median_time(lambda: record().numpy(), 15, 20)
+    fetches = []
+    for _ in range(300):
+        y = record()
+        start = time.perf_counter()
+        y.numpy()
+        fetches.append(time.perf_counter() - start)
+    assert jitc.stats()["cache_hits"] - hits == 15 * 20 + 300, "the chain recompiled"
+    return whole, statistics.median(fetches)
+
+
+def workload(name, build, inputs, jitc_binary):
+    """`build` run from Python (record and fetch, cache hits), against
+    `jitc bench` on the function its fetch runs."""
+    vars_ = [jitc.Var(a) for a in inputs]
+    build(*vars_).numpy()
+
+    def call():
+        build(*[jitc.Var(a) for a in inputs]).numpy()
+    python = median_time(call, 10)
+    with tempfile.TemporaryDirectory() as folder:
+        fetch = build(*[jitc.Var(a) for a in inputs])
+        path = jitc.dump(fetch, folder)
+        command = Path(path).read_text().splitlines()[0].removeprefix("// ").split()
+        out = subprocess.run([jitc_binary, "bench", "fetch.mlir", *command[3:]], cwd=folder,
+                             capture_output=True, text=True, check=True).stdout
+    median = float(re.search(r"median ([0-9.]+) ms", out).group(1)) / 1e3
+    print(f"  {name:<28} python {python * 1e3:8.3f} ms   jitc bench {median * 1e3:8.3f} ms   ratio {python / median:5.2f}x")
+
+
+def conv(x, w):
+    return jitc.conv2d(x, w, 1, 1)
+
+
+def main():
+    binary = sys.argv[1] if len(sys.argv) > 1 else str(Path(__file__).resolve().parents[1] / "target" / "release" / "jitc")
+    print(f"jitc Python package, {jitc.flags}")
+    print(f"  record one binary op (1,024 floats):  {record_one_op() * 1e6:.3f} µs")
+    whole, fetch_only = chain_fetch()
+    print(f"  100-op chain on 1,024 floats: record + cache-hit fetch {whole * 1e6:.2f} µs, the fetch alone {fetch_only * 1e6:.2f} µs")
+    rng = np.random.default_rng(0)
+    workload("Listing 1 conv (8,64,56,56)", conv,
+             [rng.standard_normal((8, 64, 56, 56), dtype=np.float32),
+              rng.standard_normal((64, 64, 3, 3), dtype=np.float32)], binary)
+    workload("softmax (4096, 1024)", jitc.softmax,
+             [rng.standard_normal((4096, 1024), dtype=np.float32)], binary)
+
+
+if __name__ == "__main__":
+    main()
