@@ -21,8 +21,8 @@
 //! - [`session`]: the speculation manager (JANUS).
 //! - [`Executor`]: the one interface of the CPU and CUDA modules.
 //!
-//! Not here yet (DESIGN.md): the on-disk executable cache, the C ABI and
-//! the Python package.
+//! The C ABI (`capi/`) and the Python package (`python/`) are built on
+//! [`graph`]. Not here yet (DESIGN.md): the on-disk executable cache.
 
 pub mod cpu;
 pub mod cuda;

@@ -1,0 +1,494 @@
+//! jitc's C ABI: the lazy graph (`jitc_runtime::graph`) for frontends in
+//! any language, behind opaque handles. `include/jitc.h` is generated from
+//! this file by cbindgen and checked in; `tests/header.rs` fails when it is
+//! out of date (`JITC_BLESS=1` rewrites it).
+//!
+//! Rules every function follows:
+//! - **Errors** are a [`JitcStatus`]; when it is not `JITC_STATUS_OK`,
+//!   [`jitc_last_error`] says what went wrong, in jitc's words.
+//! - **No panic crosses the boundary**: one inside jitc becomes
+//!   `JITC_STATUS_INTERNAL` with the panic's message.
+//! - **Ownership**: a function that makes a `JitcVar` writes it to `*out`,
+//!   and the caller owns it until it passes it to [`jitc_var_free`]. Every
+//!   other pointer argument is borrowed for the call only: jitc copies data
+//!   it keeps, and never frees what it did not allocate.
+//! - **Threads**: a `JitcVar` belongs to the thread that made it (each
+//!   thread has its own graph); using it from another thread is undefined.
+//! - **Nothing runs** until a value is fetched ([`jitc_fetch`]) or
+//!   [`jitc_sync`] is called; then what is needed is fused, compiled (or
+//!   taken from the cache) and run on the CPU.
+//!
+//! Index expressions are Jittor's (`"i0"`, `"i1 - 1"`, `"i2 * 2 + i5"`),
+//! as in `docs/semantics.md` and the Python package.
+
+#![allow(clippy::missing_safety_doc)]
+
+use jitc_dialect::kinds::ElementType;
+use jitc_interp::{Buffer, Tensor};
+use jitc_runtime::graph::{self, Var};
+use std::{
+    cell::RefCell,
+    ffi::{CStr, CString, c_char, c_void},
+    panic::{AssertUnwindSafe, catch_unwind},
+};
+
+/// A value of the lazy graph: data, or a recorded op computed on the first
+/// fetch that needs it. Opaque; owned by the caller from the function that
+/// made it to [`jitc_var_free`].
+pub struct JitcVar(Var);
+
+/// How a call went.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JitcStatus {
+    /// It succeeded.
+    Ok = 0,
+    /// An argument was wrong: a null pointer, a shape that does not fit,
+    /// an unknown kind, an index expression that does not parse.
+    InvalidArgument = 1,
+    /// Compiling or running failed (an integer division by zero, a value
+    /// too large to hold, ...).
+    Failed = 2,
+    /// jitc panicked: a bug in jitc, caught at the boundary.
+    Internal = 3,
+}
+
+/// An element type.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JitcDtype {
+    /// 32-bit float.
+    F32 = 0,
+    /// 64-bit float.
+    F64 = 1,
+    /// 32-bit signed integer.
+    I32 = 2,
+    /// 64-bit signed integer.
+    I64 = 3,
+    /// Boolean, one byte per element (0 or 1).
+    Bool = 4,
+}
+
+impl JitcDtype {
+    fn element(self) -> ElementType {
+        match self {
+            JitcDtype::F32 => ElementType::F32,
+            JitcDtype::F64 => ElementType::F64,
+            JitcDtype::I32 => ElementType::I32,
+            JitcDtype::I64 => ElementType::I64,
+            JitcDtype::Bool => ElementType::I1,
+        }
+    }
+
+    fn of(element: ElementType) -> Self {
+        match element {
+            ElementType::F32 => JitcDtype::F32,
+            ElementType::F64 => JitcDtype::F64,
+            ElementType::I32 => JitcDtype::I32,
+            ElementType::I64 => JitcDtype::I64,
+            ElementType::I1 => JitcDtype::Bool,
+        }
+    }
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+type Failure = (JitcStatus, String);
+
+fn invalid(message: impl Into<String>) -> Failure {
+    (JitcStatus::InvalidArgument, message.into())
+}
+
+fn from_runtime(error: jitc_runtime::Error) -> Failure {
+    let status = match error {
+        jitc_runtime::Error::Graph(_) => JitcStatus::InvalidArgument,
+        _ => JitcStatus::Failed,
+    };
+    (status, error.to_string())
+}
+
+/// Runs `body`, turning its failure or panic into a status and the last
+/// error.
+fn call(body: impl FnOnce() -> Result<(), Failure>) -> JitcStatus {
+    let (status, message) = match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => return JitcStatus::Ok,
+        Ok(Err(failure)) => failure,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".to_owned());
+            (
+                JitcStatus::Internal,
+                format!("internal error in jitc (please report it): {what}"),
+            )
+        }
+    };
+    let message = CString::new(message.replace('\0', " ")).unwrap_or_default();
+    LAST_ERROR.with(|last| *last.borrow_mut() = message);
+    status
+}
+
+/// What went wrong in the last call on this thread that did not return
+/// `JITC_STATUS_OK`: a NUL-terminated sentence owned by jitc, valid until
+/// the next call on this thread that fails. Empty when nothing failed.
+#[unsafe(no_mangle)]
+pub extern "C" fn jitc_last_error() -> *const c_char {
+    LAST_ERROR.with(|last| last.borrow().as_ptr())
+}
+
+/// `pointer` as a reference, or an invalid-argument failure naming `what`.
+unsafe fn borrow<'a, T>(pointer: *const T, what: &str) -> Result<&'a T, Failure> {
+    // SAFETY: the caller passes a pointer to a live `T` or null.
+    unsafe { pointer.as_ref() }.ok_or_else(|| invalid(format!("{what} is null")))
+}
+
+/// `count` items at `pointer` (which may be null when `count` is 0).
+unsafe fn items<'a, T>(pointer: *const T, count: usize, what: &str) -> Result<&'a [T], Failure> {
+    if count == 0 {
+        return Ok(&[]);
+    }
+    if pointer.is_null() {
+        return Err(invalid(format!("{what} is null but {count} were promised")));
+    }
+    // SAFETY: the caller passes `count` live items at `pointer`.
+    Ok(unsafe { std::slice::from_raw_parts(pointer, count) })
+}
+
+/// A NUL-terminated UTF-8 string.
+unsafe fn text<'a>(pointer: *const c_char, what: &str) -> Result<&'a str, Failure> {
+    if pointer.is_null() {
+        return Err(invalid(format!("{what} is null")));
+    }
+    // SAFETY: the caller passes a NUL-terminated string.
+    unsafe { CStr::from_ptr(pointer) }
+        .to_str()
+        .map_err(|_| invalid(format!("{what} is not UTF-8")))
+}
+
+/// `count` strings.
+unsafe fn texts<'a>(
+    pointer: *const *const c_char,
+    count: usize,
+    what: &str,
+) -> Result<Vec<&'a str>, Failure> {
+    // SAFETY: as `items` and `text` say.
+    unsafe { items(pointer, count, what)? }
+        .iter()
+        .map(|&s| unsafe { text(s, what) })
+        .collect()
+}
+
+/// Writes `var` to `out` as a new handle.
+unsafe fn give(out: *mut *mut JitcVar, var: Var) -> Result<(), Failure> {
+    if out.is_null() {
+        return Err(invalid("out is null"));
+    }
+    // SAFETY: `out` points to writable storage for one pointer.
+    unsafe { *out = Box::into_raw(Box::new(JitcVar(var))) };
+    Ok(())
+}
+
+/// Makes a value holding a copy of `data`: `rank` sizes at `shape`, the
+/// elements of type `dtype` in C order (booleans one byte each, 0 or 1).
+/// Writes the new handle to `*out`; the caller owns it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn jitc_var_new(
+    data: *const c_void,
+    shape: *const usize,
+    rank: usize,
+    dtype: JitcDtype,
+    out: *mut *mut JitcVar,
+) -> JitcStatus {
+    call(|| {
+        // SAFETY: as the function's documentation says.
+        let shape = unsafe { items(shape, rank, "shape")? }.to_vec();
+        let element = dtype.element();
+        let count = jitc_interp::tensor::checked_len(&shape).map_err(invalid)?;
+        let bytes = count * element.byte_width();
+        let mut buffer = Buffer::try_for_overwrite(element, count).map_err(invalid)?;
+        if bytes > 0 {
+            if data.is_null() {
+                return Err(invalid("data is null"));
+            }
+            // SAFETY: `data` holds `bytes` bytes (the caller's promise),
+            // and the new buffer as many.
+            unsafe { std::ptr::copy_nonoverlapping(data.cast::<u8>(), buffer.as_mut_ptr(), bytes) };
+        }
+        let tensor = Tensor::new(shape, buffer).ok_or_else(|| invalid("the data does not fit the shape"))?;
+        // SAFETY: as the function's documentation says.
+        unsafe { give(out, Var::new(tensor)) }
+    })
+}
+
+/// Frees a handle made by jitc; null is ignored. The value's memory is
+/// freed when no handle and no pending value needs it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn jitc_var_free(var: *mut JitcVar) {
+    if var.is_null() {
+        return;
+    }
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: `var` was made by `Box::into_raw` in `give` and is freed
+        // once (the caller's promise).
+        drop(unsafe { Box::from_raw(var) });
+    }));
+}
+
+/// The rank of `var` (0 if `var` is null).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn jitc_var_rank(var: *const JitcVar) -> usize {
+    // SAFETY: `var` is a live handle or null.
+    unsafe { var.as_ref() }.map_or(0, |v| v.0.shape().len())
+}
+
+/// Writes the sizes of `var` to `shape`, which has room for its rank.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn jitc_var_shape(var: *const JitcVar, shape: *mut usize) -> JitcStatus {
+    call(|| {
+        // SAFETY: as the function's documentation says.
+        let var = unsafe { borrow(var, "var")? };
+        let sizes = var.0.shape();
+        if sizes.is_empty() {
+            return Ok(());
+        }
+        if shape.is_null() {
+            return Err(invalid("shape is null"));
+        }
+        // SAFETY: `shape` has room for the rank (the caller's promise).
+        unsafe { std::ptr::copy_nonoverlapping(sizes.as_ptr(), shape, sizes.len()) };
+        Ok(())
+    })
+}
+
+/// The element type of `var` (`JITC_DTYPE_F32` if `var` is null).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn jitc_var_dtype(var: *const JitcVar) -> JitcDtype {
+    // SAFETY: `var` is a live handle or null.
+    unsafe { var.as_ref() }.map_or(JitcDtype::F32, |v| JitcDtype::of(v.0.element()))
+}
+
+/// `meta.reindex`: a value of `rank` sizes at `shape` whose element at
+/// `(i0, i1, ...)` is `x`'s at the `n_indices` index expressions `indices`
+/// (one per dimension of `x`), or `*overflow_value` (0 when it is null)
+/// where that is out of bounds or one of the `n_conditions` conditions
+/// (`"i0 < 1"`) holds. Writes the new handle to `*out`.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn jitc_reindex(
+    x: *const JitcVar,
+    shape: *const usize,
+    rank: usize,
+    indices: *const *const c_char,
+    n_indices: usize,
+    overflow_value: *const f64,
+    conditions: *const *const c_char,
+    n_conditions: usize,
+    out: *mut *mut JitcVar,
+) -> JitcStatus {
+    call(|| {
+        // SAFETY: as the function's documentation says.
+        let (x, shape, indices, conditions) = unsafe {
+            (
+                borrow(x, "x")?,
+                items(shape, rank, "shape")?,
+                texts(indices, n_indices, "indices")?,
+                texts(conditions, n_conditions, "conditions")?,
+            )
+        };
+        // SAFETY: `overflow_value` is null or points to a double.
+        let overflow = unsafe { overflow_value.as_ref() }.copied();
+        let var =
+            x.0.reindex(shape, &indices, overflow, &conditions)
+                .map_err(from_runtime)?;
+        // SAFETY: as the function's documentation says.
+        unsafe { give(out, var) }
+    })
+}
+
+/// `meta.reindex_reduce`: a value of `rank` sizes at `shape` where `x`'s
+/// elements meet at the index given by the `n_indices` expressions
+/// `indices` (of `x`'s indices, one per output dimension) through `op`
+/// (`"add"`, `"mul"`, `"max"`, `"min"`, `"and"`, `"or"`). Writes the new
+/// handle to `*out`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn jitc_reindex_reduce(
+    x: *const JitcVar,
+    op: *const c_char,
+    shape: *const usize,
+    rank: usize,
+    indices: *const *const c_char,
+    n_indices: usize,
+    out: *mut *mut JitcVar,
+) -> JitcStatus {
+    call(|| {
+        // SAFETY: as the function's documentation says.
+        let (x, op, shape, indices) = unsafe {
+            (
+                borrow(x, "x")?,
+                text(op, "op")?,
+                items(shape, rank, "shape")?,
+                texts(indices, n_indices, "indices")?,
+            )
+        };
+        let var = x.0.reindex_reduce(op, shape, &indices).map_err(from_runtime)?;
+        // SAFETY: as the function's documentation says.
+        unsafe { give(out, var) }
+    })
+}
+
+/// `meta.unary` of kind `op` (`"exp"`, `"neg"`, ...). Writes the new
+/// handle to `*out`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn jitc_unary(
+    x: *const JitcVar,
+    op: *const c_char,
+    out: *mut *mut JitcVar,
+) -> JitcStatus {
+    call(|| {
+        // SAFETY: as the function's documentation says.
+        let (x, op) = unsafe { (borrow(x, "x")?, text(op, "op")?) };
+        let var = x.0.unary(op).map_err(from_runtime)?;
+        // SAFETY: as the function's documentation says.
+        unsafe { give(out, var) }
+    })
+}
+
+/// `meta.unary` `cast` of `x` to `dtype`. Writes the new handle to `*out`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn jitc_cast(
+    x: *const JitcVar,
+    dtype: JitcDtype,
+    out: *mut *mut JitcVar,
+) -> JitcStatus {
+    call(|| {
+        // SAFETY: as the function's documentation says.
+        let x = unsafe { borrow(x, "x")? };
+        let var = x.0.cast(dtype.element()).map_err(from_runtime)?;
+        // SAFETY: as the function's documentation says.
+        unsafe { give(out, var) }
+    })
+}
+
+/// `meta.binary` of kind `op` (`"add"`, `"mul"`, `"max"`, `"lt"`, ...) of
+/// `x` and `y`, which have one shape and element type (comparisons give
+/// booleans). Writes the new handle to `*out`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn jitc_binary(
+    x: *const JitcVar,
+    op: *const c_char,
+    y: *const JitcVar,
+    out: *mut *mut JitcVar,
+) -> JitcStatus {
+    call(|| {
+        // SAFETY: as the function's documentation says.
+        let (x, op, y) = unsafe { (borrow(x, "x")?, text(op, "op")?, borrow(y, "y")?) };
+        let var = x.0.binary(op, &y.0).map_err(from_runtime)?;
+        // SAFETY: as the function's documentation says.
+        unsafe { give(out, var) }
+    })
+}
+
+/// `meta.ternary` `select`: where the boolean `condition` holds, `then`'s
+/// element, else `otherwise`'s. Writes the new handle to `*out`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn jitc_select(
+    condition: *const JitcVar,
+    then: *const JitcVar,
+    otherwise: *const JitcVar,
+    out: *mut *mut JitcVar,
+) -> JitcStatus {
+    call(|| {
+        // SAFETY: as the function's documentation says.
+        let (condition, then, otherwise) = unsafe {
+            (
+                borrow(condition, "condition")?,
+                borrow(then, "then")?,
+                borrow(otherwise, "otherwise")?,
+            )
+        };
+        let var = condition.0.select(&then.0, &otherwise.0).map_err(from_runtime)?;
+        // SAFETY: as the function's documentation says.
+        unsafe { give(out, var) }
+    })
+}
+
+/// Computes `var` (with every pending value that shares work with it) and
+/// copies its elements, in C order, to `data`, which holds `bytes` bytes:
+/// exactly the value's size (elements times the element type's width).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn jitc_fetch(var: *const JitcVar, data: *mut c_void, bytes: usize) -> JitcStatus {
+    call(|| {
+        // SAFETY: as the function's documentation says.
+        let var = unsafe { borrow(var, "var")? };
+        let tensor = var.0.fetch().map_err(from_runtime)?;
+        let size = tensor.len() * tensor.element_type().byte_width();
+        if bytes != size {
+            return Err(invalid(format!(
+                "the value takes {size} bytes, but the buffer given holds {bytes}"
+            )));
+        }
+        if size > 0 {
+            if data.is_null() {
+                return Err(invalid("data is null"));
+            }
+            // SAFETY: `data` holds `bytes` bytes (the caller's promise),
+            // and the tensor's buffer as many.
+            unsafe { std::ptr::copy_nonoverlapping(tensor.buffer().as_ptr(), data.cast::<u8>(), size) };
+        }
+        Ok(())
+    })
+}
+
+/// Computes every pending value a handle holds.
+#[unsafe(no_mangle)]
+pub extern "C" fn jitc_sync() -> JitcStatus {
+    call(|| graph::sync().map_err(from_runtime))
+}
+
+/// Writes what a fetch of `var` would run into the folder `directory` (made
+/// if missing) as `fetch.mlir`, whose first line is the `jitc run` command
+/// that reproduces it, and `.npy` inputs.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn jitc_dump(var: *const JitcVar, directory: *const c_char) -> JitcStatus {
+    call(|| {
+        // SAFETY: as the function's documentation says.
+        let (var, directory) = unsafe { (borrow(var, "var")?, text(directory, "directory")?) };
+        graph::dump(&[&var.0], std::path::Path::new(directory))
+            .map(|_| ())
+            .map_err(from_runtime)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_becomes_a_status_and_a_sentence() {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let status = call(|| panic!("the graph is broken"));
+        std::panic::set_hook(previous);
+        assert_eq!(status, JitcStatus::Internal);
+        // SAFETY: jitc_last_error returns a NUL-terminated string.
+        let message = unsafe { CStr::from_ptr(jitc_last_error()) }.to_str().unwrap();
+        assert_eq!(
+            message,
+            "internal error in jitc (please report it): the graph is broken"
+        );
+    }
+
+    #[test]
+    fn a_failure_is_kept_until_the_next_one() {
+        let status = call(|| Err(invalid("first")));
+        assert_eq!(status, JitcStatus::InvalidArgument);
+        assert_eq!(call(|| Ok(())), JitcStatus::Ok);
+        // SAFETY: as above.
+        let message = unsafe { CStr::from_ptr(jitc_last_error()) }.to_str().unwrap();
+        assert_eq!(message, "first");
+    }
+}

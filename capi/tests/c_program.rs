@@ -1,0 +1,54 @@
+//! A C program (`tests/mlp.c`) compiled with LLVM 22's clang against the
+//! generated header and `libjitc.so`: an MLP forward pass through the C ABI
+//! agrees with plain C, and bad arguments come back as statuses and
+//! sentences.
+
+use std::{path::PathBuf, process::Command};
+
+/// Where cargo put this crate's `libjitc.so` for this test: the `deps`
+/// folder that holds the test (a test build does not copy it up to
+/// `target/<profile>`, as `cargo build` does).
+fn library_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test knows its path");
+    exe.parent().expect("target/<profile>/deps").to_owned()
+}
+
+#[test]
+fn a_c_program_runs_an_mlp_through_the_header() {
+    let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let libs = library_dir();
+    assert!(
+        libs.join("libjitc.so").exists(),
+        "no libjitc.so in {}",
+        libs.display()
+    );
+    let out_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let binary = out_dir.join("mlp");
+    let clang = "/usr/lib/llvm-22/bin/clang";
+    let compiled = Command::new(clang)
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1"])
+        .arg("-I")
+        .arg(crate_dir.join("include"))
+        .arg(crate_dir.join("tests/mlp.c"))
+        .arg("-o")
+        .arg(&binary)
+        .arg("-L")
+        .arg(&libs)
+        .arg(format!("-Wl,-rpath,{}", libs.display()))
+        .args(["-ljitc", "-lm"])
+        .output()
+        .expect("clang runs (scripts/setup.sh installs clang-22)");
+    assert!(
+        compiled.status.success(),
+        "clang failed:\n{}",
+        String::from_utf8_lossy(&compiled.stderr)
+    );
+    let run = Command::new(&binary).output().expect("the program runs");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "the program failed:\n{stdout}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(stdout.starts_with("mlp: ok"), "{stdout}");
+}
