@@ -192,6 +192,29 @@ enum JitcStatus jitc_select(const struct JitcVar *condition,
 enum JitcStatus jitc_fetch(const struct JitcVar *var, void *data, size_t bytes);
 
 /*
+ Sets the piece of state `name` to a copy of `data` (as for
+ [`jitc_var_new`]) now.
+ */
+enum JitcStatus jitc_state_set(const char *name,
+                               const void *data,
+                               const size_t *shape,
+                               size_t rank,
+                               enum JitcDtype dtype);
+
+/*
+ The piece of state `name` as the program sees it now: the last write
+ recorded, or the committed value. Writes a new handle to `*out`.
+ */
+enum JitcStatus jitc_state_read(const char *name, struct JitcVar **out);
+
+/*
+ Records a write of `value` (of the state's shape and element type) to
+ the piece of state `name`: deferred, committed by the fetch (or
+ [`jitc_sync`]) that computes `value`, and only if that fetch succeeds.
+ */
+enum JitcStatus jitc_state_write(const char *name, const struct JitcVar *value);
+
+/*
  Computes every pending value a handle holds.
  */
 enum JitcStatus jitc_sync(void);

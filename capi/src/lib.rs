@@ -443,6 +443,57 @@ pub unsafe extern "C" fn jitc_fetch(var: *const JitcVar, data: *mut c_void, byte
     })
 }
 
+/// Sets the piece of state `name` to a copy of `data` (as for
+/// [`jitc_var_new`]) now.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn jitc_state_set(
+    name: *const c_char,
+    data: *const c_void,
+    shape: *const usize,
+    rank: usize,
+    dtype: JitcDtype,
+) -> JitcStatus {
+    let mut var: *mut JitcVar = std::ptr::null_mut();
+    // SAFETY: as the function's documentation says.
+    let made = unsafe { jitc_var_new(data, shape, rank, dtype, &mut var) };
+    if made != JitcStatus::Ok {
+        return made;
+    }
+    call(|| {
+        // SAFETY: `var` was just made; it is freed below.
+        let owned = unsafe { Box::from_raw(var) };
+        // SAFETY: as the function's documentation says.
+        let name = unsafe { text(name, "name")? };
+        let tensor = owned.0.fetch().map_err(from_runtime)?;
+        graph::set_state(name, (*tensor).clone()).map_err(from_runtime)
+    })
+}
+
+/// The piece of state `name` as the program sees it now: the last write
+/// recorded, or the committed value. Writes a new handle to `*out`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn jitc_state_read(name: *const c_char, out: *mut *mut JitcVar) -> JitcStatus {
+    call(|| {
+        // SAFETY: as the function's documentation says.
+        let name = unsafe { text(name, "name")? };
+        let var = graph::read_state(name).map_err(from_runtime)?;
+        // SAFETY: as the function's documentation says.
+        unsafe { give(out, var) }
+    })
+}
+
+/// Records a write of `value` (of the state's shape and element type) to
+/// the piece of state `name`: deferred, committed by the fetch (or
+/// [`jitc_sync`]) that computes `value`, and only if that fetch succeeds.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn jitc_state_write(name: *const c_char, value: *const JitcVar) -> JitcStatus {
+    call(|| {
+        // SAFETY: as the function's documentation says.
+        let (name, value) = unsafe { (text(name, "name")?, borrow(value, "value")?) };
+        graph::write_state(name, &value.0).map_err(from_runtime)
+    })
+}
+
 /// Computes every pending value a handle holds.
 #[unsafe(no_mangle)]
 pub extern "C" fn jitc_sync() -> JitcStatus {

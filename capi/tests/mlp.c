@@ -120,6 +120,33 @@ int main(void) {
     return 1;
   }
 
+  /* State: two deferred writes, committed by one sync. */
+  float start[2] = {1.0f, 2.0f};
+  size_t s2[1] = {2};
+  CHECK(jitc_state_set("acc", start, s2, 1, JITC_DTYPE_F32));
+  for (int step = 0; step < 2; step++) {
+    JitcVar *acc, *twice;
+    CHECK(jitc_state_read("acc", &acc));
+    CHECK(jitc_binary(acc, "add", acc, &twice));
+    CHECK(jitc_state_write("acc", twice));
+    jitc_var_free(acc);
+    jitc_var_free(twice);
+  }
+  CHECK(jitc_sync());
+  JitcVar *acc;
+  float now[2];
+  CHECK(jitc_state_read("acc", &acc));
+  CHECK(jitc_fetch(acc, now, sizeof now));
+  jitc_var_free(acc);
+  if (now[0] != 4.0f || now[1] != 8.0f) {
+    fprintf(stderr, "state: %g %g\n", now[0], now[1]);
+    return 1;
+  }
+  if (jitc_state_read("missing", &acc) != JITC_STATUS_INVALID_ARGUMENT) {
+    fprintf(stderr, "a missing state was not reported\n");
+    return 1;
+  }
+
   JitcVar *handles[] = {vx, vw1, vb1, vw2, vb2, zero, hidden, zeros, relu, y};
   for (size_t k = 0; k < sizeof handles / sizeof handles[0]; k++) jitc_var_free(handles[k]);
   jitc_var_free(NULL);

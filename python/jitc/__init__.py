@@ -36,6 +36,7 @@ from ._jitc import JitcError
 
 __all__ = [
     "Var", "JitcError", "flags", "fetch", "sync", "stats", "dump",
+    "set_state", "get_state", "read_state", "write_state",
     "reindex", "reindex_reduce", "unary", "binary", "ternary",
     "array", "broadcast", "sum", "mean", "max", "min", "matmul", "conv2d",
     "pad", "transpose", "reshape", "relu", "sigmoid", "tanh", "exp", "log",
@@ -112,8 +113,8 @@ class Var:
 
     def numpy(self):
         """The value as a new NumPy array, computed first if needed."""
-        data = self._v.fetch_bytes()
-        return _np.frombuffer(data, dtype=self.dtype).reshape(self.shape)
+        v = self._v
+        return _np.frombuffer(v.fetch_bytes(), dtype=_TO_NUMPY[v.dtype]).reshape(v.shape)
 
     def item(self):
         return self.numpy().item()
@@ -342,6 +343,37 @@ def dump(vars, directory):
     if isinstance(vars, Var):
         vars = [vars]
     return _jitc.dump([_var(v)._v for v in vars], str(directory))
+
+
+# -- state ------------------------------------------------------------------------
+
+def set_state(name, value):
+    """Sets the piece of state `name` to `value` (an array) now."""
+    array = _as_array(value)
+    _jitc.set_state(str(name), array.tobytes(), list(array.shape), _TO_JITC[array.dtype])
+
+
+def get_state(name):
+    """The committed value of the piece of state `name` as an array (writes
+    not computed yet are not in it), or None."""
+    found = _jitc.get_state(str(name))
+    if found is None:
+        return None
+    data, shape, dtype = found
+    return _np.frombuffer(data, dtype=_TO_NUMPY[dtype]).reshape(shape)
+
+
+def read_state(name):
+    """The piece of state `name` as the program sees it now: the last write
+    recorded, or the committed value."""
+    return Var(_jitc.read_state(str(name)))
+
+
+def write_state(name, value):
+    """Records a write of `value` to the piece of state `name`: deferred, it
+    is committed by the fetch (or `sync`) that computes `value`, and only if
+    that fetch succeeds."""
+    _jitc.write_state(str(name), _var(value)._v)
 
 
 # -- the meta-operators ----------------------------------------------------------

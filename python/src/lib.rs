@@ -222,6 +222,38 @@ fn dump(vars: Vec<PyRef<'_, PyVar>>, dir: &str) -> PyResult<String> {
         .map_err(error)
 }
 
+/// Sets the piece of state `name` to the bytes of a C-contiguous array of
+/// `shape` and `dtype`.
+#[pyfunction]
+fn set_state(name: &str, data: &[u8], shape: Vec<usize>, dtype: &str) -> PyResult<()> {
+    let var = PyVar::from_bytes(data, shape, dtype)?;
+    let tensor = var.0.fetch().map_err(error)?;
+    graph::set_state(name, (*tensor).clone()).map_err(error)
+}
+
+/// The committed value of the piece of state `name`: its bytes, shape and
+/// element type, or `None`.
+#[pyfunction]
+fn get_state<'py>(
+    py: Python<'py>,
+    name: &str,
+) -> Option<(Bound<'py, PyByteArray>, Vec<usize>, &'static str)> {
+    graph::get_state(name).map(|t| (bytes(py, &t), t.shape().to_vec(), t.element_type().name()))
+}
+
+/// The piece of state `name` as the program sees it now (the last write
+/// recorded, or the committed value).
+#[pyfunction]
+fn read_state(name: &str) -> PyResult<PyVar> {
+    graph::read_state(name).map(PyVar).map_err(error)
+}
+
+/// Records a deferred write of `value` to the piece of state `name`.
+#[pyfunction]
+fn write_state(name: &str, value: PyRef<'_, PyVar>) -> PyResult<()> {
+    graph::write_state(name, &value.0).map_err(error)
+}
+
 /// The native module.
 #[pymodule]
 fn _jitc(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -234,5 +266,9 @@ fn _jitc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(thread_count, m)?)?;
     m.add_function(wrap_pyfunction!(set_thread_count, m)?)?;
     m.add_function(wrap_pyfunction!(dump, m)?)?;
+    m.add_function(wrap_pyfunction!(set_state, m)?)?;
+    m.add_function(wrap_pyfunction!(get_state, m)?)?;
+    m.add_function(wrap_pyfunction!(read_state, m)?)?;
+    m.add_function(wrap_pyfunction!(write_state, m)?)?;
     Ok(())
 }

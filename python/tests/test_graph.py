@@ -124,3 +124,21 @@ def test_flags_and_stats_report():
         np.testing.assert_array_equal(jitc.pad(z, [(1, 1), (1, 1)]).numpy(), np.pad(np.ones((3, 3)), 1))
     finally:
         jitc.flags.check_bounds = False
+
+
+def test_state_writes_are_deferred_until_computed():
+    jitc.set_state("w", np.ones(4, np.float32))
+    grad = jitc.Var(np.full(4, 0.5, np.float32))
+    for _ in range(3):
+        w = jitc.read_state("w")
+        jitc.write_state("w", w - grad * 0.5)
+    np.testing.assert_array_equal(jitc.get_state("w"), np.ones(4, np.float32))
+    before = jitc.stats()["fetches"]
+    jitc.sync()
+    assert jitc.stats()["fetches"] - before == 1
+    np.testing.assert_array_equal(jitc.get_state("w"), np.full(4, 0.25, np.float32))
+    with pytest.raises(jitc.JitcError, match="there is no state 'nope'"):
+        jitc.read_state("nope")
+    with pytest.raises(jitc.JitcError, match="cannot take a tensor<3xf32>"):
+        jitc.write_state("w", jitc.Var(np.ones(3, np.float32)))
+    assert jitc.get_state("nope") is None

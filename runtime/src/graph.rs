@@ -21,6 +21,12 @@
 //!    its node, which drops the recorded op and so frees what only it
 //!    held.
 //!
+//! State is named ([`set_state`], [`read_state`], [`write_state`]): a
+//! write is deferred, and committed by the fetch that computes it, only if
+//! that fetch succeeds; reading a piece of state gives the last write
+//! recorded, so the iterations of a training loop chain lazily and fuse
+//! when fetched together.
+//!
 //! Memory is reference-counted: a node lives while a handle or a pending
 //! node that reads it does. One graph per thread (a `Var` is not `Send`);
 //! its MLIR context lives as long as the thread's first use of it makes
@@ -163,6 +169,13 @@ struct Executable {
     kernels: usize,
 }
 
+/// A named piece of state: its committed value, and the write recorded
+/// since (a handle, so fetches compute it), committed once computed.
+struct State {
+    committed: Arc<Tensor>,
+    pending: Option<Var>,
+}
+
 /// An affine map's or set's text, parsed: `Ok((dimensions, results))` of
 /// a map, or why it does not parse.
 type Parsed = Result<(usize, usize), String>;
@@ -177,6 +190,9 @@ struct Runtime {
     cache: RefCell<FxHashMap<Vec<u8>, Rc<Executable>>>,
     /// Nodes a handle held when they were recorded, not computed yet.
     pending: RefCell<Vec<Weak<Node>>>,
+    /// Named state: each piece's committed value, and the write recorded
+    /// since, not computed yet.
+    state: RefCell<HashMap<String, State>>,
     stats: Cell<GraphStats>,
     next_id: Cell<u64>,
     /// Numbers walks of the graph (see `Node::mark`).
@@ -200,6 +216,7 @@ fn runtime() -> Result<Rc<Runtime>, Error> {
             parsed: RefCell::new(HashMap::new()),
             cache: RefCell::new(FxHashMap::default()),
             pending: RefCell::new(Vec::new()),
+            state: RefCell::new(HashMap::new()),
             stats: Cell::new(GraphStats::default()),
             next_id: Cell::new(0),
             epoch: Cell::new(0),
@@ -955,7 +972,91 @@ pub fn fetch(vars: &[&Var]) -> Result<Vec<Arc<Tensor>>, Error> {
         // The recorded op, and with it what only it read, is dropped.
         *node.op.borrow_mut() = Op::Data(tensor);
     }
+    runtime.commit_state();
     done(vars).ok_or_else(|| bad("a fetched value was not computed"))
+}
+
+impl Runtime {
+    /// Commits the state writes whose values are computed.
+    fn commit_state(&self) {
+        for state in self.state.borrow_mut().values_mut() {
+            let computed = match &state.pending {
+                Some(var) => match &*var.0.op.borrow() {
+                    Op::Data(tensor) => Some(Arc::clone(tensor)),
+                    _ => None,
+                },
+                None => None,
+            };
+            if let Some(tensor) = computed {
+                state.committed = tensor;
+                state.pending = None;
+            }
+        }
+    }
+}
+
+/// Sets the piece of state `name` to `tensor` now (its first value, or a
+/// new one; a write recorded and not computed yet is dropped).
+pub fn set_state(name: &str, tensor: Tensor) -> Result<(), Error> {
+    runtime()?.state.borrow_mut().insert(
+        name.to_owned(),
+        State {
+            committed: Arc::new(tensor),
+            pending: None,
+        },
+    );
+    Ok(())
+}
+
+/// The committed value of the piece of state `name` (writes not computed
+/// yet are not in it), `None` if there is no such state.
+pub fn get_state(name: &str) -> Option<Arc<Tensor>> {
+    let runtime = runtime().ok()?;
+    let state = runtime.state.borrow();
+    state.get(name).map(|s| Arc::clone(&s.committed))
+}
+
+/// The value of the piece of state `name` as the program sees it now: the
+/// last write recorded (so a loop's iterations chain, and fuse when fetched
+/// together), or the committed value.
+pub fn read_state(name: &str) -> Result<Var, Error> {
+    let runtime = runtime()?;
+    let state = runtime.state.borrow();
+    let state = state.get(name).ok_or_else(|| {
+        bad(format!(
+            "there is no state '{name}' (set it first with set_state)"
+        ))
+    })?;
+    Ok(match &state.pending {
+        Some(var) => var.clone(),
+        None => Var::from_arc(Arc::clone(&state.committed)),
+    })
+}
+
+/// Records a write of `value` to the piece of state `name`, of the same
+/// shape and element type: deferred, it is committed by the fetch (or
+/// [`sync`]) that computes `value`, and only if that fetch succeeds.
+pub fn write_state(name: &str, value: &Var) -> Result<(), Error> {
+    let runtime = runtime()?;
+    let mut states = runtime.state.borrow_mut();
+    let state = states.get_mut(name).ok_or_else(|| {
+        bad(format!(
+            "there is no state '{name}' (set it first with set_state)"
+        ))
+    })?;
+    let (shape, element) = (state.committed.shape(), state.committed.element_type());
+    if value.shape() != shape || value.element() != element {
+        return Err(bad(format!(
+            "state '{name}' is {}, so it cannot take a {}",
+            type_text(shape, element),
+            type_text(value.shape(), value.element())
+        )));
+    }
+    state.pending = Some(value.clone());
+    drop(states);
+    // A value already computed commits at once.
+    runtime.commit_state();
+    Ok(())
 }
 
 /// Computes every pending value a handle holds.

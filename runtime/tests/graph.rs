@@ -523,3 +523,58 @@ fn a_value_that_joins_a_fetch_brings_everything_it_needs() {
     assert_eq!(p1.fetch().unwrap().get(3), Scalar::F32(-2.0));
     assert_eq!(p0.fetch().unwrap().get(3), Scalar::F32(4.0));
 }
+
+#[test]
+fn state_writes_are_deferred_and_committed_by_the_fetch_that_computes_them() {
+    graph::set_state("w", Tensor::splat(vec![4], Scalar::F32(1.0))).unwrap();
+    let gradient = Var::new(Tensor::splat(vec![4], Scalar::F32(0.5)));
+    let rate = Var::new(Tensor::splat(vec![4], Scalar::F32(0.25)));
+    // Two steps of gradient descent, recorded, nothing run.
+    let before = graph::stats();
+    for _ in 0..2 {
+        let w = graph::read_state("w").unwrap();
+        let step = gradient.binary("mul", &rate).unwrap();
+        graph::write_state("w", &w.binary("sub", &step).unwrap()).unwrap();
+    }
+    assert_eq!(
+        graph::get_state("w").unwrap().get(0),
+        Scalar::F32(1.0),
+        "committed before a fetch"
+    );
+    assert_eq!(graph::stats().fetches, before.fetches);
+    // Reading sees the last write; fetching it commits both steps.
+    let w = graph::read_state("w").unwrap();
+    assert_eq!(w.fetch().unwrap().get(0), Scalar::F32(0.75));
+    assert_eq!(graph::get_state("w").unwrap().get(3), Scalar::F32(0.75));
+    assert_eq!(
+        graph::stats().fetches - before.fetches,
+        1,
+        "the two steps ran as one fetch"
+    );
+    // A write of the wrong type is refused; an unknown name too.
+    let wrong = Var::new(Tensor::splat(vec![3], Scalar::F32(0.0)));
+    assert_eq!(
+        graph::write_state("w", &wrong).unwrap_err().to_string(),
+        "state 'w' is tensor<4xf32>, so it cannot take a tensor<3xf32>"
+    );
+    assert_eq!(
+        graph::read_state("nope").unwrap_err().to_string(),
+        "there is no state 'nope' (set it first with set_state)"
+    );
+}
+
+#[test]
+fn a_failed_fetch_commits_no_state() {
+    graph::set_state("n", Tensor::splat(vec![2], Scalar::I32(7))).unwrap();
+    let zero = Var::new(Tensor::splat(vec![2], Scalar::I32(0)));
+    let n = graph::read_state("n").unwrap();
+    // An integer division by zero fails the fetch that computes the write.
+    graph::write_state("n", &n.binary("div", &zero).unwrap()).unwrap();
+    assert!(
+        graph::sync()
+            .unwrap_err()
+            .to_string()
+            .contains("division by zero")
+    );
+    assert_eq!(graph::get_state("n").unwrap().get(0), Scalar::I32(7));
+}
