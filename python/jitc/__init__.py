@@ -266,11 +266,14 @@ class _Flags:
     bit-identical to the reference interpreter), ``check_bounds`` (every
     element access checked; for finding compiler bugs), ``threads`` (set
     before anything runs, or with ``JITC_NUM_THREADS``) and ``backend``
-    (``"cpu"``; the GPU is reached through the command line for now)."""
+    (``"cpu"``, fused and compiled; ``"interp"``, the reference
+    interpreter, to compare with; the GPU is reached through the command
+    line for now)."""
 
     def __init__(self):
         self._math = "fast"
         self._check_bounds = False
+        self._backend = "cpu"
 
     @property
     def math(self):
@@ -300,15 +303,12 @@ class _Flags:
 
     @property
     def backend(self):
-        return "cpu"
+        return self._backend
 
     @backend.setter
     def backend(self, name):
-        if name != "cpu":
-            raise JitcError(
-                f"the Python package runs on the cpu backend only, not '{name}' "
-                "(the GPU is reached through `jitc run --backend cuda` for now)"
-            )
+        _jitc.set_backend(name)
+        self._backend = name
 
     def __repr__(self):
         return (f"jitc.flags(math={self.math!r}, check_bounds={self.check_bounds}, "

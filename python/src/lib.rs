@@ -192,6 +192,23 @@ fn set_codegen(math: &str, check_bounds: bool) -> PyResult<()> {
     graph::set_options(options).map_err(error)
 }
 
+/// Sets what runs later fetches: `cpu` (fused and compiled) or `interp`
+/// (the reference interpreter).
+#[pyfunction]
+fn set_backend(name: &str) -> PyResult<()> {
+    let backend = match name {
+        "cpu" => graph::Backend::Cpu,
+        "interp" => graph::Backend::Interpreter,
+        other => {
+            return Err(error(format!(
+                "unknown backend '{other}' for the Python package (cpu or interp; the GPU is reached \
+                 through `jitc run --backend cuda` for now)"
+            )));
+        }
+    };
+    graph::set_backend(backend).map_err(error)
+}
+
 /// The number of threads kernels are split across.
 #[pyfunction]
 fn thread_count() -> usize {
@@ -263,6 +280,7 @@ fn _jitc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sync, m)?)?;
     m.add_function(wrap_pyfunction!(stats, m)?)?;
     m.add_function(wrap_pyfunction!(set_codegen, m)?)?;
+    m.add_function(wrap_pyfunction!(set_backend, m)?)?;
     m.add_function(wrap_pyfunction!(thread_count, m)?)?;
     m.add_function(wrap_pyfunction!(set_thread_count, m)?)?;
     m.add_function(wrap_pyfunction!(dump, m)?)?;

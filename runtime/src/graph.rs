@@ -165,8 +165,20 @@ pub struct GraphStats {
 /// A compiled fetch.
 struct Executable {
     module: Module<'static>,
-    compiled: CpuModule,
+    /// Compiled for the CPU; `None` on the interpreter backend.
+    compiled: Option<CpuModule>,
     kernels: usize,
+}
+
+/// What runs a fetch's function.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Backend {
+    /// Fused and compiled for this CPU.
+    #[default]
+    Cpu,
+    /// The reference interpreter, unfused: slow, and the oracle to compare
+    /// with when a result looks wrong.
+    Interpreter,
 }
 
 /// A named piece of state: its committed value, and the write recorded
@@ -198,6 +210,7 @@ struct Runtime {
     /// Numbers walks of the graph (see `Node::mark`).
     epoch: Cell<u64>,
     options: RefCell<CodegenOptions>,
+    backend: Cell<Backend>,
     dumps: Cell<u64>,
 }
 
@@ -221,6 +234,7 @@ fn runtime() -> Result<Rc<Runtime>, Error> {
             next_id: Cell::new(0),
             epoch: Cell::new(0),
             options: RefCell::new(CodegenOptions::default()),
+            backend: Cell::new(Backend::Cpu),
             dumps: Cell::new(0),
         });
         *cell.borrow_mut() = Some(Rc::clone(&runtime));
@@ -240,6 +254,20 @@ pub fn set_options(options: CodegenOptions) -> Result<(), Error> {
     *runtime.options.borrow_mut() = options;
     runtime.cache.borrow_mut().clear();
     Ok(())
+}
+
+/// Sets what runs later fetches of this thread's graph.
+pub fn set_backend(backend: Backend) -> Result<(), Error> {
+    let runtime = runtime()?;
+    if runtime.backend.replace(backend) != backend {
+        runtime.cache.borrow_mut().clear();
+    }
+    Ok(())
+}
+
+/// What runs fetches of this thread's graph.
+pub fn backend() -> Backend {
+    runtime().map(|r| r.backend.get()).unwrap_or_default()
 }
 
 fn bad(message: impl Into<String>) -> Error {
@@ -958,9 +986,12 @@ pub fn fetch(vars: &[&Var]) -> Result<Vec<Arc<Tensor>>, Error> {
             &args,
         )?;
     }
-    let results = executable
-        .compiled
-        .run(&executable.module, "main", args, &mut StateStore::new())?;
+    let results = match &executable.compiled {
+        Some(compiled) => compiled.run(&executable.module, "main", args, &mut StateStore::new())?,
+        None => {
+            jitc_interp::Interpreter::new(&executable.module).run("main", args, &mut StateStore::new())?
+        }
+    };
     let mut stats = runtime.stats.get();
     stats.fetches += 1;
     stats.kernels += executable.kernels as u64;
@@ -1100,7 +1131,14 @@ impl Runtime {
             ))
         })?;
         jitc_compiler::verify(&module)?;
-        let compiled = CpuModule::compile_with(self.context, &mut module, &self.options.borrow())?;
+        let compiled = match self.backend.get() {
+            Backend::Cpu => Some(CpuModule::compile_with(
+                self.context,
+                &mut module,
+                &self.options.borrow(),
+            )?),
+            Backend::Interpreter => None,
+        };
         let kernels = jitc_dialect::ops::functions(module.body())
             .values()
             .filter(|f| melior::ir::operation::OperationLike::has_attribute(*f, "meta.fused"))

@@ -578,3 +578,33 @@ fn a_failed_fetch_commits_no_state() {
     );
     assert_eq!(graph::get_state("n").unwrap().get(0), Scalar::I32(7));
 }
+
+#[test]
+fn the_interpreter_backend_is_the_oracle_for_a_fetch() {
+    let mut rng = Rng(23);
+    let data = random(&mut rng, &[5, 7]);
+    let run = || {
+        let x = Var::new(data.clone());
+        let m = x.reindex_reduce("max", &[5], &["i0"]).unwrap();
+        let shifted = x
+            .binary("sub", &m.reindex(&[5, 7], &["i0"], None, &[]).unwrap())
+            .unwrap();
+        shifted.unary("exp").unwrap().fetch().unwrap()
+    };
+    graph::set_options(CodegenOptions {
+        math: MathMode::Exact,
+        ..CodegenOptions::default()
+    })
+    .unwrap();
+    let compiled = run();
+    graph::set_backend(graph::Backend::Interpreter).unwrap();
+    let before = graph::stats();
+    let interpreted = run();
+    assert_eq!(
+        graph::stats().kernels,
+        before.kernels,
+        "the interpreter ran kernels"
+    );
+    graph::set_backend(graph::Backend::Cpu).unwrap();
+    same(&compiled, &f32s(&interpreted), "compiled against interpreted");
+}
