@@ -670,11 +670,17 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5, axes=1):
     dims = tuple(range(x.ndim - axes, x.ndim))
     centered = x - mean(x, dims, keepdims=True)
     variance = mean(centered * centered, dims, keepdims=True)
+    return _scaled(centered, variance, eps, weight, bias, lambda v: _var(v, like=x))
+
+
+def _scaled(centered, variance, eps, weight, bias, shaped):
+    """`centered / sqrt(variance + eps)`, times `weight` and plus `bias` when
+    given (each made to broadcast by `shaped`)."""
     y = centered * unary(variance + eps, "rsqrt")
     if weight is not None:
-        y = y * _var(weight)
+        y = y * shaped(weight)
     if bias is not None:
-        y = y + _var(bias)
+        y = y + shaped(bias)
     return y
 
 
@@ -694,9 +700,4 @@ def batch_norm(x, weight=None, bias=None, running_mean=None, running_var=None, e
     else:
         centered = x - mean(x, axes, keepdims=True)
         variance = mean(centered * centered, axes, keepdims=True)
-    y = centered * unary(variance + eps, "rsqrt")
-    if weight is not None:
-        y = y * per_channel(weight)
-    if bias is not None:
-        y = y + per_channel(bias)
-    return y
+    return _scaled(centered, variance, eps, weight, bias, per_channel)

@@ -379,6 +379,19 @@ impl Runtime {
         result.map_err(bad)
     }
 
+    /// The affine map `(d0, ...) -> (indices...)` over `dims` indices of
+    /// `op`'s Jittor index expressions, checked to parse.
+    fn map(&self, indices: &[&str], dims: usize, op: &str) -> Result<String, Error> {
+        let exprs = indices
+            .iter()
+            .map(|e| expression(e, dims))
+            .collect::<Result<Vec<_>, _>>()?;
+        let map = format!("({}) -> ({})", dimensions(dims), exprs.join(", "));
+        self.check_map(&format!("affine_map<{map}>"))
+            .map_err(|e| bad(format!("{op} indices {indices:?}: {e}")))?;
+        Ok(map)
+    }
+
     fn node(&self, shape: Vec<usize>, element: ElementType, op: Op) -> Result<Var, Error> {
         // Only what a 64-bit index addresses: most recorded values are
         // never materialized (fused away), and those that are meet the
@@ -501,14 +514,7 @@ impl Var {
             )));
         }
         let dims = shape.len();
-        let exprs = indices
-            .iter()
-            .map(|e| expression(e, dims))
-            .collect::<Result<Vec<_>, _>>()?;
-        let map = format!("({}) -> ({})", dimensions(dims), exprs.join(", "));
-        runtime
-            .check_map(&format!("affine_map<{map}>"))
-            .map_err(|e| bad(format!("reindex indices {indices:?}: {e}")))?;
+        let map = runtime.map(indices, dims, "reindex")?;
         let conditions = overflow_conditions
             .iter()
             .map(|c| {
@@ -560,15 +566,7 @@ impl Var {
                 indices.len()
             )));
         }
-        let dims = self.0.shape.len();
-        let exprs = indices
-            .iter()
-            .map(|e| expression(e, dims))
-            .collect::<Result<Vec<_>, _>>()?;
-        let map = format!("({}) -> ({})", dimensions(dims), exprs.join(", "));
-        runtime
-            .check_map(&format!("affine_map<{map}>"))
-            .map_err(|e| bad(format!("reindex_reduce indices {indices:?}: {e}")))?;
+        let map = runtime.map(indices, self.0.shape.len(), "reindex_reduce")?;
         runtime.node(
             shape.to_vec(),
             self.0.element,
@@ -816,6 +814,17 @@ impl Runtime {
 }
 
 impl Cut {
+    /// The function's arguments: the data its nodes read.
+    fn args(&self) -> Vec<Value> {
+        self.arguments
+            .iter()
+            .map(|node| match &*node.op.borrow() {
+                Op::Data(tensor) => Value::Tensor(Arc::clone(tensor)),
+                _ => unreachable!("arguments are data"),
+            })
+            .collect()
+    }
+
     /// The cache key: the structure, types and attributes, values named by
     /// position, as bytes; no text is formatted, so a hit costs a walk of
     /// the cut and a hash of these bytes.
@@ -969,14 +978,7 @@ pub fn fetch(vars: &[&Var]) -> Result<Vec<Arc<Tensor>>, Error> {
     }
     let cut = runtime.cut(vars);
     let executable = runtime.executable(cut.key(), || cut.text())?;
-    let args: Vec<Value> = cut
-        .arguments
-        .iter()
-        .map(|node| match &*node.op.borrow() {
-            Op::Data(tensor) => Value::Tensor(Arc::clone(tensor)),
-            _ => unreachable!("arguments are data"),
-        })
-        .collect();
+    let args = cut.args();
     if let Ok(dir) = std::env::var("JITC_DUMP_DIR") {
         let number = runtime.dumps.get();
         runtime.dumps.set(number + 1);
@@ -1164,16 +1166,7 @@ impl Runtime {
 pub fn dump(vars: &[&Var], dir: &Path) -> Result<PathBuf, Error> {
     let runtime = runtime()?;
     let cut = runtime.cut(vars);
-    let text = cut.text();
-    let args: Vec<Value> = cut
-        .arguments
-        .iter()
-        .map(|node| match &*node.op.borrow() {
-            Op::Data(tensor) => Value::Tensor(Arc::clone(tensor)),
-            _ => unreachable!("arguments are data"),
-        })
-        .collect();
-    write_dump(dir, &text, &args)
+    write_dump(dir, &cut.text(), &cut.args())
 }
 
 fn write_dump(dir: &Path, text: &str, args: &[Value]) -> Result<PathBuf, Error> {

@@ -276,32 +276,20 @@ pub fn signature(kernel: OperationRef) -> Result<KernelSignature, String> {
             .and_then(argument_buffer_of)
             .ok_or_else(|| format!("@{name} has an unsupported type"))
     };
-    if domain.iter().any(|&d| d < 0) && legal::flat(kernel).is_err() {
-        // Over a dynamic domain: sizes read at run time.
-        let schedule = schedule::schedule(body, &domain)?;
-        let sizes = shapes::dynamic_sizes(body, &domain, schedule.split)?;
-        return Ok(KernelSignature {
-            outer: 0,
-            parallel: schedule.parallel,
-            points: 0,
-            accesses: Vec::new(),
-            inputs: (0..function_type.input_count())
-                .map(|i| dynamic(function_type.input(i)))
-                .collect::<Result<_, _>>()?,
-            outputs: (0..function_type.result_count())
-                .map(|i| dynamic(function_type.result(i)))
-                .collect::<Result<_, _>>()?,
-            flat: false,
-            sizes: Some(sizes),
-            in_place: None,
-            name,
-        });
-    }
     if domain.iter().any(|&d| d < 0) {
-        // Element-wise over a dynamic shape: one loop over the elements.
+        // Over a dynamic domain: element-wise kernels flat (one loop over
+        // the elements), the others with their sizes read at run time.
+        let flat = legal::flat(kernel).is_ok();
+        let (parallel, sizes) = if flat {
+            (true, None)
+        } else {
+            let schedule = schedule::schedule(body, &domain)?;
+            let sizes = shapes::dynamic_sizes(body, &domain, schedule.split)?;
+            (schedule.parallel, Some(sizes))
+        };
         return Ok(KernelSignature {
             outer: 0,
-            parallel: true,
+            parallel,
             points: 0,
             accesses: Vec::new(),
             inputs: (0..function_type.input_count())
@@ -310,8 +298,8 @@ pub fn signature(kernel: OperationRef) -> Result<KernelSignature, String> {
             outputs: (0..function_type.result_count())
                 .map(|i| dynamic(function_type.result(i)))
                 .collect::<Result<_, _>>()?,
-            flat: true,
-            sizes: None,
+            flat,
+            sizes,
             in_place: None,
             name,
         });
