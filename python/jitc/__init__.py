@@ -119,6 +119,18 @@ class Var:
     def item(self):
         return self.numpy().item()
 
+    def __bool__(self):
+        # As NumPy: one element has a truth value (computing it), more do not.
+        size = 1
+        for n in self.shape:
+            size *= n
+        if size != 1:
+            raise JitcError(
+                f"the truth value of a jitc.Var of shape {self.shape} is ambiguous "
+                "(compare its .numpy() with .any() or .all())"
+            )
+        return bool(self.item())
+
     def __repr__(self):
         state = "computed" if self.is_computed() else "pending"
         return f"jitc.Var(shape={self.shape}, dtype={self.dtype}, {state})"

@@ -155,3 +155,10 @@ def test_the_interpreter_backend_agrees_with_the_compiled_one():
     finally:
         jitc.flags.backend = "cpu"
     np.testing.assert_allclose(compiled, interpreted, rtol=1e-6, atol=1e-7)
+
+
+def test_truth_values_are_those_of_numpy():
+    assert jitc.Var(np.float32(2.0)) > 1.0
+    assert not (jitc.Var(np.ones(1, np.float32)) < 0.0)
+    with pytest.raises(jitc.JitcError, match="truth value of a jitc.Var of shape \\(3,\\) is ambiguous"):
+        bool(jitc.Var(np.ones(3, np.float32)) == 1.0)
