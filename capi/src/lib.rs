@@ -205,23 +205,35 @@ pub unsafe extern "C" fn jitc_var_new(
 ) -> JitcStatus {
     call(|| {
         // SAFETY: as the function's documentation says.
-        let shape = unsafe { items(shape, rank, "shape")? }.to_vec();
-        let element = dtype.element();
-        let count = jitc_interp::tensor::checked_len(&shape).map_err(invalid)?;
-        let bytes = count * element.byte_width();
-        let mut buffer = Buffer::try_for_overwrite(element, count).map_err(invalid)?;
-        if bytes > 0 {
-            if data.is_null() {
-                return Err(invalid("data is null"));
-            }
-            // SAFETY: `data` holds `bytes` bytes (the caller's promise),
-            // and the new buffer as many.
-            unsafe { std::ptr::copy_nonoverlapping(data.cast::<u8>(), buffer.as_mut_ptr(), bytes) };
-        }
-        let tensor = Tensor::new(shape, buffer).ok_or_else(|| invalid("the data does not fit the shape"))?;
+        let tensor = unsafe { tensor(data, shape, rank, dtype)? };
         // SAFETY: as the function's documentation says.
         unsafe { give(out, Var::new(tensor)) }
     })
+}
+
+/// A tensor holding a copy of `data`: `rank` sizes at `shape`, elements of
+/// `dtype` in C order.
+unsafe fn tensor(
+    data: *const c_void,
+    shape: *const usize,
+    rank: usize,
+    dtype: JitcDtype,
+) -> Result<Tensor, Failure> {
+    // SAFETY: the caller passes `rank` sizes at `shape`.
+    let shape = unsafe { items(shape, rank, "shape")? }.to_vec();
+    let element = dtype.element();
+    let count = jitc_interp::tensor::checked_len(&shape).map_err(invalid)?;
+    let bytes = count * element.byte_width();
+    let mut buffer = Buffer::try_for_overwrite(element, count).map_err(invalid)?;
+    if bytes > 0 {
+        if data.is_null() {
+            return Err(invalid("data is null"));
+        }
+        // SAFETY: `data` holds `bytes` bytes (the caller's promise), and
+        // the new buffer as many.
+        unsafe { std::ptr::copy_nonoverlapping(data.cast::<u8>(), buffer.as_mut_ptr(), bytes) };
+    }
+    Tensor::new(shape, buffer).ok_or_else(|| invalid("the data does not fit the shape"))
 }
 
 /// Frees a handle made by jitc; null is ignored. The value's memory is
@@ -453,19 +465,10 @@ pub unsafe extern "C" fn jitc_state_set(
     rank: usize,
     dtype: JitcDtype,
 ) -> JitcStatus {
-    let mut var: *mut JitcVar = std::ptr::null_mut();
-    // SAFETY: as the function's documentation says.
-    let made = unsafe { jitc_var_new(data, shape, rank, dtype, &mut var) };
-    if made != JitcStatus::Ok {
-        return made;
-    }
     call(|| {
-        // SAFETY: `var` was just made; it is freed below.
-        let owned = unsafe { Box::from_raw(var) };
         // SAFETY: as the function's documentation says.
-        let name = unsafe { text(name, "name")? };
-        let tensor = owned.0.fetch().map_err(from_runtime)?;
-        graph::set_state(name, (*tensor).clone()).map_err(from_runtime)
+        let (name, tensor) = unsafe { (text(name, "name")?, tensor(data, shape, rank, dtype)?) };
+        graph::set_state(name, tensor).map_err(from_runtime)
     })
 }
 

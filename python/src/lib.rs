@@ -35,6 +35,26 @@ fn element(name: &str) -> PyResult<ElementType> {
     })
 }
 
+/// A tensor holding a copy of `data`: the bytes of a C-contiguous array of
+/// `shape` and element type `dtype`.
+fn tensor(data: &[u8], shape: Vec<usize>, dtype: &str) -> PyResult<Tensor> {
+    let element = element(dtype)?;
+    let count = jitc_interp::tensor::checked_len(&shape).map_err(error)?;
+    let width = element.byte_width();
+    if data.len() != count * width {
+        return Err(error(format!(
+            "{} bytes do not hold a {shape:?} array of {dtype} ({} bytes)",
+            data.len(),
+            count * width
+        )));
+    }
+    let mut buffer = Buffer::try_for_overwrite(element, count).map_err(error)?;
+    // SAFETY: the buffer holds `count` elements of `width` bytes, and `data`
+    // is exactly that long (checked above); they do not overlap.
+    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buffer.as_mut_ptr(), data.len()) };
+    Tensor::new(shape, buffer).ok_or_else(|| error("the data does not fit its shape"))
+}
+
 /// A value of the lazy graph.
 #[pyclass(unsendable, name = "Var", module = "jitc._jitc")]
 struct PyVar(Var);
@@ -45,22 +65,7 @@ impl PyVar {
     /// `shape` and element type `dtype`.
     #[staticmethod]
     fn from_bytes(data: &[u8], shape: Vec<usize>, dtype: &str) -> PyResult<Self> {
-        let element = element(dtype)?;
-        let count = jitc_interp::tensor::checked_len(&shape).map_err(error)?;
-        let width = element.byte_width();
-        if data.len() != count * width {
-            return Err(error(format!(
-                "{} bytes do not hold a {shape:?} array of {dtype} ({} bytes)",
-                data.len(),
-                count * width
-            )));
-        }
-        let mut buffer = Buffer::try_for_overwrite(element, count).map_err(error)?;
-        // SAFETY: the buffer holds `count` elements of `width` bytes, and
-        // `data` is exactly that long (checked above); they do not overlap.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buffer.as_mut_ptr(), data.len()) };
-        let tensor = Tensor::new(shape, buffer).ok_or_else(|| error("the data does not fit its shape"))?;
-        Ok(Self(Var::new(tensor)))
+        Ok(Self(Var::new(tensor(data, shape, dtype)?)))
     }
 
     /// The shape.
@@ -243,9 +248,7 @@ fn dump(vars: Vec<PyRef<'_, PyVar>>, dir: &str) -> PyResult<String> {
 /// `shape` and `dtype`.
 #[pyfunction]
 fn set_state(name: &str, data: &[u8], shape: Vec<usize>, dtype: &str) -> PyResult<()> {
-    let var = PyVar::from_bytes(data, shape, dtype)?;
-    let tensor = var.0.fetch().map_err(error)?;
-    graph::set_state(name, (*tensor).clone()).map_err(error)
+    graph::set_state(name, tensor(data, shape, dtype)?).map_err(error)
 }
 
 /// The committed value of the piece of state `name`: its bytes, shape and

@@ -8,13 +8,13 @@
 
 use crate::{
     Error, Executor,
-    host::{Compiled, HostPlan, Kernels, compiled_or_skipped, run_or_interpret},
+    host::{Compiled, HostPlan, Kernels, compiled_or_skipped, run_host_code},
 };
 use jitc_compiler::{
     CodegenOptions, CpuArtifact, DynamicSizes, EntryGuard, Extent, KernelFn, KernelStatus, SizeSource, Slot,
 };
 use jitc_dialect::profile::Profile;
-use jitc_interp::{Interpreter, KernelRunner, StateStore, Tensor, Value};
+use jitc_interp::{KernelRunner, StateStore, Tensor, Value};
 use melior::{Context, ir::Module};
 use rayon::prelude::*;
 use std::{
@@ -132,15 +132,12 @@ fn run_split(function: KernelFn, pointers: &[*mut u8], outer: i64, parts: usize)
 /// runs the call, which gives the exact result or error.
 fn call_sizes(sizes: &DynamicSizes, args: &[Value]) -> Option<Vec<i64>> {
     let read = |source: &SizeSource| -> Option<i64> {
-        match (source, args) {
-            (SizeSource::Dim { input, dim }, args) => match args.get(*input)? {
-                Value::Tensor(tensor) => tensor.shape().get(*dim).map(|&n| n as i64),
-                _ => None,
-            },
-            (SizeSource::Index { input }, args) => match args.get(*input)? {
-                Value::Index(i) => Some(*i),
-                _ => None,
-            },
+        match (source, args.get(source.input())?) {
+            (SizeSource::Dim { dim, .. }, Value::Tensor(tensor)) => {
+                tensor.shape().get(*dim).map(|&n| n as i64)
+            }
+            (SizeSource::Index { .. }, Value::Index(i)) => Some(*i),
+            _ => None,
         }
     };
     let extent = |extent: &Extent| -> Option<usize> {
@@ -379,12 +376,16 @@ impl CpuModule {
         state: &mut StateStore,
         profile: Option<&mut Profile>,
     ) -> Result<Vec<Value>, jitc_interp::Error> {
-        let interpreter = || Interpreter::new(module).with_kernels(self);
-        match (self.plan(module, name).as_ref(), profile) {
-            (Ok(plan), profile) => run_or_interpret(plan, self, self, module, name, args, state, profile),
-            (Err(_), None) => interpreter().run(name, args, state),
-            (Err(_), Some(profile)) => interpreter().run_profiled(name, args, state, profile),
-        }
+        run_host_code(
+            &self.plan(module, name),
+            self,
+            self,
+            module,
+            name,
+            args,
+            state,
+            profile,
+        )
     }
 }
 

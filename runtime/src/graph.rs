@@ -1184,10 +1184,3 @@ fn write_dump(dir: &Path, text: &str, args: &[Value]) -> Result<PathBuf, Error> 
     std::fs::write(&path, format!("{command}\n{text}")).map_err(failed)?;
     Ok(path)
 }
-
-/// The text of the function the last compilation of `vars`' fetch would
-/// use, for tests and `--help`-style inspection.
-pub fn function_text(vars: &[&Var]) -> Result<String, Error> {
-    let runtime = runtime()?;
-    Ok(runtime.cut(vars).text())
-}

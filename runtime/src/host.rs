@@ -82,7 +82,7 @@ pub(crate) enum Stop {
     Failed(Error),
     /// A kernel call could not run natively; nothing was committed, and
     /// the function must run in the interpreter instead
-    /// ([`run_or_interpret`]).
+    /// ([`run_host_code`]).
     Interpret,
 }
 
@@ -92,41 +92,45 @@ impl From<Error> for Stop {
     }
 }
 
-/// Runs `plan` (function `name` of `module`) on `args`, profiling into
-/// `profile` when given; when one of its kernel calls cannot run natively,
-/// runs the function again from the start in the interpreter, with the
-/// kernels of `runner`. The first run committed nothing, so the second
-/// sees the same state.
+/// Runs function `name` of `module` on `args`, profiling into `profile`
+/// when given: as `plan` when the function has one (`Err`: why not), else
+/// in the interpreter with the kernels of `runner`. When one of the plan's
+/// kernel calls cannot run natively, the function runs again from the start
+/// in the interpreter; the first run committed nothing, so the second sees
+/// the same state.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn run_or_interpret(
-    plan: &HostPlan,
+pub(crate) fn run_host_code(
+    plan: &Result<HostPlan, String>,
     kernels: &dyn Kernels,
     runner: &dyn jitc_interp::KernelRunner,
     module: &Module,
     name: &str,
     args: Vec<Value>,
     state: &mut StateStore,
-    profile: Option<&mut Profile>,
+    mut profile: Option<&mut Profile>,
 ) -> Result<Vec<Value>, Error> {
+    let interpret = |args: Vec<Value>, state: &mut StateStore, profile: Option<&mut Profile>| {
+        let interpreter = jitc_interp::Interpreter::new(module).with_kernels(runner);
+        match profile {
+            None => interpreter.run(name, args, state),
+            Some(profile) => interpreter.run_profiled(name, args, state, profile),
+        }
+    };
+    let Ok(plan) = plan else {
+        return interpret(args, state, profile);
+    };
     // The plan owns its arguments (it frees each after its last use), so
     // they are kept for a second run only when one may be needed.
     let retry = plan.may_interpret.then(|| args.clone());
-    let interpreter = || jitc_interp::Interpreter::new(module).with_kernels(runner);
-    let retry = || retry.unwrap_or_default();
-    let stopped = match profile {
-        None => match plan.run(kernels, args, state) {
-            Err(Stop::Interpret) => return interpreter().run(name, retry(), state),
-            other => other,
-        },
-        Some(profile) => match plan.run_profiled(kernels, args, state, profile) {
-            Err(Stop::Interpret) => return interpreter().run_profiled(name, retry(), state, profile),
-            other => other,
-        },
+    let stopped = match profile.as_deref_mut() {
+        None => plan.run(kernels, args, state),
+        Some(profile) => plan.run_profiled(kernels, args, state, profile),
     };
-    stopped.map_err(|stop| match stop {
-        Stop::Failed(error) => error,
-        Stop::Interpret => unreachable!("handled above"),
-    })
+    match stopped {
+        Ok(values) => Ok(values),
+        Err(Stop::Failed(error)) => Err(error),
+        Err(Stop::Interpret) => interpret(retry.unwrap_or_default(), state, profile),
+    }
 }
 
 /// Where an op is, for its errors, and its id in a profile.

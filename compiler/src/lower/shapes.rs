@@ -58,6 +58,15 @@ pub enum SizeSource {
     },
 }
 
+impl SizeSource {
+    /// The kernel argument the size is read from.
+    pub fn input(&self) -> usize {
+        match self {
+            SizeSource::Dim { input, .. } | SizeSource::Index { input } => *input,
+        }
+    }
+}
+
 /// One size of a kernel over a dynamic domain.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Extent {

@@ -32,7 +32,7 @@ pub use execute::{DeviceTensor, DeviceValue};
 
 use crate::{
     Error, Executor,
-    host::{Compiled, HostPlan, Kernels, compiled_or_skipped, run_or_interpret},
+    host::{Compiled, HostPlan, Kernels, compiled_or_skipped, run_host_code},
 };
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, PinnedHostSlice};
 use jitc_compiler::{GpuArch, GpuKernel, GpuOptions, PtxArtifact};
@@ -361,12 +361,8 @@ impl CudaModule {
     ) -> Result<Vec<Value>, Error> {
         let prepared = self.prepared(module, name)?;
         let Ok(prepared) = &*prepared else {
-            return Ok(match &*self.host_plan(module, name) {
-                Ok(plan) => run_or_interpret(plan, self, self, module, name, args, state, None)?,
-                Err(_) => Interpreter::new(module)
-                    .with_kernels(self)
-                    .run(name, args, state)?,
-            });
+            let plan = self.host_plan(module, name);
+            return Ok(run_host_code(&plan, self, self, module, name, args, state, None)?);
         };
         let args: Vec<DeviceValue> = args.into_iter().map(DeviceValue::Host).collect();
         check_arguments(module, name, &args)?;
@@ -465,12 +461,17 @@ impl Executor for CudaModule {
         state: &mut StateStore,
         profile: &mut Profile,
     ) -> Result<Vec<Value>, Error> {
-        Ok(match &*self.host_plan(module, name) {
-            Ok(plan) => run_or_interpret(plan, self, self, module, name, args, state, Some(profile))?,
-            Err(_) => Interpreter::new(module)
-                .with_kernels(self)
-                .run_profiled(name, args, state, profile)?,
-        })
+        let plan = self.host_plan(module, name);
+        Ok(run_host_code(
+            &plan,
+            self,
+            self,
+            module,
+            name,
+            args,
+            state,
+            Some(profile),
+        )?)
     }
 
     fn schedule_note(&self, module: &Module, function: &str) -> Option<String> {
