@@ -751,6 +751,19 @@ impl Runtime {
         epoch
     }
 
+    /// The pending values a handle holds (the registry forgets the others).
+    fn held_pending(&self) -> Vec<Rc<Node>> {
+        let mut list = self.pending.borrow_mut();
+        list.retain(|weak| {
+            weak.upgrade()
+                .is_some_and(|n| !matches!(*n.op.borrow(), Op::Data(_)))
+        });
+        list.iter()
+            .filter_map(Weak::upgrade)
+            .filter(|n| n.handles.get() > 0)
+            .collect()
+    }
+
     /// The cut of a fetch of `wanted`: their pending ancestors, and those
     /// of every pending value a handle holds that shares one of them.
     fn cut(&self, wanted: &[&Var]) -> Cut {
@@ -759,18 +772,7 @@ impl Runtime {
         for var in wanted {
             ancestors(&var.0, cut, cut, &mut nodes);
         }
-        // Pending values a handle holds (forgetting the others).
-        let pending: Vec<Rc<Node>> = {
-            let mut list = self.pending.borrow_mut();
-            list.retain(|weak| {
-                weak.upgrade()
-                    .is_some_and(|n| !matches!(*n.op.borrow(), Op::Data(_)))
-            });
-            list.iter()
-                .filter_map(Weak::upgrade)
-                .filter(|n| n.handles.get() > 0)
-                .collect()
-        };
+        let pending = self.held_pending();
         // Until nothing changes: a value joins when its own pending
         // ancestors meet the cut (each walk its own mark, so a joining
         // value brings every node it needs).
@@ -1096,11 +1098,8 @@ pub fn write_state(name: &str, value: &Var) -> Result<(), Error> {
 pub fn sync() -> Result<(), Error> {
     let runtime = runtime()?;
     let live: Vec<Var> = runtime
-        .pending
-        .borrow()
-        .iter()
-        .filter_map(Weak::upgrade)
-        .filter(|n| n.handles.get() > 0 && !matches!(*n.op.borrow(), Op::Data(_)))
+        .held_pending()
+        .into_iter()
         .map(|n| {
             n.handles.set(n.handles.get() + 1);
             Var(n)
