@@ -20,9 +20,13 @@
 //!   launch); [`emit_cpu`] and [`emit_gpu`] write MLIR, LLVM IR, assembly,
 //!   objects or PTX.
 //! - **Explain**: [`explain`] shows the fuser's plans.
+//! - **Differentiate**: [`autodiff`] holds the adjoint of every meta-op,
+//!   written once over a [`autodiff::Tape`] that the lazy graph and the
+//!   `meta-grad` pass each implement.
 //!
 //! Passes do no I/O; tools decide what to print.
 
+pub mod autodiff;
 mod codegen;
 mod context;
 mod diagnostics;

@@ -55,7 +55,11 @@
 //! ```
 
 use crate::{CpuModule, Error};
-use jitc_compiler::{CodegenOptions, DiagnosticCollector, new_context, parse_module};
+use jitc_compiler::{
+    CodegenOptions, DiagnosticCollector,
+    autodiff::{self, Primal, Recorded},
+    new_context, parse_module,
+};
 use jitc_dialect::kinds::{BinaryKind, ElementType, ReduceKind, UnaryKind};
 use jitc_interp::{StateStore, Tensor, Value};
 use melior::{
@@ -108,7 +112,11 @@ enum Op {
         input: Rc<Node>,
         kind: ReduceKind,
         map: String,
+        /// `affine_set<...>`s over the input's indices: elements dropped.
+        conditions: Vec<String>,
     },
+    /// A splat constant (`arith.constant dense<v>`), never an argument.
+    Splat(f64),
     Unary {
         kind: UnaryKind,
         input: Rc<Node>,
@@ -131,7 +139,7 @@ enum Op {
 impl Op {
     fn inputs(&self) -> Vec<&Rc<Node>> {
         match self {
-            Op::Data(_) => Vec::new(),
+            Op::Data(_) | Op::Splat(_) => Vec::new(),
             Op::Reindex { input, .. }
             | Op::Reduce { input, .. }
             | Op::Unary { input, .. }
@@ -574,6 +582,7 @@ impl Var {
                 input: Rc::clone(&self.0),
                 kind,
                 map,
+                conditions: Vec::new(),
             },
         )
     }
@@ -703,6 +712,16 @@ fn literal(value: f64, element: ElementType) -> String {
         ElementType::F64 => format!("0x{:016X} : f64", value.to_bits()),
         ElementType::I1 => (if value != 0.0 { "true" } else { "false" }).to_owned(),
         other => format!("{} : {}", value as i64, other.name()),
+    }
+}
+
+/// A splat's element in `dense<...>` (floats by their bits).
+fn splat_literal(value: f64, element: ElementType) -> String {
+    match element {
+        ElementType::F32 => format!("0x{:08X}", (value as f32).to_bits()),
+        ElementType::F64 => format!("0x{:016X}", value.to_bits()),
+        ElementType::I1 => (if value != 0.0 { "true" } else { "false" }).to_owned(),
+        _ => format!("{}", value as i64),
     }
 }
 
@@ -865,10 +884,23 @@ impl Cut {
                     }
                     key_bytes.push(conditions.len() as u8);
                 }
-                Op::Reduce { kind, map, .. } => {
+                Op::Reduce {
+                    kind,
+                    map,
+                    conditions,
+                    ..
+                } => {
                     key_bytes.push(b'R');
                     text(&mut key_bytes, kind.name());
                     text(&mut key_bytes, map);
+                    for condition in conditions {
+                        text(&mut key_bytes, condition);
+                    }
+                    key_bytes.push(conditions.len() as u8);
+                }
+                Op::Splat(value) => {
+                    key_bytes.push(b'k');
+                    key_bytes.extend_from_slice(&value.to_bits().to_le_bytes());
                 }
                 Op::Unary { kind, .. } => {
                     key_bytes.push(b'u');
@@ -930,10 +962,26 @@ impl Cut {
                     }
                     ("meta.reindex", attributes)
                 }
-                Op::Reduce { kind, map, .. } => (
-                    "meta.reindex_reduce",
-                    format!("kind = \"{}\", indices = affine_map<{map}>", kind.name()),
-                ),
+                Op::Reduce {
+                    kind,
+                    map,
+                    conditions,
+                    ..
+                } => {
+                    let mut attributes = format!("kind = \"{}\", indices = affine_map<{map}>", kind.name());
+                    if !conditions.is_empty() {
+                        let _ = write!(attributes, ", overflow_conditions = [{}]", conditions.join(", "));
+                    }
+                    ("meta.reindex_reduce", attributes)
+                }
+                Op::Splat(value) => {
+                    let _ = writeln!(
+                        body,
+                        "  %v{k} = arith.constant dense<{}> : {out}",
+                        splat_literal(*value, node.element)
+                    );
+                    continue;
+                }
                 Op::Unary { kind, .. } => ("meta.unary", format!("kind = \"{}\"", kind.name())),
                 Op::Cast { .. } => ("meta.unary", "kind = \"cast\"".to_owned()),
                 Op::Binary { kind, .. } => ("meta.binary", format!("kind = \"{}\"", kind.name())),
@@ -1092,6 +1140,218 @@ pub fn write_state(name: &str, value: &Var) -> Result<(), Error> {
     // A value already computed commits at once.
     runtime.commit_state();
     Ok(())
+}
+
+/// A value of `shape` holding `value` everywhere (converted to `element`
+/// as a cast does): a splat constant, recorded, never materialized unless
+/// it is fetched.
+pub fn full(shape: &[usize], element: ElementType, value: f64) -> Result<Var, Error> {
+    runtime()?.node(shape.to_vec(), element, Op::Splat(value))
+}
+
+/// The gradients of the scalar `loss` with respect to each of `wrt`,
+/// recorded as meta-ops (`jitc_compiler::autodiff`; the rules are in
+/// `docs/semantics.md`, "Gradients"). They read the forward graph's
+/// recorded values, so one fetch of the loss and the gradients computes
+/// the forward pass once and fuses it with the backward one.
+///
+/// Gradients flow through the ops recorded and not computed yet: a value
+/// already computed (data, or fetched) is a constant. So take gradients
+/// before fetching the loss. A value of `wrt` the loss does not depend on
+/// gets zeros.
+///
+/// ```
+/// use jitc_interp::{Scalar, Tensor};
+/// use jitc_runtime::graph::{self, Var};
+/// let x = Var::new(Tensor::parse_literal("3xf32=1 2 3").unwrap());
+/// let square = x.binary("mul", &x).unwrap();
+/// let loss = square.reindex_reduce("add", &[], &[]).unwrap();
+/// let dx = graph::grad(&loss, &[&x]).unwrap().remove(0);
+/// assert_eq!(dx.fetch().unwrap().get(2), Scalar::F32(6.0));
+/// ```
+pub fn grad(loss: &Var, wrt: &[&Var]) -> Result<Vec<Var>, Error> {
+    let runtime = runtime()?;
+    if loss.is_computed() && !wrt.iter().any(|w| Rc::ptr_eq(&w.0, &loss.0)) {
+        return Err(bad(
+            "the loss is already computed, so the ops that made it are gone: take gradients before \
+             fetching the loss",
+        ));
+    }
+    // The pending ops the loss needs, oldest (so inputs) first.
+    let mut nodes = Vec::new();
+    let walk = runtime.next_epoch();
+    let mut stack = vec![Rc::clone(&loss.0)];
+    while let Some(node) = stack.pop() {
+        if node.mark.get() == walk {
+            continue;
+        }
+        node.mark.set(walk);
+        for input in node.op.borrow().inputs() {
+            stack.push(Rc::clone(input));
+        }
+        nodes.push(node);
+    }
+    nodes.sort_by_key(|n| n.id);
+    let ops: Vec<Recorded<Tape>> = nodes
+        .iter()
+        .filter_map(|node| {
+            let primal = match &*node.op.borrow() {
+                Op::Data(_) | Op::Splat(_) => return None,
+                Op::Reindex {
+                    input,
+                    map,
+                    conditions,
+                    ..
+                } => Primal::Reindex {
+                    input: Rc::clone(input),
+                    map: map.clone(),
+                    conditions: conditions.clone(),
+                },
+                Op::Reduce {
+                    input,
+                    kind,
+                    map,
+                    conditions,
+                } => Primal::Reduce {
+                    kind: *kind,
+                    input: Rc::clone(input),
+                    map: map.clone(),
+                    conditions: conditions.clone(),
+                },
+                Op::Unary { kind, input } => Primal::Unary {
+                    kind: *kind,
+                    input: Rc::clone(input),
+                },
+                Op::Cast { input } => Primal::Cast {
+                    input: Rc::clone(input),
+                },
+                Op::Binary { kind, lhs, rhs } => Primal::Binary {
+                    kind: *kind,
+                    lhs: Rc::clone(lhs),
+                    rhs: Rc::clone(rhs),
+                },
+                Op::Select {
+                    condition,
+                    then,
+                    otherwise,
+                } => Primal::Select {
+                    condition: Rc::clone(condition),
+                    then: Rc::clone(then),
+                    otherwise: Rc::clone(otherwise),
+                },
+            };
+            Some((Rc::clone(node), primal))
+        })
+        .collect();
+    let wrt: Vec<Rc<Node>> = wrt.iter().map(|w| Rc::clone(&w.0)).collect();
+    let mut tape = Tape(&runtime);
+    let gradients = autodiff::backward(&mut tape, &ops, &loss.0, &wrt).map_err(bad)?;
+    Ok(gradients.into_iter().map(handle).collect())
+}
+
+/// A new handle to `node`.
+fn handle(node: Rc<Node>) -> Var {
+    node.handles.set(node.handles.get() + 1);
+    Var(node)
+}
+
+/// The lazy graph as an [`autodiff::Tape`]: adjoint ops are recorded as
+/// nodes with no handle (intermediates), checked as the recording methods
+/// check them.
+struct Tape<'r>(&'r Runtime);
+
+impl Tape<'_> {
+    fn record(&self, shape: Vec<usize>, element: ElementType, op: Op) -> Result<Rc<Node>, String> {
+        let var = self.0.node(shape, element, op).map_err(|e| e.to_string())?;
+        let node = Rc::clone(&var.0);
+        drop(var);
+        Ok(node)
+    }
+}
+
+impl autodiff::Tape for Tape<'_> {
+    type Value = Rc<Node>;
+    type Map = String;
+    type Set = String;
+
+    fn id(&self, value: &Rc<Node>) -> usize {
+        key(value)
+    }
+    fn shape(&self, value: &Rc<Node>) -> Vec<usize> {
+        value.shape.clone()
+    }
+    fn element(&self, value: &Rc<Node>) -> ElementType {
+        value.element
+    }
+    fn splat(&mut self, shape: &[usize], element: ElementType, value: f64) -> Result<Rc<Node>, String> {
+        self.record(shape.to_vec(), element, Op::Splat(value))
+    }
+    fn unary(&mut self, kind: UnaryKind, x: &Rc<Node>) -> Result<Rc<Node>, String> {
+        self.record(
+            x.shape.clone(),
+            x.element,
+            Op::Unary {
+                kind,
+                input: Rc::clone(x),
+            },
+        )
+    }
+    fn cast(&mut self, x: &Rc<Node>, element: ElementType) -> Result<Rc<Node>, String> {
+        self.record(x.shape.clone(), element, Op::Cast { input: Rc::clone(x) })
+    }
+    fn binary(&mut self, kind: BinaryKind, a: &Rc<Node>, b: &Rc<Node>) -> Result<Rc<Node>, String> {
+        let element = if kind.is_comparison() {
+            ElementType::I1
+        } else {
+            a.element
+        };
+        let op = Op::Binary {
+            kind,
+            lhs: Rc::clone(a),
+            rhs: Rc::clone(b),
+        };
+        self.record(a.shape.clone(), element, op)
+    }
+    fn select(&mut self, c: &Rc<Node>, a: &Rc<Node>, b: &Rc<Node>) -> Result<Rc<Node>, String> {
+        let op = Op::Select {
+            condition: Rc::clone(c),
+            then: Rc::clone(a),
+            otherwise: Rc::clone(b),
+        };
+        self.record(a.shape.clone(), a.element, op)
+    }
+    fn reindex(
+        &mut self,
+        x: &Rc<Node>,
+        shape: &[usize],
+        map: &String,
+        overflow: f64,
+        conditions: &[String],
+    ) -> Result<Rc<Node>, String> {
+        let op = Op::Reindex {
+            input: Rc::clone(x),
+            map: map.clone(),
+            overflow: (overflow != 0.0).then(|| literal(overflow, x.element)),
+            conditions: conditions.to_vec(),
+        };
+        self.record(shape.to_vec(), x.element, op)
+    }
+    fn reduce(
+        &mut self,
+        x: &Rc<Node>,
+        kind: ReduceKind,
+        shape: &[usize],
+        map: &String,
+        conditions: &[String],
+    ) -> Result<Rc<Node>, String> {
+        let op = Op::Reduce {
+            input: Rc::clone(x),
+            kind,
+            map: map.clone(),
+            conditions: conditions.to_vec(),
+        };
+        self.record(shape.to_vec(), x.element, op)
+    }
 }
 
 /// Computes every pending value a handle holds.
