@@ -185,6 +185,29 @@ enum JitcStatus jitc_select(const struct JitcVar *condition,
                             struct JitcVar **out);
 
 /*
+ A value of `rank` sizes at `shape` holding `value` everywhere, of type
+ `dtype`: a splat constant, recorded and never materialized unless it is
+ fetched. Writes the new handle to `*out`.
+ */
+enum JitcStatus jitc_full(const size_t *shape,
+                          size_t rank,
+                          enum JitcDtype dtype,
+                          double value,
+                          struct JitcVar **out);
+
+/*
+ The gradients of the scalar `loss` with respect to each of the `count`
+ values `wrt`, recorded as meta-ops that share the forward pass's
+ values (take them before fetching the loss; see `docs/semantics.md`,
+ "Gradients"). Writes `count` new handles to `out[0..count]`, which the
+ caller owns; on failure it writes none.
+ */
+enum JitcStatus jitc_grad(const struct JitcVar *loss,
+                          const struct JitcVar *const *wrt,
+                          size_t count,
+                          struct JitcVar **out);
+
+/*
  Computes `var` (with every pending value that shares work with it) and
  copies its elements, in C order, to `data`, which holds `bytes` bytes:
  exactly the value's size (elements times the element type's width).

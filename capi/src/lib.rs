@@ -428,6 +428,58 @@ pub unsafe extern "C" fn jitc_select(
     })
 }
 
+/// A value of `rank` sizes at `shape` holding `value` everywhere, of type
+/// `dtype`: a splat constant, recorded and never materialized unless it is
+/// fetched. Writes the new handle to `*out`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn jitc_full(
+    shape: *const usize,
+    rank: usize,
+    dtype: JitcDtype,
+    value: f64,
+    out: *mut *mut JitcVar,
+) -> JitcStatus {
+    call(|| {
+        // SAFETY: as the function's documentation says.
+        let shape = unsafe { items(shape, rank, "shape")? };
+        let var = graph::full(shape, dtype.element(), value).map_err(from_runtime)?;
+        // SAFETY: as the function's documentation says.
+        unsafe { give(out, var) }
+    })
+}
+
+/// The gradients of the scalar `loss` with respect to each of the `count`
+/// values `wrt`, recorded as meta-ops that share the forward pass's
+/// values (take them before fetching the loss; see `docs/semantics.md`,
+/// "Gradients"). Writes `count` new handles to `out[0..count]`, which the
+/// caller owns; on failure it writes none.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn jitc_grad(
+    loss: *const JitcVar,
+    wrt: *const *const JitcVar,
+    count: usize,
+    out: *mut *mut JitcVar,
+) -> JitcStatus {
+    call(|| {
+        // SAFETY: as the function's documentation says.
+        let (loss, pointers) = unsafe { (borrow(loss, "loss")?, items(wrt, count, "wrt")?) };
+        let wrt = pointers
+            .iter()
+            // SAFETY: each of `wrt` points to a live handle.
+            .map(|&p| unsafe { borrow(p, "an element of wrt") }.map(|v| &v.0))
+            .collect::<Result<Vec<&Var>, Failure>>()?;
+        if count > 0 && out.is_null() {
+            return Err(invalid("out is null"));
+        }
+        let gradients = graph::grad(&loss.0, &wrt).map_err(from_runtime)?;
+        for (k, gradient) in gradients.into_iter().enumerate() {
+            // SAFETY: `out` holds `count` writable pointers.
+            unsafe { *out.add(k) = Box::into_raw(Box::new(JitcVar(gradient))) };
+        }
+        Ok(())
+    })
+}
+
 /// Computes `var` (with every pending value that shares work with it) and
 /// copies its elements, in C order, to `data`, which holds `bytes` bytes:
 /// exactly the value's size (elements times the element type's width).

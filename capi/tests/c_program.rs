@@ -1,6 +1,6 @@
 //! A C program (`tests/mlp.c`) compiled with LLVM 22's clang against the
-//! generated header and `libjitc.so`: an MLP forward pass through the C ABI
-//! agrees with plain C, and bad arguments come back as statuses and
+//! generated header and `libjitc.so`: an MLP forward pass and two of its
+//! gradients through the C ABI agree with plain C, and bad arguments come back as statuses and
 //! sentences.
 
 use std::{path::PathBuf, process::Command};
@@ -43,7 +43,13 @@ fn a_c_program_runs_an_mlp_through_the_header() {
         "clang failed:\n{}",
         String::from_utf8_lossy(&compiled.stderr)
     );
-    let run = Command::new(&binary).output().expect("the program runs");
+    // Cargo's LD_LIBRARY_PATH names target/<profile> too, whose
+    // libjitc.so is whatever `cargo build` last copied there, and it would
+    // win over the binary's run path: point it at this build's library.
+    let run = Command::new(&binary)
+        .env("LD_LIBRARY_PATH", &libs)
+        .output()
+        .expect("the program runs");
     let stdout = String::from_utf8_lossy(&run.stdout);
     assert!(
         run.status.success(),

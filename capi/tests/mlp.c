@@ -147,6 +147,33 @@ int main(void) {
     return 1;
   }
 
+  /* Gradients: of sum(relu W2 + b2) by W2 and b2, recorded before the
+     fetch, against their closed form (column sums of relu; N). */
+  JitcVar *z, *loss, *wrt[2] = {vw2, vb2}, *grads[2] = {NULL, NULL};
+  if (dense(relu, vw2, vb2, N, H, O, &z)) return 1;
+  CHECK(jitc_reindex_reduce(z, "add", NULL, 0, NULL, 0, &loss));
+  if (jitc_grad(z, (const JitcVar *const *)wrt, 2, grads) != JITC_STATUS_INVALID_ARGUMENT ||
+      strstr(jitc_last_error(), "the loss must be a scalar") == NULL || grads[0] != NULL) {
+    fprintf(stderr, "a non-scalar loss was not reported: %s\n", jitc_last_error());
+    return 1;
+  }
+  CHECK(jitc_grad(loss, (const JitcVar *const *)wrt, 2, grads));
+  float dw2[H][O], db2[O], r[N][H];
+  CHECK(jitc_fetch(grads[0], dw2, sizeof dw2));
+  CHECK(jitc_fetch(grads[1], db2, sizeof db2));
+  CHECK(jitc_fetch(relu, r, sizeof r));
+  for (int k = 0; k < H; k++)
+    for (int c = 0; c < O; c++) {
+      float s = 0.0f;
+      for (int a = 0; a < N; a++) s += r[a][k];
+      if (fabsf(s - dw2[k][c]) > 1e-5f || db2[c] != (float)N) {
+        fprintf(stderr, "grad: dW2[%d][%d] = %g, want %g; db2 %g\n", k, c, dw2[k][c], s, db2[c]);
+        return 1;
+      }
+    }
+  JitcVar *extra[] = {z, loss, grads[0], grads[1]};
+  for (size_t k = 0; k < 4; k++) jitc_var_free(extra[k]);
+
   JitcVar *handles[] = {vx, vw1, vb1, vw2, vb2, zero, hidden, zeros, relu, y};
   for (size_t k = 0; k < sizeof handles / sizeof handles[0]; k++) jitc_var_free(handles[k]);
   jitc_var_free(NULL);

@@ -21,6 +21,11 @@ graph (`jitc._jitc`):
   ``and``, ``or``. Sums and maxima over axes are all reindex-reduces.
 - ``unary``, ``binary`` and ``ternary`` (``select``) element-wise ops.
 
+Gradients are meta-operators too: ``jitc.grad(loss, params)`` records the
+backward pass (Jittor's backward closure), which fuses with the forward
+one when they are fetched together; ``jitc.optim`` has SGD with momentum
+and Adam, whose updates are deferred, all-or-nothing state writes.
+
 Values are fetched with ``Var.numpy()`` (or ``jitc.fetch``), and every
 pending value that shares work with a fetch is computed by it, so the ops
 of several iterations of a loop fuse together. Repeated loop bodies are
@@ -40,7 +45,8 @@ __all__ = [
     "reindex", "reindex_reduce", "unary", "binary", "ternary",
     "array", "broadcast", "sum", "mean", "max", "min", "matmul", "conv2d",
     "pad", "transpose", "reshape", "relu", "sigmoid", "tanh", "exp", "log",
-    "softmax", "layer_norm", "batch_norm",
+    "softmax", "log_softmax", "cross_entropy", "layer_norm", "batch_norm",
+    "grad", "full", "zeros", "optim",
 ]
 
 _TO_JITC = {
@@ -71,7 +77,8 @@ def _as_array(data, dtype=None):
             f"jitc has no element type for NumPy's {array.dtype} "
             "(float32, float64, int32, int64 and bool)"
         )
-    return _np.ascontiguousarray(array)
+    # ascontiguousarray makes a rank-0 array rank 1; keep the shape.
+    return _np.ascontiguousarray(array).reshape(array.shape)
 
 
 class Var:
@@ -713,3 +720,71 @@ def batch_norm(x, weight=None, bias=None, running_mean=None, running_var=None, e
         centered = x - mean(x, axes, keepdims=True)
         variance = mean(centered * centered, axes, keepdims=True)
     return _scaled(centered, variance, eps, weight, bias, per_channel)
+
+
+def log_softmax(x, axis=-1):
+    """x - max - log(sum(exp(x - max))) over `axis`."""
+    x = _var(x)
+    shifted = x - max(x, axis, keepdims=True)
+    return shifted - log(sum(exp(shifted), axis, keepdims=True))
+
+
+def cross_entropy(logits, target):
+    """The mean over the batch (axis 0) of ``-sum(target * log_softmax(logits))``
+    over the classes (the last axis). `target` is one probability row per
+    example (one-hot, say), or an integer array of class indices, made
+    one-hot here."""
+    logits = _var(logits)
+    if not isinstance(target, Var):
+        array = _np.asarray(target)
+        if array.dtype.kind in "iu":
+            if array.shape != logits.shape[:-1]:
+                raise JitcError(
+                    f"{array.shape} class indices for logits of shape {logits.shape}"
+                )
+            classes = logits.shape[-1]
+            if array.size and (array.min() < 0 or array.max() >= classes):
+                raise JitcError(f"class indices must lie in [0, {classes})")
+            array = _np.eye(classes, dtype=logits.dtype)[array]
+        target = Var(array, dtype=logits.dtype)
+    if target.shape != logits.shape:
+        raise JitcError(f"target of shape {target.shape} for logits of shape {logits.shape}")
+    per_example = -sum(target * log_softmax(logits), axis=-1)
+    return mean(per_example)
+
+
+# -- gradients ----------------------------------------------------------------------
+
+def grad(loss, params):
+    """The gradients of the scalar `loss` with respect to `params` (one
+    `Var`, or a list of them): one `Var` of each param's shape, or a list.
+
+    The gradient is recorded as meta-operators that read the forward pass's
+    values, so fetching the loss and the gradients together computes the
+    forward pass once, fused with the backward one. Gradients flow through
+    ops recorded and not computed yet, so take them before fetching the
+    loss; a param the loss does not depend on gets zeros. The rules (ties
+    of max and min, the kinds with zero gradient) are in
+    ``docs/semantics.md``, "Gradients"."""
+    single = isinstance(params, Var)
+    params = [params] if single else [_var(p) for p in params]
+    loss = _var(loss)
+    gradients = [Var(g) for g in _jitc.grad(loss._v, [p._v for p in params])]
+    return gradients[0] if single else gradients
+
+
+def full(shape, value, dtype=_np.float32):
+    """`value` everywhere in `shape`: a splat constant, recorded and never
+    materialized unless fetched."""
+    dtype = _np.dtype(dtype)
+    if dtype not in _TO_JITC:
+        raise JitcError(f"jitc has no element type for NumPy's {dtype}")
+    return Var(_jitc.full([int(d) for d in shape], _TO_JITC[dtype], float(value)))
+
+
+def zeros(shape, dtype=_np.float32):
+    """Zeros of `shape` (see `full`)."""
+    return full(shape, 0.0, dtype)
+
+
+from . import optim  # noqa: E402  (it uses the names above)

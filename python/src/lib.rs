@@ -274,6 +274,24 @@ fn write_state(name: &str, value: PyRef<'_, PyVar>) -> PyResult<()> {
     graph::write_state(name, &value.0).map_err(error)
 }
 
+/// The gradients of the scalar `loss` with respect to each of `wrt`
+/// (see `jitc.grad`).
+#[pyfunction]
+fn grad(loss: PyRef<'_, PyVar>, wrt: Vec<PyRef<'_, PyVar>>) -> PyResult<Vec<PyVar>> {
+    let refs: Vec<&Var> = wrt.iter().map(|v| &v.0).collect();
+    let gradients = graph::grad(&loss.0, &refs).map_err(error)?;
+    Ok(gradients.into_iter().map(PyVar).collect())
+}
+
+/// A splat constant: `value` everywhere in `shape`, of element type
+/// `dtype`.
+#[pyfunction]
+fn full(shape: Vec<usize>, dtype: &str, value: f64) -> PyResult<PyVar> {
+    graph::full(&shape, element(dtype)?, value)
+        .map(PyVar)
+        .map_err(error)
+}
+
 /// The native module.
 #[pymodule]
 fn _jitc(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -291,5 +309,7 @@ fn _jitc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(get_state, m)?)?;
     m.add_function(wrap_pyfunction!(read_state, m)?)?;
     m.add_function(wrap_pyfunction!(write_state, m)?)?;
+    m.add_function(wrap_pyfunction!(grad, m)?)?;
+    m.add_function(wrap_pyfunction!(full, m)?)?;
     Ok(())
 }

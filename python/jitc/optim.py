@@ -1,0 +1,151 @@
+"""Optimizers written with meta-operators.
+
+Parameters live in jitc's named state (``jitc.set_state``), and so does an
+optimizer's own state (momentum, Adam's moments). A step records the new
+value of each of them as a deferred write (``jitc.write_state``): the
+fetch that computes them commits them all, and a fetch that fails commits
+none (JANUS's all-or-nothing update).
+
+    opt = jitc.optim.SGD({"w": w0, "b": b0}, lr=0.1, momentum=0.9)
+    for x, y in batches:
+        w, b = opt.parameters()         # the state as the step sees it
+        loss = jitc.cross_entropy(x @ w + b, y)
+        opt.step(loss)                  # gradients and updates, recorded
+        print(loss.item())              # one fetch: forward, backward, update
+
+Hyperparameters that change between steps (Adam's bias corrections, a
+learning-rate schedule) enter as data, so every step reuses one
+compilation.
+"""
+
+import numpy as _np
+
+from . import _jitc
+
+
+class Optimizer:
+    """What SGD and Adam share: the parameters by name, and a step that
+    differentiates the loss with respect to them."""
+
+    def __init__(self, params, lr):
+        from . import JitcError, set_state
+
+        if isinstance(params, dict):
+            for name, value in params.items():
+                set_state(name, value)
+            names = list(params)
+        else:
+            names = [str(n) for n in params]
+            for name in names:
+                if _jitc.get_state(name) is None:
+                    raise JitcError(
+                        f"there is no state '{name}': give the parameters as a dict of "
+                        "initial values, or set them first with jitc.set_state"
+                    )
+        if not names:
+            raise JitcError("an optimizer needs at least one parameter")
+        self.names = names
+        self.lr = float(lr)
+        self._params = None
+
+    def parameters(self):
+        """The parameters as the program sees them now (the last update
+        recorded, or the committed value), in order. Build the loss from
+        these: `step` differentiates with respect to them."""
+        from . import read_state
+
+        self._params = [read_state(n) for n in self.names]
+        return list(self._params)
+
+    def step(self, loss):
+        """Records the gradients of `loss` with respect to the parameters of
+        the last `parameters()` call and the update of every parameter (and
+        of the optimizer's state) as deferred writes; nothing runs until the
+        loss or an update is fetched (or `jitc.sync()`)."""
+        from . import JitcError, grad
+
+        if self._params is None:
+            raise JitcError("call parameters() and build the loss from what it returns before step()")
+        params, self._params = self._params, None
+        gradients = grad(loss, params)
+        self._update(params, gradients)
+
+    def state(self):
+        """The committed value of every parameter, by name, as arrays."""
+        from . import get_state
+
+        return {n: get_state(n) for n in self.names}
+
+    def _scalar(self, value, like):
+        """`value` as a rank-0 value of `like`'s type: data, so changing it
+        does not recompile."""
+        from . import Var
+
+        return Var(_np.asarray(value, dtype=like.dtype))
+
+    def _slots(self, suffix):
+        """Optimizer state per parameter, `name.suffix`, zeros at first."""
+        from . import get_state, set_state
+
+        names = [f"{n}.{suffix}" for n in self.names]
+        for param, slot in zip(self.names, names):
+            if get_state(slot) is None:
+                set_state(slot, _np.zeros_like(get_state(param)))
+        return names
+
+    def _update(self, params, gradients):
+        raise NotImplementedError
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent, as PyTorch's: with `weight_decay`,
+    ``g += weight_decay * p``; with `momentum`, ``v = momentum * v + g`` and
+    ``p -= lr * v``; else ``p -= lr * g``."""
+
+    def __init__(self, params, lr, momentum=0.0, weight_decay=0.0):
+        super().__init__(params, lr)
+        self.momentum = float(momentum)
+        self.weight_decay = float(weight_decay)
+        self._velocity = self._slots("momentum") if self.momentum else None
+
+    def _update(self, params, gradients):
+        from . import read_state, write_state
+
+        for k, (name, p, g) in enumerate(zip(self.names, params, gradients)):
+            if self.weight_decay:
+                g = g + self._scalar(self.weight_decay, p) * p
+            if self._velocity is not None:
+                v = self._scalar(self.momentum, p) * read_state(self._velocity[k]) + g
+                write_state(self._velocity[k], v)
+                g = v
+            write_state(name, p - self._scalar(self.lr, p) * g)
+
+
+class Adam(Optimizer):
+    """Adam (Kingma and Ba), as PyTorch's: ``m = b1 m + (1 - b1) g``,
+    ``v = b2 v + (1 - b2) g^2``, then
+    ``p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)``."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
+        super().__init__(params, lr)
+        self.betas = (float(betas[0]), float(betas[1]))
+        self.eps = float(eps)
+        self.steps = 0
+        self._m = self._slots("adam_m")
+        self._v = self._slots("adam_v")
+
+    def _update(self, params, gradients):
+        from . import read_state, unary, write_state
+
+        self.steps += 1
+        b1, b2 = self.betas
+        step_size = self.lr / (1.0 - b1**self.steps)
+        root_correction = 1.0 / _np.sqrt(1.0 - b2**self.steps)
+        for k, (name, p, g) in enumerate(zip(self.names, params, gradients)):
+            s = lambda value: self._scalar(value, p)  # noqa: E731
+            m = s(b1) * read_state(self._m[k]) + s(1.0 - b1) * g
+            v = s(b2) * read_state(self._v[k]) + s(1.0 - b2) * (g * g)
+            write_state(self._m[k], m)
+            write_state(self._v[k], v)
+            denominator = unary(v, "sqrt") * s(root_correction) + s(self.eps)
+            write_state(name, p - s(step_size) * m / denominator)
