@@ -5,7 +5,7 @@ use crate::{
     Error,
     pass::{Options, PassInfo},
     transforms::{
-        cse::Cse, dce::Dce, fuse::Fuse, inline::Inline, refine::Refine, specialize::Specialize,
+        cse::Cse, dce::Dce, fuse::Fuse, grad::Grad, inline::Inline, refine::Refine, specialize::Specialize,
         unroll::Unroll, verify::Verify,
     },
 };
@@ -31,6 +31,7 @@ pub static PASSES: &[PassInfo] = &[
     Cse::INFO,
     Dce::INFO,
     Fuse::INFO,
+    Grad::INFO,
     Inline::INFO,
     Refine::INFO,
     Specialize::INFO,

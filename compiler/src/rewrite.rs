@@ -140,6 +140,11 @@ impl<'c, 'a> Builder<'c, 'a> {
         })
     }
 
+    /// Where built ops are: the anchor's location.
+    pub fn location(&self) -> Location<'c> {
+        self.location
+    }
+
     /// Inserts `op` before the anchor.
     pub fn insert(&self, op: Operation<'c>) -> OperationRef<'c, 'a> {
         self.block.insert_operation_before(self.anchor, op)

@@ -344,3 +344,129 @@ fn bad_gradient_requests_are_errors_that_say_why() {
     let zero = graph::grad(&loss, &[&unrelated]).unwrap().remove(0);
     assert_eq!(f64s(&zero.fetch().unwrap()), [0.0, 0.0]);
 }
+
+/// The `meta-grad` pass: `@main_grad` of `source` (whose `@main` takes
+/// f64 tensors of `shapes`), run in the interpreter and compiled for the
+/// CPU, against central differences of `@main` in the interpreter.
+fn check_pass(what: &str, source: &str, shapes: &[&[usize]], rng: &mut Rng, low: f64, high: f64) {
+    use jitc_compiler::{
+        DiagnosticCollector, OptimizeOptions, Pipeline, new_context, optimize, parse_module,
+    };
+    use jitc_interp::{Interpreter, StateStore, Value};
+    let context = new_context().unwrap();
+    let collector = DiagnosticCollector::attach(&context);
+    let mut module =
+        parse_module(&context, source).unwrap_or_else(|| panic!("{what}: {:?}", collector.take()));
+    let pipeline = Pipeline::parse("builtin.module(meta-grad)").unwrap();
+    optimize(&context, &mut module, &pipeline, &OptimizeOptions::default())
+        .unwrap_or_else(|_| panic!("{what}: {:?}", collector.take()));
+    let inputs: Vec<Tensor> = shapes.iter().map(|s| uniform(rng, s, low, high)).collect();
+    let run = |module: &melior::ir::Module, function: &str, inputs: &[Tensor]| -> Vec<Vec<f64>> {
+        let args = inputs.iter().cloned().map(Value::tensor).collect();
+        Interpreter::new(module)
+            .run(function, args, &mut StateStore::new())
+            .unwrap_or_else(|e| panic!("{what}: {e}"))
+            .iter()
+            .map(|v| match v {
+                Value::Tensor(t) => f64s(t),
+                other => panic!("{what}: {other:?}"),
+            })
+            .collect()
+    };
+    let interpreted = run(&module, "main_grad", &inputs);
+    // Compiled: the same values, to rounding.
+    let text = module.as_operation().to_string();
+    let mut compiled_module = parse_module(&context, &text).unwrap();
+    let compiled = jitc_runtime::CpuModule::compile(&context, &mut compiled_module)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let args = inputs.iter().cloned().map(Value::tensor).collect();
+    let native = compiled
+        .run(&compiled_module, "main_grad", args, &mut StateStore::new())
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    for (k, value) in native.iter().enumerate() {
+        let Value::Tensor(t) = value else {
+            panic!("{what}: not a tensor")
+        };
+        for (j, (got, want)) in f64s(t.as_ref()).iter().zip(&interpreted[k]).enumerate() {
+            assert!(
+                (got - want).abs() <= 1e-12 * (1.0 + want.abs()),
+                "{what}: compiled result {k}[{j}] is {got}, interpreted {want}"
+            );
+        }
+    }
+    let step = 1e-6;
+    for (k, input) in inputs.iter().enumerate() {
+        for (j, (&x, &got)) in f64s(input).iter().zip(&interpreted[k + 1]).enumerate() {
+            let mut moved = inputs.clone();
+            moved[k].buffer_mut().set(j, Scalar::F64(x + step));
+            let up = run(&module, "main", &moved)[0][0];
+            moved[k].buffer_mut().set(j, Scalar::F64(x - step));
+            let down = run(&module, "main", &moved)[0][0];
+            let numeric = (up - down) / (2.0 * step);
+            assert!(
+                (got - numeric).abs() <= 1e-6 * (1.0 + numeric.abs()),
+                "{what}: d/d argument {k}[{j}] is {got}, finite differences say {numeric}\n{text}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_meta_grad_pass_matches_finite_differences_on_every_kind() {
+    let mut rng = Rng(18);
+    // sum(w * op(x)) for each unary kind.
+    for (kind, low, high) in unary_cases() {
+        let source = format!(
+            r#"func.func @main(%x: tensor<2x3xf64>, %w: tensor<2x3xf64>) -> tensor<f64> {{
+  %u = "meta.unary"(%x) {{kind = "{kind}"}} : (tensor<2x3xf64>) -> tensor<2x3xf64>
+  %p = "meta.binary"(%u, %w) {{kind = "mul"}} : (tensor<2x3xf64>, tensor<2x3xf64>) -> tensor<2x3xf64>
+  %s = "meta.reindex_reduce"(%p) {{kind = "add", indices = affine_map<(d0, d1) -> ()>}} : (tensor<2x3xf64>) -> tensor<f64>
+  return %s : tensor<f64>
+}}"#
+        );
+        check_pass(kind, &source, &[&[2, 3], &[2, 3]], &mut rng, low, high);
+    }
+    // sum(w * (x op y)) for each binary kind, positive operands.
+    for kind in ["add", "sub", "mul", "div", "pow", "max", "min", "mod"] {
+        let source = format!(
+            r#"func.func @main(%x: tensor<4xf64>, %y: tensor<4xf64>, %w: tensor<4xf64>) -> tensor<f64> {{
+  %b = "meta.binary"(%x, %y) {{kind = "{kind}"}} : (tensor<4xf64>, tensor<4xf64>) -> tensor<4xf64>
+  %p = "meta.binary"(%b, %w) {{kind = "mul"}} : (tensor<4xf64>, tensor<4xf64>) -> tensor<4xf64>
+  %s = "meta.reindex_reduce"(%p) {{kind = "add", indices = affine_map<(d0) -> ()>}} : (tensor<4xf64>) -> tensor<f64>
+  return %s : tensor<f64>
+}}"#
+        );
+        check_pass(kind, &source, &[&[4], &[4], &[4]], &mut rng, 0.6, 2.0);
+    }
+    // Reductions of each kind over rows (one row dropped out of bounds);
+    // padding with a condition, a window and select.
+    for kind in ["add", "mul", "max", "min"] {
+        let source = format!(
+            r#"func.func @main(%x: tensor<3x4xf64>, %w: tensor<2xf64>) -> tensor<f64> {{
+  %r = "meta.reindex_reduce"(%x) {{kind = "{kind}", indices = affine_map<(d0, d1) -> (d0 - 1)>}} : (tensor<3x4xf64>) -> tensor<2xf64>
+  %p = "meta.binary"(%r, %w) {{kind = "mul"}} : (tensor<2xf64>, tensor<2xf64>) -> tensor<2xf64>
+  %s = "meta.reindex_reduce"(%p) {{kind = "add", indices = affine_map<(d0) -> ()>}} : (tensor<2xf64>) -> tensor<f64>
+  return %s : tensor<f64>
+}}"#
+        );
+        check_pass(kind, &source, &[&[3, 4], &[2]], &mut rng, -2.0, 2.0);
+    }
+    let reindexes = r#"func.func @main(%x: tensor<3x4xf64>, %v: tensor<6xf64>, %w: tensor<5x6xf64>) -> tensor<f64> {
+  %p = "meta.reindex"(%x) {indices = affine_map<(d0, d1) -> (d0 - 1, d1 - 1)>, overflow_value = 0.5 : f64, overflow_conditions = [affine_set<(d0, d1) : (d1 - 4 == 0)>]} : (tensor<3x4xf64>) -> tensor<5x6xf64>
+  %win = "meta.reindex"(%v) {indices = affine_map<(d0, d1) -> (d0 + d1 - 4)>} : (tensor<6xf64>) -> tensor<5x6xf64>
+  %zero = arith.constant dense<0.0> : tensor<5x6xf64>
+  %c = "meta.binary"(%win, %zero) {kind = "gt"} : (tensor<5x6xf64>, tensor<5x6xf64>) -> tensor<5x6xi1>
+  %sel = "meta.ternary"(%c, %p, %win) {kind = "select"} : (tensor<5x6xi1>, tensor<5x6xf64>, tensor<5x6xf64>) -> tensor<5x6xf64>
+  %m = "meta.binary"(%sel, %w) {kind = "mul"} : (tensor<5x6xf64>, tensor<5x6xf64>) -> tensor<5x6xf64>
+  %s = "meta.reindex_reduce"(%m) {kind = "add", indices = affine_map<(d0, d1) -> ()>} : (tensor<5x6xf64>) -> tensor<f64>
+  return %s : tensor<f64>
+}"#;
+    check_pass(
+        "reindexes and select",
+        reindexes,
+        &[&[3, 4], &[6], &[5, 6]],
+        &mut rng,
+        -2.0,
+        2.0,
+    );
+}

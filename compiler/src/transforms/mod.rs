@@ -3,6 +3,7 @@
 pub mod cse;
 pub mod dce;
 pub mod fuse;
+pub mod grad;
 pub mod inline;
 pub mod refine;
 pub mod specialize;
