@@ -89,6 +89,34 @@ def workload(name, build, inputs, jitc_binary):
     print(f"  {name:<28} python {python * 1e3:8.3f} ms   jitc bench {median * 1e3:8.3f} ms   ratio {python / median:5.2f}x")
 
 
+def training_step(jitc_binary):
+    """One SGD step of the 784-512-10 MLP at batch 256 from Python (record
+    the forward pass, `jitc.grad`, the updates as state writes, and one
+    fetch), against `jitc bench` on the hand-written examples/mlp_step.mlir
+    with the same data and parameters."""
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "examples" / "python"))
+    import mlp_train
+
+    x, y = mlp_train.data(mlp_train.BATCH)
+    opt = mlp_train.make_optimizer(lr=0.01, momentum=0.0)
+    mlp_train.step(opt, x, y)
+    python = median_time(lambda: mlp_train.step(opt, x, y), 15)
+    with tempfile.TemporaryDirectory() as folder:
+        inputs = [x, y, *mlp_train.initial_parameters().values(), np.float32(0.01)]
+        args = []
+        for k, value in enumerate(inputs):
+            np.save(Path(folder) / f"in{k}.npy", value)
+            args += ["--input", f"@in{k}.npy"]
+        out = subprocess.run([jitc_binary, "bench", str(root / "examples" / "mlp_step.mlir"), *args,
+                              "--repetitions", "15"],
+                             cwd=folder, capture_output=True, text=True, check=True).stdout
+    median = float(re.search(r"median ([0-9.]+) ms", out).group(1)) / 1e3
+    flop = 2 * 256 * (784 * 512 * 2 + 512 * 10 * 3)
+    print(f"  {'MLP training step (b256)':<28} python {python * 1e3:8.3f} ms   jitc bench {median * 1e3:8.3f} ms"
+          f"   ratio {python / median:5.2f}x   ({flop / python / 1e9:.0f} / {flop / median / 1e9:.0f} GFLOP/s)")
+
+
 def conv(x, w):
     return jitc.conv2d(x, w, 1, 1)
 
@@ -105,6 +133,7 @@ def main():
               rng.standard_normal((64, 64, 3, 3), dtype=np.float32)], binary)
     workload("softmax (4096, 1024)", jitc.softmax,
              [rng.standard_normal((4096, 1024), dtype=np.float32)], binary)
+    training_step(binary)
 
 
 if __name__ == "__main__":

@@ -179,3 +179,41 @@ def test_a_full_reduction_is_rank_0():
     x = jitc.Var(np.ones((4, 3), dtype=np.float32))
     assert jitc.mean(x).shape == ()
     assert (jitc.sum(x) / 2.0).shape == ()
+
+
+def test_conv_net_gradients_match_finite_differences():
+    # conv_train.py's net (conv, batch norm, relu, pool, linear head) in
+    # f64 on a small batch: sampled elements of every parameter's gradient
+    # against central differences.
+    train = load_example("conv_train")
+    rng = np.random.default_rng(7)
+    x, labels = train.data(4, seed=3)
+    x = x.astype(np.float64)
+    params = {k: v.astype(np.float64) + rng.standard_normal(v.shape) * 0.1
+              for k, v in train.initial_parameters().items()}
+
+    def loss_of(values):
+        vars = [jitc.Var(v) for v in values]
+        return jitc.cross_entropy(train.logits_of(jitc.Var(x), *vars), labels), vars
+
+    values = list(params.values())
+    loss, vars = loss_of(values)
+    grads = [g.numpy() for g in jitc.grad(loss, vars)]
+    step = 1e-6
+    for k, value in enumerate(values):
+        for flat in rng.choice(value.size, size=min(6, value.size), replace=False):
+            index = np.unravel_index(flat, value.shape)
+            moved = [v.copy() for v in values]
+            moved[k][index] += step
+            up = loss_of(moved)[0].item()
+            moved[k][index] -= 2 * step
+            down = loss_of(moved)[0].item()
+            numeric = (up - down) / (2 * step)
+            assert abs(grads[k][index] - numeric) <= 1e-6 * (1 + abs(numeric)), (list(params)[k], index)
+
+
+def test_the_conv_training_example_runs_and_its_loss_falls():
+    run = subprocess.run([sys.executable, str(ROOT / "examples" / "python" / "conv_train.py"), "--steps", "25"],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr + run.stdout
+    assert "1 compile" in run.stdout

@@ -10,7 +10,13 @@
 //!    stride. Element-wise operands and results are indexed by the domain
 //!    itself, so they are contiguous in the last domain dimension and
 //!    strided in the others. The cheapest dimension (then the longest, then
-//!    the later) becomes the innermost loop; the others keep their order. A dimension may only move
+//!    the later) becomes the innermost loop. Outside it come first the
+//!    dimensions every reduction keeps as an output index, then those some
+//!    reduction folds, each group in domain order: an output's row then
+//!    stays in cache while the folded dimensions stream through it (a
+//!    weight gradient's domain lists the batch dimension first, and
+//!    folding it outermost would sweep the whole output once per example).
+//!    A dimension may only move
 //!    if that keeps the order of the dimensions an order-sensitive (float
 //!    `add`/`mul`) reduction folds over, so every output still folds its
 //!    inputs in the interpreter's row-major order, bit for bit.
@@ -428,11 +434,16 @@ pub fn schedule(body: BlockRef, domain: &[i64]) -> Result<Schedule, String> {
         .filter(|&d| may_move_last(d) && size(d) > 1)
         .min_by_key(|&d| (cost[d], -size(d), std::cmp::Reverse(d)))
         .unwrap_or(dims - 1);
-    let mut order: Vec<usize> = (0..dims).filter(|&d| d != innermost).collect();
+    // Outside it: the dimensions every reduction keeps as an output index,
+    // then those some reduction folds, each in domain order, so an
+    // output's row stays in cache while its inputs are folded into it (and
+    // folded dimensions keep their relative order: the fold order).
+    let safe = |d: usize| reductions.iter().all(|r| r.plain.contains(&Some(d)));
+    let mut order: Vec<usize> = (0..dims).filter(|&d| d != innermost && safe(d)).collect();
+    order.extend((0..dims).filter(|&d| d != innermost && !safe(d)));
     order.push(innermost);
 
     // 2. Split dimension.
-    let safe = |d: usize| reductions.iter().all(|r| r.plain.contains(&Some(d)));
     let (split, parallel) = match order.iter().copied().find(|&d| size(d) > 1 && safe(d)) {
         Some(d) => (d, true),
         None => (order[0], false),
