@@ -117,6 +117,34 @@ def training_step(jitc_binary):
           f"   ratio {python / median:5.2f}x   ({flop / python / 1e9:.0f} / {flop / median / 1e9:.0f} GFLOP/s)")
 
 
+def janus_rnn():
+    """JANUS's Figure 1 RNN (sequence 32, batch 16, hidden 256, inputs
+    256), one training step (forward, `jitc.grad`, SGD on attributes):
+    through `@jitc.function` (served by the staged graph) against the same
+    model run imperatively on the lazy graph (record every op, cache-hit
+    fetch)."""
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "examples" / "python"))
+    import janus_rnn as m
+
+    sizes = dict(inputs=256, hidden=256, batch=16)
+    staged, imperative = m.StagedRNN(**sizes), m.RNNModel(**sizes)
+    data = list(m.batches(6, lengths=(32,), **sizes))
+    start = time.perf_counter()
+    for sequence, target in data[:4]:
+        staged(sequence, target, 0.01).item()
+        imperative(sequence, target, 0.01).item()
+    warm = time.perf_counter() - start
+    assert m.StagedRNN.__call__.stats()["staged"] == 1, m.StagedRNN.__call__.stats()
+    times = {}
+    for name, model in (("staged", staged), ("imperative", imperative)):
+        sequence, target = data[5]
+        times[name] = median_time(lambda: model(sequence, target, 0.01).item(), 15)
+    print(f"  {'Figure 1 RNN step (32x16x256)':<28} jitc.function {times['staged'] * 1e3:8.3f} ms   "
+          f"imperative {times['imperative'] * 1e3:8.3f} ms   ratio {times['imperative'] / times['staged']:5.2f}x "
+          f"(warm-up, compiles included: {warm:.1f} s)")
+
+
 def conv(x, w):
     return jitc.conv2d(x, w, 1, 1)
 
@@ -134,6 +162,7 @@ def main():
     workload("softmax (4096, 1024)", jitc.softmax,
              [rng.standard_normal((4096, 1024), dtype=np.float32)], binary)
     training_step(binary)
+    janus_rnn()
 
 
 if __name__ == "__main__":

@@ -37,7 +37,8 @@ import builtins as _builtins
 import numpy as _np
 
 from . import _jitc
-from ._jitc import JitcError
+from ._jitc import GuardFailed, JitcError
+from ._tracing import _call, _reads, _tracing
 
 __all__ = [
     "Var", "JitcError", "flags", "fetch", "sync", "stats", "dump",
@@ -46,7 +47,7 @@ __all__ = [
     "array", "broadcast", "sum", "mean", "max", "min", "matmul", "conv2d",
     "pad", "transpose", "reshape", "relu", "sigmoid", "tanh", "exp", "log",
     "softmax", "log_softmax", "cross_entropy", "layer_norm", "batch_norm",
-    "grad", "full", "zeros", "optim",
+    "grad", "full", "zeros", "optim", "guard", "function", "explain", "GuardFailed",
 ]
 
 _TO_JITC = {
@@ -94,7 +95,7 @@ class Var:
             self._v = data
         else:
             array = _as_array(data, dtype)
-            self._v = _jitc.Var.from_bytes(array.tobytes(), list(array.shape), _TO_JITC[array.dtype])
+            self._v = _call(_jitc.Var.from_bytes, array.tobytes(), list(array.shape), _TO_JITC[array.dtype])
 
     # -- what it is ---------------------------------------------------------
     @property
@@ -121,6 +122,8 @@ class Var:
     def numpy(self):
         """The value as a new NumPy array, computed first if needed."""
         v = self._v
+        if _tracing.tracer is not None:
+            _reads("Var.numpy() or Var.item()")
         return _np.frombuffer(v.fetch_bytes(), dtype=_TO_NUMPY[v.dtype]).reshape(v.shape)
 
     def item(self):
@@ -136,6 +139,9 @@ class Var:
                 f"the truth value of a jitc.Var of shape {self.shape} is ambiguous "
                 "(compare its .numpy() with .any() or .all())"
             )
+        tracer = _tracing.tracer
+        if tracer is not None:
+            return tracer.decide(self)
         return bool(self.item())
 
     def __repr__(self):
@@ -155,7 +161,7 @@ class Var:
             raise JitcError(f"jitc has no element type for NumPy's {dtype}")
         if dtype == self.dtype:
             return self
-        return Var(self._v.cast(_TO_JITC[dtype]))
+        return Var(_call(_jitc.Var.cast, self._v, _TO_JITC[dtype]))
 
     # -- operators ----------------------------------------------------------
     def __add__(self, other):
@@ -340,12 +346,14 @@ flags = _Flags()
 def fetch(*vars):
     """Computes `vars` together; returns their values as NumPy arrays."""
     vars = [_var(v) for v in vars]
+    _reads("jitc.fetch")
     datas = _jitc.fetch([v._v for v in vars])
     return [_np.frombuffer(d, dtype=v.dtype).reshape(v.shape) for d, v in zip(datas, vars)]
 
 
 def sync():
     """Computes every pending value a handle holds."""
+    _reads("jitc.sync")
     _jitc.sync()
 
 
@@ -385,6 +393,7 @@ def get_state(name):
 def read_state(name):
     """The piece of state `name` as the program sees it now: the last write
     recorded, or the committed value."""
+    _reads("jitc.read_state")
     return Var(_jitc.read_state(str(name)))
 
 
@@ -392,6 +401,7 @@ def write_state(name, value):
     """Records a write of `value` to the piece of state `name`: deferred, it
     is committed by the fetch (or `sync`) that computes `value`, and only if
     that fetch succeeds."""
+    _reads("jitc.write_state")
     _jitc.write_state(str(name), _var(value)._v)
 
 
@@ -405,7 +415,8 @@ def reindex(x, shape, indices, overflow_value=None, overflow_conditions=()):
     shape = [int(d) for d in shape]
     if callable(indices):
         indices = indices(*[f"i{k}" for k in range(len(shape))])
-    return Var(x._v.reindex(
+    return Var(_call(
+        _jitc.Var.reindex, x._v,
         shape, [str(e) for e in indices],
         None if overflow_value is None else float(overflow_value),
         [str(c) for c in overflow_conditions],
@@ -418,14 +429,14 @@ def reindex_reduce(x, op, shape, indices):
     x = _var(x)
     if callable(indices):
         indices = indices(*[f"i{k}" for k in range(x.ndim)])
-    return Var(x._v.reindex_reduce(str(op), [int(d) for d in shape], [str(e) for e in indices]))
+    return Var(_call(_jitc.Var.reindex_reduce, x._v, str(op), [int(d) for d in shape], [str(e) for e in indices]))
 
 
 def unary(x, op):
     """`meta.unary` of kind `op` (``exp``, ``log``, ``neg``, ``abs``,
     ``sqrt``, ``rsqrt``, ``sin``, ``cos``, ``tanh``, ``erf``, ``sigmoid``,
     ``floor``, ``ceil``, ``round``, ``not``); casts are `Var.astype`."""
-    return Var(_var(x)._v.unary(str(op)))
+    return Var(_call(_jitc.Var.unary, _var(x)._v, str(op)))
 
 
 def _broadcast_pair(a, b):
@@ -455,7 +466,7 @@ def binary(x, y, op):
     x = _var(x, like=y if isinstance(y, Var) else None)
     y = _var(y, like=x)
     x, y = _broadcast_pair(x, y)
-    return Var(x._v.binary(str(op), y._v))
+    return Var(_call(_jitc.Var.binary, x._v, str(op), y._v))
 
 
 def ternary(condition, x, y):
@@ -463,7 +474,7 @@ def ternary(condition, x, y):
     condition = _var(condition)
     x = _var(x, like=y if isinstance(y, Var) else None)
     y = _var(y, like=x)
-    return Var(condition._v.select(x._v, y._v))
+    return Var(_call(_jitc.Var.select, condition._v, x._v, y._v))
 
 
 # -- the op library: meta-operators only, as Jittor's is -------------------------
@@ -769,7 +780,7 @@ def grad(loss, params):
     single = isinstance(params, Var)
     params = [params] if single else [_var(p) for p in params]
     loss = _var(loss)
-    gradients = [Var(g) for g in _jitc.grad(loss._v, [p._v for p in params])]
+    gradients = [Var(g) for g in _call(_jitc.grad, loss._v, [p._v for p in params])]
     return gradients[0] if single else gradients
 
 
@@ -779,7 +790,7 @@ def full(shape, value, dtype=_np.float32):
     dtype = _np.dtype(dtype)
     if dtype not in _TO_JITC:
         raise JitcError(f"jitc has no element type for NumPy's {dtype}")
-    return Var(_jitc.full([int(d) for d in shape], _TO_JITC[dtype], float(value)))
+    return Var(_call(_jitc.full, [int(d) for d in shape], _TO_JITC[dtype], float(value)))
 
 
 def zeros(shape, dtype=_np.float32):
@@ -788,3 +799,20 @@ def zeros(shape, dtype=_np.float32):
 
 
 from . import optim  # noqa: E402  (it uses the names above)
+
+
+def guard(condition, reason):
+    """Records a check that the rank-0 boolean `condition` holds: the fetch
+    that computes the returned value raises `jitc.GuardFailed` (a
+    `JitcError`) and commits no state write when it does not."""
+    condition = _var(condition)
+    return Var(_call(_jitc.guard, condition._v, str(reason)))
+
+
+from ._function import function  # noqa: E402
+
+
+def explain(fn):
+    """What the `jitc.function` `fn` is now (staged graphs, facts,
+    fallbacks, give-ups) and why."""
+    return fn.explain()

@@ -23,8 +23,26 @@ create_exception!(
     "An error jitc reported, with its message."
 );
 
+create_exception!(
+    _jitc,
+    GuardFailed,
+    JitcError,
+    "A guard (`jitc.guard`, or a speculation of `jitc.function`) was false: \
+     the fetch computed nothing and committed no state write."
+);
+
 fn error(e: impl std::fmt::Display) -> PyErr {
     JitcError::new_err(e.to_string())
+}
+
+/// A fetch's error: `GuardFailed` for a failed guard, else `JitcError`.
+fn run_error(e: jitc_runtime::Error) -> PyErr {
+    match e {
+        jitc_runtime::Error::Run(jitc_interp::Error::GuardFailed { .. }) => {
+            GuardFailed::new_err(e.to_string())
+        }
+        other => error(other),
+    }
 }
 
 fn element(name: &str) -> PyResult<ElementType> {
@@ -88,7 +106,7 @@ impl PyVar {
     /// The value's bytes (C order, a `bytearray` a NumPy array can own
     /// without another copy), computed first if needed.
     fn fetch_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyByteArray>> {
-        let tensor = self.0.fetch().map_err(error)?;
+        let tensor = self.0.fetch().map_err(run_error)?;
         Ok(bytes(py, &tensor))
     }
 
@@ -157,14 +175,14 @@ fn bytes<'py>(py: Python<'py>, tensor: &Tensor) -> Bound<'py, PyByteArray> {
 #[pyfunction]
 fn fetch<'py>(py: Python<'py>, vars: Vec<PyRef<'py, PyVar>>) -> PyResult<Vec<Bound<'py, PyByteArray>>> {
     let refs: Vec<&Var> = vars.iter().map(|v| &v.0).collect();
-    let tensors = graph::fetch(&refs).map_err(error)?;
+    let tensors = graph::fetch(&refs).map_err(run_error)?;
     Ok(tensors.iter().map(|t| bytes(py, t)).collect())
 }
 
 /// Computes every pending value a handle holds.
 #[pyfunction]
 fn sync() -> PyResult<()> {
-    graph::sync().map_err(error)
+    graph::sync().map_err(run_error)
 }
 
 /// What the graph of this thread has done: a dict of `fetches`,
@@ -292,11 +310,54 @@ fn full(shape: Vec<usize>, dtype: &str, value: f64) -> PyResult<PyVar> {
         .map_err(error)
 }
 
+/// Records a check that the rank-0 boolean `condition` holds (see
+/// `jitc_runtime::graph::guard`); returns the condition.
+#[pyfunction]
+fn guard(condition: PyRef<'_, PyVar>, reason: &str) -> PyResult<PyVar> {
+    graph::guard(&condition.0, reason).map(PyVar).map_err(error)
+}
+
+/// A function staged from the lazy graph (see `jitc_runtime::graph::stage`).
+#[pyclass(unsendable, name = "Staged", module = "jitc._jitc")]
+struct PyStaged(graph::Staged);
+
+#[pymethods]
+impl PyStaged {
+    /// Runs it on `inputs`; returns its outputs, computed. A false guard
+    /// raises `GuardFailed`.
+    fn call(&self, inputs: Vec<PyRef<'_, PyVar>>) -> PyResult<Vec<PyVar>> {
+        let refs: Vec<&Var> = inputs.iter().map(|v| &v.0).collect();
+        let outputs = self.0.call(&refs).map_err(run_error)?;
+        Ok(outputs.into_iter().map(PyVar).collect())
+    }
+
+    /// Kernels it runs per call.
+    #[getter]
+    fn kernels(&self) -> usize {
+        self.0.kernels()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("{:?}", self.0)
+    }
+}
+
+/// Stages the ops computing `outputs` from the data `inputs` as one
+/// compiled function.
+#[pyfunction]
+fn stage(inputs: Vec<PyRef<'_, PyVar>>, outputs: Vec<PyRef<'_, PyVar>>) -> PyResult<PyStaged> {
+    let inputs: Vec<&Var> = inputs.iter().map(|v| &v.0).collect();
+    let outputs: Vec<&Var> = outputs.iter().map(|v| &v.0).collect();
+    graph::stage(&inputs, &outputs).map(PyStaged).map_err(error)
+}
+
 /// The native module.
 #[pymodule]
 fn _jitc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyVar>()?;
+    m.add_class::<PyStaged>()?;
     m.add("JitcError", m.py().get_type::<JitcError>())?;
+    m.add("GuardFailed", m.py().get_type::<GuardFailed>())?;
     m.add_function(wrap_pyfunction!(fetch, m)?)?;
     m.add_function(wrap_pyfunction!(sync, m)?)?;
     m.add_function(wrap_pyfunction!(stats, m)?)?;
@@ -311,5 +372,7 @@ fn _jitc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write_state, m)?)?;
     m.add_function(wrap_pyfunction!(grad, m)?)?;
     m.add_function(wrap_pyfunction!(full, m)?)?;
+    m.add_function(wrap_pyfunction!(guard, m)?)?;
+    m.add_function(wrap_pyfunction!(stage, m)?)?;
     Ok(())
 }

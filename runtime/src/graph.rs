@@ -117,6 +117,11 @@ enum Op {
     },
     /// A splat constant (`arith.constant dense<v>`), never an argument.
     Splat(f64),
+    /// `meta.guard` on a rank-0 `i1`; its value is the condition's.
+    Guard {
+        condition: Rc<Node>,
+        reason: String,
+    },
     Unary {
         kind: UnaryKind,
         input: Rc<Node>,
@@ -143,7 +148,8 @@ impl Op {
             Op::Reindex { input, .. }
             | Op::Reduce { input, .. }
             | Op::Unary { input, .. }
-            | Op::Cast { input } => {
+            | Op::Cast { input }
+            | Op::Guard { condition: input, .. } => {
                 vec![input]
             }
             Op::Binary { lhs, rhs, .. } => vec![lhs, rhs],
@@ -902,6 +908,10 @@ impl Cut {
                     key_bytes.push(b'k');
                     key_bytes.extend_from_slice(&value.to_bits().to_le_bytes());
                 }
+                Op::Guard { reason, .. } => {
+                    key_bytes.push(b'g');
+                    text(&mut key_bytes, reason);
+                }
                 Op::Unary { kind, .. } => {
                     key_bytes.push(b'u');
                     text(&mut key_bytes, kind.name());
@@ -935,6 +945,7 @@ impl Cut {
             params.push(format!("%a{k}: {type}", type = r#type));
         }
         let mut body = String::new();
+        let mut guards = 0;
         for (k, node) in self.nodes.iter().enumerate() {
             name.insert(key(node), format!("%v{k}"));
             let out = type_text(&node.shape, node.element);
@@ -980,6 +991,31 @@ impl Cut {
                         "  %v{k} = arith.constant dense<{}> : {out}",
                         splat_literal(*value, node.element)
                     );
+                    continue;
+                }
+                Op::Guard { reason, .. } => {
+                    // Guards are numbered in the cut's order, so the text
+                    // (and the cache key) does not depend on when they
+                    // were recorded; the node's value is its condition's.
+                    guards += 1;
+                    let reason: String = reason
+                        .chars()
+                        .map(|c| {
+                            if c == '"' || c == '\\' || c.is_control() {
+                                '\''
+                            } else {
+                                c
+                            }
+                        })
+                        .collect();
+                    let _ = writeln!(
+                        body,
+                        "  \"meta.guard\"({}) {{id = {guards} : i64, reason = \"{reason}\"}} : (tensor<i1>) -> ()",
+                        operands[0]
+                    );
+                    let condition = operands[0].clone();
+                    drop(op);
+                    name.insert(key(node), condition);
                     continue;
                 }
                 Op::Unary { kind, .. } => ("meta.unary", format!("kind = \"{}\"", kind.name())),
@@ -1038,16 +1074,7 @@ pub fn fetch(vars: &[&Var]) -> Result<Vec<Arc<Tensor>>, Error> {
             &args,
         )?;
     }
-    let results = match &executable.compiled {
-        Some(compiled) => compiled.run(&executable.module, "main", args, &mut StateStore::new())?,
-        None => {
-            jitc_interp::Interpreter::new(&executable.module).run("main", args, &mut StateStore::new())?
-        }
-    };
-    let mut stats = runtime.stats.get();
-    stats.fetches += 1;
-    stats.kernels += executable.kernels as u64;
-    runtime.stats.set(stats);
+    let results = runtime.run(&executable, args)?;
     for (node, value) in cut.results.iter().zip(results) {
         let Value::Tensor(tensor) = value else {
             return Err(bad("a fetch returned a value that is not a tensor"));
@@ -1060,6 +1087,21 @@ pub fn fetch(vars: &[&Var]) -> Result<Vec<Arc<Tensor>>, Error> {
 }
 
 impl Runtime {
+    /// Runs a compiled fetch's function on `args`, counting it.
+    fn run(&self, executable: &Executable, args: Vec<Value>) -> Result<Vec<Value>, Error> {
+        let results = match &executable.compiled {
+            Some(compiled) => compiled.run(&executable.module, "main", args, &mut StateStore::new())?,
+            None => {
+                jitc_interp::Interpreter::new(&executable.module).run("main", args, &mut StateStore::new())?
+            }
+        };
+        let mut stats = self.stats.get();
+        stats.fetches += 1;
+        stats.kernels += executable.kernels as u64;
+        self.stats.set(stats);
+        Ok(results)
+    }
+
     /// Commits the state writes whose values are computed.
     fn commit_state(&self) {
         for state in self.state.borrow_mut().values_mut() {
@@ -1149,6 +1191,30 @@ pub fn full(shape: &[usize], element: ElementType, value: f64) -> Result<Var, Er
     runtime()?.node(shape.to_vec(), element, Op::Splat(value))
 }
 
+/// Records a check that `condition` (a rank-0 `i1`) holds: `meta.guard`.
+/// The returned value is the condition; a fetch that computes it fails
+/// with the guard's `reason` (`jitc_interp::Error::GuardFailed`) when the
+/// condition is false, and then commits no state write. Guards are how a
+/// frontend speculates on a value it has not computed (JANUS): it records
+/// the rest of the program as if the condition held, and fetches the
+/// guard with it.
+pub fn guard(condition: &Var, reason: &str) -> Result<Var, Error> {
+    if condition.0.element != ElementType::I1 || !condition.0.shape.is_empty() {
+        return Err(bad(format!(
+            "a guard's condition must be a rank-0 i1, not {}",
+            type_text(&condition.0.shape, condition.0.element)
+        )));
+    }
+    runtime()?.node(
+        Vec::new(),
+        ElementType::I1,
+        Op::Guard {
+            condition: Rc::clone(&condition.0),
+            reason: reason.to_owned(),
+        },
+    )
+}
+
 /// The gradients of the scalar `loss` with respect to each of `wrt`,
 /// recorded as meta-ops (`jitc_compiler::autodiff`; the rules are in
 /// `docs/semantics.md`, "Gradients"). They read the forward graph's
@@ -1196,7 +1262,7 @@ pub fn grad(loss: &Var, wrt: &[&Var]) -> Result<Vec<Var>, Error> {
         .iter()
         .filter_map(|node| {
             let primal = match &*node.op.borrow() {
-                Op::Data(_) | Op::Splat(_) => return None,
+                Op::Data(_) | Op::Splat(_) | Op::Guard { .. } => return None,
                 Op::Reindex {
                     input,
                     map,
@@ -1414,6 +1480,133 @@ impl Runtime {
         self.stats.set(stats);
         self.cache.borrow_mut().insert(key, Rc::clone(&executable));
         Ok(executable)
+    }
+}
+
+/// A function staged from the lazy graph ([`stage`]): compiled once, then
+/// called on new inputs without recording anything.
+pub struct Staged {
+    executable: Rc<Executable>,
+    /// The type of each input.
+    inputs: Vec<(Vec<usize>, ElementType)>,
+    /// Data the staged ops read that is not an input: fixed trailing
+    /// arguments.
+    captured: Vec<Value>,
+}
+
+impl std::fmt::Debug for Staged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Staged({} inputs, {} captured, {} kernels)",
+            self.inputs.len(),
+            self.captured.len(),
+            self.executable.kernels
+        )
+    }
+}
+
+/// Stages the ops that compute `outputs` from `inputs` as one function
+/// (what a frontend's tracing JIT does, as JANUS and Terra generate a
+/// graph from a traced call): `inputs` must be data (computed values) and
+/// become the function's arguments in order; other data the ops read is
+/// captured with its current value; `outputs` are its results in order.
+/// Guards among the outputs ([`guard`]) make the call fail, computing and
+/// committing nothing, when their condition does not hold. Nothing runs
+/// now; the function is compiled (or found in the cache) now.
+pub fn stage(inputs: &[&Var], outputs: &[&Var]) -> Result<Staged, Error> {
+    let runtime = runtime()?;
+    for (k, input) in inputs.iter().enumerate() {
+        if !input.is_computed() {
+            return Err(bad(format!(
+                "input {k} of a staged function is a recorded op, not data; stage from the values the \
+                 function is called with"
+            )));
+        }
+    }
+    let cut_mark = runtime.next_epoch();
+    let mut nodes = Vec::new();
+    for output in outputs {
+        ancestors(&output.0, cut_mark, cut_mark, &mut nodes);
+    }
+    nodes.sort_by_key(|n| n.id);
+    let mut arguments: Vec<Rc<Node>> = Vec::new();
+    for input in inputs {
+        if input.0.mark.get() == cut_mark {
+            return Err(bad("a staged function's inputs must be distinct values"));
+        }
+        input.0.mark.set(cut_mark);
+        arguments.push(Rc::clone(&input.0));
+    }
+    let mut captured = Vec::new();
+    let data_inputs: Vec<Rc<Node>> = nodes
+        .iter()
+        .flat_map(|n| n.op.borrow().inputs().into_iter().cloned().collect::<Vec<_>>())
+        .chain(outputs.iter().map(|o| Rc::clone(&o.0)))
+        .collect();
+    for node in data_inputs {
+        if node.mark.get() != cut_mark
+            && let Op::Data(tensor) = &*node.op.borrow()
+        {
+            node.mark.set(cut_mark);
+            captured.push(Value::Tensor(Arc::clone(tensor)));
+            arguments.push(Rc::clone(&node));
+        }
+    }
+    for (k, node) in arguments.iter().chain(&nodes).enumerate() {
+        node.slot.set(k as u32);
+    }
+    let cut = Cut {
+        nodes,
+        arguments,
+        results: outputs.iter().map(|o| Rc::clone(&o.0)).collect(),
+    };
+    let executable = runtime.executable(cut.key(), || cut.text())?;
+    Ok(Staged {
+        executable,
+        inputs: inputs.iter().map(|v| (v.0.shape.clone(), v.0.element)).collect(),
+        captured,
+    })
+}
+
+impl Staged {
+    /// Runs the staged function on `inputs` (of the staged inputs' types);
+    /// returns its outputs as data. A failed guard is
+    /// `Error::Run(GuardFailed)`.
+    pub fn call(&self, inputs: &[&Var]) -> Result<Vec<Var>, Error> {
+        let runtime = runtime()?;
+        if inputs.len() != self.inputs.len() {
+            return Err(bad(format!(
+                "the staged function takes {} inputs, got {}",
+                self.inputs.len(),
+                inputs.len()
+            )));
+        }
+        let mut args = Vec::with_capacity(inputs.len() + self.captured.len());
+        for (k, (input, (shape, element))) in inputs.iter().zip(&self.inputs).enumerate() {
+            if input.shape() != shape.as_slice() || input.element() != *element {
+                return Err(bad(format!(
+                    "input {k} of the staged function is {}, not {}",
+                    type_text(input.shape(), input.element()),
+                    type_text(shape, *element)
+                )));
+            }
+            args.push(Value::Tensor(input.fetch()?));
+        }
+        args.extend(self.captured.iter().cloned());
+        runtime
+            .run(&self.executable, args)?
+            .into_iter()
+            .map(|value| match value {
+                Value::Tensor(tensor) => Ok(Var::from_arc(tensor)),
+                _ => Err(bad("a staged function returned a value that is not a tensor")),
+            })
+            .collect()
+    }
+
+    /// Kernels the staged function runs per call.
+    pub fn kernels(&self) -> usize {
+        self.executable.kernels
     }
 }
 

@@ -608,3 +608,71 @@ fn the_interpreter_backend_is_the_oracle_for_a_fetch() {
     graph::set_backend(graph::Backend::Cpu).unwrap();
     same(&compiled, &f32s(&interpreted), "compiled against interpreted");
 }
+
+#[test]
+fn a_failed_guard_fails_its_fetch_and_commits_nothing() {
+    graph::set_state("guarded", Tensor::parse_literal("2xf32=1 2").unwrap()).unwrap();
+    let x = Var::new(Tensor::parse_literal("f32=3").unwrap());
+    let limit = Var::new(Tensor::parse_literal("f32=5").unwrap());
+    let state = graph::read_state("guarded").unwrap();
+    let doubled = state.binary("add", &state).unwrap();
+    graph::write_state("guarded", &doubled).unwrap();
+    let below = x.binary("lt", &limit).unwrap();
+    let holds = graph::guard(&below, "x below 5").unwrap();
+    assert_eq!(holds.fetch().unwrap().get(0), Scalar::I1(true));
+    let above = x.binary("gt", &limit).unwrap();
+    // The failing guard shares no node with the write, so fetch both.
+    let fails = graph::guard(&above, "x above 5").unwrap();
+    let read = graph::read_state("guarded").unwrap();
+    let tripled = read.binary("add", &state).unwrap();
+    graph::write_state("guarded", &tripled).unwrap();
+    let error = graph::fetch(&[&fails, &tripled]).unwrap_err();
+    assert!(
+        matches!(&error, jitc_runtime::Error::Run(jitc_interp::Error::GuardFailed { reason, .. }) if reason == "x above 5"),
+        "{error}"
+    );
+    // Neither write was committed: the first was never computed on its
+    // own (it shares nothing with `holds`), the second's fetch failed.
+    assert_eq!(f32s(&graph::get_state("guarded").unwrap()), [1.0, 2.0]);
+    let e = graph::guard(&x, "not a condition").unwrap_err().to_string();
+    assert!(e.contains("a guard's condition must be a rank-0 i1"), "{e}");
+}
+
+#[test]
+fn a_staged_function_runs_on_new_inputs_without_recording() {
+    let x = Var::new(Tensor::parse_literal("3xf32=1 2 3").unwrap());
+    let w = Var::new(Tensor::parse_literal("3xf32=2 2 2").unwrap());
+    // `half` is made inside the function: captured with its value.
+    let half = Var::new(Tensor::parse_literal("3xf32=0.5 0.5 0.5").unwrap());
+    let y = x.binary("mul", &w).unwrap().binary("add", &half).unwrap();
+    let total = y.reindex_reduce("add", &[], &[]).unwrap();
+    let zero = Var::new(Tensor::parse_literal("f32=0").unwrap());
+    let positive = graph::guard(&total.binary("gt", &zero).unwrap(), "total is positive").unwrap();
+    let staged = graph::stage(&[&x, &w], &[&y, &total, &positive]).unwrap();
+    assert!(staged.kernels() >= 1);
+    let before = graph::stats();
+    let a = Var::new(Tensor::parse_literal("3xf32=4 5 6").unwrap());
+    let b = Var::new(Tensor::parse_literal("3xf32=1 1 1").unwrap());
+    let out = staged.call(&[&a, &b]).unwrap();
+    assert_eq!(f32s(&out[0].fetch().unwrap()), [4.5, 5.5, 6.5]);
+    assert_eq!(f32s(&out[1].fetch().unwrap()), [16.5]);
+    assert_eq!(
+        graph::stats().compiles,
+        before.compiles,
+        "a call compiles nothing"
+    );
+    // The guard fails on inputs that make the total negative.
+    let negative = Var::new(Tensor::parse_literal("3xf32=-4 -5 -6").unwrap());
+    let error = staged.call(&[&negative, &b]).unwrap_err().to_string();
+    assert!(error.contains("total is positive"), "{error}");
+    // Inputs of another type, or recorded ones, are refused.
+    let short = Var::new(Tensor::parse_literal("2xf32=1 2").unwrap());
+    let e = staged.call(&[&short, &b]).unwrap_err().to_string();
+    assert!(
+        e.contains("input 0 of the staged function is tensor<2xf32>, not tensor<3xf32>"),
+        "{e}"
+    );
+    let pending = a.unary("neg").unwrap();
+    let e = graph::stage(&[&pending], &[&pending]).unwrap_err().to_string();
+    assert!(e.contains("is a recorded op, not data"), "{e}");
+}

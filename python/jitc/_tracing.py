@@ -1,0 +1,29 @@
+"""The hooks `jitc.function` traces through: every call into the native
+graph that records a value goes through `_call`, which logs it while a
+tracer is active on this thread; reading a value into Python goes through
+`_reads`, which tells the tracer the function cannot be staged."""
+
+import threading
+
+
+class _Local(threading.local):
+    tracer = None
+
+
+_tracing = _Local()
+
+
+def _call(native, *args):
+    """`native(*args)`, logged by the active tracer (if any)."""
+    result = native(*args)
+    tracer = _tracing.tracer
+    if tracer is not None:
+        tracer.log(native, args, result)
+    return result
+
+
+def _reads(what):
+    """A value is read into Python (or state is touched) by `what`."""
+    tracer = _tracing.tracer
+    if tracer is not None:
+        tracer.unstageable(f"it calls {what} on a value it computes", depth=3)

@@ -1,0 +1,173 @@
+"""`@jitc.function` (JANUS-style speculation): every call's results and
+the attributes after it equal plain imperative execution on random call
+sequences that change shapes, values and paths; the counts of a scripted
+call sequence; what cannot be staged stays imperative with its reason; the
+examples."""
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import jitc
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "python"
+
+
+def load_example(name):
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def branchy(x, w, scale):
+    h = jitc.tanh(jitc.matmul(x, w)) * scale
+    if jitc.sum(h) > 0:
+        h = h - 1.0
+    else:
+        h = h * h
+    return h, jitc.max(h)
+
+
+def test_random_call_sequences_agree_with_imperative_execution():
+    staged = jitc.function(branchy, profile=2)
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        rows, inner = rng.choice([2, 3]), rng.choice([3, 4])
+        x = rng.standard_normal((rows, inner)).astype(np.float32) + np.float32(rng.choice([-1.0, 1.0]))
+        w = rng.standard_normal((inner, 2)).astype(np.float32)
+        scale = float(rng.choice([1.0, 2.0]))
+        got = staged(x, jitc.Var(w), scale)
+        want = branchy(jitc.Var(x), jitc.Var(w), scale)
+        for g, v in zip(got, want):
+            np.testing.assert_allclose(g.numpy(), v.numpy(), rtol=1e-6, atol=1e-6)
+    stats = staged.stats()
+    assert stats["calls"] == 40
+    # Shapes and the Python scale change the facts; paths change within
+    # them: each kind of event happened.
+    assert stats["staged"] > 0 and stats["fallbacks"] > 0 and stats["staged_graphs"] >= 4
+
+
+class Counter:
+    def __init__(self):
+        self.total = jitc.Var(np.zeros(3, dtype=np.float32))
+
+    def __call__(self, x):
+        self.total = self.total + x
+        if jitc.sum(x) > 0:
+            return self.total * 2.0
+        return self.total
+
+
+class StagedCounter(Counter):
+    __call__ = jitc.function(Counter.__call__, profile=2, max_fallbacks=2)
+
+
+def test_a_scripted_call_sequence_gives_these_counts():
+    staged, plain = StagedCounter(), Counter()
+    signs = [1, 1, 1, 1, -1, -1, -1, 1, 1, -1, 1]
+    for sign in signs:
+        x = np.full(3, sign, dtype=np.float32)
+        np.testing.assert_array_equal(staged(x).numpy(), plain(x).numpy())
+        np.testing.assert_array_equal(staged.total.numpy(), plain.total.numpy())
+    # Calls 1-2 profile and stage (speculating "positive"); 3-4 are served;
+    # 5 fails its guard, runs imperatively and restages ("negative"); 6-7
+    # are served; 8 fails again: the second fallback gives these facts up,
+    # so 8-11 run imperatively.
+    assert StagedCounter.__call__.stats() == {
+        "calls": 11, "staged": 4, "traced": 3, "imperative": 4, "staged_graphs": 1,
+        "restaged": 1, "fallbacks": 2, "give_ups": 1,
+    }
+    text = jitc.explain(StagedCounter.__call__)
+    assert "fallback: guard" in text and "goes True" in text and "imperative after 2 fallbacks" in text
+
+
+def test_a_failed_guard_commits_no_attribute():
+    staged = StagedCounter()
+    for _ in range(2):
+        staged(np.ones(3, dtype=np.float32))
+    before = staged.total.numpy().copy()
+    # The staged graph speculates "positive"; a negative call fails the
+    # guard, and only the imperative rerun updates the attribute, once.
+    staged(np.full(3, -1, dtype=np.float32))
+    np.testing.assert_array_equal(staged.total.numpy(), before - 1)
+
+
+@pytest.mark.parametrize("body,reason", [
+    ("print('hi'); return x * 2.0", "it calls print()"),
+    ("return x * float(jitc.sum(x).item())", "Var.numpy() or Var.item()"),
+    ("seen.append(1); return x", "it calls append()"),
+    ("return x * weight", "a global or closure variable"),
+])
+def test_what_cannot_be_staged_stays_imperative_and_says_why(body, reason):
+    scope = {"jitc": jitc, "seen": [], "weight": jitc.Var(np.ones(3, dtype=np.float32))}
+    exec(f"def f(x):\n    {body}\n", scope)
+    fn = jitc.function(scope["f"], profile=1)
+    x = np.arange(3, dtype=np.float32)
+    for _ in range(3):
+        want = scope["f"](jitc.Var(x)).numpy()
+        np.testing.assert_array_equal(fn(x).numpy(), want)
+    assert fn.stats()["staged"] == 0
+    assert reason in jitc.explain(fn), jitc.explain(fn)
+
+
+def test_python_attribute_writes_stay_imperative():
+    class Steps:
+        def __init__(self):
+            self.count = 0
+
+        @jitc.function
+        def __call__(self, x):
+            self.count += 1
+            return x * 2.0
+
+    model = Steps()
+    for _ in range(4):
+        model(np.ones(2, dtype=np.float32))
+    assert model.count == 4
+    assert "sets the attribute count to a Python value" in model.__call__.explain()
+
+
+def test_a_raise_under_a_tensor_condition_is_raised_by_the_imperative_rerun():
+    @jitc.function(profile=1)
+    def checked(x):
+        if jitc.min(x) < 0:
+            raise ValueError("negative input")
+        return jitc.unary(x, "sqrt")
+
+    for _ in range(2):
+        checked(np.ones(4, dtype=np.float32))
+    assert checked.stats()["staged"] == 1
+    with pytest.raises(ValueError, match="negative input"):
+        checked(np.full(4, -1.0, dtype=np.float32))
+    assert checked.stats()["fallbacks"] == 1
+
+
+def test_figure_1_rnn_trains_with_changing_lengths_as_the_imperative_model():
+    module = load_example("janus_rnn")
+    staged, plain = module.StagedRNN(inputs=4, hidden=5, batch=2), module.RNNModel(inputs=4, hidden=5, batch=2)
+    for sequence, target in module.batches(9, batch=2, inputs=4, hidden=5, lengths=(2, 3)):
+        a = staged(sequence, target, 0.1).item()
+        b = plain(sequence, target, 0.1).item()
+        assert abs(a - b) <= 1e-5
+        np.testing.assert_allclose(staged.u.numpy(), plain.u.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(staged.state.numpy(), plain.state.numpy(), rtol=1e-5, atol=1e-6)
+    stats = module.StagedRNN.__call__.stats()
+    assert stats["staged_graphs"] == 2 and stats["staged"] > 0 and stats["fallbacks"] == 0
+
+
+@pytest.mark.parametrize("name,tolerance", [("janus_batchnorm", 1e-5), ("autograph_while", 1e-3)])
+def test_speculation_examples_agree(name, tolerance):
+    assert load_example(name).main() < tolerance
+
+
+def test_guards_from_python():
+    x = jitc.Var(np.array(2.0, dtype=np.float32))
+    ok = jitc.guard(x > 1.0, "x above 1")
+    assert bool(ok.numpy())
+    with pytest.raises(jitc.GuardFailed, match="x above 3"):
+        jitc.guard(x > 3.0, "x above 3").numpy()
+    with pytest.raises(jitc.JitcError, match="rank-0 i1"):
+        jitc.guard(jitc.Var(np.ones(2, dtype=np.float32)), "not a condition")
