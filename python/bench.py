@@ -145,6 +145,30 @@ def janus_rnn():
           f"(warm-up, compiles included: {warm:.1f} s)")
 
 
+def terra_alternating():
+    """A function whose calls alternate between two paths
+    (examples/python/terra_alternating.py): the merged trace tree against
+    the single speculated path, which falls back on every change of path."""
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "examples" / "python"))
+    import terra_alternating as m
+
+    data = list(m.calls(40))
+    times = {}
+    for name, fn in (("merged", m.merged), ("single", m.single)):
+        for x, w in data[:6]:
+            fn(x, jitc.Var(w)).item()
+        samples = []
+        for x, w in data[6:]:
+            start = time.perf_counter()
+            fn(x, jitc.Var(w)).item()
+            samples.append(time.perf_counter() - start)
+        times[name] = statistics.median(samples)
+    print(f"  {'alternating paths (8x16)':<28} merged tree {times['merged'] * 1e6:8.1f} µs   "
+          f"single path + fallbacks {times['single'] * 1e6:8.1f} µs   ratio {times['single'] / times['merged']:5.2f}x   "
+          f"(fallbacks: {m.merged.stats()['fallbacks']} / {m.single.stats()['fallbacks']})")
+
+
 def conv(x, w):
     return jitc.conv2d(x, w, 1, 1)
 
@@ -162,6 +186,7 @@ def main():
     workload("softmax (4096, 1024)", jitc.softmax,
              [rng.standard_normal((4096, 1024), dtype=np.float32)], binary)
     training_step(binary)
+    terra_alternating()
     janus_rnn()
 
 

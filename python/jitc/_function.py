@@ -20,27 +20,36 @@ Python (`item()`, `numpy()`) and named state make the function stay
 imperative, with the reason reported (`jitc.explain(fn)`).
 
 **Generate.** After `profile` traced calls (3 by default) with the same
-facts, the last trace is replayed into one graph: the arguments and the
-`jitc.Var` attributes it reads become its inputs, its return values and
-the attributes it rebinds become its outputs, and every decision becomes a
-`meta.guard` that the condition still goes the way it went (JANUS's
-speculative assumptions). The graph is fused and compiled once
-(`jitc_runtime::graph::stage`).
+facts, the traces are merged into a tree (Terra's trace merging, without
+reconvergence): ops the traces share are staged once, a decision the
+traces took both ways splits the tree there, and a decision they all took
+one way becomes a `meta.guard` that it still goes that way (JANUS's
+speculative assumptions). Each straight piece of the tree is replayed into
+one graph and compiled once (`jitc_runtime::graph::stage`): its inputs are
+the arguments, the `jitc.Var` attributes the call reads and the values
+earlier pieces computed; its outputs are what later pieces read, then the
+branch's condition, or the return values and the attributes the call
+rebinds.
 
-**Serve.** A later call with the same facts runs the compiled graph on its
-inputs without running the Python function. If a guard fails, the call
-computes and commits nothing, and the function runs imperatively instead
-(a *fallback*), traced; the graph is then staged again from that trace
-(*restaged*), and after `max_fallbacks` fallbacks for the same facts they
-are *given up*: those calls stay imperative. Facts never seen before are
+**Serve.** A later call with the same facts runs the tree's pieces on its
+inputs without running the Python function, choosing at each branch by the
+condition the piece computed. If a guard fails (or a branch goes a way no
+trace went), the call commits nothing (attributes are rebound only when
+the whole call succeeded), and the function runs imperatively instead (a
+*fallback*), traced; the tree is then staged again with that trace merged
+in (*restaged*), and after `max_fallbacks` fallbacks for the same facts
+they are *given up*: those calls stay imperative. Facts never seen before are
 profiled first. Every fallback, restaging and give-up is counted
 (`fn.stats()`) and logged with its reason (`jitc.explain(fn)`).
 
-What is not done yet: control flow on tensors is speculated, not staged
-(no `scf.if`/`scf.while` from AutoGraph-style conversion, so a branch that
-alternates falls back every other call), traces that took different paths
-are not merged (Terra), and attribute writes of Python values (a counter
-in `self`) make the function imperative.
+What is not done yet: control flow on tensors is not staged as `scf` ops
+(a branch both of whose ways were traced is chosen between compiled
+pieces, so kernels do not fuse across it; a loop is unrolled to the trip
+counts traced); traces are merged as a tree, without Terra's
+reconvergence of common suffixes (Algorithm 1's switch-cases, staged as
+`scf.index_switch`), so a suffix after a branch is staged once per way;
+and attribute writes of Python values (a counter in `self`) make the
+function imperative.
 """
 
 import os
@@ -147,31 +156,95 @@ def _fact(x, depth=0):
 
 
 class _Trace:
-    """One traced call, ready to be replayed into a graph."""
+    """One traced call, ready to be replayed into a graph. Values are named
+    by *keys* that are the same in every trace with the same ops: `("in",
+    k)` for the k-th input, `(entry, k)` for the k-th result of an entry."""
 
     def __init__(self, tracer, inputs, outputs, structure, writes):
         self.tracer = tracer
-        self.inputs = inputs          # [(source, native)] in input order
-        self.outputs = outputs        # natives of the return value's tensors
+        self.entries = tracer.entries
+        self.inputs = inputs          # input natives, in order
         self.structure = structure    # the return value, tensors replaced by ("out", k)
         self.writes = writes          # [(object index, name, output index)]
+        keys = {id(n): ("in", k) for k, n in enumerate(inputs)}
+        self.native = {("in", k): n for k, n in enumerate(inputs)}
+        self.signature = []
+        self.uses = []
+        self.values = {}              # entry index -> decision value
+
+        def key_of(a):
+            found = keys.get(id(a))
+            if found is None:
+                raise _Unstageable(
+                    "it reads a jitc.Var that is not an argument, an attribute of self or of an "
+                    "argument, or made in the call (a global or closure variable?)"
+                )
+            return found
+
+        def describe(a, used):
+            if isinstance(a, _jitc.Var):
+                k = key_of(a)
+                used.append(k)
+                return ("v", k)
+            if isinstance(a, list):
+                return tuple(describe(v, used) for v in a)
+            return a
+
+        for index, entry in enumerate(self.entries):
+            used = []
+            if entry[0] == "call":
+                _, native, args, result = entry
+                self.signature.append((native.__name__, tuple(describe(a, used) for a in args)))
+                results = result if isinstance(result, list) else [result]
+                for k, r in enumerate(results):
+                    keys[id(r)] = (index, k)
+                    self.native[(index, k)] = r
+            else:
+                _, var, value, site = entry
+                self.signature.append(("decide", describe(var, used), site))
+                self.values[index] = value
+            self.uses.append(used)
+        self.outputs = [key_of(o) for o in outputs]
 
 
-class _Variant:
-    """A staged graph for one set of facts."""
+class _Segment:
+    """A straight piece of a trace tree, staged: it takes the function's
+    inputs and the values earlier pieces computed (`live_in`), and gives
+    the values later pieces need (`live_out`), then either the function's
+    outputs (a leaf) or the condition of a branch both of whose ways were
+    traced (`children`, by the way it goes)."""
 
-    def __init__(self, staged, trace, guards):
+    def __init__(self, staged, live_in, live_out, guards, site=None, children=None):
         self.staged = staged
-        self.trace = trace
+        self.live_in = live_in
+        self.live_out = live_out
         self.guards = guards
+        self.site = site
+        self.children = children
+
+    def walk(self, depth=0):
+        yield depth, self
+        for way in (True, False):
+            if self.children and way in self.children:
+                yield from self.children[way].walk(depth + 1)
+
+
+class _Unmergeable(Exception):
+    pass
+
+
+class _Diverged(Exception):
+    pass
 
 
 class _Facts:
-    """What is known for one set of facts."""
+    """What is known for one set of facts: the traces kept (the most recent
+    last), and the trace tree staged from them."""
 
     def __init__(self):
         self.traced = 0
         self.fallbacks = 0
+        self.traces = []
         self.variant = None
         self.given_up = None
 
@@ -180,12 +253,13 @@ class Function:
     """A function made speculative by `jitc.function`; see the module's
     documentation."""
 
-    def __init__(self, fn, profile=3, max_fallbacks=3):
+    def __init__(self, fn, profile=3, max_fallbacks=3, merge=True):
         if profile < 1:
             raise ValueError("profile must be at least 1")
         self.fn = fn
         self.profile = profile
         self.max_fallbacks = max_fallbacks
+        self.merge = merge
         self.__name__ = getattr(fn, "__name__", "function")
         self.__doc__ = getattr(fn, "__doc__", None)
         self.__wrapped__ = fn
@@ -225,7 +299,7 @@ class Function:
                 result = self._serve(facts.variant, owner, args, kwargs)
                 self._counts["staged"] += 1
                 return result
-            except _jitc.GuardFailed as e:
+            except (_jitc.GuardFailed, _Diverged) as e:
                 facts.fallbacks += 1
                 self._counts["fallbacks"] += 1
                 self._note("fallback", str(e))
@@ -240,17 +314,17 @@ class Function:
         if trace is None:
             return result
         facts.traced += 1
+        facts.traces = (facts.traces + [trace])[-_KEPT_TRACES:]
         if facts.variant is not None or facts.traced >= self.profile:
             restage = facts.variant is not None
             try:
-                facts.variant = self._stage(trace)
+                facts.variant = self._stage(facts.traces)
             except (_Unstageable, _jitc.JitcError) as e:
                 facts.variant = None
                 self._give_up_all(f"its trace cannot be staged: {e}")
                 return result
             self._counts["restaged" if restage else "staged_graphs"] += 1
-            self._note("restage" if restage else "stage",
-                       f"{len(facts.variant.guards)} guards, {facts.variant.staged.kernels} kernels")
+            self._note("restage" if restage else "stage", _describe_tree(facts.variant))
         return result
 
     def _plain(self, owner, args, kwargs):
@@ -340,7 +414,11 @@ class Function:
             if id(t._v) not in seen:
                 seen.add(id(t._v))
                 inputs.append(t._v)
-        return result, _Trace(tracer, inputs, outputs, structure, writes)
+        try:
+            return result, _Trace(tracer, inputs, outputs, structure, writes)
+        except _Unstageable as e:
+            self._give_up_all(str(e))
+            return result, None
 
     def _structure(self, value, outputs, tracer):
         if _is_var(value):
@@ -364,41 +442,108 @@ class Function:
         del self._log[:-100]
 
     # -- staging -----------------------------------------------------------------
-    def _stage(self, trace):
-        """Replays `trace` on its inputs into a new graph and stages it."""
-        mapping = {id(n): n for n in trace.inputs}
-        guards = []
+    def _stage(self, traces):
+        """The trace tree of `traces` (Terra's trace merging, as a tree):
+        shared prefixes once, a branch where traces went both ways, a guard
+        where they all went one way. Traces that cannot be merged (their ops
+        differ where their decisions agree) leave the most recent alone."""
+        if self.merge:
+            try:
+                return self._segment(traces, 0)
+            except _Unmergeable:
+                pass
+        return self._segment(traces[-1:], 0)
+
+    def _segment(self, group, start):
+        ref = group[-1]
+        index, guards, split = start, [], None
+        while index < len(ref.entries):
+            if any(len(t.entries) <= index or t.signature[index] != ref.signature[index] for t in group):
+                raise _Unmergeable()
+            if index in ref.values:
+                ways = {t.values[index] for t in group}
+                if len(ways) == 2:
+                    split = index
+                    break
+                guards.append(index)
+            index += 1
+        end = index + 1 if split is not None else index
+        if split is None and any(
+            len(t.entries) != end or t.outputs != ref.outputs or t.structure != ref.structure
+            or t.writes != ref.writes for t in group
+        ):
+            raise _Unmergeable()
+        # Values defined before `end` that something after it reads.
+        later = set()
+        for t in group:
+            for used in t.uses[end:]:
+                later.update(used)
+            later.update(t.outputs)
+        defined_before = lambda k: k[0] != "in" and k[0] < end  # noqa: E731
+        live_out = sorted({k for k in later if defined_before(k)}, key=repr) if split is not None else []
+        read_here = set()
+        for used in ref.uses[start:end]:
+            read_here.update(used)
+        if split is None:
+            read_here.update(ref.outputs)
+        live_in = sorted({k for k in read_here if k[0] != "in" and k[0] < start}, key=repr)
+        staged = self._replay(ref, start, end, live_in, live_out, guards, split)
+        if split is None:
+            leaf = _Segment(staged, live_in, live_out, len(guards))
+            leaf.structure, leaf.writes, leaf.decisions = ref.structure, ref.writes, ref.tracer.decisions
+            return leaf
+        children = {}
+        for way in (True, False):
+            members = [t for t in group if t.values[split] == way]
+            children[way] = self._segment(members, split + 1)
+        return _Segment(staged, live_in, live_out, len(guards), ref.entries[split][3], children)
+
+    def _replay(self, ref, start, end, live_in, live_out, guards, split):
+        """Records entries `start` to `end` of `ref` on fresh nodes and
+        stages them: inputs are the function's and `live_in` (placeholders
+        of their types), outputs `live_out`, then the branch condition or
+        the function's outputs, then the guards."""
+        mapping = dict(zip([("in", k) for k in range(len(ref.inputs))], ref.inputs))
+        placeholders = []
+        for k in live_in:
+            original = ref.native[k]
+            from . import _TO_NUMPY
+            dtype = np.dtype(_TO_NUMPY[original.dtype])
+            zeros = np.zeros(original.shape, dtype=dtype)
+            placeholder = _jitc.Var.from_bytes(zeros.tobytes(), list(original.shape), original.dtype)
+            mapping[k] = placeholder
+            placeholders.append(placeholder)
 
         def mapped(a):
-            if isinstance(a, _jitc.Var):
-                found = mapping.get(id(a))
-                if found is None:
-                    raise _Unstageable(
-                        "it reads a jitc.Var that is not an argument, an attribute of self or of an "
-                        "argument, or made in the call (a global or closure variable?)"
-                    )
-                return found
-            if isinstance(a, list):
+            if isinstance(a, tuple) and len(a) == 2 and a[0] == "v":
+                return mapping[a[1]]
+            if isinstance(a, tuple):
                 return [mapped(v) for v in a]
             return a
 
-        for entry in trace.tracer.entries:
+        guard_vars = []
+        condition = None
+        for index in range(start, end):
+            entry = ref.entries[index]
+            signature = ref.signature[index]
             if entry[0] == "call":
-                _, native, args, result = entry
-                new = native(*[mapped(a) for a in args])
-                if isinstance(result, list):
-                    for old, fresh in zip(result, new):
-                        mapping[id(old)] = fresh
-                else:
-                    mapping[id(result)] = new
+                native = entry[1]
+                new = native(*[mapped(a) for a in signature[1]])
+                results = new if isinstance(new, list) else [new]
+                for k, r in enumerate(results):
+                    mapping[(index, k)] = r
             else:
-                _, var, value, site = entry
-                guards.append(_jitc.guard(_condition(mapped(var), value), f"branch at {site} goes {value}"))
-        outputs = [mapped(o) for o in trace.outputs]
-        staged = _jitc.stage(trace.inputs, outputs + guards)
-        return _Variant(staged, trace, [g for g in guards])
+                var = mapped(signature[1])
+                site, value = entry[3], entry[2]
+                if index == split:
+                    condition = _condition(var, True)
+                else:
+                    guard_vars.append(_jitc.guard(_condition(var, value), f"branch at {site} goes {value}"))
+        outputs = [mapping[k] for k in live_out]
+        outputs += [condition] if split is not None else [mapping[k] for k in ref.outputs]
+        return _jitc.stage(list(ref.inputs) + placeholders, outputs + guard_vars)
 
-    def _serve(self, variant, owner, args, kwargs):
+    def _serve(self, root, owner, args, kwargs):
         from . import Var
 
         tensors = self._tensors(owner, args, kwargs)
@@ -408,12 +553,25 @@ class Function:
             if id(t._v) not in seen:
                 seen.add(id(t._v))
                 unique.append(t._v)
-        values = variant.staged.call(unique)
-        outputs = [Var(v) for v in values[:len(variant.trace.outputs)]]
+        values = {}
+        segment = root
+        while True:
+            results = segment.staged.call(unique + [values[k] for k in segment.live_in])
+            for k, v in zip(segment.live_out, results):
+                values[k] = v
+            rest = results[len(segment.live_out):]
+            if segment.children is None:
+                break
+            way = bool(np.frombuffer(rest[0].fetch_bytes(), dtype=np.bool_)[0])
+            if way not in segment.children:
+                raise _Diverged(f"branch at {segment.site} went {way}, which no trace took")
+            segment = segment.children[way]
+        trace_outputs = len(rest) - segment.guards
+        outputs = [Var(v) for v in rest[:trace_outputs]]
         objects = self._objects(owner, args)
-        for k, name, index in variant.trace.writes:
+        for k, name, index in segment.writes:
             setattr(objects[k], name, outputs[index])
-        return _rebuild(variant.trace.structure, outputs)
+        return _rebuild(segment.structure, outputs)
 
     # -- reporting ---------------------------------------------------------------
     def stats(self):
@@ -431,20 +589,23 @@ class Function:
             lines.append(f"  imperative: {self._imperative}")
         for k, facts in enumerate(self._facts.values()):
             if facts.variant is not None:
-                v = facts.variant
-                lines.append(
-                    f"  facts {k}: staged, {len(v.trace.inputs)} inputs, {len(v.trace.outputs)} outputs, "
-                    f"{len(v.guards)} guards, {v.staged.kernels} kernels; fallbacks {facts.fallbacks}"
-                )
-                runs = []
-                for decision in v.trace.tracer.decisions:
-                    if runs and runs[-1][0] == decision:
-                        runs[-1][1] += 1
-                    else:
-                        runs.append([decision, 1])
-                for (site, value), count in runs:
-                    times = f" ({count} times in a row)" if count > 1 else ""
-                    lines.append(f"    speculates: branch at {site} goes {value}{times}")
+                lines.append(f"  facts {k}: staged as {_describe_tree(facts.variant)}; fallbacks {facts.fallbacks}")
+                for depth, segment in facts.variant.walk():
+                    indent = "    " + "  " * depth
+                    what = (f"branch at {segment.site} (both ways traced)" if segment.children
+                            else "end")
+                    lines.append(f"{indent}piece: {segment.staged.kernels} kernels, {segment.guards} guards, "
+                                 f"then {what}")
+                    if segment.children is None:
+                        runs = []
+                        for decision in segment.decisions:
+                            if runs and runs[-1][0] == decision:
+                                runs[-1][1] += 1
+                            else:
+                                runs.append([decision, 1])
+                        for (site, value), count in runs:
+                            times = f" ({count} times in a row)" if count > 1 else ""
+                            lines.append(f"{indent}  path: branch at {site} goes {value}{times}")
             elif facts.given_up is not None:
                 lines.append(f"  facts {k}: imperative after {facts.given_up}")
             else:
@@ -481,6 +642,17 @@ class _Bound:
 
     def explain(self):
         return self._function.explain()
+
+
+def _describe_tree(root):
+    segments = [s for _, s in root.walk()]
+    branches = sum(1 for s in segments if s.children)
+    return (f"{len(segments)} staged piece{'s' if len(segments) != 1 else ''}, {branches} "
+            f"branch{'es' if branches != 1 else ''}, {sum(s.guards for s in segments)} guards, "
+            f"{sum(s.staged.kernels for s in segments)} kernels")
+
+
+_KEPT_TRACES = 8
 
 
 def _as_vars(args, kwargs):
@@ -528,9 +700,13 @@ def _rebuild(structure, outputs):
     return tuple(items) if kind == "tuple" else items
 
 
-def function(fn=None, *, profile=3, max_fallbacks=3):
+def function(fn=None, *, profile=3, max_fallbacks=3, merge=True):
     """Makes `fn` a speculative, staged function (see `jitc._function`'s
-    documentation): `@jitc.function` or `@jitc.function(profile=2)`."""
+    documentation): `@jitc.function` or `@jitc.function(profile=2)`.
+    `profile`: traced calls before staging; `max_fallbacks`: fallbacks
+    before a set of facts stays imperative; `merge=False` stages only the
+    most recent trace (JANUS's single speculated path) instead of merging
+    the traces kept (Terra)."""
     if fn is None:
-        return lambda f: Function(f, profile=profile, max_fallbacks=max_fallbacks)
-    return Function(fn, profile=profile, max_fallbacks=max_fallbacks)
+        return lambda f: Function(f, profile=profile, max_fallbacks=max_fallbacks, merge=merge)
+    return Function(fn, profile=profile, max_fallbacks=max_fallbacks, merge=merge)

@@ -65,23 +65,49 @@ class StagedCounter(Counter):
     __call__ = jitc.function(Counter.__call__, profile=2, max_fallbacks=2)
 
 
-def test_a_scripted_call_sequence_gives_these_counts():
+def test_traces_of_both_ways_merge_so_an_alternating_branch_stops_falling_back():
     staged, plain = StagedCounter(), Counter()
     signs = [1, 1, 1, 1, -1, -1, -1, 1, 1, -1, 1]
     for sign in signs:
         x = np.full(3, sign, dtype=np.float32)
         np.testing.assert_array_equal(staged(x).numpy(), plain(x).numpy())
         np.testing.assert_array_equal(staged.total.numpy(), plain.total.numpy())
-    # Calls 1-2 profile and stage (speculating "positive"); 3-4 are served;
-    # 5 fails its guard, runs imperatively and restages ("negative"); 6-7
-    # are served; 8 fails again: the second fallback gives these facts up,
-    # so 8-11 run imperatively.
+    # Calls 1-2 profile and stage (speculating "positive" under a guard);
+    # 3-4 are served; 5 fails the guard, runs imperatively, and its trace
+    # merges with the others into a tree that branches there; 6-11 are
+    # all served, whichever way they go.
     assert StagedCounter.__call__.stats() == {
-        "calls": 11, "staged": 4, "traced": 3, "imperative": 4, "staged_graphs": 1,
-        "restaged": 1, "fallbacks": 2, "give_ups": 1,
+        "calls": 11, "staged": 8, "traced": 3, "imperative": 0, "staged_graphs": 1,
+        "restaged": 1, "fallbacks": 1, "give_ups": 0,
     }
     text = jitc.explain(StagedCounter.__call__)
-    assert "fallback: guard" in text and "goes True" in text and "imperative after 2 fallbacks" in text
+    assert "fallback: guard" in text and "1 branch" in text and "(both ways traced)" in text, text
+
+
+def test_a_scripted_call_sequence_gives_these_counts():
+    @jitc.function(profile=2, max_fallbacks=2)
+    def halve(x):
+        while jitc.max(x) > 1:
+            x = x * 0.5
+        return x
+
+    for top in [0.5, 0.5, 0.5, 1.5, 1.5, 0.5, 3.0, 3.0]:
+        x = np.array([top, 0.25], dtype=np.float32)
+        want = x.copy()
+        while want.max() > 1:
+            want = want * np.float32(0.5)
+        np.testing.assert_array_equal(halve(x).numpy(), want)
+    # 1-2 profile (no iteration) and stage; 3 is served; 4 takes one
+    # iteration: the guard on the loop test fails, it falls back, and the
+    # merged tree branches at the first test; 5 and 6 are served; 7 takes a
+    # second iteration, fails the guard on the second test, and that second
+    # fallback gives these facts up: 7 and 8 run imperatively.
+    assert halve.stats() == {
+        "calls": 8, "staged": 3, "traced": 3, "imperative": 2, "staged_graphs": 1,
+        "restaged": 1, "fallbacks": 2, "give_ups": 1,
+    }
+    text = jitc.explain(halve)
+    assert "imperative after 2 fallbacks" in text and "give up" in text, text
 
 
 def test_a_failed_guard_commits_no_attribute():
@@ -90,7 +116,9 @@ def test_a_failed_guard_commits_no_attribute():
         staged(np.ones(3, dtype=np.float32))
     before = staged.total.numpy().copy()
     # The staged graph speculates "positive"; a negative call fails the
-    # guard, and only the imperative rerun updates the attribute, once.
+    # guard, and only the imperative rerun updates the attribute, once
+    # (the staged pieces commit attributes only when the whole call
+    # succeeds).
     staged(np.full(3, -1, dtype=np.float32))
     np.testing.assert_array_equal(staged.total.numpy(), before - 1)
 
@@ -161,6 +189,15 @@ def test_figure_1_rnn_trains_with_changing_lengths_as_the_imperative_model():
 @pytest.mark.parametrize("name,tolerance", [("janus_batchnorm", 1e-5), ("autograph_while", 1e-3)])
 def test_speculation_examples_agree(name, tolerance):
     assert load_example(name).main() < tolerance
+
+
+def test_alternating_paths_are_served_by_the_merged_tree_without_fallbacks():
+    module = load_example("terra_alternating")
+    assert module.main(count=12) < 1e-6
+    merged, single = module.merged.stats(), module.single.stats()
+    assert merged["fallbacks"] == 0 and merged["staged"] == 12 - 3
+    # The single speculated path falls back on every change of path.
+    assert single["fallbacks"] == 12 - 3 and single["staged"] == 0
 
 
 def test_guards_from_python():
