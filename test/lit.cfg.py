@@ -30,6 +30,8 @@ config.environment["PATH"] = os.pathsep.join([jitc_dir, llvm_dir, config.environ
 config.substitutions.append(("%irdl", os.path.join(root, "dialects", "irdl", "meta.irdl.mlir")))
 config.substitutions.append(("%examples", os.path.join(root, "examples")))
 config.substitutions.append(("%python", sys.executable))
+# The system's mlir-opt 22, which `jitc opt`'s tests compare against.
+config.substitutions.append(("%mlir_opt", os.path.join(llvm_dir, "mlir-opt")))
 
 # A machine with the CUDA driver runs `--backend cuda` for real; tests of
 # the no-driver message are unsupported there.

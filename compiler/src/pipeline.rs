@@ -268,6 +268,39 @@ pub fn is_known_pass(context: &Context, name: &str) -> bool {
     }
 }
 
+/// The textual form MLIR gives `manager`'s pipeline, every option with its
+/// value (`builtin.module(func.func(canonicalize{  max-iterations=10 ...}))`).
+pub fn textual(manager: &PassManager) -> String {
+    unsafe extern "C" fn append(text: mlir_sys::MlirStringRef, out: *mut c_void) {
+        // SAFETY: `out` is the `String` passed below, alive for the call;
+        // MLIR passes `length` valid bytes at `data`.
+        let (out, bytes) = unsafe {
+            (
+                &mut *out.cast::<String>(),
+                std::slice::from_raw_parts(text.data.cast::<u8>(), text.length),
+            )
+        };
+        out.push_str(&String::from_utf8_lossy(bytes));
+    }
+    let mut text = String::new();
+    // SAFETY: the manager is live; the callback only appends to `text`.
+    unsafe {
+        mlir_sys::mlirPrintPassPipeline(
+            manager.as_operation_pass_manager().to_raw(),
+            Some(append),
+            (&mut text as *mut String).cast(),
+        )
+    };
+    text
+}
+
+/// Enables MLIR's pass timing on `manager`: a report per pass goes to
+/// stderr when the manager is dropped (`--mlir-timing`).
+pub fn enable_timing(manager: &PassManager) {
+    // SAFETY: the manager is live.
+    unsafe { mlir_sys::mlirPassManagerEnableTiming(manager.to_raw()) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

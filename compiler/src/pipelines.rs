@@ -197,6 +197,58 @@ impl Pipeline {
     }
 }
 
+impl Pipeline {
+    /// The pipeline as mlir-opt's `--dump-pass-pipeline` prints it: `Pass
+    /// Manager with N passes:`, then MLIR's textual form with every option
+    /// spelled out, one element per line, nested elements indented.
+    pub fn dump(&self, context: &Context) -> Result<String, Error> {
+        let manager = self.build(context)?;
+        // The manager is built unanchored ("any"); jitc's pipelines run on
+        // the module, as mlir-opt's do.
+        let flat = crate::pipeline::textual(&manager);
+        let flat = match flat.strip_prefix("any(") {
+            Some(rest) => format!("builtin.module({rest}"),
+            None => flat,
+        };
+        let top = crate::pipeline::parse(&flat).map_or(0, |elements| match elements.as_slice() {
+            [crate::pipeline::Element::Nested { elements, .. }] => elements.len(),
+            other => other.len(),
+        });
+        let mut out = format!("Pass Manager with {top} passes:\n");
+        let (mut depth, mut braces) = (0usize, 0usize);
+        for c in flat.chars() {
+            match c {
+                '{' => {
+                    braces += 1;
+                    out.push(c);
+                }
+                '}' => {
+                    braces = braces.saturating_sub(1);
+                    out.push(c);
+                }
+                '(' if braces == 0 => {
+                    depth += 1;
+                    out.push_str("(\n");
+                    out.push_str(&"  ".repeat(depth));
+                }
+                ',' if braces == 0 => {
+                    out.push_str(",\n");
+                    out.push_str(&"  ".repeat(depth));
+                }
+                ')' if braces == 0 => {
+                    depth = depth.saturating_sub(1);
+                    out.push('\n');
+                    out.push_str(&"  ".repeat(depth));
+                    out.push(')');
+                }
+                _ => out.push(c),
+            }
+        }
+        out.push_str("\n\n");
+        Ok(out)
+    }
+}
+
 /// Checks that `pipeline` builds in `context`: every pass and option is
 /// known and every profile it names was provided.
 pub fn check(context: &Context, pipeline: &Pipeline) -> Result<(), Error> {
@@ -208,6 +260,11 @@ pub fn check(context: &Context, pipeline: &Pipeline) -> Result<(), Error> {
 pub struct OptimizeOptions {
     /// Print the IR after every pass to stderr (`--print-ir-after-all`).
     pub print_ir_after_all: bool,
+    /// Do not run MLIR's verifier after each pass (`--verify-each=false`;
+    /// jitc's meta verifier still runs before and after the pipeline).
+    pub no_verify_each: bool,
+    /// Report each pass's time to stderr (`--mlir-timing`).
+    pub timing: bool,
 }
 
 /// Verifies `module`, runs `pipeline` on it, and verifies the result.
@@ -235,6 +292,12 @@ pub fn optimize(
             flags: OperationPrintingFlags::new(),
             tree_printing_path: Default::default(),
         });
+    }
+    if options.no_verify_each {
+        manager.enable_verifier(false);
+    }
+    if options.timing {
+        crate::pipeline::enable_timing(&manager);
     }
     manager.run(module).map_err(|_| Error::PassFailed)?;
     if !jitc_dialect::verify::verify(module.as_operation()) {

@@ -7,7 +7,10 @@ use jitc_compiler::{
     pipelines::{self, Element},
     render_diagnostic, split_input,
 };
-use melior::{Context, ir::operation::OperationLike};
+use melior::{
+    Context,
+    ir::operation::{OperationLike, OperationPrintingFlags},
+};
 use std::{path::PathBuf, process::ExitCode};
 
 /// Verify MLIR, run passes on it and print the result, as mlir-opt does.
@@ -21,6 +24,15 @@ use std::{path::PathBuf, process::ExitCode};
 /// pass under its mlir-opt name, is also a flag, e.g. `--meta-dce`,
 /// `--canonicalize`, `--cse`. Options go after `=`, as
 /// `--canonicalize="max-iterations=3"`.
+///
+/// Flags are spelled as mlir-opt spells them: a long flag may start with
+/// one dash or two (`-split-input-file` is `--split-input-file`), and only
+/// `-o` is a short flag.
+///
+/// With --split-input-file, chunks are independent, as in mlir-opt: every
+/// chunk's output is printed in order (a failed chunk prints nothing
+/// between its separators), its diagnostics in its place, and the exit
+/// status is 1 if any chunk failed.
 ///
 /// Exit status: 0 on success, 1 on any error.
 #[derive(Debug, Args)]
@@ -66,6 +78,44 @@ pub struct OptArgs {
     /// Print the IR to stderr after every pass.
     #[arg(long)]
     print_ir_after_all: bool,
+
+    /// Accept ops of dialects that are not registered (`"test.op"() : () ->
+    /// ()`), kept as they are.
+    #[arg(long)]
+    allow_unregistered_dialect: bool,
+
+    /// Print ops in MLIR's generic form.
+    #[arg(long)]
+    mlir_print_op_generic: bool,
+
+    /// Print each op's location.
+    #[arg(long)]
+    mlir_print_debuginfo: bool,
+
+    /// Print each op in its local scope (aliases inline, as when it is
+    /// printed alone).
+    #[arg(long)]
+    mlir_print_local_scope: bool,
+
+    /// Run MLIR's verifier after each pass (the default); `=false` skips
+    /// it (jitc's meta verifier still runs before and after the pipeline).
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set,
+          num_args = 0..=1, default_missing_value = "true")]
+    verify_each: bool,
+
+    /// Print the pass pipeline, every option spelled out, to stderr before
+    /// running it (once per chunk).
+    #[arg(long)]
+    dump_pass_pipeline: bool,
+
+    /// Report the time each pass took to stderr (MLIR's execution time
+    /// report, one per chunk).
+    #[arg(long)]
+    mlir_timing: bool,
+
+    /// Run passes on one thread.
+    #[arg(long)]
+    mlir_disable_threading: bool,
 }
 
 /// The long flags `jitc opt` itself defines; anything else that names a
@@ -88,6 +138,18 @@ pub fn extract_pass_flags(context: &Context, args: Vec<String>) -> (Vec<String>,
     let mut after_separator = false;
     for arg in args {
         after_separator |= arg == "--";
+        // mlir-opt's spelling: a long flag with one dash.
+        let arg = match arg.strip_prefix('-') {
+            Some(flag) if !after_separator && !flag.starts_with('-') => {
+                let name = flag.split_once('=').map_or(flag, |(name, _)| name);
+                if name.len() > 1 && own.iter().any(|o| o == name) {
+                    format!("-{arg}")
+                } else {
+                    arg
+                }
+            }
+            _ => arg,
+        };
         let pass = arg
             .strip_prefix("--")
             .or_else(|| arg.strip_prefix('-'))
@@ -119,6 +181,10 @@ pub fn run(context: &Context, args: OptArgs, pass_flags: Vec<Element>) -> ExitCo
             "jitc pipelines:\n{}\nRun one with --pass-pipeline='<text>'.\n",
             pipelines::list()
         )));
+    }
+    context.set_allow_unregistered_dialects(args.allow_unregistered_dialect);
+    if args.mlir_disable_threading {
+        context.enable_multi_threading(false);
     }
     match opt(context, &args, pass_flags) {
         Ok(true) => ExitCode::SUCCESS,
@@ -165,6 +231,13 @@ fn opt(context: &Context, args: &OptArgs, pass_flags: Vec<Element>) -> Result<bo
     let collector = DiagnosticCollector::attach(context);
     let options = OptimizeOptions {
         print_ir_after_all: args.print_ir_after_all,
+        no_verify_each: !args.verify_each,
+        timing: args.mlir_timing,
+    };
+    let dump = if args.dump_pass_pipeline {
+        Some(pipeline.dump(context).map_err(|e| e.to_string())?)
+    } else {
+        None
     };
     let mut outputs = Vec::new();
     let mut all_ok = true;
@@ -177,7 +250,15 @@ fn opt(context: &Context, args: &OptArgs, pass_flags: Vec<Element>) -> Result<bo
             );
             (None, vec![empty])
         } else {
-            let output = process(context, chunk, &pipeline, &options);
+            let output = process(
+                context,
+                chunk,
+                &pipeline,
+                &options,
+                args,
+                dump.as_deref(),
+                &mut stderr,
+            );
             (output, collector.take())
         };
         let ok = if args.verify_diagnostics {
@@ -193,16 +274,22 @@ fn opt(context: &Context, args: &OptArgs, pass_flags: Vec<Element>) -> Result<bo
         for diagnostic in &diagnostics {
             stderr.push_str(&render_diagnostic(diagnostic, &name, &text));
         }
+        // Each chunk's messages as it finishes, so they interleave with
+        // what MLIR itself prints (timing reports), as in mlir-opt.
+        eprint!("{stderr}");
+        stderr.clear();
         all_ok &= ok;
-        outputs.extend(output);
+        // A chunk that failed prints nothing between its separators.
+        outputs.push(output.filter(|_| ok).unwrap_or_default());
     }
     eprint!("{stderr}");
-    if !all_ok {
-        return Ok(false);
-    }
     let output = outputs.join("// -----\n");
-    crate::output::emit(&args.output, output)?;
-    Ok(true)
+    // Standard output gets every chunk's output, as mlir-opt's does; a
+    // file is left untouched unless every chunk succeeded.
+    if all_ok || args.output.as_os_str() == "-" {
+        crate::output::emit(&args.output, output)?;
+    }
+    Ok(all_ok)
 }
 
 /// Parses, verifies and transforms one chunk; `None` when any step failed
@@ -212,10 +299,15 @@ fn process(
     chunk: &Chunk,
     pipeline: &Pipeline,
     options: &OptimizeOptions,
+    args: &OptArgs,
+    dump: Option<&str>,
+    stderr: &mut String,
 ) -> Option<String> {
     let mut module = parse_module(context, &chunk.text)?;
+    // As mlir-opt: the pipeline of each chunk that parsed, before it runs.
+    stderr.push_str(dump.unwrap_or(""));
     match optimize(context, &mut module, pipeline, options) {
-        Ok(()) => Some(format!("{}\n", module.as_operation())),
+        Ok(()) => Some(format!("{}\n", print(&module, args)?)),
         Err(jitc_compiler::Error::VerifierFailedAfterPipeline(pipeline)) => {
             jitc_dialect::emit_error(
                 module.as_operation().location(),
@@ -225,6 +317,24 @@ fn process(
         }
         Err(_) => None,
     }
+}
+
+/// The module as the print flags say.
+fn print(module: &melior::ir::Module, args: &OptArgs) -> Option<String> {
+    if !(args.mlir_print_op_generic || args.mlir_print_debuginfo || args.mlir_print_local_scope) {
+        return Some(module.as_operation().to_string());
+    }
+    let mut flags = OperationPrintingFlags::new();
+    if args.mlir_print_op_generic {
+        flags = flags.print_generic_operation_form();
+    }
+    if args.mlir_print_debuginfo {
+        flags = flags.enable_debug_info(true, false);
+    }
+    if args.mlir_print_local_scope {
+        flags = flags.use_local_scope();
+    }
+    module.as_operation().to_string_with_flags(flags).ok()
 }
 
 #[cfg(test)]
