@@ -63,6 +63,9 @@ fn at(line: &Option<usize>) -> String {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Self::NoFunction { name, available } if available.is_empty() => {
+                write!(f, "no function @{name}: the module is empty")
+            }
             Self::NoFunction { name, available } => {
                 write!(
                     f,

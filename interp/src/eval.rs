@@ -307,9 +307,15 @@ impl<'c, 'a> Interpreter<'c, 'a> {
         {
             return outcome.map_err(|message| eval_error(function, format!("kernel @{name}: {message}")));
         }
+        let body = function.region(0).map_err(|e| eval_error(function, e))?;
+        if body.first_block().is_none() {
+            return Err(eval_error(
+                function,
+                format!("@{name} is a declaration, with no body to run"),
+            ));
+        }
         run.depth += 1;
         let mut env = Env::new();
-        let body = function.region(0).map_err(|e| eval_error(function, e))?;
         let flow = self.region(run, &mut env, function, body, args);
         run.depth -= 1;
         match flow? {

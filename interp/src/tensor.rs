@@ -222,18 +222,49 @@ impl Tensor {
         let (ty, values) = text
             .split_once('=')
             .ok_or_else(|| format!("expected `SHAPExTYPE=VALUES` (e.g. `2x2xf32=1 2 3 4`), got `{text}`"))?;
-        let mut parts: Vec<&str> = ty.trim().split('x').collect();
-        let element_name = parts.pop().unwrap_or_default();
-        let element = ElementType::parse(element_name).ok_or_else(|| {
-            format!("unknown element type `{element_name}`; expected f32, f64, i32, i64 or i1")
+        // Leading `Nx` dimensions, then the element type (which may itself
+        // contain an `x`, as `index` does).
+        let mut rest = ty.trim();
+        let mut shape = Vec::new();
+        while let Some((dimension, after)) = rest.split_once('x') {
+            if dimension.is_empty() || !dimension.bytes().all(|b| b.is_ascii_digit()) {
+                break;
+            }
+            shape.push(
+                dimension
+                    .parse::<usize>()
+                    .map_err(|_| format!("bad dimension `{dimension}` in `{ty}`"))?,
+            );
+            rest = after;
+        }
+        let element_name = rest;
+        // `2xbxf32`: a dimension that is not a number, before a good type.
+        if ElementType::parse(element_name).is_none()
+            && let Some((dimensions, last)) = element_name.rsplit_once('x')
+            && ElementType::parse(last).is_some()
+            && let Some(bad) = dimensions.split('x').find(|d| d.parse::<usize>().is_err())
+        {
+            return Err(format!("bad dimension `{bad}` in `{ty}`"));
+        }
+        let element = ElementType::parse(element_name).ok_or_else(|| match element_name {
+            "index" => "a tensor cannot hold `index` elements (f32, f64, i32, i64 or i1); an `index` \
+                        argument takes `index=N`"
+                .to_owned(),
+            "" => format!("`{ty}` names no element type; expected f32, f64, i32, i64 or i1"),
+            _ => format!("unknown element type `{element_name}`; expected f32, f64, i32, i64 or i1"),
         })?;
-        let shape = parts
-            .iter()
-            .map(|d| {
-                d.parse::<usize>()
-                    .map_err(|_| format!("bad dimension `{d}` in `{ty}`"))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut depth = 0i64;
+        for c in values.chars() {
+            match c {
+                '[' => depth += 1,
+                ']' if depth == 0 => return Err(format!("`{values}` closes a bracket it never opened")),
+                ']' => depth -= 1,
+                _ => {}
+            }
+        }
+        if depth != 0 {
+            return Err(format!("`{values}` leaves {depth} bracket(s) open"));
+        }
         let tokens: Vec<&str> = values
             .split(|c: char| c.is_whitespace() || "[],".contains(c))
             .filter(|t| !t.is_empty())

@@ -82,7 +82,8 @@ fn log_inputs() -> Vec<f32> {
 }
 
 /// The largest ulp error of the compiled `kind` over `values`.
-fn worst(kind: &str, values: Vec<f32>) -> (u64, f32, f32, f32) {
+/// `kind` of each of `values`, by libm (the interpreter) and compiled.
+fn both(kind: &str, values: &[f32]) -> (Vec<f32>, Vec<f32>) {
     let n = values.len();
     let source = format!(
         "func.func @main(%x: tensor<{n}xf32>) -> tensor<{n}xf32> {{\n  %y = \"meta.unary\"(%x) {{kind = \"{kind}\"}} : (tensor<{n}xf32>) -> tensor<{n}xf32>\n  return %y : tensor<{n}xf32>\n}}\n"
@@ -90,7 +91,7 @@ fn worst(kind: &str, values: Vec<f32>) -> (u64, f32, f32, f32) {
     let context = new_context().unwrap();
     let collector = DiagnosticCollector::attach(&context);
     let mut module = parse_module(&context, &source).unwrap_or_else(|| panic!("{:?}", collector.take()));
-    let input = Tensor::new(vec![n], Buffer::F32(values.as_slice().iter().copied().collect())).unwrap();
+    let input = Tensor::new(vec![n], Buffer::F32(values.iter().copied().collect())).unwrap();
     let expected = Interpreter::new(&module)
         .run("main", vec![Value::tensor(input.clone())], &mut StateStore::new())
         .unwrap();
@@ -107,9 +108,15 @@ fn worst(kind: &str, values: Vec<f32>) -> (u64, f32, f32, f32) {
     let (Value::Tensor(expected), Value::Tensor(actual)) = (&expected[0], &actual[0]) else {
         panic!("not tensors")
     };
+    let get = |t: &Tensor| (0..n).map(|i| t.get(i).as_f64() as f32).collect::<Vec<_>>();
+    (get(expected), get(actual))
+}
+
+fn worst(kind: &str, values: Vec<f32>) -> (u64, f32, f32, f32) {
+    let (expected, actual) = both(kind, &values);
     let mut worst = (0, 0.0, 0.0, 0.0);
     for (i, x) in values.iter().enumerate() {
-        let (e, a) = (expected.get(i).as_f64() as f32, actual.get(i).as_f64() as f32);
+        let (e, a) = (expected[i], actual[i]);
         let d = ulps(e, a);
         if d > worst.0 {
             worst = (d, *x, e, a);
@@ -144,4 +151,42 @@ fn log_is_within_two_ulps() {
     let (ulps, x, expected, actual) = worst("log", log_inputs());
     eprintln!("log: at most {ulps} ulps (at {x:e})");
     assert!(ulps <= 2, "log({x:e}) = {actual}, libm {expected}: {ulps} ulps");
+}
+
+#[test]
+fn special_values_come_out_as_libms_bit_for_bit() {
+    // Zeros of both signs, infinities, NaN, subnormals, the normal limits
+    // and the overflow and underflow edges: where libm gives a zero, an
+    // infinity or NaN, the polynomial gives the same bits (the sign of a
+    // zero included, which `==` cannot see).
+    let specials = [
+        -0.0,
+        0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        f32::from_bits(1),
+        -f32::from_bits(1),
+        f32::MIN_POSITIVE,
+        -f32::MIN_POSITIVE,
+        f32::MAX,
+        f32::MIN,
+        88.8,
+        -104.0,
+        1e-30,
+        -1e-30,
+    ];
+    for kind in ["exp", "log", "tanh", "sigmoid"] {
+        let (expected, actual) = both(kind, &specials);
+        for ((x, e), a) in specials.iter().zip(&expected).zip(&actual) {
+            let exact = e.is_nan() || *e == 0.0 || e.is_infinite();
+            if e.is_nan() {
+                assert!(a.is_nan(), "{kind}({x:e}) = {a:e}, libm NaN");
+            } else if exact {
+                assert_eq!(a.to_bits(), e.to_bits(), "{kind}({x:e}) = {a:e}, libm {e:e}");
+            } else {
+                assert!(ulps(*e, *a) <= 4, "{kind}({x:e}) = {a:e}, libm {e:e}");
+            }
+        }
+    }
 }

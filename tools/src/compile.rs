@@ -156,6 +156,11 @@ fn compile(context: &Context, args: &CompileArgs) -> Result<(), String> {
         }
         _ => {}
     }
+    binary_to_terminal(
+        args.emit,
+        &args.output,
+        std::io::IsTerminal::is_terminal(&std::io::stdout()),
+    )?;
     let mut module = crate::input::load_module(context, &args.file)?;
     let emit = match args.emit {
         EmitKind::Mlir => Emit::Mlir,
@@ -190,4 +195,36 @@ fn compile(context: &Context, args: &CompileArgs) -> Result<(), String> {
         eprintln!("jitc compile: note: kernel @{kernel} is not compiled: {reason}");
     }
     crate::output::emit(&args.output, bytes)
+}
+
+/// Refuses, as `llc` does, to write an object file to a terminal: binary
+/// output there is noise and can upset the terminal.
+fn binary_to_terminal(
+    emit: EmitKind,
+    output: &std::path::Path,
+    stdout_is_terminal: bool,
+) -> Result<(), String> {
+    if matches!(emit, EmitKind::Obj) && output.as_os_str() == "-" && stdout_is_terminal {
+        return Err(
+            "--emit obj would write a binary object file to the terminal; give -o FILE, or redirect \
+                    standard output"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn an_object_file_is_never_written_to_a_terminal() {
+        let error = binary_to_terminal(EmitKind::Obj, Path::new("-"), true).unwrap_err();
+        assert!(error.contains("give -o FILE"), "{error}");
+        assert!(binary_to_terminal(EmitKind::Obj, Path::new("-"), false).is_ok());
+        assert!(binary_to_terminal(EmitKind::Obj, Path::new("k.o"), true).is_ok());
+        assert!(binary_to_terminal(EmitKind::Asm, Path::new("-"), true).is_ok());
+    }
 }

@@ -475,6 +475,12 @@ pub fn read_states(entries: &[String]) -> Result<StateStore, String> {
         let (name, text) = entry
             .split_once('=')
             .ok_or_else(|| format!("--state takes `NAME=VALUE`, got `{entry}`"))?;
+        if name.trim().is_empty() {
+            return Err(format!("--state `{entry}` names no state (NAME=VALUE)"));
+        }
+        if state.get(name).is_some() {
+            return Err(format!("--state gives '{name}' twice"));
+        }
         let tensor = match at_path(text) {
             Some(path) => npy::read(path),
             None => Tensor::parse_literal(text),

@@ -193,5 +193,8 @@ pub(super) fn tanh_f32<'c, 'a>(at: &Emitter<'c, 'a>, x: Value<'c, 'a>) -> Result
     let large = at.value("arith.subf", &[c(1.0)?, quotient], t)?;
     let large = at.value("math.copysign", &[large, x], t)?;
     let is_small = at.cmpf(4, magnitude, c(0.625)?)?;
-    at.select(is_small, small, large)
+    let result = at.select(is_small, small, large)?;
+    // tanh is odd, so its sign is x's, zeros included: the small path's
+    // `x + x^3 p` may lose the sign of -0 under fast-math's no-signed-zeros.
+    at.value("math.copysign", &[result, x], t)
 }
