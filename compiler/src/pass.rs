@@ -20,6 +20,21 @@ pub struct PassOption {
     pub description: &'static str,
     /// Its value when not given.
     pub default: &'static str,
+    /// What values it takes: checked when the pipeline is parsed, before
+    /// any input is read, so a bad value is an option error, not an error
+    /// at some op.
+    pub kind: OptionKind,
+}
+
+/// The values a [`PassOption`] takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OptionKind {
+    /// Any text.
+    Text,
+    /// A whole number (`0`, `16`).
+    WholeNumber,
+    /// Any text, and it must be given.
+    Required,
 }
 
 /// Option values given to one pass instance (defaults filled in), and the

@@ -3,7 +3,7 @@
 
 use crate::{
     Error,
-    pass::{Options, PassInfo},
+    pass::{OptionKind, Options, PassInfo},
     transforms::{
         cse::Cse, dce::Dce, fuse::Fuse, grad::Grad, inline::Inline, refine::Refine, specialize::Specialize,
         unroll::Unroll, verify::Verify,
@@ -68,6 +68,24 @@ pub fn parse_options(info: &PassInfo, text: &str) -> Result<Options, Error> {
             )));
         };
         options.insert(option.name, value.to_owned());
+    }
+    for option in info.options {
+        let value = options.get(option.name).map_or("", String::as_str);
+        match option.kind {
+            OptionKind::WholeNumber if value.parse::<u64>().is_err() => {
+                return Err(Error::Pipeline(format!(
+                    "pass '{}': option {} must be a whole number, got '{value}'",
+                    info.argument, option.name
+                )));
+            }
+            OptionKind::Required if value.is_empty() => {
+                return Err(Error::Pipeline(format!(
+                    "pass '{}' needs {}=...: {}",
+                    info.argument, option.name, option.description
+                )));
+            }
+            _ => {}
+        }
     }
     Ok(Options::new(options))
 }

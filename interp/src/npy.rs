@@ -19,7 +19,10 @@ pub fn read(path: &Path) -> Result<Tensor, String> {
 /// Reads a tensor in `.npy` format from `reader`; the error completes a
 /// sentence whose subject is the file ("is not a .npy file: ...").
 pub fn read_from(mut reader: impl Read + Seek) -> Result<Tensor, String> {
-    check_shape(&mut reader)?;
+    let data_start = check_shape(&mut reader)?;
+    let total = reader
+        .seek(io::SeekFrom::End(0))
+        .map_err(|e| format!("cannot be read: {e}"))?;
     reader.rewind().map_err(|e| format!("cannot be read: {e}"))?;
     let npy = NpyFile::new(reader).map_err(|e| format!("is not a .npy file: {e}"))?;
     if npy.order() != npyz::Order::C {
@@ -29,8 +32,15 @@ pub fn read_from(mut reader: impl Read + Seek) -> Result<Tensor, String> {
     crate::tensor::checked_len(&shape).map_err(|e| format!("is too large: {e}"))?;
     let descr = match npy.dtype() {
         DType::Plain(ty) => ty.to_string(),
-        other => {
-            return Err(format!("has dtype {other:?}; expected a plain numeric dtype"));
+        DType::Record(fields) => {
+            let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
+            return Err(format!(
+                "has a record dtype (fields {}); expected float32, float64, int32, int64 or bool",
+                names.join(", ")
+            ));
+        }
+        DType::Array(..) => {
+            return Err("has a sub-array dtype; expected float32, float64, int32, int64 or bool".to_owned());
         }
     };
     let bad = |e: io::Error| format!("is truncated or corrupt: {e}");
@@ -46,7 +56,22 @@ pub fn read_from(mut reader: impl Read + Seek) -> Result<Tensor, String> {
             ));
         }
     };
-    Tensor::new(shape, buffer).ok_or_else(|| "holds fewer elements than its shape says".to_owned())
+    let tensor =
+        Tensor::new(shape, buffer).ok_or_else(|| "holds fewer elements than its shape says".to_owned())?;
+    // Nothing may follow the data: a file with more bytes than its header
+    // promises was written by something else, or cut and joined.
+    let data = (tensor.len() * tensor.element_type().byte_width()) as u64;
+    if let Some(start) = data_start
+        && start + data < total
+    {
+        return Err(format!(
+            "has {} bytes after its data ({} elements of {}); the header does not describe the file",
+            total - start - data,
+            tensor.len(),
+            tensor.element_type()
+        ));
+    }
+    Ok(tensor)
 }
 
 /// The deepest bracket nesting of a `.npy` header jitc parses: a record
@@ -56,19 +81,20 @@ const MAX_HEADER_NESTING: usize = 8;
 /// Checks, before `npyz` computes with it, that the shape in the header
 /// of the `.npy` file `reader` is at the start of has an element count that
 /// fits in 64 bits (`npyz` multiplies the dimensions unchecked). Anything
-/// else wrong with the header is left for `npyz` to report.
-fn check_shape(reader: &mut impl Read) -> Result<(), String> {
+/// else wrong with the header is left for `npyz` to report. Returns where
+/// the data starts, when the header could be read.
+fn check_shape(reader: &mut impl Read) -> Result<Option<u64>, String> {
     let mut prefix = [0u8; 12];
     let mut filled = 0;
     while filled < prefix.len() {
         match reader.read(&mut prefix[filled..]) {
-            Ok(0) => return Ok(()),
+            Ok(0) => return Ok(None),
             Ok(n) => filled += n,
             Err(e) => return Err(format!("cannot be read: {e}")),
         }
     }
     if &prefix[..6] != b"\x93NUMPY" {
-        return Ok(());
+        return Ok(None);
     }
     let (length, start) = match prefix[6] {
         1 => (u16::from_le_bytes([prefix[8], prefix[9]]) as usize, 10),
@@ -77,7 +103,7 @@ fn check_shape(reader: &mut impl Read) -> Result<(), String> {
             12,
         ),
         // A version npyz does not read: it says so.
-        _ => return Ok(()),
+        _ => return Ok(None),
     };
     let mut header = prefix[start..].to_vec();
     reader
@@ -105,7 +131,10 @@ fn check_shape(reader: &mut impl Read) -> Result<(), String> {
     // accept is understood here too.
     let header = String::from_utf8_lossy(&header);
     let Ok(py_literal::Value::Dict(entries)) = header.trim_end().parse::<py_literal::Value>() else {
-        return Ok(());
+        let shown: String = header.trim_end().chars().take(60).collect();
+        return Err(format!(
+            "has a malformed header: `{shown}` is not the Python dict a .npy header is"
+        ));
     };
     // Every `'shape'` entry: npyz keeps the last of duplicate keys.
     let shapes = entries.iter().filter_map(|(key, value)| match (key, value) {
@@ -139,7 +168,7 @@ fn check_shape(reader: &mut impl Read) -> Result<(), String> {
             ));
         }
     }
-    Ok(())
+    Ok(Some((start + length) as u64))
 }
 
 /// Writes `tensor` in `.npy` format to `out`.
@@ -265,5 +294,43 @@ mod tests {
         std::fs::write(&path, header_only("(4294967296, 4)")).unwrap();
         let error = read(&path).unwrap_err();
         assert!(error.contains("elements"), "{error}");
+    }
+
+    #[test]
+    fn files_that_are_not_what_their_header_says_are_errors_in_one_sentence() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.npy");
+        // Trailing bytes after the data.
+        let mut bytes = Vec::new();
+        write_to(&mut bytes, &Tensor::parse_literal("2xf32=1 2").unwrap()).unwrap();
+        bytes.extend(b"xyz");
+        std::fs::write(&path, &bytes).unwrap();
+        let error = read(&path).unwrap_err();
+        assert!(
+            error.ends_with(
+                "has 3 bytes after its data (2 elements of f32); the header does not describe the file"
+            ),
+            "{error}"
+        );
+        // A header that is not a dict literal.
+        let mut broken = header_only("(2,)");
+        let close = broken.iter().rposition(|&b| b == b'}').unwrap();
+        broken[close] = b' ';
+        std::fs::write(&path, &broken).unwrap();
+        let error = read(&path).unwrap_err();
+        assert!(error.contains("has a malformed header: `{'descr'"), "{error}");
+        assert!(!error.contains("-->"), "no parser dump: {error}");
+        // A record dtype: named by its fields, not Rust's Debug form.
+        let plain = header_only("(2,)");
+        let header = String::from_utf8_lossy(&plain[10..]).replace("'<f4'", "[('a', '<f4'), ('b', '<i4')]");
+        let mut record = plain[..10].to_vec();
+        record.extend(header.as_bytes());
+        let length = (record.len() - 10) as u16;
+        record[8..10].copy_from_slice(&length.to_le_bytes());
+        record.extend([0u8; 16]);
+        std::fs::write(&path, &record).unwrap();
+        let error = read(&path).unwrap_err();
+        assert!(error.contains("has a record dtype (fields a, b)"), "{error}");
+        assert!(!error.contains("Field {"), "{error}");
     }
 }

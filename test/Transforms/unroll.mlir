@@ -1,7 +1,7 @@
 // RUN: jitc opt %s --split-input-file --meta-unroll | FileCheck %s
 // RUN: jitc opt %s --split-input-file --meta-unroll=max-ops=4 | FileCheck %s --check-prefix=LIMIT
 // RUN: not jitc opt %s --meta-unroll=max-ops=many 2>&1 | FileCheck %s --check-prefix=BAD
-// BAD: error: meta-unroll: max-ops must be a whole number, got 'many'
+// BAD: jitc opt: error: invalid pass pipeline: pass 'meta-unroll': option max-ops must be a whole number, got 'many'
 
 // Dynamic bounds: the trip count max(ceildiv(ub - lb, step), 0) is guarded
 // to be 3, then each iteration is a copy of the body fed by the previous one.

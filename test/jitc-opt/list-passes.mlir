@@ -5,7 +5,7 @@
 // CHECK: --meta-inline
 // CHECK: --meta-refine
 // CHECK: --meta-specialize
-// CHECK-NEXT: profile=<value>  the profile JSON file to specialize for (required)
+// CHECK-NEXT: profile=<value>  the profile JSON file to specialize for (write one with `jitc run --profile-out FILE`)
 // CHECK: --meta-unroll
 // CHECK-NEXT: max-ops=<value>
 // CHECK: --meta-verify

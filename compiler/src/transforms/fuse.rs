@@ -33,7 +33,7 @@
 use crate::rewrite::with_context;
 use crate::{
     fusion::{self, Options as FuseOptions, Symbols},
-    pass::{Options, PassInfo, PassOption},
+    pass::{OptionKind, Options, PassInfo, PassOption},
 };
 use jitc_dialect::emit_error;
 use melior::ir::{BlockRef, OperationRef, RegionLike, operation::OperationLike};
@@ -51,6 +51,7 @@ impl Fuse {
             name: "fanout-limit",
             description: "a value with more consumers stays materialized",
             default: "16",
+            kind: OptionKind::WholeNumber,
         }],
         source_file: "compiler/src/transforms/fuse.rs",
         source: include_str!("fuse.rs"),

@@ -47,7 +47,7 @@
 
 use crate::{
     autodiff::{self, Primal, Recorded, Tape},
-    pass::{Options, PassInfo, PassOption},
+    pass::{OptionKind, Options, PassInfo, PassOption},
     rewrite::{self, Builder, clone_op, erase, is_pure, key, results_unused},
 };
 use jitc_dialect::{
@@ -84,16 +84,19 @@ impl Grad {
                 name: "function",
                 description: "the function whose first result (a rank-0 float) is differentiated",
                 default: "main",
+                kind: OptionKind::Text,
             },
             PassOption {
                 name: "wrt",
                 description: "argument positions to differentiate by, comma separated (empty: every float argument)",
                 default: "",
+                kind: OptionKind::Text,
             },
             PassOption {
                 name: "name",
                 description: "the new function's name (empty: <function>_grad)",
                 default: "",
+                kind: OptionKind::Text,
             },
         ],
         source_file: "compiler/src/transforms/grad.rs",

@@ -45,7 +45,7 @@
 
 use crate::rewrite::{move_before, with_context};
 use crate::{
-    pass::{Options, PassInfo, PassOption},
+    pass::{OptionKind, Options, PassInfo, PassOption},
     rewrite::{self, Builder, DYNAMIC, GuardIds, body_ops, dims, replace_uses, set_operand, uses, with_dims},
 };
 use jitc_dialect::{
@@ -77,8 +77,9 @@ impl Specialize {
         summary: "Assume what a profile observed (shapes, values, branches, trip counts), under guards",
         options: &[PassOption {
             name: "profile",
-            description: "the profile JSON file to specialize for (required)",
+            description: "the profile JSON file to specialize for (write one with `jitc run --profile-out FILE`)",
             default: "",
+            kind: OptionKind::Required,
         }],
         source_file: "compiler/src/transforms/specialize.rs",
         source: include_str!("specialize.rs"),

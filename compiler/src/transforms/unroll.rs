@@ -33,7 +33,7 @@
 
 use crate::rewrite::{remove_attribute, with_context};
 use crate::{
-    pass::{Options, PassInfo, PassOption},
+    pass::{OptionKind, Options, PassInfo, PassOption},
     rewrite::{
         self, Builder, GuardIds, Mapping, body_ops, clone_before, constant_int, key, mapped, pinned_site,
         replace_uses,
@@ -65,6 +65,7 @@ impl Unroll {
             name: "max-ops",
             description: "largest unrolled size (body ops times trip count) to accept",
             default: "4096",
+            kind: OptionKind::WholeNumber,
         }],
         source_file: "compiler/src/transforms/unroll.rs",
         source: include_str!("unroll.rs"),
