@@ -26,7 +26,26 @@ impl ElementType {
 
     /// Classifies an MLIR type; `None` for anything unsupported.
     pub fn from_type(r#type: Type) -> Option<Self> {
-        Self::parse(&r#type.to_string())
+        // By the type's kind, not its printed form: the verifier asks for
+        // every operand and result, and printing builds an AsmState each
+        // time.
+        use melior::ir::TypeLike;
+        if r#type.is_f32() {
+            return Some(Self::F32);
+        }
+        if r#type.is_f64() {
+            return Some(Self::F64);
+        }
+        let integer = melior::ir::r#type::IntegerType::try_from(r#type).ok()?;
+        if !integer.is_signless() {
+            return None;
+        }
+        match integer.width() {
+            32 => Some(Self::I32),
+            64 => Some(Self::I64),
+            1 => Some(Self::I1),
+            _ => None,
+        }
     }
 
     /// Parses the MLIR spelling (`f32`, `i1`, ...).

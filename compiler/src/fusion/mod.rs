@@ -189,7 +189,10 @@ pub fn extract(ops: &[OperationRef], options: Options) -> (Vec<Node>, Vec<ValueU
                 });
                 values.len() - 1
             });
-            if values[v].consumers.last() != Some(&i) && !values[v].consumers.contains(&i) {
+            // Ops come in order, so a consumer already listed is the last
+            // one (an op reading a value twice): checking the last keeps
+            // this linear in the uses of a value with many consumers.
+            if values[v].consumers.last() != Some(&i) {
                 values[v].consumers.push(i);
             }
         }
@@ -259,9 +262,10 @@ pub fn prepare_block(block: BlockRef) -> Vec<Vec<usize>> {
         }
         let Ok(result) = op.result(0) else { continue };
         let mut fusable: Vec<OperationRef> = Vec::new();
+        let mut seen: HashSet<usize> = HashSet::new();
         for user in users(result.into()) {
             let same_block = user.block().is_some_and(|b| b == block);
-            if same_block && kind_of(user).fusable() && !fusable.contains(&user) {
+            if same_block && kind_of(user).fusable() && seen.insert(op_key(user)) {
                 fusable.push(user);
             }
         }

@@ -36,7 +36,7 @@
 
 use petgraph::{graph::DiGraph, unionfind::UnionFind};
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Bytes assumed for each `?` dimension when weighing an edge.
 pub const DYNAMIC_DIM_ESTIMATE: u64 = 64;
@@ -540,7 +540,9 @@ pub fn plan(nodes: Vec<Node>, values: &[ValueUse], options: Options) -> Plan {
             .iter()
             .map(|value| {
                 let own = value.producer.and_then(group_of);
-                let mut seen: Vec<Option<usize>> = Vec::new();
+                // A set, not a list: a value read by many groups (a wide
+                // fan-out) stays linear in its consumers.
+                let mut seen: HashSet<usize> = HashSet::new();
                 let mut total = 0;
                 for &c in &value.consumers {
                     let g = group_of(c);
@@ -548,8 +550,7 @@ pub fn plan(nodes: Vec<Node>, values: &[ValueUse], options: Options) -> Plan {
                         continue;
                     }
                     // Opaque consumers each read the value themselves.
-                    if g.is_none() || !seen.contains(&g) {
-                        seen.push(g);
+                    if g.is_none_or(|g| seen.insert(g)) {
                         total = u64::saturating_add(total, value.bytes);
                     }
                 }
