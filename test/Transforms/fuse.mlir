@@ -133,3 +133,20 @@ func.func @duplicate_shared_broadcast(%w: tensor<4xf32>, %x: tensor<3x4xf32>) ->
   %q = "meta.unary"(%s) {kind = "neg"} : (tensor<3xf32>) -> tensor<3xf32>
   return %q, %p : tensor<3xf32>, tensor<3x4xf32>
 }
+
+// -----
+
+// A group nothing outside reads (a reindex left dead, here to an empty
+// shape, as specializing a length-0 sequence leaves one) is erased, not
+// outlined into a kernel that returns nothing.
+// CHECK-LABEL: func.func @dead_group
+//       CHECK:   call @dead_group_fused_0(%arg0) : (tensor<4xf32>) -> tensor<4xf32>
+//   CHECK-NOT:   call
+//       CHECK:   return
+//   CHECK-NOT: func.func private @dead_group_fused_1
+func.func @dead_group(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %d = "meta.reindex"(%x) {indices = affine_map<(d0, d1) -> (d1)>} : (tensor<4xf32>) -> tensor<0x4xf32>
+  %e = "meta.unary"(%d) {kind = "exp"} : (tensor<0x4xf32>) -> tensor<0x4xf32>
+  %y = "meta.unary"(%x) {kind = "neg"} : (tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}

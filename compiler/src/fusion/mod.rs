@@ -427,6 +427,18 @@ fn outline<'c>(
             }
         }
     }
+    if outputs.is_empty() {
+        // Nothing outside the group reads what it computes (a reindex left
+        // dead by specialization, say): its ops are pure, so they go, and
+        // no kernel that returns nothing is made.
+        for op in members.iter().rev() {
+            // Users come after producers in `members`; erased in reverse,
+            // each op's results have no users left, and none is touched
+            // again.
+            erase(*op);
+        }
+        return true;
+    }
     let location = members
         .last()
         .map_or(Location::unknown(context), |op| op.location());
