@@ -150,3 +150,14 @@ func.func @dead_group(%x: tensor<4xf32>) -> tensor<4xf32> {
   %y = "meta.unary"(%x) {kind = "neg"} : (tensor<4xf32>) -> tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
+// -----
+
+// A dead group that may divide by zero stays: the interpreter reports the
+// division even though nothing reads the quotient.
+// CHECK-LABEL: func.func @dead_division
+//       CHECK:   call @dead_division_fused_0(%arg0) : (tensor<4xi32>) -> ()
+func.func @dead_division(%x: tensor<4xi32>) -> tensor<4xi32> {
+  %q = "meta.binary"(%x, %x) {kind = "div"} : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  return %x : tensor<4xi32>
+}

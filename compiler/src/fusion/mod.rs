@@ -284,6 +284,26 @@ pub fn prepare_block(block: BlockRef) -> Vec<Vec<usize>> {
     copies
 }
 
+/// Whether `op` can stop a run by itself: an integer `div` or `mod`
+/// (division by zero).
+fn may_trap(op: OperationRef) -> bool {
+    let Some(binary) = jitc_dialect::ops::BinaryOp::cast(op) else {
+        return false;
+    };
+    let integer = binary
+        .lhs()
+        .and_then(|v| jitc_dialect::ops::tensor_type(v))
+        .and_then(|t| {
+            jitc_dialect::kinds::ElementType::from_type(melior::ir::r#type::ShapedTypeLike::element(&t))
+        })
+        .is_some_and(|e| !e.is_float());
+    integer
+        && matches!(
+            binary.kind(),
+            Some(jitc_dialect::kinds::BinaryKind::Div | jitc_dialect::kinds::BinaryKind::Mod)
+        )
+}
+
 /// Rejoins copies from [`prepare_block`] that ended up alone in their
 /// groups: one of them serves every such user. Returns whether any was
 /// erased (the block must then be planned again).
@@ -427,10 +447,12 @@ fn outline<'c>(
             }
         }
     }
-    if outputs.is_empty() {
+    if outputs.is_empty() && !members.iter().any(|op| may_trap(*op)) {
         // Nothing outside the group reads what it computes (a reindex left
-        // dead by specialization, say): its ops are pure, so they go, and
-        // no kernel that returns nothing is made.
+        // dead by specialization, say) and none of its ops can stop the
+        // run: they go, and no kernel that returns nothing is made. (An
+        // integer division may divide by zero, which the interpreter
+        // reports even when the quotient is unused: such a group stays.)
         for op in members.iter().rev() {
             // Users come after producers in `members`; erased in reverse,
             // each op's results have no users left, and none is touched
