@@ -376,6 +376,7 @@ impl<'c> Session<'c> {
         let mut module = self.parse()?;
         let options = SpecializeOptions {
             given_up: self.given_up.clone(),
+            unroll_max_ops: self.options.unroll_max_ops,
         };
         let assumptions = specialize(self.context, module.as_operation(), &self.profile, &options)
             .map_err(|e| Error::Compile(jitc_compiler::Error::Lowering(e)))?;

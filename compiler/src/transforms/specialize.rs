@@ -108,11 +108,24 @@ impl Specialize {
 }
 
 /// How [`specialize`] runs.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct SpecializeOptions {
     /// Sites never to speculate on: argument sites (`@main(%arg0)`) and
     /// control-flow sites (as in the profile).
     pub given_up: BTreeSet<String>,
+    /// The largest loop (body ops times trip count) marked for unrolling,
+    /// `meta-unroll`'s `max-ops`: a larger one would not be unrolled, so
+    /// its trip count is neither assumed nor reported.
+    pub unroll_max_ops: u64,
+}
+
+impl Default for SpecializeOptions {
+    fn default() -> Self {
+        Self {
+            given_up: BTreeSet::new(),
+            unroll_max_ops: crate::pipelines::UNROLL_MAX_OPS,
+        }
+    }
 }
 
 /// One assumption made, and the guard that checks it.
@@ -171,6 +184,7 @@ pub fn specialize(
             function: &name,
             ids: &mut ids,
             made: &mut made,
+            unroll_max_ops: options.unroll_max_ops,
         };
         if let Some(observed) = profile.functions.get(&name)
             && observed.arguments.len() == entry.argument_count()
@@ -223,6 +237,7 @@ struct Specializer<'s> {
     function: &'s str,
     ids: &'s mut GuardIds,
     made: &'s mut Vec<Assumption>,
+    unroll_max_ops: u64,
 }
 
 impl Specializer<'_> {
@@ -365,8 +380,13 @@ impl Specializer<'_> {
         Some(())
     }
 
-    /// Marks a loop for `meta-unroll`.
+    /// Marks a loop for `meta-unroll`, unless it is too large to unroll
+    /// (then nothing is assumed: an assumption is only made with its guard).
     fn mark_loop(&mut self, op: OperationRef, trips: u64, site: &str) {
+        let body_size = collect_ops(op).len().saturating_sub(1) as u64;
+        if trips > i64::MAX as u64 || body_size.saturating_mul(trips) > self.unroll_max_ops {
+            return;
+        }
         let i64_type = IntegerType::new(self.context, 64).into();
         set_attribute(
             op,
