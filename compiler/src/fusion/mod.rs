@@ -284,9 +284,22 @@ pub fn prepare_block(block: BlockRef) -> Vec<Vec<usize>> {
     copies
 }
 
-/// Whether `op` can stop a run by itself: an integer `div` or `mod`
-/// (division by zero).
+/// Whether `op` can stop a run by itself, so that the interpreter reports
+/// an error even when nothing reads its result: an integer `div` or `mod`
+/// (division by zero), and any op with a dynamic shape or index operands
+/// (sizes that disagree at run time, affine arithmetic on symbols). An op
+/// of static shapes whose maps the verifier checked cannot.
 fn may_trap(op: OperationRef) -> bool {
+    let dynamic =
+        op.operands()
+            .chain(op.results().map(Into::into))
+            .any(|v| match jitc_dialect::ops::tensor_type(v) {
+                Some(t) => crate::rewrite::dims(t).iter().any(|&d| d < 0),
+                None => true,
+            });
+    if dynamic {
+        return true;
+    }
     let Some(binary) = jitc_dialect::ops::BinaryOp::cast(op) else {
         return false;
     };
