@@ -408,14 +408,8 @@ class Function:
         if tracer.reasons:
             self._give_up_all(tracer.reasons[0])
             return result, None
-        inputs = []
-        seen = set()
-        for t in tensors:
-            if id(t._v) not in seen:
-                seen.add(id(t._v))
-                inputs.append(t._v)
         try:
-            return result, _Trace(tracer, inputs, outputs, structure, writes)
+            return result, _Trace(tracer, _unique_natives(tensors), outputs, structure, writes)
         except _Unstageable as e:
             self._give_up_all(str(e))
             return result, None
@@ -546,13 +540,7 @@ class Function:
     def _serve(self, root, owner, args, kwargs):
         from . import Var
 
-        tensors = self._tensors(owner, args, kwargs)
-        unique = []
-        seen = set()
-        for t in tensors:
-            if id(t._v) not in seen:
-                seen.add(id(t._v))
-                unique.append(t._v)
+        unique = _unique_natives(self._tensors(owner, args, kwargs))
         values = {}
         segment = root
         while True:
@@ -642,6 +630,17 @@ class _Bound:
 
     def explain(self):
         return self._function.explain()
+
+
+def _unique_natives(tensors):
+    """The native values of `tensors`, each once, in order: a staged
+    graph's inputs (a tensor passed twice is one input)."""
+    natives, seen = [], set()
+    for t in tensors:
+        if id(t._v) not in seen:
+            seen.add(id(t._v))
+            natives.append(t._v)
+    return natives
 
 
 def _describe_tree(root):
