@@ -237,6 +237,15 @@ mod tests {
     }
 
     #[test]
+    fn unroll_default_is_the_shared_constant() {
+        let info = find("meta-unroll").unwrap();
+        assert_eq!(
+            info.options[0].default,
+            crate::transforms::unroll::MAX_OPS.to_string()
+        );
+    }
+
+    #[test]
     fn list_passes_snapshot() {
         insta::assert_snapshot!(list());
     }

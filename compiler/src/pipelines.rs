@@ -54,7 +54,7 @@ pub struct NamedPipeline {
 }
 
 /// `meta-unroll`'s default `max-ops`, also the speculation manager's.
-pub const UNROLL_MAX_OPS: u64 = 4096;
+pub const UNROLL_MAX_OPS: u64 = crate::transforms::unroll::MAX_OPS;
 
 /// Every named pipeline, in `--list-pipelines` order.
 pub static PIPELINES: &[NamedPipeline] = &[

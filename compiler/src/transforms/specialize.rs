@@ -123,7 +123,7 @@ impl Default for SpecializeOptions {
     fn default() -> Self {
         Self {
             given_up: BTreeSet::new(),
-            unroll_max_ops: crate::pipelines::UNROLL_MAX_OPS,
+            unroll_max_ops: crate::transforms::unroll::MAX_OPS,
         }
     }
 }

@@ -52,6 +52,9 @@ use melior::{
     },
 };
 
+/// The default of `max-ops` (the text default of the pass option below).
+pub const MAX_OPS: u64 = 4096;
+
 /// The `meta-unroll` pass.
 pub struct Unroll;
 
