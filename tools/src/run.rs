@@ -115,13 +115,14 @@ pub enum Backend {
     /// The reference interpreter: exact and slow.
     Interp,
     /// Native code (the default): fused kernels compiled through MLIR and
-    /// LLVM for this CPU; the host schedule around them runs in the
-    /// interpreter, as do kernels that cannot be compiled yet (dynamic
-    /// shapes).
+    /// LLVM for this CPU, dynamic shapes included, and the host code
+    /// around them (calls, loops, branches, guards, state) run by a host
+    /// plan built once (`jitc explain --host` shows it); a function no plan
+    /// holds runs its host code in the interpreter.
     Cpu,
-    /// An NVIDIA GPU through the CUDA driver: the same kernels compiled to
-    /// PTX for the device's architecture; the host schedule runs in the
-    /// interpreter and each kernel call copies its inputs and results.
+    /// An NVIDIA GPU through the CUDA driver: the kernels of static shape
+    /// compiled to PTX for the device's architecture; the host code runs as
+    /// on the CPU, and each kernel call copies its inputs and results.
     /// Fails with one sentence when there is no driver or GPU.
     Cuda,
 }
