@@ -48,6 +48,19 @@ impl ElementType {
         }
     }
 
+    /// The MLIR type of one element (`i1` for `I1`): the inverse of
+    /// [`Self::from_type`].
+    pub fn mlir_type(self, context: &melior::Context) -> Type<'_> {
+        use melior::ir::r#type::IntegerType;
+        match self {
+            Self::F32 => Type::float32(context),
+            Self::F64 => Type::float64(context),
+            Self::I32 => IntegerType::new(context, 32).into(),
+            Self::I64 => IntegerType::new(context, 64).into(),
+            Self::I1 => IntegerType::new(context, 1).into(),
+        }
+    }
+
     /// Parses the MLIR spelling (`f32`, `i1`, ...).
     pub fn parse(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|t| t.name() == name)

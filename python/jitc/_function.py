@@ -283,8 +283,10 @@ class Function:
         if self._imperative is not None:
             self._counts["imperative"] += 1
             return self._plain(owner, args, kwargs)
+        # The call's tensors, once: its facts, and a staged graph's inputs.
+        tensors = self._tensors(owner, args, kwargs)
         try:
-            key = self._key(owner, args, kwargs)
+            key = self._key(owner, args, kwargs, tensors)
             hash(key)
         except TypeError as e:
             self._give_up_all(f"its arguments cannot be compared between calls ({e})")
@@ -296,7 +298,7 @@ class Function:
             return self._plain(owner, args, kwargs)
         if facts.variant is not None:
             try:
-                result = self._serve(facts.variant, owner, args, kwargs)
+                result = self._serve(facts.variant, owner, args, tensors)
                 self._counts["staged"] += 1
                 return result
             except (_jitc.GuardFailed, _Diverged) as e:
@@ -310,7 +312,7 @@ class Function:
                     self._note("give up", facts.given_up)
                     self._counts["imperative"] += 1
                     return self._plain(owner, args, kwargs)
-        result, trace = self._traced(owner, args, kwargs)
+        result, trace = self._traced(owner, args, kwargs, tensors)
         if trace is None:
             return result
         facts.traced += 1
@@ -331,7 +333,7 @@ class Function:
         return self.fn(owner, *args, **kwargs) if owner is not None else self.fn(*args, **kwargs)
 
     # -- facts -----------------------------------------------------------------
-    def _key(self, owner, args, kwargs):
+    def _key(self, owner, args, kwargs, tensors):
         parts = [_fact(a) for a in args]
         parts += [(k, _fact(v)) for k, v in sorted(kwargs.items())]
         if owner is not None:
@@ -339,7 +341,7 @@ class Function:
         # Which tensor arguments are one object (a staged graph's inputs are
         # distinct).
         seen = {}
-        parts.append(("aliases", tuple(seen.setdefault(id(v), k) for k, v in enumerate(self._tensors(owner, args, kwargs)))))
+        parts.append(("aliases", tuple(seen.setdefault(id(v), k) for k, v in enumerate(tensors))))
         parts.append(("globals", self._globals()))
         return tuple(parts)
 
@@ -371,14 +373,14 @@ class Function:
         return objects + [a for a in args if _is_object(a)]
 
     # -- tracing ---------------------------------------------------------------
-    def _traced(self, owner, args, kwargs):
+    def _traced(self, owner, args, kwargs, tensors):
         """Runs the function imperatively, traced; returns its result and
-        the trace (None when the call cannot be staged)."""
+        the trace (None when the call cannot be staged). `tensors` are the
+        call's (`_tensors`)."""
         from . import fetch
 
         self._counts["traced"] += 1
         # The tensors, computed: a staged graph's inputs are data.
-        tensors = self._tensors(owner, args, kwargs)
         pending = [t for t in tensors if not t.is_computed()]
         if pending:
             fetch(*pending)
@@ -537,10 +539,10 @@ class Function:
         outputs += [condition] if split is not None else [mapping[k] for k in ref.outputs]
         return _jitc.stage(list(ref.inputs) + placeholders, outputs + guard_vars)
 
-    def _serve(self, root, owner, args, kwargs):
+    def _serve(self, root, owner, args, tensors):
         from . import Var
 
-        unique = _unique_natives(self._tensors(owner, args, kwargs))
+        unique = _unique_natives(tensors)
         values = {}
         segment = root
         while True:

@@ -1246,17 +1246,7 @@ pub fn grad(loss: &Var, wrt: &[&Var]) -> Result<Vec<Var>, Error> {
     // The pending ops the loss needs, oldest (so inputs) first.
     let mut nodes = Vec::new();
     let walk = runtime.next_epoch();
-    let mut stack = vec![Rc::clone(&loss.0)];
-    while let Some(node) = stack.pop() {
-        if node.mark.get() == walk {
-            continue;
-        }
-        node.mark.set(walk);
-        for input in node.op.borrow().inputs() {
-            stack.push(Rc::clone(input));
-        }
-        nodes.push(node);
-    }
+    ancestors(&loss.0, walk, walk, &mut nodes);
     nodes.sort_by_key(|n| n.id);
     let ops: Vec<Recorded<Tape>> = nodes
         .iter()

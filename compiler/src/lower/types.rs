@@ -21,21 +21,16 @@ use melior::{
 };
 
 /// The element type as stored in memory.
+/// (A byte per `i1`.)
 pub(crate) fn memory_type<'c>(context: &'c Context, element: ElementType) -> Type<'c> {
     match element {
-        ElementType::F32 => Type::float32(context),
-        ElementType::F64 => Type::float64(context),
-        ElementType::I32 => melior::ir::r#type::IntegerType::new(context, 32).into(),
-        ElementType::I64 => melior::ir::r#type::IntegerType::new(context, 64).into(),
         ElementType::I1 => melior::ir::r#type::IntegerType::new(context, 8).into(),
+        other => other.mlir_type(context),
     }
 }
 /// The element type as computed with.
 pub(crate) fn value_type<'c>(context: &'c Context, element: ElementType) -> Type<'c> {
-    match element {
-        ElementType::I1 => melior::ir::r#type::IntegerType::new(context, 1).into(),
-        other => memory_type(context, other),
-    }
+    element.mlir_type(context)
 }
 /// The static shape and element type of a tensor type, if it has them.
 pub(crate) fn static_shape(r#type: Type) -> Option<(Vec<usize>, ElementType)> {

@@ -61,12 +61,9 @@ use melior::{
     ir::{
         AffineMap, Attribute, BlockLike, Location, OperationRef, RegionLike, Type, TypeLike, Value,
         ValueLike,
-        attribute::{
-            ArrayAttribute, DenseElementsAttribute, FloatAttribute, IntegerAttribute, StringAttribute,
-            TypeAttribute,
-        },
+        attribute::{ArrayAttribute, FloatAttribute, IntegerAttribute, StringAttribute, TypeAttribute},
         operation::OperationLike,
-        r#type::{FunctionType, IntegerType, RankedTensorType, ShapedTypeLike},
+        r#type::{FunctionType, RankedTensorType, ShapedTypeLike},
     },
 };
 
@@ -408,24 +405,14 @@ struct MlirTape<'c, 'a> {
 }
 
 impl<'c, 'a> MlirTape<'c, 'a> {
-    fn element_type(&self, element: ElementType) -> Type<'c> {
-        match element {
-            ElementType::F32 => Type::float32(self.context),
-            ElementType::F64 => Type::float64(self.context),
-            ElementType::I32 => IntegerType::new(self.context, 32).into(),
-            ElementType::I64 => IntegerType::new(self.context, 64).into(),
-            ElementType::I1 => IntegerType::new(self.context, 1).into(),
-        }
-    }
-
     fn tensor(&self, shape: &[usize], element: ElementType) -> Type<'c> {
         let dims: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
-        RankedTensorType::new(&dims, self.element_type(element), None).into()
+        RankedTensorType::new(&dims, element.mlir_type(self.context), None).into()
     }
 
     /// `value` as an element attribute of `element` type.
     fn scalar(&self, element: ElementType, value: f64) -> Attribute<'c> {
-        let r#type = self.element_type(element);
+        let r#type = element.mlir_type(self.context);
         if element.is_float() {
             FloatAttribute::new(self.context, r#type, value).into()
         } else {
@@ -475,10 +462,8 @@ impl<'c, 'a> Tape for MlirTape<'c, 'a> {
     }
     fn splat(&mut self, shape: &[usize], element: ElementType, value: f64) -> Result<Value<'c, 'a>, String> {
         let r#type = self.tensor(shape, element);
-        let attribute = DenseElementsAttribute::new(r#type, &[self.scalar(element, value)])
-            .map_err(|e| format!("could not build a splat: {e}"))?;
         self.builder
-            .constant(attribute.into())
+            .splat(r#type, self.scalar(element, value))
             .ok_or_else(|| "could not build a splat".to_owned())
     }
     fn unary(&mut self, kind: UnaryKind, x: &Value<'c, 'a>) -> Result<Value<'c, 'a>, String> {
