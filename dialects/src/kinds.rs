@@ -148,6 +148,19 @@ impl TypeClass {
     }
 }
 
+/// What every kind enum offers, for code that handles them alike (parsing
+/// a kind a user wrote and checking its operands, say).
+pub trait Kind: Copy + Sized {
+    /// Parses the contract spelling.
+    fn parse(text: &str) -> Option<Self>;
+    /// The contract spelling.
+    fn name(self) -> &'static str;
+    /// The element types the kind accepts as operands.
+    fn operand_class(self) -> TypeClass;
+    /// All spellings, comma separated, for diagnostics.
+    fn spellings() -> String;
+}
+
 /// Declares a kind enum with its textual spelling and type class.
 macro_rules! kinds {
     ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal : $class:ident,)* }) => {
@@ -186,6 +199,21 @@ macro_rules! kinds {
             /// All spellings, comma separated, for diagnostics.
             pub fn spellings() -> String {
                 Self::ALL.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
+            }
+        }
+
+        impl Kind for $name {
+            fn parse(text: &str) -> Option<Self> {
+                $name::parse(text)
+            }
+            fn name(self) -> &'static str {
+                $name::name(self)
+            }
+            fn operand_class(self) -> TypeClass {
+                $name::operand_class(self)
+            }
+            fn spellings() -> String {
+                $name::spellings()
             }
         }
 
@@ -282,6 +310,16 @@ impl BinaryKind {
             self,
             Self::Eq | Self::Ne | Self::Lt | Self::Le | Self::Gt | Self::Ge
         )
+    }
+
+    /// The result's element type for operands of `element`: `i1` for a
+    /// comparison, else the operands'.
+    pub fn result_element(self, element: ElementType) -> ElementType {
+        if self.is_comparison() {
+            ElementType::I1
+        } else {
+            element
+        }
     }
 }
 

@@ -577,11 +577,7 @@ impl Verifier {
             return self.unknown_kind(op, BinaryKind::spellings());
         };
         self.check_kind_class(op, kind.name(), kind.operand_class(), elements[0]);
-        let expected = if kind.is_comparison() {
-            ElementType::I1
-        } else {
-            elements[0]
-        };
+        let expected = kind.result_element(elements[0]);
         if result != expected {
             self.error(
                 op,

@@ -60,7 +60,7 @@ use jitc_compiler::{
     autodiff::{self, Primal, Recorded},
     new_context, parse_module,
 };
-use jitc_dialect::kinds::{BinaryKind, ElementType, ReduceKind, UnaryKind};
+use jitc_dialect::kinds::{BinaryKind, ElementType, Kind, ReduceKind, UnaryKind};
 use jitc_interp::{StateStore, Tensor, Value};
 use melior::{
     Context,
@@ -286,6 +286,23 @@ pub fn backend() -> Backend {
 
 fn bad(message: impl Into<String>) -> Error {
     Error::Graph(message.into())
+}
+
+/// The kind `text` names, or an error naming `what` (`reduction`, `unary
+/// kind`) and every spelling.
+fn parse_kind<K: Kind>(text: &str, what: &str) -> Result<K, Error> {
+    K::parse(text).ok_or_else(|| bad(format!("unknown {what} '{text}' (one of {})", K::spellings())))
+}
+
+/// An error unless `kind` (spelled `label` in the message) takes operands
+/// of `element`.
+fn check_operands<K: Kind>(kind: K, label: &str, element: ElementType) -> Result<(), Error> {
+    let class = kind.operand_class();
+    if class.accepts(element) {
+        Ok(())
+    } else {
+        Err(bad(format!("{label} takes {}, not {element}", class.describe())))
+    }
 }
 
 fn type_text(shape: &[usize], element: ElementType) -> String {
@@ -558,20 +575,8 @@ impl Var {
     /// of `shape`, over this value's indices `i0, i1, ...`) are that index.
     pub fn reindex_reduce(&self, kind: &str, shape: &[usize], indices: &[&str]) -> Result<Var, Error> {
         let runtime = runtime()?;
-        let kind = ReduceKind::parse(kind).ok_or_else(|| {
-            bad(format!(
-                "unknown reduction '{kind}' (one of {})",
-                ReduceKind::spellings()
-            ))
-        })?;
-        if !kind.operand_class().accepts(self.0.element) {
-            return Err(bad(format!(
-                "reduction '{}' takes {}, not {}",
-                kind.name(),
-                kind.operand_class().describe(),
-                self.0.element
-            )));
-        }
+        let kind: ReduceKind = parse_kind(kind, "reduction")?;
+        check_operands(kind, &format!("reduction '{}'", kind.name()), self.0.element)?;
         if indices.len() != shape.len() {
             return Err(bad(format!(
                 "reindex_reduce to a rank-{} value needs {} index expressions, one per dimension, got {}",
@@ -597,22 +602,11 @@ impl Var {
     /// [`Self::cast`] for `cast`.
     pub fn unary(&self, kind: &str) -> Result<Var, Error> {
         let runtime = runtime()?;
-        let parsed = UnaryKind::parse(kind).ok_or_else(|| {
-            bad(format!(
-                "unknown unary kind '{kind}' (one of {})",
-                UnaryKind::spellings()
-            ))
-        })?;
+        let parsed: UnaryKind = parse_kind(kind, "unary kind")?;
         if parsed == UnaryKind::Cast {
             return Err(bad("a cast needs its target type: use cast"));
         }
-        if !parsed.operand_class().accepts(self.0.element) {
-            return Err(bad(format!(
-                "unary '{kind}' takes {}, not {}",
-                parsed.operand_class().describe(),
-                self.0.element
-            )));
-        }
+        check_operands(parsed, &format!("unary '{kind}'"), self.0.element)?;
         runtime.node(
             self.0.shape.clone(),
             self.0.element,
@@ -638,12 +632,7 @@ impl Var {
     /// type; comparisons give `i1`.
     pub fn binary(&self, kind: &str, other: &Var) -> Result<Var, Error> {
         let runtime = runtime()?;
-        let parsed = BinaryKind::parse(kind).ok_or_else(|| {
-            bad(format!(
-                "unknown binary kind '{kind}' (one of {})",
-                BinaryKind::spellings()
-            ))
-        })?;
+        let parsed: BinaryKind = parse_kind(kind, "binary kind")?;
         if self.0.shape != other.0.shape || self.0.element != other.0.element {
             return Err(bad(format!(
                 "binary '{kind}' of {} and {}: operands must have one shape and element type",
@@ -651,21 +640,10 @@ impl Var {
                 type_text(&other.0.shape, other.0.element)
             )));
         }
-        if !parsed.operand_class().accepts(self.0.element) {
-            return Err(bad(format!(
-                "binary '{kind}' takes {}, not {}",
-                parsed.operand_class().describe(),
-                self.0.element
-            )));
-        }
-        let element = if parsed.is_comparison() {
-            ElementType::I1
-        } else {
-            self.0.element
-        };
+        check_operands(parsed, &format!("binary '{kind}'"), self.0.element)?;
         runtime.node(
             self.0.shape.clone(),
-            element,
+            parsed.result_element(self.0.element),
             Op::Binary {
                 kind: parsed,
                 lhs: Rc::clone(&self.0),
@@ -1356,11 +1334,7 @@ impl autodiff::Tape for Tape<'_> {
         self.record(x.shape.clone(), element, Op::Cast { input: Rc::clone(x) })
     }
     fn binary(&mut self, kind: BinaryKind, a: &Rc<Node>, b: &Rc<Node>) -> Result<Rc<Node>, String> {
-        let element = if kind.is_comparison() {
-            ElementType::I1
-        } else {
-            a.element
-        };
+        let element = kind.result_element(a.element);
         let op = Op::Binary {
             kind,
             lhs: Rc::clone(a),

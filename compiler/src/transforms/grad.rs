@@ -488,11 +488,7 @@ impl<'c, 'a> Tape for MlirTape<'c, 'a> {
         b: &Value<'c, 'a>,
     ) -> Result<Value<'c, 'a>, String> {
         let location = self.builder.location();
-        let r#type = if kind.is_comparison() {
-            self.tensor(&self.shape(a), ElementType::I1)
-        } else {
-            a.r#type()
-        };
+        let r#type = self.tensor(&self.shape(a), kind.result_element(self.element(a)));
         self.one(BinaryOp::build(self.context, location, kind, *a, *b, r#type))
     }
     fn select(
