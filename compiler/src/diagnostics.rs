@@ -63,6 +63,9 @@ pub struct Diagnostic {
     pub message: String,
     /// Notes attached to it.
     pub notes: Vec<Diagnostic>,
+    /// How many characters from the position the caret line underlines
+    /// (`^~~~`), as LLVM prints a source range; 0 or 1 is the caret alone.
+    pub span: usize,
 }
 
 impl Diagnostic {
@@ -73,6 +76,15 @@ impl Diagnostic {
             position,
             message: message.into(),
             notes: Vec::new(),
+            span: 0,
+        }
+    }
+
+    /// A warning at a position.
+    pub fn warning(position: Option<Position>, message: impl Into<String>) -> Self {
+        Self {
+            severity: Severity::Warning,
+            ..Self::error(position, message)
         }
     }
 
@@ -97,6 +109,7 @@ impl Diagnostic {
         Self {
             severity,
             position: position_of(diagnostic.location()),
+            span: 0,
             message,
             notes,
         }
@@ -202,7 +215,12 @@ fn render_into(out: &mut String, diagnostic: &Diagnostic, source_name: &str, sou
                     .take(column.saturating_sub(1))
                     .map(|c| if c == '\t' { '\t' } else { ' ' })
                     .collect();
-                let _ = writeln!(out, "{pad}^");
+                // A range is clipped to the end of its line.
+                let width = diagnostic
+                    .span
+                    .min((text.chars().count() + 1).saturating_sub(column))
+                    .max(1);
+                let _ = writeln!(out, "{pad}^{}", "~".repeat(width - 1));
             }
         }
         None => {

@@ -57,8 +57,8 @@ pub use lower::{
     Buffer as Slot, CheckedAccess, DynamicSizes, Extent, KernelSignature, KernelStatus, MathMode, SizeSource,
     gpu::{FillLaunch, GpuKernel, Launch},
 };
-pub use pipelines::{OptimizeOptions, Pipeline, optimize};
-pub use source::{Chunk, check_nesting, parse_module, split_input};
+pub use pipelines::{IrPrinting, OptimizeOptions, Pipeline, optimize};
+pub use source::{Chunk, SplitInput, check_nesting, name_locations, parse_module, split_input};
 pub use transforms::specialize::{Assumption, SpecializeOptions, argument_site, specialize};
 pub use verify_diagnostics::{Expectation, check as check_expectations, parse_expectations};
 

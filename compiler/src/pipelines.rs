@@ -255,11 +255,33 @@ pub fn check(context: &Context, pipeline: &Pipeline) -> Result<(), Error> {
     pipeline.build(context).map(drop)
 }
 
+/// How MLIR prints the IR to the standard error around passes (mlir-opt's
+/// `--mlir-print-ir-*` flags).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct IrPrinting {
+    /// Before every pass.
+    pub before_all: bool,
+    /// After every pass.
+    pub after_all: bool,
+    /// The whole module, not only the op the pass ran on.
+    pub module_scope: bool,
+    /// After a pass only when it changed the IR.
+    pub after_change: bool,
+    /// After a pass only when it failed.
+    pub after_failure: bool,
+    /// In generic form.
+    pub generic: bool,
+    /// With locations.
+    pub debuginfo: bool,
+    /// In local scope.
+    pub local_scope: bool,
+}
+
 /// How [`optimize`] runs.
 #[derive(Debug, Default, Clone)]
 pub struct OptimizeOptions {
-    /// Print the IR after every pass to stderr (`--print-ir-after-all`).
-    pub print_ir_after_all: bool,
+    /// Print the IR around passes to stderr, as MLIR does.
+    pub ir_printing: Option<IrPrinting>,
     /// Do not run MLIR's verifier after each pass (`--verify-each=false`;
     /// jitc's meta verifier still runs before and after the pipeline).
     pub no_verify_each: bool,
@@ -282,14 +304,24 @@ pub fn optimize(
         return Ok(());
     }
     let manager = pipeline.build(context)?;
-    if options.print_ir_after_all {
+    if let Some(printing) = options.ir_printing {
+        let mut flags = OperationPrintingFlags::new();
+        if printing.generic {
+            flags = flags.print_generic_operation_form();
+        }
+        if printing.debuginfo {
+            flags = flags.enable_debug_info(true, false);
+        }
+        if printing.local_scope {
+            flags = flags.use_local_scope();
+        }
         manager.enable_ir_printing(&PassIrPrintingOptions {
-            before_all: false,
-            after_all: true,
-            module_scope: true,
-            on_change: false,
-            on_failure: false,
-            flags: OperationPrintingFlags::new(),
+            before_all: printing.before_all,
+            after_all: printing.after_all,
+            module_scope: printing.module_scope,
+            on_change: printing.after_change,
+            on_failure: printing.after_failure,
+            flags,
             tree_printing_path: Default::default(),
         });
     }

@@ -6,17 +6,148 @@ use melior::{
     ir::{Location, Module},
 };
 
-/// The marker `--split-input-file` splits at: a line starting with it.
+/// The marker `--split-input-file` splits at.
 pub const SPLIT_MARKER: &str = "// -----";
 
 /// One piece of an input buffer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Chunk {
-    /// The 1-based line of the input where the chunk starts.
-    pub first_line: usize,
-    /// The chunk's text, preceded by one newline per earlier input line, so
-    /// that line numbers in its diagnostics are lines of the whole input.
+    /// Where the chunk starts in the whole input (1-based line and column);
+    /// the first chunk starts at line 1, column 1.
+    pub start: crate::Position,
+    /// The chunk's text, preceded by one newline per earlier input line and
+    /// one space per earlier column of its first line, so that lines and
+    /// columns in its diagnostics are those of the whole input.
     pub text: String,
+}
+
+impl Chunk {
+    /// The whole of `text` as one chunk.
+    pub fn whole(text: &str) -> Self {
+        Chunk {
+            start: crate::Position { line: 1, column: 1 },
+            text: text.to_owned(),
+        }
+    }
+}
+
+/// An input split at its markers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SplitInput {
+    /// The chunks, in order.
+    pub chunks: Vec<Chunk>,
+    /// Where a `// ---` is followed by something other than the marker's
+    /// last two dashes (mlir-opt's "near miss with file split marker"
+    /// warning): just after the `// ---`. Such text stays in its chunk.
+    pub near_misses: Vec<crate::Position>,
+}
+
+/// Splits `text` at [`SPLIT_MARKER`] as mlir-opt 22 does: anywhere in a
+/// line, not only at its start (the rest of the line after the marker
+/// begins the next chunk). A `// ---` that is not followed by `--` and one
+/// more character other than `0` before the next `// ---` is a near miss,
+/// reported and left in its chunk.
+///
+/// One difference from mlir-opt: a file that starts with the marker has an
+/// empty first chunk here, where mlir-opt parses the marker's last two
+/// dashes as the start of its first chunk and reports an error.
+pub fn split_input(text: &str) -> SplitInput {
+    // mlir-opt cuts at the marker without its last two dashes, then checks
+    // that each piece after a cut starts with them.
+    let cut = &SPLIT_MARKER[..SPLIT_MARKER.len() - 2];
+    let cuts: Vec<usize> = text.match_indices(cut).map(|(at, _)| at).collect();
+    let position = |offset: usize| {
+        let before = &text[..offset];
+        let line = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map_or(0, |at| at + 1);
+        crate::Position {
+            line,
+            column: offset - line_start + 1,
+        }
+    };
+    let mut chunks = Vec::new();
+    let mut near_misses = Vec::new();
+    let mut chunk_start = 0;
+    for (k, &at) in cuts.iter().enumerate() {
+        let piece_start = at + cut.len();
+        let piece_end = cuts.get(k + 1).copied().unwrap_or(text.len());
+        let piece = &text.as_bytes()[piece_start..piece_end];
+        if piece.len() > 2 && piece.starts_with(b"--") && piece[2] != b'0' {
+            chunks.push(chunk(text, chunk_start, at, position(chunk_start)));
+            chunk_start = piece_start + 2;
+        } else {
+            near_misses.push(position(piece_start));
+        }
+    }
+    chunks.push(chunk(text, chunk_start, text.len(), position(chunk_start)));
+    SplitInput { chunks, near_misses }
+}
+
+fn chunk(text: &str, start: usize, end: usize, position: crate::Position) -> Chunk {
+    let mut padded = "\n".repeat(position.line - 1);
+    padded.push_str(&" ".repeat(position.column - 1));
+    padded.push_str(&text[start..end]);
+    Chunk {
+        start: position,
+        text: padded,
+    }
+}
+
+/// Names the source of the locations the parser gave `module` (its
+/// buffer is unnamed, `-`) as mlir-opt names them: `name` is the input
+/// file, or `<stdin>`. The module's own location becomes `name:0:0` for a
+/// whole input or its first chunk, else where the chunk starts, as
+/// mlir-opt's. Locations written in the input (`loc(...)`) are kept.
+pub fn name_locations(context: &Context, module: &mut Module, name: &str, chunk: &Chunk) {
+    use melior::ir::{BlockLike, RegionLike, ValueLike, operation::OperationLike};
+    let renamed = |location: Location| -> Option<Location> {
+        let parsed = location.is_file_line_col_range()
+            && location.file_line_col_range_filename().as_string_ref().as_str() == Ok("-");
+        parsed.then(|| {
+            Location::new(
+                context,
+                name,
+                location.file_line_col_range_start_line(),
+                location.file_line_col_range_start_column(),
+            )
+        })
+    };
+    let (line, column) = if chunk.start.line == 1 && chunk.start.column == 1 {
+        (0, 0)
+    } else {
+        (chunk.start.line, chunk.start.column)
+    };
+    let top = module.as_operation();
+    if renamed(top.location()).is_some() {
+        let location = Location::new(context, name, line, column);
+        // SAFETY: the module and the location live in `context`.
+        unsafe { mlir_sys::mlirOperationSetLocation(top.to_raw(), location.to_raw()) };
+    }
+    top.walk(melior::ir::operation::WalkOrder::PreOrder, |op| {
+        if op.to_raw().ptr != top.to_raw().ptr
+            && let Some(location) = renamed(op.location())
+        {
+            // SAFETY: as above; setting a location changes no structure.
+            unsafe { mlir_sys::mlirOperationSetLocation(op.to_raw(), location.to_raw()) };
+        }
+        for region in op.regions() {
+            let mut block = region.first_block();
+            while let Some(current) = block {
+                for index in 0..current.argument_count() {
+                    if let Ok(argument) = current.argument(index)
+                        && let Some(location) = renamed(argument.location())
+                    {
+                        // SAFETY: as above.
+                        unsafe {
+                            mlir_sys::mlirBlockArgumentSetLocation(argument.to_raw(), location.to_raw())
+                        };
+                    }
+                }
+                block = current.next_in_region();
+            }
+        }
+        melior::ir::operation::WalkResult::Advance
+    });
 }
 
 /// Checks that `text` nests brackets at most `limit` deep: braces
@@ -64,28 +195,6 @@ pub fn check_nesting(text: &str, limit: usize) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// Splits `text` at [`SPLIT_MARKER`] lines (which belong to no chunk).
-pub fn split_input(text: &str) -> Vec<Chunk> {
-    let mut chunks = Vec::new();
-    let mut current = Chunk {
-        first_line: 1,
-        text: String::new(),
-    };
-    for (index, line) in text.split_inclusive('\n').enumerate() {
-        if line.trim_start().starts_with(SPLIT_MARKER) {
-            let next = Chunk {
-                first_line: index + 2,
-                text: "\n".repeat(index + 1),
-            };
-            chunks.push(std::mem::replace(&mut current, next));
-        } else {
-            current.text.push_str(line);
-        }
-    }
-    chunks.push(current);
-    chunks
 }
 
 /// Parses `text` as a module. Errors go to the context's diagnostic
@@ -172,36 +281,57 @@ fn custom_meta_op(text: &str) -> Option<(usize, usize, String)> {
 mod tests {
     use super::*;
 
+    fn at(line: usize, column: usize) -> crate::Position {
+        crate::Position { line, column }
+    }
+
     #[test]
-    fn split_keeps_line_numbers() {
-        let chunks = split_input("a\n// -----\nb\nc\n  // ----- tail\nd");
+    fn split_keeps_lines_and_columns() {
+        let split = split_input("a\n// -----\nb\nc\n  // ----- tail\nd");
+        assert!(split.near_misses.is_empty());
+        let chunks = split.chunks;
         assert_eq!(chunks.len(), 3);
         assert_eq!(
             chunks[0],
             Chunk {
-                first_line: 1,
+                start: at(1, 1),
                 text: "a\n".into()
             }
         );
         assert_eq!(
             chunks[1],
             Chunk {
-                first_line: 3,
-                text: "\n\nb\nc\n".into()
+                start: at(2, 9),
+                text: "\n        \nb\nc\n  ".into()
             }
         );
+        // The rest of the marker's line begins the next chunk, at its column.
         assert_eq!(
             chunks[2],
             Chunk {
-                first_line: 6,
-                text: "\n\n\n\n\nd".into()
+                start: at(5, 11),
+                text: "\n\n\n\n           tail\nd".into()
             }
         );
     }
 
     #[test]
+    fn near_misses_stay_in_their_chunk() {
+        // `// ---` then no `--`; the marker at the very end with nothing
+        // after its dashes; `-----0`.
+        let split = split_input("a\n// --- x\nb\n// -----0\nc\n// -----");
+        assert_eq!(split.chunks.len(), 1);
+        assert_eq!(split.near_misses, vec![at(2, 7), at(4, 7), at(6, 7)]);
+        // More dashes than the marker's: the marker splits, the rest is text.
+        let split = split_input("a\n// -------\nb");
+        assert_eq!(split.chunks.len(), 2);
+        assert_eq!(split.chunks[1].text, "\n        --\nb");
+    }
+
+    #[test]
     fn no_marker_is_one_chunk() {
-        assert_eq!(split_input("x\ny\n").len(), 1);
+        let split = split_input("x\ny\n");
+        assert_eq!(split.chunks, vec![Chunk::whole("x\ny\n")]);
     }
 
     #[test]

@@ -19,13 +19,13 @@ func.func @wrong_severity(%x: tensor<4xi32>) -> tensor<4xi32> {
   %0 = "meta.unary"(%x) {kind = "sqrt"} : (tensor<4xi32>) -> tensor<4xi32>
   return %0 : tensor<4xi32>
 }
-// CHECK: error: unexpected error: 'meta.unary' op kind 'sqrt'
-// CHECK: error: expected note "expects f32 or f64" was not produced
+// CHECK: verify-diagnostics.mlir:[[# @LINE - 4]]:6: error: 'error' diagnostic emitted when expecting a 'note'
+// CHECK: verify-diagnostics.mlir:[[# @LINE - 5]]:6: error: expected note "expects f32 or f64" was not produced
 
 // -----
 
 // A malformed expectation is an error in itself.
-// CHECK: verify-diagnostics.mlir:[[# @LINE + 1]]:4: error: expected '@above', '@below', '@+N' or '@-N' naming a line of the input
+// CHECK: verify-diagnostics.mlir:[[# @LINE + 1]]:4: error: expected '@above', '@below', '@unknown', '@+N' or '@-N' naming a line of the input
 // expected-error@sideways {{x}}
 func.func @g() {
   return

@@ -2,8 +2,9 @@
 
 use clap::Args;
 use jitc_compiler::{
-    Chunk, Diagnostic, DiagnosticCollector, OptimizeOptions, Pipeline, Position, Severity,
-    check_expectations, is_known_pass, list_passes, optimize, parse_expectations, parse_module,
+    Chunk, Diagnostic, DiagnosticCollector, IrPrinting, OptimizeOptions, Pipeline, Position, Severity,
+    check_expectations, is_known_pass, list_passes, name_locations, optimize, parse_expectations,
+    parse_module,
     pipelines::{self, Element},
     render_diagnostic, split_input,
 };
@@ -53,16 +54,19 @@ pub struct OptArgs {
     #[arg(long, value_name = "PIPELINE")]
     pass_pipeline: Option<String>,
 
-    /// Split the input at `// -----` lines and process each piece on its
-    /// own; outputs are joined with `// -----`. Line numbers stay those of
-    /// the whole file.
+    /// Split the input at each `// -----` (anywhere in a line, as
+    /// mlir-opt splits; a `// ---` short of it is reported as a near miss)
+    /// and process each piece on its own; outputs are joined with
+    /// `// -----`. Lines and columns stay those of the whole file.
     #[arg(long)]
     split_input_file: bool,
 
     /// Check diagnostics against `expected-error`, `expected-warning`,
     /// `expected-remark` and `expected-note` comments (with `@+N`, `@-N`,
-    /// `@above`, `@below`) instead of printing them. Succeeds when every
-    /// diagnostic was expected and every expectation was produced.
+    /// `@above`, `@below`, `@unknown`, and `-re` for `{{regex}}` blocks),
+    /// read and reported as mlir-opt does, instead of printing them.
+    /// Succeeds when every diagnostic was expected and every expectation
+    /// was produced.
     #[arg(long)]
     verify_diagnostics: bool,
 
@@ -75,9 +79,46 @@ pub struct OptArgs {
     #[arg(long)]
     list_pipelines: bool,
 
-    /// Print the IR to stderr after every pass.
+    /// Print the whole module to stderr after every pass (jitc's own
+    /// spelling; mlir-opt's is `--mlir-print-ir-after-all
+    /// --mlir-print-ir-module-scope`).
     #[arg(long)]
     print_ir_after_all: bool,
+
+    /// Print the IR to stderr before each of these passes (pass names as
+    /// in pipelines, comma-separated or repeated), as mlir-opt does: the op
+    /// the pass runs on, or the whole module with
+    /// --mlir-print-ir-module-scope.
+    #[arg(long, value_name = "PASS", value_delimiter = ',')]
+    mlir_print_ir_before: Vec<String>,
+
+    /// Print the IR to stderr after each of these passes (as
+    /// --mlir-print-ir-before).
+    #[arg(long, value_name = "PASS", value_delimiter = ',')]
+    mlir_print_ir_after: Vec<String>,
+
+    /// Print the IR to stderr before every pass.
+    #[arg(long)]
+    mlir_print_ir_before_all: bool,
+
+    /// Print the IR to stderr after every pass.
+    #[arg(long)]
+    mlir_print_ir_after_all: bool,
+
+    /// When printing the IR after a pass, print it only if the pass
+    /// changed it.
+    #[arg(long)]
+    mlir_print_ir_after_change: bool,
+
+    /// Print the IR after a pass only if the pass failed (alone: after
+    /// every pass that fails).
+    #[arg(long)]
+    mlir_print_ir_after_failure: bool,
+
+    /// Print the whole module, not only the op a pass ran on, when printing
+    /// the IR before or after passes.
+    #[arg(long)]
+    mlir_print_ir_module_scope: bool,
 
     /// Accept ops of dialects that are not registered (`"test.op"() : () ->
     /// ()`), kept as they are.
@@ -219,18 +260,32 @@ fn opt(context: &Context, args: &OptArgs, pass_flags: Vec<Element>) -> Result<bo
     // Reject unknown passes and options once, before reading any input.
     pipelines::check(context, &pipeline).map_err(|e| e.to_string())?;
 
+    for (flag, passes) in [
+        ("--mlir-print-ir-before", &args.mlir_print_ir_before),
+        ("--mlir-print-ir-after", &args.mlir_print_ir_after),
+    ] {
+        if let Some(pass) = passes.iter().find(|pass| !is_known_pass(context, pass)) {
+            return Err(format!(
+                "{flag}: there is no pass named '{pass}' (--list-passes lists jitc's; upstream passes go by their mlir-opt names)"
+            ));
+        }
+    }
+
     let (name, text) = crate::input::read_source(&args.input)?;
-    let chunks = if args.split_input_file {
-        split_input(&text)
+    let (chunks, near_misses) = if args.split_input_file {
+        let split = split_input(&text);
+        (split.chunks, split.near_misses)
     } else {
-        vec![Chunk {
-            first_line: 1,
-            text: text.clone(),
-        }]
+        (vec![Chunk::whole(&text)], Vec::new())
     };
+    // As mlir-opt: near misses are reported before any chunk is processed.
+    for position in near_misses {
+        let warning = Diagnostic::warning(Some(position), "near miss with file split marker");
+        eprint!("{}", render_diagnostic(&warning, &name, &text));
+    }
     let collector = DiagnosticCollector::attach(context);
     let options = OptimizeOptions {
-        print_ir_after_all: args.print_ir_after_all,
+        ir_printing: ir_printing(args),
         no_verify_each: !args.verify_each,
         timing: args.mlir_timing,
     };
@@ -252,7 +307,7 @@ fn opt(context: &Context, args: &OptArgs, pass_flags: Vec<Element>) -> Result<bo
         } else {
             let output = process(
                 context,
-                chunk,
+                (&name, chunk),
                 &pipeline,
                 &options,
                 args,
@@ -262,6 +317,14 @@ fn opt(context: &Context, args: &OptArgs, pass_flags: Vec<Element>) -> Result<bo
             (output, collector.take())
         };
         let ok = if args.verify_diagnostics {
+            // mlir-opt turns MLIR's printing of the op on a diagnostic off
+            // when it verifies diagnostics; the C API cannot, so the notes
+            // it adds are dropped here.
+            for diagnostic in &mut diagnostics {
+                diagnostic
+                    .notes
+                    .retain(|note| !note.message.starts_with("see current operation: "));
+            }
             let problems = match parse_expectations(&chunk.text) {
                 Ok(expectations) => check_expectations(&expectations, &diagnostics),
                 Err(errors) => errors,
@@ -279,8 +342,15 @@ fn opt(context: &Context, args: &OptArgs, pass_flags: Vec<Element>) -> Result<bo
         eprint!("{stderr}");
         stderr.clear();
         all_ok &= ok;
-        // A chunk that failed prints nothing between its separators.
-        outputs.push(output.filter(|_| ok).unwrap_or_default());
+        // A chunk that failed prints nothing between its separators; with
+        // --verify-diagnostics, a chunk whose passes ran prints its output
+        // whatever the verification found, as mlir-opt's does.
+        let printed = if args.verify_diagnostics {
+            output
+        } else {
+            output.filter(|_| ok)
+        };
+        outputs.push(printed.unwrap_or_default());
     }
     eprint!("{stderr}");
     let output = outputs.join("// -----\n");
@@ -296,7 +366,7 @@ fn opt(context: &Context, args: &OptArgs, pass_flags: Vec<Element>) -> Result<bo
 /// (its diagnostics are in the collector).
 fn process(
     context: &Context,
-    chunk: &Chunk,
+    (name, chunk): (&str, &Chunk),
     pipeline: &Pipeline,
     options: &OptimizeOptions,
     args: &OptArgs,
@@ -304,9 +374,38 @@ fn process(
     stderr: &mut String,
 ) -> Option<String> {
     let mut module = parse_module(context, &chunk.text)?;
+    name_locations(context, &mut module, name, chunk);
     // As mlir-opt: the pipeline of each chunk that parsed, before it runs.
     stderr.push_str(dump.unwrap_or(""));
-    match optimize(context, &mut module, pipeline, options) {
+    // Printing before or after some passes only: MLIR prints before or
+    // after every pass to the standard error, and the dumps of the passes
+    // not asked for are dropped here.
+    let selected =
+        (!args.mlir_print_ir_before.is_empty() || !args.mlir_print_ir_after.is_empty()).then(|| {
+            let keep = |list: &[String], all: bool| (!all).then(|| list.to_vec());
+            IrDumpFilter {
+                before: keep(&args.mlir_print_ir_before, args.mlir_print_ir_before_all),
+                after: keep(
+                    &args.mlir_print_ir_after,
+                    args.mlir_print_ir_after_all
+                        || args.print_ir_after_all
+                        || args.mlir_print_ir_after_failure,
+                ),
+            }
+        });
+    let result = match &selected {
+        None => optimize(context, &mut module, pipeline, options),
+        Some(filter) => {
+            let (result, dumps) =
+                crate::output::capture_stderr(|| optimize(context, &mut module, pipeline, options));
+            match dumps {
+                Ok(dumps) => stderr.push_str(&filter.apply(&dumps)),
+                Err(e) => stderr.push_str(&format!("jitc opt: warning: the IR dumps were lost: {e}\n")),
+            }
+            result
+        }
+    };
+    match result {
         Ok(()) => Some(format!("{}\n", print(&module, args)?)),
         Err(jitc_compiler::Error::VerifierFailedAfterPipeline(pipeline)) => {
             jitc_dialect::emit_error(
@@ -316,6 +415,63 @@ fn process(
             None
         }
         Err(_) => None,
+    }
+}
+
+/// How MLIR prints IR around passes, from the flags.
+fn ir_printing(args: &OptArgs) -> Option<IrPrinting> {
+    let before_all = args.mlir_print_ir_before_all || !args.mlir_print_ir_before.is_empty();
+    let after_all = args.mlir_print_ir_after_all
+        || args.print_ir_after_all
+        || args.mlir_print_ir_after_failure
+        || !args.mlir_print_ir_after.is_empty();
+    (before_all || after_all).then_some(IrPrinting {
+        before_all,
+        after_all,
+        module_scope: args.mlir_print_ir_module_scope || args.print_ir_after_all,
+        after_change: args.mlir_print_ir_after_change,
+        after_failure: args.mlir_print_ir_after_failure,
+        generic: args.mlir_print_op_generic,
+        debuginfo: args.mlir_print_debuginfo,
+        local_scope: args.mlir_print_local_scope,
+    })
+}
+
+/// Which of MLIR's IR dumps to keep: `None` keeps every dump of that kind.
+struct IrDumpFilter {
+    before: Option<Vec<String>>,
+    after: Option<Vec<String>>,
+}
+
+impl IrDumpFilter {
+    /// The dumps of `text` (MLIR's, each starting with a line
+    /// `// -----// IR Dump Before|After <Name> (<pass>)...`) to keep, in
+    /// order; text outside dumps is kept.
+    fn apply(&self, text: &str) -> String {
+        const HEADER: &str = "// -----// IR Dump ";
+        let mut out = String::new();
+        let mut keep = true;
+        for line in text.split_inclusive('\n') {
+            if let Some(rest) = line.strip_prefix(HEADER) {
+                let (list, rest) = match rest.split_once(' ') {
+                    Some(("Before", rest)) => (&self.before, rest),
+                    Some(("After", rest)) => (&self.after, rest),
+                    _ => (&None, rest),
+                };
+                let pass = rest
+                    .split_once(" (")
+                    .and_then(|(_, p)| p.split_once(')'))
+                    .map(|(p, _)| p);
+                keep = match (list, pass) {
+                    (Some(list), Some(pass)) => list.iter().any(|p| p == pass),
+                    _ => true,
+                };
+            }
+            if keep {
+                out.push_str(line);
+            }
+        }
+        out
     }
 }
 
@@ -339,6 +495,19 @@ fn print(module: &melior::ir::Module, args: &OptArgs) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_dump_filter_keeps_the_passes_asked_for() {
+        let dumps = "// -----// IR Dump Before CSE (cse) //----- //\nA\n\n// -----// IR Dump After CSE (cse) //----- //\nB\n\n// -----// IR Dump Before Canonicalizer (canonicalize) //----- //\nC\n";
+        let filter = super::IrDumpFilter {
+            before: Some(vec!["canonicalize".to_owned()]),
+            after: None,
+        };
+        assert_eq!(
+            filter.apply(dumps),
+            "// -----// IR Dump After CSE (cse) //----- //\nB\n\n// -----// IR Dump Before Canonicalizer (canonicalize) //----- //\nC\n"
+        );
+    }
+
     #[test]
     fn help_mentions_every_flag() {
         use clap::Args;

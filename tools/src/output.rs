@@ -190,6 +190,43 @@ pub fn update_locked(
     // The lock is released when `lock` is dropped, after the rename.
 }
 
+/// Runs `f` with the process's standard error sent to a temporary file,
+/// and gives `f`'s result and what was written there. For output that
+/// MLIR writes to the standard error itself (IR dumps), which jitc filters.
+pub fn capture_stderr<T>(f: impl FnOnce() -> T) -> (T, Result<String, String>) {
+    let file = match tempfile::tempfile() {
+        Ok(file) => file,
+        Err(e) => return (f(), Err(format!("cannot make a temporary file: {e}"))),
+    };
+    use std::os::fd::AsRawFd;
+    // SAFETY: descriptor calls on the process's standard error, which is
+    // put back before returning, and on descriptors this function owns.
+    let saved = unsafe { libc::dup(2) };
+    if saved < 0 {
+        return (f(), Err("cannot duplicate the standard error".to_owned()));
+    }
+    // SAFETY: as above.
+    if unsafe { libc::dup2(file.as_raw_fd(), 2) } < 0 {
+        // SAFETY: `saved` is this function's own descriptor.
+        unsafe { libc::close(saved) };
+        return (f(), Err("cannot redirect the standard error".to_owned()));
+    }
+    let result = f();
+    // SAFETY: as above.
+    unsafe {
+        libc::dup2(saved, 2);
+        libc::close(saved);
+    }
+    let mut file = file;
+    let mut text = String::new();
+    use std::io::{Read, Seek};
+    let read = file
+        .seek(std::io::SeekFrom::Start(0))
+        .and_then(|_| file.read_to_string(&mut text))
+        .map_err(|e| format!("cannot read the temporary file: {e}"));
+    (result, read.map(|_| text))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
