@@ -619,11 +619,29 @@ mod tests {
         // The first failing access in loop order: %arg0 at point 0.
         assert_eq!(status, [FIRST_ACCESS, 4]);
         assert_eq!(
-            signature.failure(status).unwrap(),
+            signature.failure(status).unwrap().message,
             "out-of-bounds access: 'meta.binary' at line 2 reads %arg0 (tensor<4xf32>) at element offset 4, outside its 4 elements"
         );
         // Every store was out of bounds too, so none was made.
         assert_eq!(out, [-1.0; 4]);
+    }
+
+    #[test]
+    fn a_division_by_zero_names_its_op_and_line() {
+        let (_, _, signature) = run_add(0);
+        let failure = signature
+            .failure([crate::lower::DIVISION_BY_ZERO_STATUS, 7])
+            .unwrap();
+        assert_eq!(failure.op, Some(("meta.binary".to_owned(), Some(7))));
+        assert_eq!(
+            failure.located(),
+            "'meta.binary' at line 7: integer division by zero"
+        );
+        // A location without a line.
+        let failure = signature
+            .failure([crate::lower::DIVISION_BY_ZERO_STATUS, 0])
+            .unwrap();
+        assert_eq!(failure.located(), "'meta.binary': integer division by zero");
     }
 
     #[test]
@@ -634,6 +652,7 @@ mod tests {
             signature
                 .failure(status)
                 .unwrap()
+                .message
                 .ends_with("at element offset -1, outside its 4 elements")
         );
     }

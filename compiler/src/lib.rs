@@ -54,7 +54,8 @@ pub use error::Error;
 pub use guards::{ArgumentCheck, EntryGuard, take_entry_guards};
 pub use jitc_dialect::profile::Profile;
 pub use lower::{
-    Buffer as Slot, CheckedAccess, DynamicSizes, Extent, KernelSignature, KernelStatus, MathMode, SizeSource,
+    Buffer as Slot, CheckedAccess, DynamicSizes, Extent, KernelFailure, KernelSignature, KernelStatus,
+    MathMode, SizeSource,
     gpu::{FillLaunch, GpuKernel, Launch},
 };
 pub use pipelines::{IrPrinting, OptimizeOptions, Pipeline, optimize};

@@ -15,6 +15,7 @@
 mod affine;
 mod context;
 mod diag;
+mod failure;
 pub mod kinds;
 pub mod ops;
 pub mod profile;
@@ -22,6 +23,7 @@ pub mod verify;
 
 pub use context::{IRDL_SOURCE, new_context};
 pub use diag::emit_error;
+pub use failure::KernelFailure;
 
 /// Errors of the dialect crate.
 #[derive(Debug, thiserror::Error)]

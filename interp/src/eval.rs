@@ -73,7 +73,11 @@ impl StateStore {
 pub trait KernelRunner {
     /// Runs kernel `name` on `args`. `None` when this runner cannot, and
     /// the interpreter runs the kernel's body instead.
-    fn run_kernel(&self, name: &str, args: &[Value]) -> Option<Result<Vec<Value>, String>>;
+    fn run_kernel(
+        &self,
+        name: &str,
+        args: &[Value],
+    ) -> Option<Result<Vec<Value>, jitc_dialect::KernelFailure>>;
 }
 
 /// What a profile records of a call's arguments, `declared_types` being
@@ -305,7 +309,16 @@ impl<'c, 'a> Interpreter<'c, 'a> {
             && function.has_attribute("meta.fused")
             && let Some(outcome) = runner.run_kernel(name, &args)
         {
-            return outcome.map_err(|message| eval_error(function, format!("kernel @{name}: {message}")));
+            // A failure the kernel locates (a division by zero) is reported
+            // at its op, as when the interpreter runs the body.
+            return outcome.map_err(|failure| match failure.op {
+                Some((op, line)) => Error::Eval {
+                    op,
+                    line,
+                    message: failure.message,
+                },
+                None => eval_error(function, format!("kernel @{name}: {}", failure.message)),
+            });
         }
         let body = function.region(0).map_err(|e| eval_error(function, e))?;
         if body.first_block().is_none() {

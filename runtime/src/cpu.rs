@@ -390,7 +390,11 @@ impl CpuModule {
 }
 
 impl Kernels for CpuModule {
-    fn launch(&self, name: &str, mut args: Vec<Value>) -> Option<Result<Vec<Value>, String>> {
+    fn launch(
+        &self,
+        name: &str,
+        mut args: Vec<Value>,
+    ) -> Option<Result<Vec<Value>, jitc_compiler::KernelFailure>> {
         // An argument the kernel may write a result into, when nothing else
         // holds its buffer and it has the shape the kernel was compiled for.
         let (_, signature) = self.kernels.get(name)?;
@@ -451,7 +455,11 @@ impl Executor for CpuModule {
 }
 
 impl KernelRunner for CpuModule {
-    fn run_kernel(&self, name: &str, args: &[Value]) -> Option<Result<Vec<Value>, String>> {
+    fn run_kernel(
+        &self,
+        name: &str,
+        args: &[Value],
+    ) -> Option<Result<Vec<Value>, jitc_compiler::KernelFailure>> {
         self.call(name, args, None)
     }
 }
@@ -465,7 +473,7 @@ impl CpuModule {
         name: &str,
         args: &[Value],
         mut donated: Option<Tensor>,
-    ) -> Option<Result<Vec<Value>, String>> {
+    ) -> Option<Result<Vec<Value>, jitc_compiler::KernelFailure>> {
         let (function, signature) = self.kernels.get(name)?;
         let pair = signature.in_place.filter(|_| donated.is_some());
         let mut indices: Vec<i64> = Vec::with_capacity(args.len());
@@ -487,7 +495,8 @@ impl CpuModule {
                             return Some(Err(format!(
                                 "operands have shapes {shape:?} and {:?} at run time",
                                 tensor.shape()
-                            )));
+                            )
+                            .into()));
                         }
                         Some(_) => {}
                     }
@@ -527,7 +536,7 @@ impl CpuModule {
                 Slot::Dynamic(_, element) if signature.sizes.is_some() => {
                     match Tensor::for_overwrite(output_shapes[j].clone(), *element) {
                         Ok(tensor) => outputs.push(tensor),
-                        Err(message) => return Some(Err(message)),
+                        Err(message) => return Some(Err(message.into())),
                     }
                 }
                 Slot::Dynamic(_, element) if signature.flat => {
@@ -538,12 +547,12 @@ impl CpuModule {
                     };
                     match Tensor::for_overwrite(shape, *element) {
                         Ok(tensor) => outputs.push(tensor),
-                        Err(message) => return Some(Err(message)),
+                        Err(message) => return Some(Err(message.into())),
                     }
                 }
                 Slot::Tensor(shape, element) => match Tensor::for_overwrite(shape.clone(), *element) {
                     Ok(tensor) => outputs.push(tensor),
-                    Err(message) => return Some(Err(message)),
+                    Err(message) => return Some(Err(message.into())),
                 },
                 _ => return Some(Err("a kernel that returns an index or a dynamic tensor".into())),
             }
@@ -587,7 +596,8 @@ impl CpuModule {
                     return Some(Err(format!(
                         "argument {} does not match the compiled kernel",
                         pointers.len()
-                    )));
+                    )
+                    .into()));
                 }
             }
         }

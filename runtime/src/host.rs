@@ -72,7 +72,11 @@ pub(crate) trait Kernels {
     /// at the call is moved in, so when nothing else holds its buffer, a
     /// result may be written into it
     /// (`jitc_compiler::KernelSignature::in_place`).
-    fn launch(&self, name: &str, args: Vec<Value>) -> Option<Result<Vec<Value>, String>>;
+    fn launch(
+        &self,
+        name: &str,
+        args: Vec<Value>,
+    ) -> Option<Result<Vec<Value>, jitc_compiler::KernelFailure>>;
 }
 
 /// Why a run of a plan stopped before its end.
@@ -766,7 +770,16 @@ impl HostPlan {
                 let values = kernels
                     .launch(name, inputs)
                     .ok_or(Stop::Interpret)?
-                    .map_err(|m| site.error(format!("kernel @{name}: {m}")))?;
+                    .map_err(|failure| match failure.op {
+                        // Located in the kernel's body (a division by
+                        // zero): reported there, as the interpreter does.
+                        Some((op, line)) => Error::Eval {
+                            op,
+                            line,
+                            message: failure.message,
+                        },
+                        None => site.error(format!("kernel @{name}: {}", failure.message)),
+                    })?;
                 store(frame, to, values);
             }
             Op::Call {

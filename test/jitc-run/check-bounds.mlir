@@ -18,7 +18,7 @@
 
 // A division by zero is still reported as one.
 // RUN: not jitc run %s --check-bounds --input "4xi32=7 -7 1 2" --input "4xi32=2 2 0 -1" 2>&1 | FileCheck %s --check-prefix=DIV
-// DIV: jitc run: error: 'func.func' at line [[# @LINE + 4]]: kernel @main_fused_0: integer division by zero
+// DIV: jitc run: error: 'meta.binary' at line [[# @LINE + 4]]: integer division by zero
 // RUN: jitc run %s --check-bounds --input "4xi32=7 -7 1 2" --input "4xi32=2 2 3 -1" | FileCheck %s --check-prefix=OK
 // OK: result[0]: 4xi32=3 -3 0 -2
 func.func @main(%a: tensor<4xi32>, %b: tensor<4xi32>) -> tensor<4xi32> {

@@ -11,7 +11,9 @@
 // RUN: jitc run %examples/rnn.mlir --backend cpu --input 5x4x6xf32=1 --input 6x8xf32=0 --input 8x8xf32=0 --state rnn.h=4x8xf32=7 | FileCheck %s --check-prefix=RNN
 // RNN: result[0]: 4x8xf32=[0 0 0 0 0 0 0 0]
 // RUN: not jitc run %s --backend cpu --input "4xi32=7 -7 1 2" --input "4xi32=2 2 0 -1" 2>&1 | FileCheck %s --check-prefix=DIV
-// DIV: jitc run: error: 'func.func' at line [[# @LINE + 4]]: kernel @main_fused_0: integer division by zero
+// RUN: not jitc run %s --backend interp --input "4xi32=7 -7 1 2" --input "4xi32=2 2 0 -1" 2>&1 | FileCheck %s --check-prefix=DIV
+// The division is reported at its op, in the interpreter's words.
+// DIV: jitc run: error: 'meta.binary' at line [[# @LINE + 4]]: integer division by zero
 // RUN: jitc run %s --backend cpu --input "4xi32=7 -7 1 2" --input "4xi32=2 2 3 -1" | FileCheck %s --check-prefix=OK
 // OK: result[0]: 4xi32=3 -3 0 -2
 func.func @main(%a: tensor<4xi32>, %b: tensor<4xi32>) -> tensor<4xi32> {

@@ -47,13 +47,12 @@
 //! kernel's status record is claimed with `2 + k` and the offset. The
 //! record is `[i64; 2]`: word 0 the status (0 success, 1 an integer
 //! division by zero, `2 + k` access `k` out of bounds, -1 an affine
-//! divisor that is not positive), word 1 the offset (or the divisor).
+//! divisor that is not positive), word 1 the offset (or the divisor, or
+//! the dividing op's line).
 //! The claim is an `llvm.cmpxchg` of word 0 from 0, and only its winner
 //! writes word 1, so on the GPU, where many threads may fail at once, the
-//! two words always belong to the same access; on the CPU, the first
-//! failing access of a call (in loop order) is the one reported. (A
-//! division by zero stores its status unconditionally, so it may replace a
-//! claim; either is a real failure.) Branches on the failure path cost
+//! two words always belong to the same failure; on the CPU, the first
+//! failure of a call (in loop order) is the one reported. Branches on the failure path cost
 //! vectorization; the mode is for finding bugs, and its speed is
 //! secondary.
 //!
@@ -157,7 +156,8 @@ pub(super) fn key(value: Value) -> usize {
 }
 
 /// The record a kernel reports failures in, `[status, word]`: status 0
-/// is success, 1 an integer division by zero, `2 + k` an out-of-bounds
+/// is success, 1 an integer division by zero by the `meta.binary` at line
+/// `word` (0 when its location has none), `2 + k` an out-of-bounds
 /// access, number `k` of [`super::KernelSignature::accesses`], at element
 /// offset `word` (the bounds-checked mode), -1 an affine division by
 /// the divisor `word`, which is not positive, and -2 affine index

@@ -183,13 +183,21 @@ impl KernelSignature {
             .map(|_| self.inputs.len() + self.outputs.len() + self.shape_slots().count())
     }
 
-    /// What went wrong in a call that left `status` in its status record,
-    /// in words (without the kernel's name); `None` when nothing did.
-    pub fn failure(&self, status: KernelStatus) -> Option<String> {
+    /// What went wrong in a call that left `status` in its status record
+    /// (without the kernel's name); `None` when nothing did.
+    pub fn failure(&self, status: KernelStatus) -> Option<KernelFailure> {
         let [code, offset] = status;
-        match code {
+        let message = match code {
             0 => None,
-            DIVISION_BY_ZERO_STATUS => Some("integer division by zero".into()),
+            DIVISION_BY_ZERO_STATUS => {
+                return Some(KernelFailure {
+                    op: Some((
+                        jitc_dialect::ops::BinaryOp::NAME.to_owned(),
+                        usize::try_from(offset).ok().filter(|&line| line > 0),
+                    )),
+                    message: "integer division by zero".into(),
+                });
+            }
             // The interpreter's words for the same failure.
             AFFINE_DIVISOR_STATUS => Some(format!("affine division by {offset}; divisors must be positive")),
             AFFINE_OVERFLOW_STATUS => Some("affine index arithmetic overflows i64".into()),
@@ -202,9 +210,12 @@ impl KernelSignature {
                         |access| access.out_of_bounds(offset),
                     ),
             ),
-        }
+        };
+        message.map(KernelFailure::from)
     }
 }
+
+pub use jitc_dialect::KernelFailure;
 
 /// What decides how kernels are lowered: the lowering's part of
 /// `CodegenOptions` and `GpuOptions`.

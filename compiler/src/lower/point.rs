@@ -343,7 +343,8 @@ pub(super) fn emit_op<'c, 'a>(
             let element = element_of(lhs)?;
             let (a, b) = (body.scalar(lhs, op)?, body.scalar(rhs, op)?);
             let kind = binary.kind().ok_or_else(|| error("binary kind"))?;
-            binary_op(&at, kind, a, b, element, body.status.record).map(Some)
+            let line = jitc_dialect::verify::location_line(op.location());
+            binary_op(&at, kind, a, b, element, body.status.record, line).map(Some)
         }
         "meta.ternary" => {
             let c = body.scalar(op.operand(0).map_err(|_| error("select"))?, op)?;

@@ -24,13 +24,15 @@
 //!   the polynomials of [`super::poly`]; other math is a `math` op, which
 //!   becomes a libm call on the CPU.
 //!
-//! Example: `i32` `div` of `%a` by `%b`, where `%status` points to the
-//! kernel's status record (its first word, the status, becomes 1):
+//! Example: `i32` `div` of `%a` by `%b` (the op at line 7), where
+//! `%status` points to the kernel's status record (claimed as an access
+//! claims it: its status becomes 1, and its second word the op's line):
 //!
 //! ```mlir
 //! %z = arith.cmpi eq, %b, %c0_i32 : i32
 //! scf.if %z {
-//!   llvm.store %c1_i64, %status : i64, !llvm.ptr
+//!   %r = llvm.cmpxchg %status, %c0_i64, %c1_i64 monotonic monotonic : !llvm.ptr, i64
+//!   ... (the winner stores %c7_i64 to the second word)
 //! }
 //! %m = arith.cmpi eq, %b, %c-1_i32 : i32
 //! %u = arith.ori %z, %m : i1
@@ -193,7 +195,7 @@ fn saturating_float_to_int<'c, 'a>(
 }
 
 /// Binary `kind` of `a` and `b`, both `element`s; an integer division
-/// by zero sets `status`.
+/// by zero claims the status record with the op's `line` (0 when unknown).
 pub(super) fn binary_op<'c, 'a>(
     at: &Emitter<'c, 'a>,
     kind: BinaryKind,
@@ -201,6 +203,7 @@ pub(super) fn binary_op<'c, 'a>(
     b: Value<'c, 'a>,
     element: ElementType,
     status: Value<'c, 'a>,
+    line: Option<usize>,
 ) -> Result<Value<'c, 'a>, Error> {
     let t = a.r#type();
     let float = element.is_float();
@@ -228,7 +231,7 @@ pub(super) fn binary_op<'c, 'a>(
         BinaryKind::Mul => op(if float { "arith.mulf" } else { "arith.muli" }),
         BinaryKind::Div if float => op("arith.divf"),
         BinaryKind::Mod if float => op("arith.remf"),
-        BinaryKind::Div | BinaryKind::Mod => integer_division(at, kind, a, b, element, status),
+        BinaryKind::Div | BinaryKind::Mod => integer_division(at, kind, a, b, element, status, line),
         BinaryKind::Pow => op("math.powf"),
         // Not `arith.maximumf`/`minimumf`: see the module docs.
         BinaryKind::Max => op(if float { "llvm.intr.maximum" } else { "arith.maxsi" }),
@@ -239,9 +242,9 @@ pub(super) fn binary_op<'c, 'a>(
     }
 }
 
-/// Integer `div`/`mod` without undefined behaviour: a zero divisor sets the
-/// status word (the runtime reports it as the interpreter does) and `MIN
-/// div -1` wraps, `MIN mod -1` is 0.
+/// Integer `div`/`mod` without undefined behaviour: a zero divisor claims
+/// the status record with the op's `line` (the runtime reports it at that
+/// op, as the interpreter does) and `MIN div -1` wraps, `MIN mod -1` is 0.
 fn integer_division<'c, 'a>(
     at: &Emitter<'c, 'a>,
     kind: BinaryKind,
@@ -249,6 +252,7 @@ fn integer_division<'c, 'a>(
     b: Value<'c, 'a>,
     element: ElementType,
     status: Value<'c, 'a>,
+    line: Option<usize>,
 ) -> Result<Value<'c, 'a>, Error> {
     let t = a.r#type();
     let (zero, one, minus_one) = (
@@ -259,8 +263,8 @@ fn integer_division<'c, 'a>(
     let is_zero = at.cmpi(0, b, zero)?;
     let flag = at.if_then(is_zero)?;
     let i64_type: Type = melior::ir::r#type::IntegerType::new(at.context, 64).into();
-    let set = flag.int(i64_type, DIVISION_BY_ZERO_STATUS)?;
-    flag.op("llvm.store", &[set, status], &[], &[])?;
+    let line = flag.int(i64_type, line.map_or(0, |l| l as i64))?;
+    super::access::claim(&flag, status, DIVISION_BY_ZERO_STATUS, line)?;
     flag.finish()?;
     let is_minus_one = at.cmpi(0, b, minus_one)?;
     let unsafe_divisor = at.value("arith.ori", &[is_zero, is_minus_one], at.i1())?;
@@ -300,5 +304,6 @@ pub(super) fn combine<'c, 'a>(
             .op(name, &[acc, x], &[acc.r#type()], &[("fastmath", flags)])?
             .ok_or_else(|| error("reduction"));
     }
-    binary_op(at, kind.step(), acc, x, element, status)
+    // Reductions never divide: no line to report.
+    binary_op(at, kind.step(), acc, x, element, status, None)
 }

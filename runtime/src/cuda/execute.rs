@@ -400,7 +400,10 @@ impl CudaModule {
                     .kernels
                     .get(&step.kernel)
                     .and_then(|loaded| loaded.kernel.signature.failure(status))
-                    .unwrap_or_else(|| format!("the kernel failed with the status {}", status[0]));
+                    .map_or_else(
+                        || format!("the kernel failed with the status {}", status[0]),
+                        |failure| failure.located(),
+                    );
                 Some(format!("kernel @{}: {failure}", step.kernel))
             });
         if let Some(failure) = failure {

@@ -489,14 +489,22 @@ impl Executor for CudaModule {
 
 /// A host plan's kernel calls: each a one-launch plan, a round trip.
 impl Kernels for CudaModule {
-    fn launch(&self, name: &str, args: Vec<Value>) -> Option<Result<Vec<Value>, String>> {
+    fn launch(
+        &self,
+        name: &str,
+        args: Vec<Value>,
+    ) -> Option<Result<Vec<Value>, jitc_compiler::KernelFailure>> {
         self.run_kernel(name, &args)
     }
 }
 
 /// The interpreter's kernel calls: each a one-launch plan, a round trip.
 impl KernelRunner for CudaModule {
-    fn run_kernel(&self, name: &str, args: &[Value]) -> Option<Result<Vec<Value>, String>> {
+    fn run_kernel(
+        &self,
+        name: &str,
+        args: &[Value],
+    ) -> Option<Result<Vec<Value>, jitc_compiler::KernelFailure>> {
         let loaded = self.kernels.get(name)?;
         let results = loaded.kernel.signature.outputs.len();
         let plan = Plan {
@@ -522,6 +530,7 @@ impl KernelRunner for CudaModule {
                     message
                         .strip_prefix(&prefix)
                         .map_or(message.clone(), str::to_owned)
+                        .into()
                 }),
         )
     }
