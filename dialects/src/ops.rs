@@ -69,6 +69,21 @@ pub fn string_attribute<'c>(attribute: Attribute<'c>) -> Option<&'c str> {
     }
 }
 
+/// The elements of a dense i64 array attribute (`array<i64: 1, 2>`);
+/// `None` for any other attribute.
+pub fn i64_array_attribute(attribute: Attribute) -> Option<Vec<i64>> {
+    // SAFETY: the attribute is live; elements are read below its count,
+    // and only from a dense i64 array (checked first).
+    unsafe {
+        let raw = attribute.to_raw();
+        mlir_sys::mlirAttributeIsADenseI64Array(raw).then(|| {
+            (0..mlir_sys::mlirDenseArrayGetNumElements(raw))
+                .map(|i| mlir_sys::mlirDenseI64ArrayGetElement(raw, i))
+                .collect()
+        })
+    }
+}
+
 /// An integer set (`affine_set<(d0) : (d0 - 5 >= 0)>`), which melior does not
 /// wrap: the conjunction of its constraints.
 #[derive(Clone, Copy, Debug)]

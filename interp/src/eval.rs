@@ -469,6 +469,17 @@ impl<'c, 'a> Interpreter<'c, 'a> {
                 }
             }
             "scf.while" => self.scf_while(run, env, op),
+            "scf.index_switch" => {
+                // Region 0 is the default; region k + 1 is case k.
+                let selector = as_index(op, &operand(env, op, 0)?)?;
+                let cases = tensor_ops::i64_array(op, "cases")?;
+                let taken = cases.iter().position(|&c| c == selector).map_or(0, |k| k + 1);
+                let region = op.region(taken).map_err(|e| eval_error(op, e))?;
+                match self.region(run, env, op, region, Vec::new())? {
+                    Flow::Yield(values) => Ok(values),
+                    _ => Err(eval_error(op, "region does not end in scf.yield")),
+                }
+            }
             _ if name.starts_with("arith.") => arith::eval(op, &operands(env, op)?).map(|v| vec![v]),
             _ if name.starts_with("tensor.") => tensor_ops::eval(op, &operands(env, op)?).map(|v| vec![v]),
             _ => Err(unsupported(op)),

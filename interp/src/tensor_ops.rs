@@ -8,26 +8,16 @@ use crate::{
     tensor::{Buffer, Tensor, strides},
     value::{Value, ValueType},
 };
-use melior::ir::{AttributeLike, OperationRef, ValueLike, operation::OperationLike};
+use melior::ir::{OperationRef, ValueLike, operation::OperationLike};
 use std::sync::Arc;
 
 /// A `DenseI64ArrayAttr` named `name`.
-fn i64_array(op: OperationRef, name: &str) -> Result<Vec<i64>, Error> {
+pub(crate) fn i64_array(op: OperationRef, name: &str) -> Result<Vec<i64>, Error> {
     let attribute = op
         .attribute(name)
         .map_err(|_| error(op, format!("has no {name}")))?;
-    // SAFETY: `attribute` is live; elements are read below its count, and
-    // only from a dense i64 array (checked through its type id).
-    unsafe {
-        let raw = attribute.to_raw();
-        if !mlir_sys::mlirAttributeIsADenseI64Array(raw) {
-            return Err(error(op, format!("{name} is not an i64 array")));
-        }
-        let count = mlir_sys::mlirDenseArrayGetNumElements(raw);
-        Ok((0..count)
-            .map(|i| mlir_sys::mlirDenseI64ArrayGetElement(raw, i))
-            .collect())
-    }
+    jitc_dialect::ops::i64_array_attribute(attribute)
+        .ok_or_else(|| error(op, format!("{name} is not an i64 array")))
 }
 
 /// Evaluates one `tensor` op on its operand values.

@@ -39,7 +39,9 @@ the whole call succeeded), and the function runs imperatively instead (a
 *fallback*), traced; the tree is then staged again with that trace merged
 in (*restaged*), and after `max_fallbacks` fallbacks for the same facts
 they are *given up*: those calls stay imperative. Facts never seen before are
-profiled first. Every fallback, restaging and give-up is counted
+profiled first; after `max_facts` distinct sets of facts (16 by default: a
+Python number that changes on every call makes a new set each time) the
+whole function stays imperative, with the fact that kept changing named. Every fallback, restaging and give-up is counted
 (`fn.stats()`) and logged with its reason (`jitc.explain(fn)`).
 
 What is not done yet: control flow on tensors is not staged as `scf` ops
@@ -253,12 +255,15 @@ class Function:
     """A function made speculative by `jitc.function`; see the module's
     documentation."""
 
-    def __init__(self, fn, profile=3, max_fallbacks=3, merge=True):
+    def __init__(self, fn, profile=3, max_fallbacks=3, merge=True, max_facts=16):
         if profile < 1:
             raise ValueError("profile must be at least 1")
+        if max_facts < 1:
+            raise ValueError("max_facts must be at least 1")
         self.fn = fn
         self.profile = profile
         self.max_fallbacks = max_fallbacks
+        self.max_facts = max_facts
         self.merge = merge
         self.__name__ = getattr(fn, "__name__", "function")
         self.__doc__ = getattr(fn, "__doc__", None)
@@ -290,6 +295,19 @@ class Function:
             hash(key)
         except TypeError as e:
             self._give_up_all(f"its arguments cannot be compared between calls ({e})")
+            self._counts["imperative"] += 1
+            return self._plain(owner, args, kwargs)
+        if key not in self._facts and len(self._facts) >= self.max_facts:
+            # A fact that changes on every call (a learning rate passed as
+            # a Python number) would profile every call and keep every set
+            # of facts: stay imperative, and say which fact changes.
+            self._give_up_all(
+                f"its facts changed {len(self._facts)} times "
+                f"({_changed(next(reversed(self._facts)), key, _fact_names(owner, args, kwargs))}); "
+                f"a Python number that changes between calls is a new set of facts each time: pass it as a "
+                f"jitc.Var (data) instead, or raise max_facts"
+            )
+            self._facts.clear()
             self._counts["imperative"] += 1
             return self._plain(owner, args, kwargs)
         facts = self._facts.setdefault(key, _Facts())
@@ -670,6 +688,23 @@ def _as_vars(args, kwargs):
     return [one(a) for a in args], {k: one(v) for k, v in kwargs.items()}
 
 
+def _fact_names(owner, args, kwargs):
+    """The names of the parts of `Function._key`'s facts, in order."""
+    names = [f"argument {k}" for k in range(len(args))]
+    names += [f"keyword argument {k}" for k in sorted(kwargs)]
+    if owner is not None:
+        names.append("the attributes of self")
+    return names + ["which arguments are one tensor", "the globals or closure variables it reads"]
+
+
+def _changed(old, new, names):
+    """What differs between two sets of facts (`Function._key`), in words."""
+    if len(old) != len(new):
+        return "the number of arguments"
+    changed = [name for a, b, name in zip(old, new, names) if a != b]
+    return ", ".join(changed) if changed else "the facts"
+
+
 def _cell_filled(cell):
     try:
         cell.cell_contents
@@ -701,13 +736,16 @@ def _rebuild(structure, outputs):
     return tuple(items) if kind == "tuple" else items
 
 
-def function(fn=None, *, profile=3, max_fallbacks=3, merge=True):
+def function(fn=None, *, profile=3, max_fallbacks=3, merge=True, max_facts=16):
     """Makes `fn` a speculative, staged function (see `jitc._function`'s
     documentation): `@jitc.function` or `@jitc.function(profile=2)`.
     `profile`: traced calls before staging; `max_fallbacks`: fallbacks
     before a set of facts stays imperative; `merge=False` stages only the
     most recent trace (JANUS's single speculated path) instead of merging
-    the traces kept (Terra)."""
+    the traces kept (Terra); `max_facts`: distinct sets of facts (shapes,
+    Python values) before the function stays imperative, saying which fact
+    kept changing."""
+    options = dict(profile=profile, max_fallbacks=max_fallbacks, merge=merge, max_facts=max_facts)
     if fn is None:
-        return lambda f: Function(f, profile=profile, max_fallbacks=max_fallbacks, merge=merge)
-    return Function(fn, profile=profile, max_fallbacks=max_fallbacks, merge=merge)
+        return lambda f: Function(f, **options)
+    return Function(fn, **options)

@@ -141,6 +141,24 @@ def test_what_cannot_be_staged_stays_imperative_and_says_why(body, reason):
     assert reason in jitc.explain(fn), jitc.explain(fn)
 
 
+def test_a_python_number_that_changes_every_call_stays_imperative_and_is_named():
+    def step(x, lr):
+        return x - lr * x
+
+    fn = jitc.function(step, profile=2, max_facts=4)
+    x = np.arange(3, dtype=np.float32)
+    for k in range(8):
+        lr = 0.1 / (k + 1)
+        want = step(jitc.Var(x), lr).numpy()
+        np.testing.assert_array_equal(fn(x, lr).numpy(), want)
+    stats = fn.stats()
+    assert stats["calls"] == 8 and stats["staged"] == 0 and stats["give_ups"] == 1, stats
+    # Four sets of facts were kept, then none: nothing grows without bound.
+    assert fn._facts == {}
+    assert "its facts changed 4 times (argument 1)" in jitc.explain(fn), jitc.explain(fn)
+    assert "pass it as a jitc.Var" in jitc.explain(fn)
+
+
 def test_python_attribute_writes_stay_imperative():
     class Steps:
         def __init__(self):

@@ -3,7 +3,8 @@
 //! numbered value slots, as IREE's VM runs its command buffers.
 //!
 //! After `meta-fuse`, a function's body is host code: calls of `meta.fused`
-//! kernels, calls of other functions, `scf.for`/`scf.if`/`scf.while`,
+//! kernels, calls of other functions, `scf.for`/`scf.if`/`scf.while`/
+//! `scf.index_switch`,
 //! `arith` and `tensor` ops on scalars, indices and small tensors,
 //! `meta.guard` and `meta.state_read`/`meta.state_write`. [`HostPlan::build`]
 //! resolves all of it once:
@@ -232,6 +233,15 @@ enum Op {
         to: Vec<usize>,
         site: Site,
     },
+    /// `scf.index_switch`: the block of the case equal to the selector,
+    /// else the default.
+    Switch {
+        selector: usize,
+        cases: Vec<(i64, Block)>,
+        default: Block,
+        to: Vec<usize>,
+        site: Site,
+    },
     Guard {
         condition: usize,
         id: i64,
@@ -367,6 +377,18 @@ impl Op {
                 before.reads(out);
                 after.reads(out);
             }
+            Op::Switch {
+                selector,
+                cases,
+                default,
+                ..
+            } => {
+                out.push(*selector);
+                for (_, block) in cases {
+                    block.reads(out);
+                }
+                default.reads(out);
+            }
             Op::Guard { condition, .. } => out.push(*condition),
             Op::StateWrite { value, .. } => out.push(*value),
         }
@@ -382,7 +404,8 @@ impl Op {
             | Op::Call { to, .. }
             | Op::For { to, .. }
             | Op::If { to, .. }
-            | Op::While { to, .. } => to.clone(),
+            | Op::While { to, .. }
+            | Op::Switch { to, .. } => to.clone(),
             Op::Guard { .. } | Op::StateWrite { .. } => Vec::new(),
         }
     }
@@ -845,6 +868,23 @@ impl HostPlan {
                     _ => return Err(site.error("region does not end in scf.yield").into()),
                 }
             }
+            Op::Switch {
+                selector,
+                cases,
+                default,
+                to,
+                site,
+            } => {
+                let selector = get(frame, *selector).index().map_err(|m| site.error(m))?;
+                let block = cases
+                    .iter()
+                    .find(|(value, _)| *value == selector)
+                    .map_or(default, |(_, block)| block);
+                match self.block(run, kernels, frame, block, Vec::new())? {
+                    Flow::Yield(values) => store(frame, to, values),
+                    _ => return Err(site.error("region does not end in scf.yield").into()),
+                }
+            }
             Op::While {
                 inits,
                 before,
@@ -1098,6 +1138,27 @@ impl<'c, 'a> Builder<'c, 'a, '_> {
                     condition,
                     then,
                     otherwise,
+                    to: slots.results(op)?,
+                    site,
+                }
+            }
+            "scf.index_switch" => {
+                let selector = slots.operands(op)?[0];
+                let values = op
+                    .attribute("cases")
+                    .ok()
+                    .and_then(jitc_dialect::ops::i64_array_attribute)
+                    .ok_or_else(|| format!("{} has no cases", describe(op)))?;
+                // Region 0 is the default; region k + 1 is case k.
+                let default = self.block(slots, op, Self::region_block(op, 0)?)?;
+                let mut cases = Vec::with_capacity(values.len());
+                for (k, value) in values.into_iter().enumerate() {
+                    cases.push((value, self.block(slots, op, Self::region_block(op, k + 1)?)?));
+                }
+                Op::Switch {
+                    selector,
+                    cases,
+                    default,
                     to: slots.results(op)?,
                     site,
                 }

@@ -72,6 +72,37 @@ fn examples_run_without_entering_the_interpreter() {
 }
 
 #[test]
+fn an_index_switch_runs_natively_and_takes_each_case() {
+    // Each case, the default (a value no case names), and a case whose
+    // kernel fuses two ops; the result feeds a kernel after the switch.
+    let source = r#"func.func @main(%x: tensor<4xf32>, %s: index) -> tensor<4xf32> {
+  %r = scf.index_switch %s -> tensor<4xf32>
+  case 0 {
+    %e = "meta.unary"(%x) {kind = "exp"} : (tensor<4xf32>) -> tensor<4xf32>
+    scf.yield %e : tensor<4xf32>
+  }
+  case 7 {
+    %n = "meta.unary"(%x) {kind = "neg"} : (tensor<4xf32>) -> tensor<4xf32>
+    %a = "meta.binary"(%n, %x) {kind = "mul"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    scf.yield %a : tensor<4xf32>
+  }
+  default {
+    scf.yield %x : tensor<4xf32>
+  }
+  %t = "meta.unary"(%r) {kind = "tanh"} : (tensor<4xf32>) -> tensor<4xf32>
+  return %t : tensor<4xf32>
+}"#;
+    let runs = [0i64, 7, 3, -1]
+        .into_iter()
+        .map(|selector| {
+            let x = Value::tensor(random(&[4], selector.unsigned_abs() + 11));
+            (vec![x, Value::Index(selector)], StateStore::new())
+        })
+        .collect();
+    runs_natively("index_switch", source, runs);
+}
+
+#[test]
 fn indrnn_of_any_length_runs_natively() {
     // Its projection kernel reads the dynamic-length sequence: compiled
     // with the sizes passed at run time, for every length.

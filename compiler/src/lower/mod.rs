@@ -723,16 +723,7 @@ fn dynamic_type_text(shape: &[Option<usize>], element: ElementType) -> String {
 }
 
 fn i64_array(attribute: Attribute) -> Option<Vec<i64>> {
-    use melior::ir::AttributeLike;
-    // SAFETY: `attribute` is live; elements are read below its count.
-    unsafe {
-        let raw = attribute.to_raw();
-        mlir_sys::mlirAttributeIsADenseI64Array(raw).then(|| {
-            (0..mlir_sys::mlirDenseArrayGetNumElements(raw))
-                .map(|i| mlir_sys::mlirDenseI64ArrayGetElement(raw, i))
-                .collect()
-        })
-    }
+    jitc_dialect::ops::i64_array_attribute(attribute)
 }
 
 pub use types::MathMode;
