@@ -5,8 +5,8 @@ use crate::{
     Error,
     pass::{OptionKind, Options, PassInfo},
     transforms::{
-        cse::Cse, dce::Dce, fuse::Fuse, grad::Grad, inline::Inline, refine::Refine, specialize::Specialize,
-        unroll::Unroll, verify::Verify,
+        cse::Cse, dce::Dce, fuse::Fuse, grad::Grad, inline::Inline, merge::Merge, refine::Refine,
+        specialize::Specialize, unroll::Unroll, verify::Verify,
     },
 };
 use jitc_dialect::profile::Profile;
@@ -33,6 +33,7 @@ pub static PASSES: &[PassInfo] = &[
     Fuse::INFO,
     Grad::INFO,
     Inline::INFO,
+    Merge::INFO,
     Refine::INFO,
     Specialize::INFO,
     Unroll::INFO,

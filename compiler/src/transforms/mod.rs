@@ -5,6 +5,7 @@ pub mod dce;
 pub mod fuse;
 pub mod grad;
 pub mod inline;
+pub mod merge;
 pub mod refine;
 pub mod specialize;
 pub mod unroll;

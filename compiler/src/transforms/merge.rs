@@ -1,0 +1,1047 @@
+//! `meta-merge`: merges the traces of one function into one graph, as
+//! Terra's GraphGenerator does (`papers/terra-supplement.txt`, Algorithm 1):
+//! what the traces share is staged once, and the parts where they went
+//! different ways become the cases of `scf.index_switch` ops, selected at
+//! run time by the same conditions the traces branched on.
+//!
+//! **Input.** Functions carrying `meta.trace = "<name>"` are traces of
+//! `@<name>`, in module order; each is a straight-line speculative program
+//! with the same function type. A branch a trace took is a `meta.guard`
+//! carrying the unit attribute `meta.decision`: its operand is the branch's
+//! condition as it went, either the condition itself (it went true) or a
+//! `"meta.unary"` `not` of it that also carries `meta.decision` (it went
+//! false). So each trace, run alone, is JANUS's single-path graph: its
+//! guards fail when a call would take another path.
+//!
+//! ```mlir
+//! func.func @f_0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {meta.trace = "f"} {
+//!   %s = "meta.reindex_reduce"(%x) {...} : ... loc("m.py":3:0)
+//!   %c = "meta.binary"(%s, %zero) {kind = "gt"} : ... loc("m.py":3:0)
+//!   "meta.guard"(%c) {id = 1 : i64, reason = "branch at m.py:3 goes true", meta.decision} : ... loc("m.py":3:0)
+//!   ...
+//! ```
+//!
+//! **Output.** One function `@<name>` in place of the traces: ops common to
+//! every trace once, at top level; a branch the traces took both ways
+//! selects the next `scf.index_switch` case; a branch they all took one
+//! way stays a guard (on the condition, or its `not`); other guards are
+//! kept. Values that flow out of a case are results of its switch (a case
+//! that does not compute one yields the value it had before, or zeros
+//! when it had none and no path through that case reads it).
+//!
+//! Algorithm:
+//! 1. **Trace graph.** An op of a trace is a node, identified by its name,
+//!    its attributes (a guard's `id`, and a decision's `reason`, aside),
+//!    its result types, its location and how many times the trace ran
+//!    that op before (the occurrence, standing in for Terra's loop
+//!    counters). Consecutive ops of a trace give an edge, from `start` and
+//!    to `end`. The graph must be acyclic, and only a branch taken both
+//!    ways may have two successors; anything else means the traces differ
+//!    without a branch between them, and is an error.
+//! 2. **Case assignment** (Algorithm 1): from the edges out of `start`,
+//!    repeatedly make one switch-case: for each node the current edges
+//!    point to, a case whose basic block is the longest linear chain from
+//!    it (when no edge outside the current ones points to it), or an empty
+//!    case that passes its control edges on to the next switch-case.
+//! 3. **Values.** Operand `j` of node `v` reads, in each trace, some earlier
+//!    op's result or an argument; those producers form the operand's slot.
+//!    A slot is a variable: each producer writes it when it runs, and the
+//!    node reads it. That is right when, on every trace, no other producer
+//!    of the slot runs between the one the node reads and the node, which
+//!    is checked (an error otherwise).
+//! 4. **Emission.** Walk the switch-cases in order with the number of the
+//!    control edge taken so far (an `index`): a switch-case of one case is
+//!    emitted in place; one of several is an `scf.index_switch` on the case
+//!    its edges select, yielding the slots its cases write and the next
+//!    edge: a constant, or, after a branch taken both ways, a select on its
+//!    condition. The return reads the return's slots.
+//!
+//! The traces are erased. Values of dynamic shape cannot cross a case (a
+//! case that does not compute one would have to yield a placeholder), and
+//! are reported.
+
+use crate::{
+    pass::{OptionKind, Options, PassInfo, PassOption},
+    rewrite::{GuardIds, clone_op, erase, set_operands},
+};
+use jitc_dialect::{
+    emit_error,
+    ops::{GuardOp, UnaryOp, set_attribute, string_attribute},
+    verify::op_name,
+};
+use melior::{
+    Context,
+    ir::{
+        Attribute, Block, BlockLike, BlockRef, Identifier, Location, OperationRef, Region, RegionLike, Type,
+        TypeLike, Value, ValueLike,
+        attribute::{
+            DenseElementsAttribute, DenseI64ArrayAttribute, FloatAttribute, IntegerAttribute, StringAttribute,
+        },
+        operation::{OperationBuilder, OperationLike},
+        r#type::{IntegerType, RankedTensorType, ShapedTypeLike},
+    },
+};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// The `meta-merge` pass.
+pub struct Merge;
+
+/// The attribute naming the function a trace is a trace of.
+pub const TRACE_ATTRIBUTE: &str = "meta.trace";
+
+/// The attribute marking a guard (and the `not` before it) as a branch a
+/// trace took.
+pub const DECISION_ATTRIBUTE: &str = "meta.decision";
+
+impl Merge {
+    /// Registry entry.
+    pub const INFO: PassInfo = PassInfo {
+        argument: "meta-merge",
+        name: "Merge",
+        summary: "Merge the traces of a function (meta.trace) into one graph with scf.index_switch (Terra)",
+        options: &[PassOption {
+            name: "function",
+            description: "merge only the traces of this function (default: every traced function)",
+            default: "",
+            kind: OptionKind::Text,
+        }],
+        source_file: "compiler/src/transforms/merge.rs",
+        source: include_str!("merge.rs"),
+        run: Self::run,
+    };
+
+    /// Runs the pass on a module.
+    pub fn run(root: OperationRef, options: &Options) -> bool {
+        let only = options.get("function").filter(|f| !f.is_empty());
+        let Some(body) = root.region(0).ok().and_then(|r| r.first_block()) else {
+            return true;
+        };
+        // The traces of each function, in module order.
+        let mut groups: BTreeMap<String, Vec<OperationRef>> = BTreeMap::new();
+        let mut next = body.first_operation();
+        while let Some(op) = next {
+            next = op.next_in_block();
+            if op_name(op) != "func.func" {
+                continue;
+            }
+            let Some(name) = op.attribute(TRACE_ATTRIBUTE).ok().and_then(string_attribute) else {
+                continue;
+            };
+            if only.is_none_or(|f| f == name) {
+                groups.entry(name.to_owned()).or_default().push(op);
+            }
+        }
+        crate::rewrite::with_context(root, |context| {
+            if let Some(function) = only
+                && groups.is_empty()
+            {
+                // Not at the module: its location is line 0 of the file.
+                emit_error(
+                    Location::unknown(context),
+                    &format!("meta-merge: no function carries {TRACE_ATTRIBUTE} = \"{function}\""),
+                );
+                return false;
+            }
+            let mut ok = true;
+            for (name, traces) in groups {
+                match merge(context, body, &name, &traces) {
+                    Ok(()) => {
+                        for trace in traces {
+                            // The traces are not used again.
+                            erase(trace);
+                        }
+                    }
+                    Err((location, message)) => {
+                        emit_error(location, &format!("meta-merge: the traces of @{name} {message}"));
+                        ok = false;
+                    }
+                }
+            }
+            ok
+        })
+    }
+}
+
+type Failure<'c> = (Location<'c>, String);
+
+/// Where a value of a trace comes from: argument `k`, or result `r` of node
+/// `v` (the same node in every trace that runs it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Source {
+    Argument(usize),
+    Result(usize, usize),
+}
+
+/// Who reads a slot: operand `j` of a node, or of the return.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Reader {
+    Node(usize, usize),
+    Return(usize),
+}
+
+/// A trace graph's pseudo nodes.
+const START: usize = usize::MAX;
+const END: usize = usize::MAX - 1;
+
+/// One trace, read.
+struct Trace<'c, 'a> {
+    /// Its nodes, in order.
+    nodes: Vec<usize>,
+    /// Each node's place in `nodes`.
+    position: HashMap<usize, usize>,
+    /// What each node's operands read (a decision: its condition).
+    reads: HashMap<usize, Vec<Source>>,
+    /// The way each decision went.
+    taken: HashMap<usize, bool>,
+    /// What the return reads.
+    returns: Vec<Source>,
+    /// The op of each node, in this trace.
+    ops: HashMap<usize, OperationRef<'c, 'a>>,
+}
+
+/// A node of the trace graph.
+struct Node<'c, 'a> {
+    /// The op, as the first trace that runs it has it.
+    op: OperationRef<'c, 'a>,
+    /// A branch (a `meta.guard` with `meta.decision`).
+    decision: bool,
+}
+
+fn merge<'c, 'a>(
+    context: &'c Context,
+    module: BlockRef<'c, 'a>,
+    name: &str,
+    traces: &[OperationRef<'c, 'a>],
+) -> Result<(), Failure<'c>> {
+    let first = traces[0];
+    let here = |message: String| (first.location(), message);
+    let function_type = first
+        .attribute("function_type")
+        .map_err(|_| here("have no type".into()))?;
+    for trace in traces {
+        if trace.attribute("function_type").ok() != Some(function_type) {
+            return Err((trace.location(), "have different function types".into()));
+        }
+    }
+    if module_has_function(module, name) {
+        return Err(here(format!("cannot be merged: @{name} already exists")));
+    }
+
+    // 1. The trace graph.
+    let mut keys: HashMap<String, usize> = HashMap::new();
+    let mut nodes: Vec<Node> = Vec::new();
+    let mut read_traces = Vec::new();
+    for trace in traces {
+        read_traces.push(read_trace(*trace, &mut keys, &mut nodes)?);
+    }
+    let mut edges: BTreeSet<(usize, usize)> = BTreeSet::new();
+    // The way each decision's out-edges go.
+    let mut ways: HashMap<(usize, usize), bool> = HashMap::new();
+    for trace in &read_traces {
+        let mut previous = START;
+        for &v in trace.nodes.iter().chain(std::iter::once(&END)) {
+            edges.insert((previous, v));
+            if let Some(&way) = trace.taken.get(&previous)
+                && let Some(other) = ways.insert((previous, v), way)
+                && other != way
+            {
+                let op = nodes[previous].op;
+                return Err((
+                    op.location(),
+                    "took this branch both ways without running different ops after it; traces that differ \
+                     only in which values later ops read cannot be merged into one graph yet"
+                        .into(),
+                ));
+            }
+            previous = v;
+        }
+    }
+    let successors =
+        |v: usize| -> Vec<usize> { edges.range((v, 0)..=(v, usize::MAX)).map(|&(_, y)| y).collect() };
+    let mut predecessors: HashMap<usize, Vec<usize>> = HashMap::new();
+    for &(x, y) in &edges {
+        predecessors.entry(y).or_default().push(x);
+    }
+    if successors(START).len() > 1 {
+        let first_op = read_traces[0]
+            .nodes
+            .first()
+            .map_or(first.location(), |&v| nodes[v].op.location());
+        return Err((first_op, "begin with different ops, before any branch".into()));
+    }
+    for (v, node) in nodes.iter().enumerate() {
+        let out = successors(v);
+        if out.len() > 1 && !(node.decision && out.len() == 2) {
+            return Err((
+                node.op.location(),
+                "differ after this op without a branch between them (a trace must run the same ops until \
+                 it branches)"
+                    .into(),
+            ));
+        }
+    }
+    topological_order(nodes.len(), &edges).ok_or_else(|| here("run ops in different orders".into()))?;
+
+    // 2. Case assignment (Algorithm 1).
+    let switches = assign_cases(&edges, &successors, &predecessors);
+
+    // 3. Slots.
+    let mut slots: BTreeMap<Reader, BTreeSet<Source>> = BTreeMap::new();
+    for trace in &read_traces {
+        for (&v, reads) in &trace.reads {
+            for (j, &source) in reads.iter().enumerate() {
+                slots.entry(Reader::Node(v, j)).or_default().insert(source);
+            }
+        }
+        for (j, &source) in trace.returns.iter().enumerate() {
+            slots.entry(Reader::Return(j)).or_default().insert(source);
+        }
+    }
+    check_slots(&slots, &read_traces, &nodes)?;
+    // The slots each producer writes.
+    let mut writes: HashMap<Source, Vec<Reader>> = HashMap::new();
+    for (&reader, sources) in &slots {
+        for &source in sources {
+            writes.entry(source).or_default().push(reader);
+        }
+    }
+    // The variables: readers of the same producers.
+    let mut by_sources: BTreeMap<&BTreeSet<Source>, Vec<Reader>> = BTreeMap::new();
+    for (reader, sources) in &slots {
+        by_sources.entry(sources).or_default().push(*reader);
+    }
+    let variables: Vec<Vec<Reader>> = by_sources.into_values().collect();
+    let variable_of: HashMap<Reader, usize> = variables
+        .iter()
+        .enumerate()
+        .flat_map(|(k, readers)| readers.iter().map(move |&r| (r, k)))
+        .collect();
+    let slot_type = |reader: Reader| -> Option<Type<'c>> {
+        let source = *slots.get(&reader)?.iter().next()?;
+        match source {
+            Source::Argument(k) => first_block(first)?.argument(k).ok().map(|a| a.r#type()),
+            Source::Result(v, r) => nodes[v].op.result(r).ok().map(|r| r.r#type()),
+        }
+    };
+
+    // 4. Emission, into a copy of the first trace emptied of its ops.
+    let copy = clone_op(first);
+    let merged = module.insert_operation_before(first, copy);
+    set_attribute(merged, "sym_name", StringAttribute::new(context, name).into());
+    crate::rewrite::remove_attribute(merged, TRACE_ATTRIBUTE);
+    let entry = first_block(merged).ok_or_else(|| here("have no body".into()))?;
+    let mut old: Vec<OperationRef> = Vec::new();
+    let mut next = entry.first_operation();
+    while let Some(op) = next {
+        next = op.next_in_block();
+        old.push(op);
+    }
+    for op in old.into_iter().rev() {
+        // Each op is erased once, users (later ops) first.
+        erase(op);
+    }
+    let mut ids = GuardIds::of(merged);
+    let location = first.location();
+    let top = At {
+        context,
+        block: entry,
+        location,
+    };
+    let mut values: HashMap<Reader, Value<'c, 'a>> = HashMap::new();
+    for (reader, sources) in &slots {
+        if let Some(Source::Argument(k)) = sources.iter().find(|s| matches!(s, Source::Argument(_))) {
+            let argument = entry.argument(*k).map_err(|e| here(e.to_string()))?;
+            values.insert(*reader, argument.into());
+        }
+    }
+    let edge_id: HashMap<(usize, usize), i64> =
+        edges.iter().enumerate().map(|(k, &e)| (e, k as i64)).collect();
+    let start_edge = *edges.iter().next().ok_or_else(|| here("are empty".into()))?;
+    let mut edge = top
+        .index(edge_id[&start_edge])
+        .ok_or_else(|| here("could not be built".into()))?;
+    let emitter = Emitter {
+        nodes: &nodes,
+        writes: &writes,
+        edge_id: &edge_id,
+        ways: &ways,
+        successors: &successors,
+    };
+    for switch in &switches {
+        if switch.len() == 1 {
+            let case = &switch[0];
+            let mut local = values.clone();
+            let next = emitter.emit_block(&top, &case.block, &mut local, edge, &mut ids)?;
+            values = local;
+            edge = next;
+            continue;
+        }
+        // The slots some case writes and a later op reads (not one of this
+        // switch's cases, which exclude each other): results of the
+        // switch, then the edge.
+        let here_nodes: BTreeSet<usize> = switch.iter().flat_map(|c| c.block.iter().copied()).collect();
+        let mut written: BTreeSet<usize> = BTreeSet::new();
+        for &v in &here_nodes {
+            for r in 0..nodes[v].op.result_count() {
+                for reader in writes.get(&Source::Result(v, r)).into_iter().flatten() {
+                    if !matches!(reader, Reader::Node(u, _) if here_nodes.contains(u)) {
+                        written.insert(variable_of[reader]);
+                    }
+                }
+            }
+        }
+        // Slots read from the same producers are one variable: one result.
+        let written: Vec<&Vec<Reader>> = written.into_iter().map(|k| &variables[k]).collect();
+        let mut types = Vec::new();
+        for readers in &written {
+            types.push(slot_type(readers[0]).ok_or_else(|| here("have a value of no type".into()))?);
+        }
+        types.push(Type::index(context));
+        // The case each control edge selects.
+        let mut selector = top.index(-1).ok_or_else(|| here("could not be built".into()))?;
+        for (k, case) in switch.iter().enumerate() {
+            for e in &case.control {
+                let id = top
+                    .index(edge_id[e])
+                    .ok_or_else(|| here("could not be built".into()))?;
+                let same = top
+                    .compare_eq(edge, id)
+                    .ok_or_else(|| here("could not be built".into()))?;
+                let value = top
+                    .index(k as i64)
+                    .ok_or_else(|| here("could not be built".into()))?;
+                selector = top
+                    .select(same, value, selector)
+                    .ok_or_else(|| here("could not be built".into()))?;
+            }
+        }
+        let regions: Vec<Region> = (0..=switch.len())
+            .map(|_| {
+                let region = Region::new();
+                region.append_block(Block::new(&[]));
+                region
+            })
+            .collect();
+        let cases: Vec<i64> = (0..switch.len() as i64).collect();
+        let op = OperationBuilder::new("scf.index_switch", location)
+            .add_operands(&[selector])
+            .add_results(&types)
+            .add_attributes(&[(
+                Identifier::new(context, "cases"),
+                DenseI64ArrayAttribute::new(context, &cases).into(),
+            )])
+            .add_regions_vec(regions)
+            .build()
+            .map_err(|e| here(format!("could not be built: {e}")))?;
+        let op = entry.append_operation(op);
+        // Region 0 is the default (no trace reaches it); region k + 1 is
+        // case k.
+        for k in 0..=switch.len() {
+            let block = op
+                .region(k)
+                .ok()
+                .and_then(|r| r.first_block())
+                .ok_or_else(|| here("lost a case".into()))?;
+            let at = At {
+                context,
+                block,
+                location,
+            };
+            let mut local = values.clone();
+            let next = if k == 0 {
+                edge
+            } else {
+                emitter.emit_block(&at, &switch[k - 1].block, &mut local, edge, &mut ids)?
+            };
+            let mut yields = Vec::new();
+            for (readers, &r#type) in written.iter().zip(&types) {
+                let value = match readers.iter().find_map(|reader| local.get(reader)) {
+                    Some(value) => *value,
+                    None => at.zero(r#type).ok_or_else(|| {
+                        here(format!(
+                            "pass a value of type {} from a branch; only static shapes can",
+                            r#type
+                        ))
+                    })?,
+                };
+                yields.push(value);
+            }
+            yields.push(next);
+            at.append("scf.yield", &yields, &[], &[])
+                .ok_or_else(|| here("could not be built".into()))?;
+        }
+        for (k, readers) in written.iter().enumerate() {
+            let result: Value = op.result(k).map_err(|e| here(e.to_string()))?.into();
+            for &reader in readers.iter() {
+                values.insert(reader, result);
+            }
+        }
+        edge = op.result(written.len()).map_err(|e| here(e.to_string()))?.into();
+    }
+    let returns = (0..read_traces[0].returns.len())
+        .map(|j| {
+            values
+                .get(&Reader::Return(j))
+                .copied()
+                .ok_or_else(|| here("return a value no path computes".into()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    top.append("func.return", &returns, &[], &[])
+        .ok_or_else(|| here("could not be built".into()))?;
+    Ok(())
+}
+
+fn module_has_function(module: BlockRef, name: &str) -> bool {
+    let mut next = module.first_operation();
+    while let Some(op) = next {
+        next = op.next_in_block();
+        if op_name(op) == "func.func"
+            && op.attribute("sym_name").ok().and_then(string_attribute) == Some(name)
+        {
+            return true;
+        }
+    }
+    false
+}
+
+fn first_block<'c, 'a>(function: OperationRef<'c, 'a>) -> Option<BlockRef<'c, 'a>> {
+    function.region(0).ok()?.first_block()
+}
+
+/// Reads one trace's ops into nodes (adding new ones to `nodes`).
+fn read_trace<'c, 'a>(
+    trace: OperationRef<'c, 'a>,
+    keys: &mut HashMap<String, usize>,
+    nodes: &mut Vec<Node<'c, 'a>>,
+) -> Result<Trace<'c, 'a>, Failure<'c>> {
+    let at = |op: OperationRef<'c, 'a>, message: &str| (op.location(), message.to_owned());
+    let entry = first_block(trace).ok_or_else(|| at(trace, "include a declaration, with no body"))?;
+    let mut read = Trace {
+        nodes: Vec::new(),
+        position: HashMap::new(),
+        reads: HashMap::new(),
+        taken: HashMap::new(),
+        returns: Vec::new(),
+        ops: HashMap::new(),
+    };
+    let mut sources: HashMap<usize, Source> = HashMap::new();
+    for k in 0..entry.argument_count() {
+        if let Ok(argument) = entry.argument(k) {
+            sources.insert(crate::rewrite::key(argument.into()), Source::Argument(k));
+        }
+    }
+    let mut occurrences: HashMap<String, usize> = HashMap::new();
+    let source_of = |value: Value, sources: &HashMap<usize, Source>, op: OperationRef<'c, 'a>| {
+        sources
+            .get(&crate::rewrite::key(value))
+            .copied()
+            .ok_or_else(|| at(op, "read a value defined outside the trace"))
+    };
+    let mut next = entry.first_operation();
+    while let Some(op) = next {
+        next = op.next_in_block();
+        let name = op_name(op);
+        if op.region_count() > 0 {
+            return Err(at(op, "hold an op with regions; a trace is straight-line code"));
+        }
+        if name == "func.return" {
+            for operand in op.operands() {
+                read.returns.push(source_of(operand, &sources, op)?);
+            }
+            continue;
+        }
+        let decision = GuardOp::cast(op).is_some() && op.attribute(DECISION_ATTRIBUTE).is_ok();
+        if is_decision_not(op) {
+            // Read with its guard.
+            continue;
+        }
+        let mut operands: Vec<Value> = op.operands().collect();
+        let mut taken = true;
+        if decision
+            && let Some(not) = operands.first().and_then(|v| crate::rewrite::defining_op(*v))
+            && is_decision_not(not)
+        {
+            operands = not.operands().collect();
+            taken = false;
+        }
+        let key = node_key(op, decision);
+        let count = occurrences.entry(key.clone()).or_default();
+        let key = format!("{key}#{count}");
+        *count += 1;
+        let v = *keys.entry(key).or_insert_with(|| {
+            nodes.push(Node { op, decision });
+            nodes.len() - 1
+        });
+        let reads = operands
+            .iter()
+            .map(|operand| source_of(*operand, &sources, op))
+            .collect::<Result<Vec<_>, _>>()?;
+        read.position.insert(v, read.nodes.len());
+        read.nodes.push(v);
+        read.reads.insert(v, reads);
+        read.ops.insert(v, op);
+        if decision {
+            read.taken.insert(v, taken);
+        }
+        for (r, result) in op.results().enumerate() {
+            sources.insert(crate::rewrite::key(result.into()), Source::Result(v, r));
+        }
+    }
+    Ok(read)
+}
+
+/// A `not` that a decision guard reads: it carries `meta.decision`.
+fn is_decision_not(op: OperationRef) -> bool {
+    UnaryOp::cast(op).is_some_and(|u| u.kind().is_some_and(|k| k.name() == "not"))
+        && op.attribute(DECISION_ATTRIBUTE).is_ok()
+}
+
+/// What makes two ops of different traces one node (the occurrence is
+/// added by the caller).
+fn node_key(op: OperationRef, decision: bool) -> String {
+    let mut attributes: Vec<String> = op
+        .attributes()
+        .filter(|(name, _)| {
+            let name = name.as_string_ref().as_str().unwrap_or("");
+            let guard_id = name == "id" && GuardOp::cast(op).is_some();
+            let decision_reason = decision && name == "reason";
+            !guard_id && !decision_reason
+        })
+        .map(|(name, value)| format!("{}={value}", name.as_string_ref().as_str().unwrap_or("")))
+        .collect();
+    attributes.sort();
+    let results: Vec<String> = op.results().map(|r| r.r#type().to_string()).collect();
+    format!(
+        "{}|{}|{}|{}",
+        op_name(op),
+        attributes.join(","),
+        results.join(","),
+        op.location()
+    )
+}
+
+/// Nodes in an order every edge respects; `None` on a cycle.
+fn topological_order(count: usize, edges: &BTreeSet<(usize, usize)>) -> Option<Vec<usize>> {
+    let mut indegree = vec![0usize; count];
+    for &(x, y) in edges {
+        if x < count && y < count {
+            indegree[y] += 1;
+        }
+    }
+    let mut ready: Vec<usize> = (0..count).filter(|&v| indegree[v] == 0).collect();
+    let mut order = Vec::with_capacity(count);
+    while let Some(v) = ready.pop() {
+        order.push(v);
+        for &(_, y) in edges.range((v, 0)..=(v, usize::MAX)) {
+            if y < count {
+                indegree[y] -= 1;
+                if indegree[y] == 0 {
+                    ready.push(y);
+                }
+            }
+        }
+    }
+    (order.len() == count).then_some(order)
+}
+
+/// One case of a switch-case: its basic block (a linear chain, maybe
+/// empty) and the control edges that select it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Case {
+    block: Vec<usize>,
+    control: Vec<(usize, usize)>,
+}
+
+/// Terra's case assignment (Algorithm 1): the ordered switch-cases.
+fn assign_cases(
+    edges: &BTreeSet<(usize, usize)>,
+    successors: &dyn Fn(usize) -> Vec<usize>,
+    predecessors: &HashMap<usize, Vec<usize>>,
+) -> Vec<Vec<Case>> {
+    let indegree = |v: usize| predecessors.get(&v).map_or(0, Vec::len);
+    let mut switches = Vec::new();
+    let mut next_edges: BTreeSet<(usize, usize)> = edges
+        .range((START, 0)..=(START, usize::MAX))
+        .copied()
+        .filter(|&(_, y)| y != END)
+        .collect();
+    while !next_edges.is_empty() {
+        let mut switch = Vec::new();
+        let mut new_next = BTreeSet::new();
+        let targets: BTreeSet<usize> = next_edges.iter().map(|&(_, y)| y).collect();
+        for v in targets {
+            let control: Vec<(usize, usize)> = next_edges.iter().copied().filter(|&(_, y)| y == v).collect();
+            // Incoming edges of `v` that are not current.
+            let waiting = predecessors
+                .get(&v)
+                .into_iter()
+                .flatten()
+                .filter(|&&x| !next_edges.contains(&(x, v)))
+                .count();
+            let mut block = Vec::new();
+            if waiting == 0 {
+                let mut v = v;
+                block.push(v);
+                loop {
+                    let out = successors(v);
+                    if out.len() == 1 && out[0] != END && indegree(out[0]) == 1 {
+                        v = out[0];
+                        block.push(v);
+                    } else {
+                        break;
+                    }
+                }
+                new_next.extend(successors(v).into_iter().filter(|&y| y != END).map(|y| (v, y)));
+            } else {
+                new_next.extend(control.iter().copied());
+            }
+            switch.push(Case { block, control });
+        }
+        switches.push(switch);
+        next_edges = new_next;
+    }
+    switches
+}
+
+/// Checks that every slot can be a variable (see the module's docs).
+fn check_slots<'c>(
+    slots: &BTreeMap<Reader, BTreeSet<Source>>,
+    traces: &[Trace<'c, '_>],
+    nodes: &[Node<'c, '_>],
+) -> Result<(), Failure<'c>> {
+    for (&reader, sources) in slots {
+        let location = match reader {
+            Reader::Node(v, _) => nodes[v].op.location(),
+            Reader::Return(_) => nodes.first().map_or_else(
+                || {
+                    traces[0]
+                        .ops
+                        .values()
+                        .next()
+                        .map(|op| op.location())
+                        .unwrap_or_else(|| nodes[0].op.location())
+                },
+                |n| n.op.location(),
+            ),
+        };
+        let fail = || {
+            Err((
+                location,
+                "read different values here in a way one graph cannot merge (a value one trace reads is \
+                 overwritten by another's before this op)"
+                    .to_owned(),
+            ))
+        };
+        if sources
+            .iter()
+            .filter(|s| matches!(s, Source::Argument(_)))
+            .count()
+            > 1
+        {
+            return fail();
+        }
+        for trace in traces {
+            let end = match reader {
+                Reader::Node(v, _) => match trace.position.get(&v) {
+                    Some(&p) => p,
+                    None => continue,
+                },
+                Reader::Return(_) => trace.nodes.len(),
+            };
+            let read = match reader {
+                Reader::Node(v, j) => trace.reads[&v][j],
+                Reader::Return(j) => trace.returns[j],
+            };
+            let begin = match read {
+                Source::Argument(_) => 0,
+                Source::Result(p, _) => trace.position[&p] + 1,
+            };
+            // No other producer of the slot runs in between.
+            for &v in &trace.nodes[begin..end] {
+                let other = sources
+                    .iter()
+                    .any(|&s| matches!(s, Source::Result(p, _) if p == v) && s != read);
+                if other {
+                    return fail();
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What emitting a block needs to know of the graph.
+struct Emitter<'g, 'c, 'a> {
+    nodes: &'g [Node<'c, 'a>],
+    writes: &'g HashMap<Source, Vec<Reader>>,
+    edge_id: &'g HashMap<(usize, usize), i64>,
+    ways: &'g HashMap<(usize, usize), bool>,
+    successors: &'g dyn Fn(usize) -> Vec<usize>,
+}
+
+impl<'c, 'a> Emitter<'_, 'c, 'a> {
+    /// Emits `block`'s nodes at `at`, reading and writing the slots in
+    /// `values`; returns the number of the edge taken out of it (`edge`
+    /// when it is empty).
+    fn emit_block(
+        &self,
+        at: &At<'c, 'a>,
+        block: &[usize],
+        values: &mut HashMap<Reader, Value<'c, 'a>>,
+        edge: Value<'c, 'a>,
+        ids: &mut GuardIds,
+    ) -> Result<Value<'c, 'a>, Failure<'c>> {
+        let Some(&last) = block.last() else {
+            return Ok(edge);
+        };
+        let mut condition = None;
+        for &v in block {
+            let node = &self.nodes[v];
+            let fail = |message: &str| (node.op.location(), format!("could not be merged: {message}"));
+            let operands = (0..node.op.operand_count())
+                .map(|j| values.get(&Reader::Node(v, j)).copied())
+                .collect::<Option<Vec<_>>>();
+            // A decision's operand is its condition, read as slot 0.
+            let operands = match operands {
+                Some(operands) => operands,
+                None if node.decision => vec![
+                    values
+                        .get(&Reader::Node(v, 0))
+                        .copied()
+                        .ok_or_else(|| fail("its condition is not computed"))?,
+                ],
+                None => return Err(fail("an operand is not computed on this path")),
+            };
+            if node.decision {
+                let out = (self.successors)(v);
+                let raw = operands[0];
+                if out.len() == 2 {
+                    condition = Some(raw);
+                    continue;
+                }
+                // Every trace went one way: a guard that it still does.
+                let way = self.ways.get(&(v, out[0])).copied().unwrap_or(true);
+                let at_node = At {
+                    location: node.op.location(),
+                    ..*at
+                };
+                let checked = if way {
+                    raw
+                } else {
+                    at_node.not(raw).ok_or_else(|| fail("a not"))?
+                };
+                let reason = node
+                    .op
+                    .attribute("reason")
+                    .ok()
+                    .and_then(string_attribute)
+                    .unwrap_or("branch");
+                let guard = GuardOp::build(at.context, node.op.location(), checked, ids.fresh(), reason)
+                    .map_err(|e| fail(&e.to_string()))?;
+                at.block.append_operation(guard);
+                continue;
+            }
+            let op = at.block.append_operation(clone_op(node.op));
+            set_operands(op, &operands);
+            if GuardOp::cast(op).is_some() {
+                let i64_type = IntegerType::new(at.context, 64).into();
+                set_attribute(op, "id", IntegerAttribute::new(i64_type, ids.fresh()).into());
+            }
+            for r in 0..op.result_count() {
+                let result: Value = op.result(r).map_err(|e| fail(&e.to_string()))?.into();
+                for &reader in self.writes.get(&Source::Result(v, r)).into_iter().flatten() {
+                    values.insert(reader, result);
+                }
+            }
+        }
+        let out = (self.successors)(last);
+        let fail = |message: &str| {
+            (
+                self.nodes[last].op.location(),
+                format!("could not be merged: {message}"),
+            )
+        };
+        match (out.as_slice(), condition) {
+            ([y], _) => at.index(self.edge_id[&(last, *y)]).ok_or_else(|| fail("an edge")),
+            ([a, b], Some(condition)) => {
+                let (when_true, when_false) = if self.ways.get(&(last, *a)) == Some(&true) {
+                    (*a, *b)
+                } else {
+                    (*b, *a)
+                };
+                let t = at
+                    .index(self.edge_id[&(last, when_true)])
+                    .ok_or_else(|| fail("an edge"))?;
+                let f = at
+                    .index(self.edge_id[&(last, when_false)])
+                    .ok_or_else(|| fail("an edge"))?;
+                let scalar = at.extract(condition).ok_or_else(|| fail("a condition"))?;
+                at.select(scalar, t, f).ok_or_else(|| fail("a select"))
+            }
+            _ => Err(fail("a block ends without one way on")),
+        }
+    }
+}
+
+/// Appends ops to the end of a block.
+#[derive(Clone, Copy)]
+struct At<'c, 'a> {
+    context: &'c Context,
+    block: BlockRef<'c, 'a>,
+    location: Location<'c>,
+}
+
+impl<'c, 'a> At<'c, 'a> {
+    fn append(
+        &self,
+        name: &str,
+        operands: &[Value<'c, '_>],
+        results: &[Type<'c>],
+        attributes: &[(&str, Attribute<'c>)],
+    ) -> Option<OperationRef<'c, 'a>> {
+        let attributes: Vec<(Identifier, Attribute)> = attributes
+            .iter()
+            .map(|(n, a)| (Identifier::new(self.context, n), *a))
+            .collect();
+        let op = OperationBuilder::new(name, self.location)
+            .add_operands(operands)
+            .add_results(results)
+            .add_attributes(&attributes)
+            .build()
+            .ok()?;
+        Some(self.block.append_operation(op))
+    }
+
+    fn one(
+        &self,
+        name: &str,
+        operands: &[Value<'c, '_>],
+        result: Type<'c>,
+        attributes: &[(&str, Attribute<'c>)],
+    ) -> Option<Value<'c, 'a>> {
+        self.append(name, operands, &[result], attributes)?
+            .result(0)
+            .ok()
+            .map(Into::into)
+    }
+
+    fn index(&self, n: i64) -> Option<Value<'c, 'a>> {
+        let index = Type::index(self.context);
+        self.one(
+            "arith.constant",
+            &[],
+            index,
+            &[("value", IntegerAttribute::new(index, n).into())],
+        )
+    }
+
+    fn compare_eq(&self, a: Value<'c, '_>, b: Value<'c, '_>) -> Option<Value<'c, 'a>> {
+        let i64_type = IntegerType::new(self.context, 64).into();
+        self.one(
+            "arith.cmpi",
+            &[a, b],
+            IntegerType::new(self.context, 1).into(),
+            &[("predicate", IntegerAttribute::new(i64_type, 0).into())],
+        )
+    }
+
+    fn select(&self, condition: Value<'c, '_>, a: Value<'c, '_>, b: Value<'c, '_>) -> Option<Value<'c, 'a>> {
+        self.one("arith.select", &[condition, a, b], a.r#type(), &[])
+    }
+
+    fn extract(&self, tensor: Value<'c, '_>) -> Option<Value<'c, 'a>> {
+        let element = RankedTensorType::try_from(tensor.r#type()).ok()?.element();
+        self.one("tensor.extract", &[tensor], element, &[])
+    }
+
+    fn not(&self, condition: Value<'c, '_>) -> Option<Value<'c, 'a>> {
+        self.one(
+            UnaryOp::NAME,
+            &[condition],
+            condition.r#type(),
+            &[("kind", StringAttribute::new(self.context, "not").into())],
+        )
+    }
+
+    /// Zeros of `r#type` (a static tensor, an index or a scalar).
+    fn zero(&self, r#type: Type<'c>) -> Option<Value<'c, 'a>> {
+        let zero_of = |element: Type<'c>| -> Option<Attribute<'c>> {
+            if element.is_index() || element.is_integer() {
+                Some(IntegerAttribute::new(element, 0).into())
+            } else {
+                Some(FloatAttribute::new(self.context, element, 0.0).into())
+            }
+        };
+        if let Ok(tensor) = RankedTensorType::try_from(r#type) {
+            if !tensor.has_static_shape() {
+                return None;
+            }
+            let value = DenseElementsAttribute::new(r#type, &[zero_of(tensor.element())?]).ok()?;
+            return self.one("arith.constant", &[], r#type, &[("value", value.into())]);
+        }
+        self.one("arith.constant", &[], r#type, &[("value", zero_of(r#type)?)])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Graph = (BTreeSet<(usize, usize)>, HashMap<usize, Vec<usize>>);
+
+    fn graph(edges: &[(usize, usize)]) -> Graph {
+        let edges: BTreeSet<(usize, usize)> = edges.iter().copied().collect();
+        let mut predecessors: HashMap<usize, Vec<usize>> = HashMap::new();
+        for &(x, y) in &edges {
+            predecessors.entry(y).or_default().push(x);
+        }
+        (edges, predecessors)
+    }
+
+    #[test]
+    fn case_assignment_of_the_figure_2_shape() {
+        // Three traces: 1 2 3 4 6 8 9 | 1 2 3 5 6 8 9 | 1 7 8 9 (1 and 3
+        // branch); nodes are numbered from 0 as 1..9 minus one.
+        let n = |k: usize| k - 1;
+        let (edges, predecessors) = graph(&[
+            (START, n(1)),
+            (n(1), n(2)),
+            (n(1), n(7)),
+            (n(2), n(3)),
+            (n(3), n(4)),
+            (n(3), n(5)),
+            (n(4), n(6)),
+            (n(5), n(6)),
+            (n(6), n(8)),
+            (n(7), n(8)),
+            (n(8), n(9)),
+            (n(9), END),
+        ]);
+        let successors =
+            |v: usize| -> Vec<usize> { edges.range((v, 0)..=(v, usize::MAX)).map(|&(_, y)| y).collect() };
+        let switches = assign_cases(&edges, &successors, &predecessors);
+        let blocks: Vec<Vec<Vec<usize>>> = switches
+            .iter()
+            .map(|s| {
+                s.iter()
+                    .map(|c| c.block.iter().map(|v| v + 1).collect())
+                    .collect()
+            })
+            .collect();
+        assert_eq!(
+            blocks,
+            vec![
+                vec![vec![1]],
+                vec![vec![2, 3], vec![7]],
+                vec![vec![4], vec![5], vec![]],
+                vec![vec![6], vec![]],
+                vec![vec![8, 9]],
+            ]
+        );
+        // The empty cases pass node 7's edge on; node 6's case has two
+        // control edges.
+        assert_eq!(switches[2][2].control, vec![(n(7), n(8))]);
+        assert_eq!(switches[3][0].control, vec![(n(4), n(6)), (n(5), n(6))]);
+        assert_eq!(switches[4][0].control, vec![(n(6), n(8)), (n(7), n(8))]);
+    }
+}

@@ -1,0 +1,112 @@
+// meta-merge refuses traces it cannot merge into one graph, in one
+// sentence at the op where they part. (Locations name lines of this file,
+// so that the same op of two traces is one node and errors are checked
+// where they point.)
+// RUN: jitc opt %s --split-input-file --verify-diagnostics --meta-merge
+// RUN: not jitc opt %s --split-input-file --meta-merge="function=g" 2>&1 | FileCheck %s --check-prefix=NONE
+// NONE: error: meta-merge: no function carries meta.trace = "g"
+
+// Two traces that run different ops with no branch before them.
+func.func @f_0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {meta.trace = "f"} {
+  // expected-error @+1 {{meta-merge: the traces of @f begin with different ops, before any branch}}
+  %e = "meta.unary"(%x) {kind = "exp"} : (tensor<4xf32>) -> tensor<4xf32> loc("merge-errors.mlir":12:3)
+  return %e : tensor<4xf32>
+}
+func.func @f_1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {meta.trace = "f"} {
+  %e = "meta.unary"(%x) {kind = "neg"} : (tensor<4xf32>) -> tensor<4xf32> loc("merge-errors.mlir":12:3)
+  return %e : tensor<4xf32>
+}
+
+// -----
+
+// They part after an op that is not a branch.
+func.func @f_0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {meta.trace = "f"} {
+  // expected-error @+1 {{meta-merge: the traces of @f differ after this op without a branch between them}}
+  %e = "meta.unary"(%x) {kind = "exp"} : (tensor<4xf32>) -> tensor<4xf32> loc("merge-errors.mlir":25:3)
+  %t = "meta.unary"(%e) {kind = "tanh"} : (tensor<4xf32>) -> tensor<4xf32> loc("merge-errors.mlir":26:3)
+  return %t : tensor<4xf32>
+}
+func.func @f_1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {meta.trace = "f"} {
+  %e = "meta.unary"(%x) {kind = "exp"} : (tensor<4xf32>) -> tensor<4xf32> loc("merge-errors.mlir":25:3)
+  %n = "meta.unary"(%e) {kind = "neg"} : (tensor<4xf32>) -> tensor<4xf32> loc("merge-errors.mlir":31:3)
+  return %n : tensor<4xf32>
+}
+
+// -----
+
+// Traces of one function have one type.
+func.func @f_0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {meta.trace = "f"} {
+  return %x : tensor<4xf32>
+}
+// expected-error @+1 {{meta-merge: the traces of @f have different function types}}
+func.func @f_1(%x: tensor<8xf32>) -> tensor<8xf32> attributes {meta.trace = "f"} {
+  return %x : tensor<8xf32>
+}
+
+// -----
+
+// A trace is straight-line code.
+func.func @f_0(%x: tensor<4xf32>, %b: i1) -> tensor<4xf32> attributes {meta.trace = "f"} {
+  // expected-error @+1 {{meta-merge: the traces of @f hold an op with regions; a trace is straight-line code}}
+  %r = scf.if %b -> tensor<4xf32> {
+    scf.yield %x : tensor<4xf32>
+  } else {
+    scf.yield %x : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// The merged function's name is taken.
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+// expected-error @+1 {{meta-merge: the traces of @f cannot be merged: @f already exists}}
+func.func @f_0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {meta.trace = "f"} {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// A branch taken both ways with no op of its own after it: the traces
+// differ only in what a later op reads.
+func.func @f_0(%x: tensor<4xf32>, %c: tensor<i1>) -> tensor<4xf32> attributes {meta.trace = "f"} {
+  %a = "meta.unary"(%x) {kind = "exp"} : (tensor<4xf32>) -> tensor<4xf32> loc("merge-errors.mlir":75:3)
+  %b = "meta.unary"(%x) {kind = "neg"} : (tensor<4xf32>) -> tensor<4xf32> loc("merge-errors.mlir":76:3)
+  // expected-error @+1 {{meta-merge: the traces of @f took this branch both ways without running different ops after it}}
+  "meta.guard"(%c) {id = 1 : i64, reason = "branch goes true", meta.decision} : (tensor<i1>) -> () loc("merge-errors.mlir":78:3)
+  %t = "meta.unary"(%a) {kind = "tanh"} : (tensor<4xf32>) -> tensor<4xf32> loc("merge-errors.mlir":79:3)
+  return %t : tensor<4xf32>
+}
+func.func @f_1(%x: tensor<4xf32>, %c: tensor<i1>) -> tensor<4xf32> attributes {meta.trace = "f"} {
+  %a = "meta.unary"(%x) {kind = "exp"} : (tensor<4xf32>) -> tensor<4xf32> loc("merge-errors.mlir":75:3)
+  %b = "meta.unary"(%x) {kind = "neg"} : (tensor<4xf32>) -> tensor<4xf32> loc("merge-errors.mlir":76:3)
+  %n = "meta.unary"(%c) {kind = "not", meta.decision} : (tensor<i1>) -> tensor<i1> loc("merge-errors.mlir":78:3)
+  "meta.guard"(%n) {id = 1 : i64, reason = "branch goes false", meta.decision} : (tensor<i1>) -> () loc("merge-errors.mlir":78:3)
+  %t = "meta.unary"(%b) {kind = "tanh"} : (tensor<4xf32>) -> tensor<4xf32> loc("merge-errors.mlir":79:3)
+  return %t : tensor<4xf32>
+}
+
+// -----
+
+// An op that reads a value one trace computed before another trace's
+// value it reads there: no one variable holds both.
+func.func @f_0(%x: tensor<4xf32>, %c: tensor<i1>) -> tensor<4xf32> attributes {meta.trace = "f"} {
+  %a = "meta.unary"(%x) {kind = "exp"} : (tensor<4xf32>) -> tensor<4xf32> loc("merge-errors.mlir":96:3)
+  %b = "meta.unary"(%x) {kind = "neg"} : (tensor<4xf32>) -> tensor<4xf32> loc("merge-errors.mlir":97:3)
+  "meta.guard"(%c) {id = 1 : i64, reason = "branch goes true", meta.decision} : (tensor<i1>) -> () loc("merge-errors.mlir":98:3)
+  %s = "meta.unary"(%x) {kind = "sin"} : (tensor<4xf32>) -> tensor<4xf32> loc("merge-errors.mlir":99:3)
+  // expected-error @+1 {{meta-merge: the traces of @f read different values here in a way one graph cannot merge}}
+  %t = "meta.binary"(%a, %s) {kind = "add"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32> loc("merge-errors.mlir":101:3)
+  return %t : tensor<4xf32>
+}
+func.func @f_1(%x: tensor<4xf32>, %c: tensor<i1>) -> tensor<4xf32> attributes {meta.trace = "f"} {
+  %a = "meta.unary"(%x) {kind = "exp"} : (tensor<4xf32>) -> tensor<4xf32> loc("merge-errors.mlir":96:3)
+  %b = "meta.unary"(%x) {kind = "neg"} : (tensor<4xf32>) -> tensor<4xf32> loc("merge-errors.mlir":97:3)
+  %n = "meta.unary"(%c) {kind = "not", meta.decision} : (tensor<i1>) -> tensor<i1> loc("merge-errors.mlir":98:3)
+  "meta.guard"(%n) {id = 1 : i64, reason = "branch goes false", meta.decision} : (tensor<i1>) -> () loc("merge-errors.mlir":98:3)
+  %s = "meta.unary"(%x) {kind = "cos"} : (tensor<4xf32>) -> tensor<4xf32> loc("merge-errors.mlir":109:3)
+  %t = "meta.binary"(%b, %s) {kind = "add"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32> loc("merge-errors.mlir":101:3)
+  return %t : tensor<4xf32>
+}
