@@ -1,9 +1,11 @@
 """A function whose calls alternate between two paths by a tensor value,
 as in Terra's evaluation (`papers/terra-supplement.txt`): after profiling,
-`@jitc.function` merges the traces of both paths into one tree, so later
-calls are all served by staged graphs, with no fallback. With `merge=False`
-(JANUS's single speculated path) every call that changes path fails its
-guard and falls back. Both are checked against imperative execution.
+`@jitc.function` merges the traces of both paths into one graph (`meta-merge`:
+the two ways are cases of an `scf.index_switch`), so later calls are all
+served by one staged graph, with no fallback. `merge="tree"` stages them as a
+tree of graphs chosen between in Python; with `merge=False` (JANUS's single
+speculated path) every call that changes path fails its guard and falls
+back. All three are checked against imperative execution.
 
 Run: .venv/bin/python examples/python/terra_alternating.py
 """
@@ -25,6 +27,7 @@ def layer(x, w):
 
 
 merged = jitc.function(layer)
+tree = jitc.function(layer, merge="tree")
 single = jitc.function(layer, merge=False, max_fallbacks=1000)
 
 
@@ -40,7 +43,7 @@ def calls(count, seed=3):
 def main(count=20):
     worst = 0.0
     timings = {}
-    for name, fn in (("merged", merged), ("single path", single)):
+    for name, fn in (("merged", merged), ("tree", tree), ("single path", single)):
         start = time.perf_counter()
         for x, w in calls(count):
             got = fn(x, jitc.Var(w)).item()

@@ -20,20 +20,27 @@ Python (`item()`, `numpy()`) and named state make the function stay
 imperative, with the reason reported (`jitc.explain(fn)`).
 
 **Generate.** After `profile` traced calls (3 by default) with the same
-facts, the traces are merged into a tree (Terra's trace merging, without
-reconvergence): ops the traces share are staged once, a decision the
-traces took both ways splits the tree there, and a decision they all took
-one way becomes a `meta.guard` that it still goes that way (JANUS's
-speculative assumptions). Each straight piece of the tree is replayed into
-one graph and compiled once (`jitc_runtime::graph::stage`): its inputs are
-the arguments, the `jitc.Var` attributes the call reads and the values
-earlier pieces computed; its outputs are what later pieces read, then the
-branch's condition, or the return values and the attributes the call
-rebinds.
+facts, the traces are staged. When they went different ways, each is
+replayed whole onto fresh nodes at its ops' Python sites, its branches as
+decisions, and `jitc_runtime::graph::stage_merged` merges them into one
+compiled graph (`meta-merge`, Terra's Algorithm 1): ops the traces share
+are staged once, also after they part and meet again; the ways a branch
+went are cases of an `scf.index_switch` chosen in the graph by the
+branch's condition; a branch they all took one way becomes a `meta.guard`
+that it still goes that way (JANUS's speculative assumptions). When one
+graph cannot hold them (their ways return different things, or differ
+only in which values later ops read), they are merged into a tree
+instead: ops the traces share are staged once, a decision the traces took
+both ways splits the tree there, and each straight piece of the tree is
+replayed into one graph and compiled once (`jitc_runtime::graph::stage`):
+its inputs are the arguments, the `jitc.Var` attributes the call reads and
+the values earlier pieces computed; its outputs are what later pieces
+read, then the branch's condition, or the return values and the
+attributes the call rebinds.
 
-**Serve.** A later call with the same facts runs the tree's pieces on its
-inputs without running the Python function, choosing at each branch by the
-condition the piece computed. If a guard fails (or a branch goes a way no
+**Serve.** A later call with the same facts runs the merged graph (or the
+tree's pieces, choosing at each branch by the condition the piece
+computed) on its inputs without running the Python function. If a guard fails (or a branch goes a way no
 trace went), the call commits nothing (attributes are rebound only when
 the whole call succeeded), and the function runs imperatively instead (a
 *fallback*), traced; the tree is then staged again with that trace merged
@@ -44,14 +51,12 @@ Python number that changes on every call makes a new set each time) the
 whole function stays imperative, with the fact that kept changing named. Every fallback, restaging and give-up is counted
 (`fn.stats()`) and logged with its reason (`jitc.explain(fn)`).
 
-What is not done yet: control flow on tensors is not staged as `scf` ops
-(a branch both of whose ways were traced is chosen between compiled
-pieces, so kernels do not fuse across it; a loop is unrolled to the trip
-counts traced); traces are merged as a tree, without Terra's
-reconvergence of common suffixes (Algorithm 1's switch-cases, staged as
-`scf.index_switch`), so a suffix after a branch is staged once per way;
-and attribute writes of Python values (a counter in `self`) make the
-function imperative.
+What is not done yet: loops on tensor values are not staged as
+`scf.while` (a loop is unrolled to the trip counts traced, each count a
+path of its own); a branch whose ways differ only in which values later
+ops read is staged as a tree (kernels do not fuse across a tree's
+branch); and attribute writes of Python values (a counter in `self`) make
+the function imperative.
 """
 
 import os
@@ -97,7 +102,9 @@ class _Tracer:
         self.reasons = []
 
     def log(self, native, args, result):
-        self.entries.append(("call", native, args, result))
+        # The op's site names it when traces are merged (Terra matches ops
+        # by their program location).
+        self.entries.append(("call", native, args, result, _site(sys._getframe(2))))
 
     def decide(self, var):
         # The value, computed without logging a read.
@@ -195,7 +202,7 @@ class _Trace:
         for index, entry in enumerate(self.entries):
             used = []
             if entry[0] == "call":
-                _, native, args, result = entry
+                _, native, args, result, _ = entry
                 self.signature.append((native.__name__, tuple(describe(a, used) for a in args)))
                 results = result if isinstance(result, list) else [result]
                 for k, r in enumerate(results):
@@ -217,6 +224,8 @@ class _Segment:
     traced (`children`, by the way it goes)."""
 
     def __init__(self, staged, live_in, live_out, guards, site=None, children=None):
+        # The number of traces merged into this one graph (`_merged`), or 0.
+        self.merged = 0
         self.staged = staged
         self.live_in = live_in
         self.live_out = live_out
@@ -457,16 +466,70 @@ class Function:
 
     # -- staging -----------------------------------------------------------------
     def _stage(self, traces):
-        """The trace tree of `traces` (Terra's trace merging, as a tree):
-        shared prefixes once, a branch where traces went both ways, a guard
-        where they all went one way. Traces that cannot be merged (their ops
+        """The traces staged: when they went different ways, as one merged
+        graph (Terra: `meta-merge` shares what they share, and the ways
+        they went are `scf.index_switch` cases chosen in the graph); when
+        that cannot be, as a trace tree (shared prefixes once, a branch
+        chosen in Python where traces went both ways); a guard where they
+        all went one way. Traces that cannot be merged at all (their ops
         differ where their decisions agree) leave the most recent alone."""
         if self.merge:
+            if self.merge != "tree" and len({tuple(t.values.items()) for t in traces}) > 1:
+                try:
+                    return self._merged(traces)
+                except (_Unmergeable, _Unstageable, _jitc.JitcError) as e:
+                    self._note("tree", f"the traces do not merge into one graph ({e}); staged as a tree")
             try:
                 return self._segment(traces, 0)
             except _Unmergeable:
                 pass
         return self._segment(traces[-1:], 0)
+
+    def _merged(self, traces):
+        """`traces` as one graph: each replayed whole, on the most recent
+        trace's inputs, with its ops at their sites and its branches as
+        decisions; `jitc_runtime::graph::stage_merged` merges them."""
+        ref = traces[-1]
+        for t in traces:
+            if t.structure != ref.structure or t.writes != ref.writes or len(t.outputs) != len(ref.outputs):
+                raise _Unmergeable("the traces return different things")
+        staged_traces = []
+        try:
+            for t in traces:
+                mapping = dict(zip([("in", k) for k in range(len(ref.inputs))], ref.inputs))
+
+                def mapped(a):
+                    if isinstance(a, tuple) and len(a) == 2 and a[0] == "v":
+                        return mapping[a[1]]
+                    if isinstance(a, tuple):
+                        return [mapped(v) for v in a]
+                    return a
+
+                effects = []
+                for index, entry in enumerate(t.entries):
+                    signature = t.signature[index]
+                    if entry[0] == "call":
+                        native, site = entry[1], entry[4]
+                        _jitc.set_site(site)
+                        new = native(*[mapped(a) for a in signature[1]])
+                        if native is _jitc.guard:
+                            effects.append(new)
+                        results = new if isinstance(new, list) else [new]
+                        for k, r in enumerate(results):
+                            mapping[(index, k)] = r
+                    else:
+                        site, value = entry[3], entry[2]
+                        _jitc.set_site(site)
+                        condition = _condition(mapped(signature[1]), True)
+                        effects.append(_jitc.decision(condition, value, f"branch at {site} goes {value}"))
+                staged_traces.append(([mapping[k] for k in t.outputs], effects))
+        finally:
+            _jitc.set_site(None)
+        staged = _jitc.stage_merged(list(ref.inputs), staged_traces)
+        leaf = _Segment(staged, [], [], 0)
+        leaf.structure, leaf.writes, leaf.decisions = ref.structure, ref.writes, ref.tracer.decisions
+        leaf.merged = len(traces)
+        return leaf
 
     def _segment(self, group, start):
         ref = group[-1]
@@ -664,6 +727,9 @@ def _unique_natives(tensors):
 
 
 def _describe_tree(root):
+    if root.merged:
+        return (f"one graph merged from {root.merged} traces (Terra; scf.index_switch where they went different "
+                f"ways), {root.staged.kernels} kernels")
     segments = [s for _, s in root.walk()]
     branches = sum(1 for s in segments if s.children)
     return (f"{len(segments)} staged piece{'s' if len(segments) != 1 else ''}, {branches} "
@@ -744,7 +810,9 @@ def function(fn=None, *, profile=3, max_fallbacks=3, merge=True, max_facts=16):
     most recent trace (JANUS's single speculated path) instead of merging
     the traces kept (Terra); `max_facts`: distinct sets of facts (shapes,
     Python values) before the function stays imperative, saying which fact
-    kept changing."""
+    kept changing. `merge="tree"` merges traces as a tree only (a branch
+    both of whose ways were traced chooses between staged pieces in
+    Python), for comparison with the one merged graph."""
     options = dict(profile=profile, max_fallbacks=max_fallbacks, merge=merge, max_facts=max_facts)
     if fn is None:
         return lambda f: Function(f, **options)

@@ -351,6 +351,44 @@ fn stage(inputs: Vec<PyRef<'_, PyVar>>, outputs: Vec<PyRef<'_, PyVar>>) -> PyRes
     graph::stage(&inputs, &outputs).map(PyStaged).map_err(error)
 }
 
+/// Records the ops made from now on at `site` (`None`: at none); see
+/// `jitc_runtime::graph::set_site`.
+#[pyfunction]
+#[pyo3(signature = (site=None))]
+fn set_site(site: Option<&str>) -> PyResult<()> {
+    graph::set_site(site).map_err(error)
+}
+
+/// Records that a trace's branch on the rank-0 boolean `condition` went
+/// the way `taken` (see `jitc_runtime::graph::decision`); returns the
+/// guard.
+#[pyfunction]
+fn decision(condition: PyRef<'_, PyVar>, taken: bool, reason: &str) -> PyResult<PyVar> {
+    graph::decision(&condition.0, taken, reason)
+        .map(PyVar)
+        .map_err(error)
+}
+
+/// One trace for `stage_merged`: its outputs, and its effects (guards).
+type PyTrace<'py> = (Vec<PyRef<'py, PyVar>>, Vec<PyRef<'py, PyVar>>);
+
+/// Stages several traces, each `(outputs, effects)`, as one merged graph
+/// (see `jitc_runtime::graph::stage_merged`).
+#[pyfunction]
+fn stage_merged(inputs: Vec<PyRef<'_, PyVar>>, traces: Vec<PyTrace<'_>>) -> PyResult<PyStaged> {
+    let inputs: Vec<&Var> = inputs.iter().map(|v| &v.0).collect();
+    let traces: Vec<(Vec<&Var>, Vec<&Var>)> = traces
+        .iter()
+        .map(|(outputs, effects)| {
+            (
+                outputs.iter().map(|v| &v.0).collect(),
+                effects.iter().map(|v| &v.0).collect(),
+            )
+        })
+        .collect();
+    graph::stage_merged(&inputs, &traces).map(PyStaged).map_err(error)
+}
+
 /// The native module.
 #[pymodule]
 fn _jitc(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -374,5 +412,8 @@ fn _jitc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(full, m)?)?;
     m.add_function(wrap_pyfunction!(guard, m)?)?;
     m.add_function(wrap_pyfunction!(stage, m)?)?;
+    m.add_function(wrap_pyfunction!(set_site, m)?)?;
+    m.add_function(wrap_pyfunction!(decision, m)?)?;
+    m.add_function(wrap_pyfunction!(stage_merged, m)?)?;
     Ok(())
 }

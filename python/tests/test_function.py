@@ -74,14 +74,37 @@ def test_traces_of_both_ways_merge_so_an_alternating_branch_stops_falling_back()
         np.testing.assert_array_equal(staged.total.numpy(), plain.total.numpy())
     # Calls 1-2 profile and stage (speculating "positive" under a guard);
     # 3-4 are served; 5 fails the guard, runs imperatively, and its trace
-    # merges with the others into a tree that branches there; 6-11 are
-    # all served, whichever way they go.
+    # merges with the others into one graph (meta-merge: the branch selects
+    # a case of an scf.index_switch; the negative way ends at once, and
+    # passes the rest through); 6-11 are all served, whichever way they go.
     assert StagedCounter.__call__.stats() == {
         "calls": 11, "staged": 8, "traced": 3, "imperative": 0, "staged_graphs": 1,
         "restaged": 1, "fallbacks": 1, "give_ups": 0,
     }
     text = jitc.explain(StagedCounter.__call__)
-    assert "fallback: guard" in text and "1 branch" in text and "(both ways traced)" in text, text
+    assert "fallback: guard" in text and "one graph merged from 3 traces" in text, text
+
+
+def test_traces_that_do_not_merge_into_one_graph_are_staged_as_a_tree():
+    # The two ways return different things (a tensor, a Python number), so
+    # no one graph returns both: the traces are staged as a tree, which
+    # chooses between its pieces in Python.
+    @jitc.function(profile=2)
+    def f(x):
+        if jitc.sum(x) > 0:
+            return x * 2.0, 1
+        return x - 1.0, 2
+
+    for sign in [1, -1, 1, -1, 1, -1]:
+        x = np.full(3, sign, dtype=np.float32)
+        got, tag = f(x)
+        want, want_tag = f.__wrapped__(jitc.Var(x))
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+        assert tag == want_tag
+    text = jitc.explain(f)
+    assert "do not merge into one graph" in text and "(both ways traced)" in text, text
+    # Both ways were profiled, so every later call is served.
+    assert f.stats()["staged"] == 4 and f.stats()["fallbacks"] == 0, f.stats()
 
 
 def test_a_scripted_call_sequence_gives_these_counts():
@@ -209,11 +232,14 @@ def test_speculation_examples_agree(name, tolerance):
     assert load_example(name).main() < tolerance
 
 
-def test_alternating_paths_are_served_by_the_merged_tree_without_fallbacks():
+def test_alternating_paths_are_served_by_the_merged_graph_without_fallbacks():
     module = load_example("terra_alternating")
     assert module.main(count=12) < 1e-6
-    merged, single = module.merged.stats(), module.single.stats()
+    merged, tree, single = module.merged.stats(), module.tree.stats(), module.single.stats()
     assert merged["fallbacks"] == 0 and merged["staged"] == 12 - 3
+    assert "one graph merged from 3 traces" in module.merged.explain()
+    assert tree["fallbacks"] == 0 and tree["staged"] == 12 - 3
+    assert "(both ways traced)" in module.tree.explain()
     # The single speculated path falls back on every change of path.
     assert single["fallbacks"] == 12 - 3 and single["staged"] == 0
 

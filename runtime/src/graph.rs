@@ -94,6 +94,12 @@ struct Node {
     mark: Cell<u64>,
     /// The node's position in the function of the last cut it was in.
     slot: Cell<u32>,
+    /// Where a frontend recorded it ([`set_site`]): its location in the
+    /// text of a trace ([`stage_merged`]).
+    site: Option<Rc<str>>,
+    /// A branch a trace took ([`decision`]): the guard, and the `not` of a
+    /// branch that went false.
+    decision: Cell<bool>,
 }
 
 enum Op {
@@ -226,6 +232,8 @@ struct Runtime {
     options: RefCell<CodegenOptions>,
     backend: Cell<Backend>,
     dumps: Cell<u64>,
+    /// The site new nodes are recorded at ([`set_site`]).
+    site: RefCell<Option<Rc<str>>>,
 }
 
 thread_local! {
@@ -250,6 +258,7 @@ fn runtime() -> Result<Rc<Runtime>, Error> {
             options: RefCell::new(CodegenOptions::default()),
             backend: Cell::new(Backend::Cpu),
             dumps: Cell::new(0),
+            site: RefCell::new(None),
         });
         *cell.borrow_mut() = Some(Rc::clone(&runtime));
         Ok(runtime)
@@ -445,6 +454,8 @@ impl Runtime {
             handles: Cell::new(1),
             mark: Cell::new(0),
             slot: Cell::new(0),
+            site: self.site.borrow().clone(),
+            decision: Cell::new(false),
         });
         if pending {
             let mut list = self.pending.borrow_mut();
@@ -505,6 +516,8 @@ impl Var {
                     handles: Cell::new(1),
                     mark: Cell::new(0),
                     slot: Cell::new(0),
+                    site: None,
+                    decision: Cell::new(false),
                 }))
             })
     }
@@ -915,6 +928,31 @@ impl Cut {
 
     /// The function's text in the textual contract.
     fn text(&self) -> String {
+        self.function_text("main", None)
+    }
+
+    /// The function `@name` in the textual contract; as a trace of
+    /// `trace_of` (`meta.trace`, for `meta-merge`), with each op at its
+    /// site and the branches taken marked `meta.decision`.
+    fn function_text(&self, function: &str, trace_of: Option<&str>) -> String {
+        let quoted = |text: &str| -> String {
+            text.chars()
+                .map(|c| {
+                    if c == '"' || c == '\\' || c.is_control() {
+                        '\''
+                    } else {
+                        c
+                    }
+                })
+                .collect()
+        };
+        let at = |node: &Node| -> String {
+            match (&node.site, trace_of) {
+                (Some(site), Some(_)) => format!(" loc(\"{}\")", quoted(site)),
+                _ => String::new(),
+            }
+        };
+        let marked = |node: &Node| trace_of.is_some() && node.decision.get();
         let mut name: HashMap<usize, String> = HashMap::new();
         let mut params = Vec::new();
         for (k, argument) in self.arguments.iter().enumerate() {
@@ -966,8 +1004,9 @@ impl Cut {
                 Op::Splat(value) => {
                     let _ = writeln!(
                         body,
-                        "  %v{k} = arith.constant dense<{}> : {out}",
-                        splat_literal(*value, node.element)
+                        "  %v{k} = arith.constant dense<{}> : {out}{}",
+                        splat_literal(*value, node.element),
+                        at(node)
                     );
                     continue;
                 }
@@ -986,10 +1025,12 @@ impl Cut {
                             }
                         })
                         .collect();
+                    let decision = if marked(node) { ", meta.decision" } else { "" };
                     let _ = writeln!(
                         body,
-                        "  \"meta.guard\"({}) {{id = {guards} : i64, reason = \"{reason}\"}} : (tensor<i1>) -> ()",
-                        operands[0]
+                        "  \"meta.guard\"({}) {{id = {guards} : i64, reason = \"{reason}\"{decision}}} : (tensor<i1>) -> (){}",
+                        operands[0],
+                        at(node)
                     );
                     let condition = operands[0].clone();
                     drop(op);
@@ -1002,11 +1043,13 @@ impl Cut {
                 Op::Select { .. } => ("meta.ternary", "kind = \"select\"".to_owned()),
             };
             let positions: Vec<&str> = operands.iter().map(|s| s.as_str()).collect();
+            let decision = if marked(node) { ", meta.decision" } else { "" };
             let _ = writeln!(
                 body,
-                "  %v{k} = \"{op_name}\"({}) {{{attributes}}} : ({}) -> {out}",
+                "  %v{k} = \"{op_name}\"({}) {{{attributes}{decision}}} : ({}) -> {out}{}",
                 positions.join(", "),
-                operand_types.join(", ")
+                operand_types.join(", "),
+                at(node)
             );
         }
         let results: Vec<&String> = self.results.iter().map(|r| &name[&key(r)]).collect();
@@ -1015,8 +1058,12 @@ impl Cut {
             .iter()
             .map(|r| type_text(&r.shape, r.element))
             .collect();
+        let attributes = match trace_of {
+            Some(of) => format!(" attributes {{meta.trace = \"{}\"}}", quoted(of)),
+            None => String::new(),
+        };
         format!(
-            "func.func @main({}) -> ({}) {{\n{body}  return {} : {}\n}}\n",
+            "func.func @{function}({}) -> ({}){attributes} {{\n{body}  return {} : {}\n}}\n",
             params.join(", "),
             result_types.join(", "),
             results.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "),
@@ -1191,6 +1238,33 @@ pub fn guard(condition: &Var, reason: &str) -> Result<Var, Error> {
             reason: reason.to_owned(),
         },
     )
+}
+
+/// Records the nodes made from now on at `site` (a frontend's source
+/// position, e.g. `model.py:12`), until the next call; `None` records
+/// them at no site. Sites only name ops in the traces [`stage_merged`]
+/// merges: ops of two traces are one op where their sites agree.
+pub fn set_site(site: Option<&str>) -> Result<(), Error> {
+    *runtime()?.site.borrow_mut() = site.map(Rc::from);
+    Ok(())
+}
+
+/// Records that a trace's branch on `condition` (a rank-0 `i1`) went the
+/// way `taken`: a guard that it still does (on the condition, or its
+/// `not`), marked as a branch so that [`stage_merged`] can merge traces
+/// that went different ways there. Returns the guard, to be passed among
+/// a trace's effects.
+pub fn decision(condition: &Var, taken: bool, reason: &str) -> Result<Var, Error> {
+    let checked = if taken {
+        condition.clone()
+    } else {
+        let not = condition.unary("not")?;
+        not.0.decision.set(true);
+        not
+    };
+    let guard = guard(&checked, reason)?;
+    guard.0.decision.set(true);
+    Ok(guard)
 }
 
 /// The gradients of the scalar `loss` with respect to each of `wrt`,
@@ -1406,6 +1480,17 @@ impl Runtime {
     /// The compiled function of `text`, from the cache (by `key`) or
     /// compiled now.
     fn executable(&self, key: Vec<u8>, text: impl FnOnce() -> String) -> Result<Rc<Executable>, Error> {
+        self.compile(key, text, false)
+    }
+
+    /// [`Self::executable`]; with `merge`, the text holds traces of `@main`
+    /// that `meta-merge` merges first.
+    fn compile(
+        &self,
+        key: Vec<u8>,
+        text: impl FnOnce() -> String,
+        merge: bool,
+    ) -> Result<Rc<Executable>, Error> {
         if let Some(found) = self.cache.borrow().get(&key) {
             let mut stats = self.stats.get();
             stats.cache_hits += 1;
@@ -1421,6 +1506,19 @@ impl Runtime {
                 messages.join("; ")
             ))
         })?;
+        if merge {
+            let pipeline = jitc_compiler::Pipeline::parse("builtin.module(meta-merge)")?;
+            let merged = jitc_compiler::optimize(
+                self.context,
+                &mut module,
+                &pipeline,
+                &jitc_compiler::OptimizeOptions::default(),
+            );
+            if merged.is_err() {
+                let messages: Vec<String> = collector.take().into_iter().map(|d| d.message).collect();
+                return Err(bad(format!("the traces do not merge: {}", messages.join("; "))));
+            }
+        }
         jitc_compiler::verify(&module)?;
         let compiled = match self.backend.get() {
             Backend::Cpu => Some(CpuModule::compile_with(
@@ -1530,6 +1628,107 @@ pub fn stage(inputs: &[&Var], outputs: &[&Var]) -> Result<Staged, Error> {
         executable,
         inputs: inputs.iter().map(|v| (v.0.shape.clone(), v.0.element)).collect(),
         captured,
+    })
+}
+
+/// One trace of [`stage_merged`]: its nodes, and each datum it reads with
+/// the captured value that datum is.
+type TraceCut = (Vec<Rc<Node>>, Vec<(Rc<Node>, usize)>);
+
+/// Stages several traces of one function as one merged graph (Terra):
+/// each trace is the ops that compute its `outputs` from `inputs`, with
+/// its `effects` (the guards and [`decision`]s it recorded) run but not
+/// returned; `meta-merge` merges them, sharing what they share and
+/// selecting between what they do not by the branches they took. Every
+/// trace must read `inputs` (data of one set of types) and return outputs
+/// of the same types; data the traces read that is not an input is
+/// captured, one argument per distinct value. Fails when the traces do
+/// not merge (`meta-merge`'s reason), so the caller can stage them
+/// another way.
+pub fn stage_merged(inputs: &[&Var], traces: &[(Vec<&Var>, Vec<&Var>)]) -> Result<Staged, Error> {
+    let runtime = runtime()?;
+    for (k, input) in inputs.iter().enumerate() {
+        if !input.is_computed() {
+            return Err(bad(format!(
+                "input {k} of a staged function is a recorded op, not data; stage from the values the \
+                 function is called with"
+            )));
+        }
+    }
+    if traces.is_empty() {
+        return Err(bad("no trace to stage"));
+    }
+    // Each trace's nodes, and the data it reads that is not an input,
+    // each with the captured value it is: the k-th node of a trace holding
+    // some value is the k-th captured copy of that value.
+    let mut cuts: Vec<TraceCut> = Vec::new();
+    let mut captured: Vec<Arc<Tensor>> = Vec::new();
+    for (outputs, effects) in traces {
+        let cut_mark = runtime.next_epoch();
+        let mut nodes = Vec::new();
+        for value in outputs.iter().chain(effects) {
+            ancestors(&value.0, cut_mark, cut_mark, &mut nodes);
+        }
+        nodes.sort_by_key(|n| n.id);
+        for input in inputs {
+            if input.0.mark.get() == cut_mark {
+                return Err(bad("a staged function's inputs must be distinct values"));
+            }
+            input.0.mark.set(cut_mark);
+        }
+        let mut data: Vec<(Rc<Node>, usize)> = Vec::new();
+        let reads = nodes
+            .iter()
+            .flat_map(|n| n.op.borrow().inputs().into_iter().cloned().collect::<Vec<_>>())
+            .chain(outputs.iter().map(|o| Rc::clone(&o.0)));
+        for node in reads {
+            if node.mark.get() != cut_mark
+                && let Op::Data(tensor) = &*node.op.borrow()
+            {
+                node.mark.set(cut_mark);
+                let earlier = data.iter().filter(|(_, c)| *captured[*c] == **tensor).count();
+                let copies: Vec<usize> = (0..captured.len())
+                    .filter(|&c| *captured[c] == **tensor)
+                    .collect();
+                let index = match copies.get(earlier) {
+                    Some(&c) => c,
+                    None => {
+                        captured.push(Arc::clone(tensor));
+                        captured.len() - 1
+                    }
+                };
+                data.push((Rc::clone(&node), index));
+            }
+        }
+        cuts.push((nodes, data));
+    }
+    let mut text = String::new();
+    for (k, ((outputs, _), (nodes, data))) in traces.iter().zip(cuts).enumerate() {
+        // The arguments: the inputs, then every captured value, each this
+        // trace's own node for it where it reads one.
+        let mut arguments: Vec<Rc<Node>> = inputs.iter().map(|v| Rc::clone(&v.0)).collect();
+        for (c, value) in captured.iter().enumerate() {
+            let own = data.iter().find(|(_, index)| *index == c);
+            arguments.push(match own {
+                Some((node, _)) => Rc::clone(node),
+                None => Var::from_arc(Arc::clone(value)).0.clone(),
+            });
+        }
+        for (slot, node) in arguments.iter().chain(&nodes).enumerate() {
+            node.slot.set(slot as u32);
+        }
+        let cut = Cut {
+            nodes,
+            arguments,
+            results: outputs.iter().map(|o| Rc::clone(&o.0)).collect(),
+        };
+        text.push_str(&cut.function_text(&format!("trace_{k}"), Some("main")));
+    }
+    let executable = runtime.compile(text.clone().into_bytes(), || text, true)?;
+    Ok(Staged {
+        executable,
+        inputs: inputs.iter().map(|v| (v.0.shape.clone(), v.0.element)).collect(),
+        captured: captured.into_iter().map(Value::Tensor).collect(),
     })
 }
 

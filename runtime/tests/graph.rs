@@ -676,3 +676,73 @@ fn a_staged_function_runs_on_new_inputs_without_recording() {
     let e = graph::stage(&[&pending], &[&pending]).unwrap_err().to_string();
     assert!(e.contains("is a recorded op, not data"), "{e}");
 }
+
+/// One trace of `path(x)`: if sum(x) > 0 then exp(x) else neg(x) - 1, then
+/// times a captured 2, with each op at the site of its "line".
+fn record_path(x: &Var, taken: bool) -> (Var, Var) {
+    let at = |line: &str| graph::set_site(Some(line)).unwrap();
+    at("model.py:1");
+    let zero = graph::full(&[], ElementType::F32, 0.0).unwrap();
+    let sum = x.reindex_reduce("add", &[], &[]).unwrap();
+    let positive = sum.binary("gt", &zero).unwrap();
+    let decision = graph::decision(&positive, taken, "branch at model.py:1").unwrap();
+    let y = if taken {
+        at("model.py:2");
+        x.unary("exp").unwrap()
+    } else {
+        at("model.py:3");
+        let one = graph::full(&[3], ElementType::F32, 1.0).unwrap();
+        x.unary("neg").unwrap().binary("sub", &one).unwrap()
+    };
+    at("model.py:4");
+    let two = Var::new(Tensor::parse_literal("3xf32=2 2 2").unwrap());
+    let out = y.binary("mul", &two).unwrap();
+    graph::set_site(None).unwrap();
+    (out, decision)
+}
+
+#[test]
+fn traces_merged_into_one_graph_take_each_path() {
+    let x = Var::new(Tensor::parse_literal("3xf32=1 2 3").unwrap());
+    let (up, up_decision) = record_path(&x, true);
+    let (down, down_decision) = record_path(&x, false);
+    let merged = graph::stage_merged(
+        &[&x],
+        &[
+            (vec![&up], vec![&up_decision]),
+            (vec![&down], vec![&down_decision]),
+        ],
+    )
+    .unwrap();
+    for (literal, want) in [
+        (
+            "3xf32=1 2 3",
+            [1f32.exp() * 2.0, 2f32.exp() * 2.0, 3f32.exp() * 2.0],
+        ),
+        ("3xf32=-1 -2 -3", [0.0, 2.0, 4.0]),
+    ] {
+        let input = Var::new(Tensor::parse_literal(literal).unwrap());
+        let got = f32s(&merged.call(&[&input]).unwrap()[0].fetch().unwrap());
+        for (g, w) in got.iter().zip(want) {
+            assert!(
+                (g - w).abs() <= 1e-5 * w.abs().max(1.0),
+                "{literal}: {got:?} against {want:?}"
+            );
+        }
+    }
+    // One trace alone is its path: the other way fails its decision.
+    let (only, only_decision) = record_path(&x, true);
+    let single = graph::stage_merged(&[&x], &[(vec![&only], vec![&only_decision])]).unwrap();
+    let negative = Var::new(Tensor::parse_literal("3xf32=-1 -2 -3").unwrap());
+    let error = single.call(&[&negative]).unwrap_err().to_string();
+    assert!(error.contains("branch at model.py:1"), "{error}");
+    // Traces with nothing in common before they differ do not merge.
+    graph::set_site(Some("other.py:1")).unwrap();
+    let other = x.unary("tanh").unwrap();
+    graph::set_site(None).unwrap();
+    let (up, up_decision) = record_path(&x, true);
+    let error = graph::stage_merged(&[&x], &[(vec![&up], vec![&up_decision]), (vec![&other], vec![])])
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("the traces do not merge"), "{error}");
+}

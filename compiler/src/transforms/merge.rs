@@ -42,7 +42,11 @@
 //!    repeatedly make one switch-case: for each node the current edges
 //!    point to, a case whose basic block is the longest linear chain from
 //!    it (when no edge outside the current ones points to it), or an empty
-//!    case that passes its control edges on to the next switch-case.
+//!    case that passes its control edges on to the next switch-case. One
+//!    change: an edge to `end` stays current (in an empty case of every
+//!    later switch-case) until no other edge is, since traces may end
+//!    after different ops; Algorithm 1 drops it, and a case alone in a
+//!    later switch-case would then run on the ended paths too.
 //! 3. **Values.** Operand `j` of node `v` reads, in each trace, some earlier
 //!    op's result or an argument; those producers form the operand's slot.
 //!    A slot is a variable: each producer writes it when it runs, and the
@@ -660,17 +664,25 @@ fn assign_cases(
 ) -> Vec<Vec<Case>> {
     let indegree = |v: usize| predecessors.get(&v).map_or(0, Vec::len);
     let mut switches = Vec::new();
-    let mut next_edges: BTreeSet<(usize, usize)> = edges
-        .range((START, 0)..=(START, usize::MAX))
-        .copied()
-        .filter(|&(_, y)| y != END)
-        .collect();
-    while !next_edges.is_empty() {
+    // Unlike Algorithm 1, edges to `end` stay current: a trace that ended
+    // passes every later switch-case through an empty case, so that a case
+    // alone in its switch-case still runs only on the paths it is on.
+    let mut next_edges: BTreeSet<(usize, usize)> =
+        edges.range((START, 0)..=(START, usize::MAX)).copied().collect();
+    while next_edges.iter().any(|&(_, y)| y != END) {
         let mut switch = Vec::new();
         let mut new_next = BTreeSet::new();
         let targets: BTreeSet<usize> = next_edges.iter().map(|&(_, y)| y).collect();
         for v in targets {
             let control: Vec<(usize, usize)> = next_edges.iter().copied().filter(|&(_, y)| y == v).collect();
+            if v == END {
+                new_next.extend(control.iter().copied());
+                switch.push(Case {
+                    block: Vec::new(),
+                    control,
+                });
+                continue;
+            }
             // Incoming edges of `v` that are not current.
             let waiting = predecessors
                 .get(&v)
@@ -691,7 +703,7 @@ fn assign_cases(
                         break;
                     }
                 }
-                new_next.extend(successors(v).into_iter().filter(|&y| y != END).map(|y| (v, y)));
+                new_next.extend(successors(v).into_iter().map(|y| (v, y)));
             } else {
                 new_next.extend(control.iter().copied());
             }
