@@ -51,6 +51,10 @@ Python number that changes on every call makes a new set each time) the
 whole function stays imperative, with the fact that kept changing named. Every fallback, restaging and give-up is counted
 (`fn.stats()`) and logged with its reason (`jitc.explain(fn)`).
 
+A `jitc.function` called while another call is traced (nested, or
+recursive) is part of the caller's trace; nesting deeper than 32 keeps the
+caller imperative, with the reason.
+
 What is not done yet: loops on tensor values are not staged as
 `scf.while` (a loop is unrolled to the trip counts traced, each count a
 path of its own); a branch whose ways differ only in which values later
@@ -100,6 +104,8 @@ class _Tracer:
         self.entries = []
         self.decisions = []
         self.reasons = []
+        # How deep `jitc.function` calls made while tracing nest.
+        self.depth = 0
 
     def log(self, native, args, result):
         # The op's site names it when traces are merged (Terra matches ops
@@ -292,8 +298,20 @@ class Function:
         return self._invoke(None, args, kwargs)
 
     def _invoke(self, owner, args, kwargs):
-        self._counts["calls"] += 1
         args, kwargs = _as_vars(args, kwargs)
+        tracer = _tracing.tracer
+        if tracer is not None:
+            # Called while another call is traced (a nested or recursive
+            # `jitc.function`): its ops are the caller's, recorded by the
+            # caller's tracer; it is not a call of its own.
+            tracer.depth += 1
+            try:
+                if tracer.depth > _MAX_NESTING:
+                    tracer.unstageable(f"it nests jitc.function calls (or recurses) more than {_MAX_NESTING} deep")
+                return self._plain(owner, args, kwargs)
+            finally:
+                tracer.depth -= 1
+        self._counts["calls"] += 1
         if self._imperative is not None:
             self._counts["imperative"] += 1
             return self._plain(owner, args, kwargs)
@@ -738,6 +756,10 @@ def _describe_tree(root):
 
 
 _KEPT_TRACES = 8
+
+# How deep `jitc.function` calls may nest (or recurse) inside a traced call
+# before the function stays imperative.
+_MAX_NESTING = 32
 
 
 def _as_vars(args, kwargs):

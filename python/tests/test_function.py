@@ -182,6 +182,31 @@ def test_a_python_number_that_changes_every_call_stays_imperative_and_is_named()
     assert "pass it as a jitc.Var" in jitc.explain(fn)
 
 
+def test_nested_and_recursive_functions_are_part_of_the_callers_trace():
+    @jitc.function(profile=1)
+    def inner(x):
+        return jitc.tanh(x) * 2.0
+
+    @jitc.function(profile=1)
+    def outer(x):
+        return inner(x) + inner(x * 3.0)
+
+    @jitc.function(profile=1)
+    def halvings(x, n):
+        return x if n == 0 else halvings(x * 0.5, n - 1) + 1.0
+
+    x = np.linspace(-1, 1, 5).astype(np.float32)
+    for _ in range(3):
+        want = (np.tanh(x) * 2 + np.tanh(x * 3) * 2).astype(np.float32)
+        np.testing.assert_allclose(outer(x).numpy(), want, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(halvings(x, 4).numpy(), x / 16 + 4, rtol=1e-6)
+    assert outer.stats()["staged"] == 2 and inner.stats()["calls"] == 0, (outer.stats(), inner.stats())
+    assert halvings.stats()["staged"] == 2, halvings.stats()
+    # Deeper than the limit: the outermost call stays imperative, and says so.
+    np.testing.assert_allclose(halvings(x, 40).numpy(), x / 2**40 + 40, rtol=1e-6)
+    assert "recurses) more than 32 deep" in jitc.explain(halvings), jitc.explain(halvings)
+
+
 def test_python_attribute_writes_stay_imperative():
     class Steps:
         def __init__(self):

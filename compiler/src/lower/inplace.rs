@@ -10,9 +10,11 @@
 //! - the argument is read only as an operand of element-wise ops and
 //!   reductions (a reindex reads it at other points);
 //! - the result is stored at the point, so it is not a reduction's, and
-//!   the first op that reads the argument comes no later than the op that
-//!   makes the result (the point loads an argument once, at its first use,
-//!   and stores a result right after the op that makes it).
+//!   every op that reads the argument comes no later than the op that
+//!   makes the result (the point loads an argument once, at the first use
+//!   it emits, and stores a result right after the op that makes it; the
+//!   first reader may be one it does not emit, a dead reduction, so the
+//!   last reader is what must come first).
 //!
 //! The kernel is lowered twice behind one pointer comparison
 //! (`super::lower_kernel`): when the runtime passes the argument's buffer
@@ -54,10 +56,10 @@ pub(super) fn pair(
     let arguments: HashMap<usize, usize> = (0..body.argument_count())
         .filter_map(|i| body.argument(i).ok().map(|a| (key(a.into()), i)))
         .collect();
-    // Per argument, the position of the first op that reads it and
+    // Per argument, the position of the last op that reads it and
     // whether a reindex reads it; per result, the position of the op that
     // makes it.
-    let mut first_use: HashMap<usize, usize> = HashMap::new();
+    let mut last_use: HashMap<usize, usize> = HashMap::new();
     let mut reindexed: Vec<usize> = Vec::new();
     let mut made_at: HashMap<usize, usize> = HashMap::new();
     let mut reduced: Vec<usize> = Vec::new();
@@ -72,7 +74,7 @@ pub(super) fn pair(
         }
         for (k, operand) in op.operands().enumerate() {
             if let Some(&i) = arguments.get(&key(operand)) {
-                first_use.entry(i).or_insert(position);
+                last_use.insert(i, position);
                 if ReindexOp::cast(op).is_some() && k == 0 {
                     reindexed.push(i);
                 }
@@ -104,7 +106,7 @@ pub(super) fn pair(
             let legal = in_shape == out_shape
                 && in_element == out_element
                 && !reindexed.contains(&i)
-                && first_use.get(&i).is_some_and(|&first| first <= made);
+                && last_use.get(&i).is_some_and(|&last| last <= made);
             if legal {
                 return Some((i, j));
             }
