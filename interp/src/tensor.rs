@@ -85,6 +85,15 @@ impl Buffer {
         }
     }
 
+    /// The elements' bytes (`i1` elements are one byte, 0 or 1): equal
+    /// bytes are equal values bit for bit, `-0.0` and `+0.0` apart.
+    pub fn as_bytes(&self) -> &[u8] {
+        let len = self.len() * self.element_type().byte_width();
+        // SAFETY: the buffer holds `len` initialized bytes (`len()`
+        // elements of the element type's width), borrowed with `self`.
+        unsafe { std::slice::from_raw_parts(self.as_ptr(), len) }
+    }
+
     /// The address of the first element, for native code that reads the
     /// buffer (`i1` elements are one byte, 0 or 1).
     pub fn as_ptr(&self) -> *const u8 {

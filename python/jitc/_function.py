@@ -87,6 +87,20 @@ _NUMPY = os.path.dirname(os.path.abspath(np.__file__))
 _SIMPLE = (bool, int, float, complex, str, bytes, type(None))
 
 
+def _call_site(frame):
+    """Where an op is recorded, as Terra's call-id stack names it: the
+    `file:line` of every frame outside jitc from the op's up to the traced
+    function's, innermost first (`helper.py:3<model.py:12`), so that one
+    line reached through two calls is two sites."""
+    sites = []
+    while frame is not None and frame.f_code is not _PLAIN_CODE:
+        file = frame.f_code.co_filename
+        if not file.startswith(_PACKAGE):
+            sites.append(f"{os.path.basename(file)}:{frame.f_lineno}")
+        frame = frame.f_back
+    return "<".join(sites) if sites else "<unknown>"
+
+
 def _site(frame):
     """The first frame outside jitc, as `file:line`."""
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
@@ -106,18 +120,20 @@ class _Tracer:
         self.reasons = []
         # How deep `jitc.function` calls made while tracing nest.
         self.depth = 0
+        # The objects whose attributes the traced call's facts cover.
+        self.objects = set()
 
     def log(self, native, args, result):
         # The op's site names it when traces are merged (Terra matches ops
         # by their program location).
-        self.entries.append(("call", native, args, result, _site(sys._getframe(2))))
+        self.entries.append(("call", native, args, result, _call_site(sys._getframe(2))))
 
     def decide(self, var):
         # The value, computed without logging a read.
         data = var._v.fetch_bytes()
         value = bool(np.frombuffer(data, dtype=var.dtype).reshape(-1)[0])
         site = _site(sys._getframe(1))
-        self.entries.append(("decide", var._v, value, site))
+        self.entries.append(("decide", var._v, value, site, _call_site(sys._getframe(1))))
         self.decisions.append((site, value))
         return value
 
@@ -215,7 +231,7 @@ class _Trace:
                     keys[id(r)] = (index, k)
                     self.native[(index, k)] = r
             else:
-                _, var, value, site = entry
+                _, var, value, site, _ = entry
                 self.signature.append(("decide", describe(var, used), site))
                 self.values[index] = value
             self.uses.append(used)
@@ -308,6 +324,12 @@ class Function:
             try:
                 if tracer.depth > _MAX_NESTING:
                     tracer.unstageable(f"it nests jitc.function calls (or recurses) more than {_MAX_NESTING} deep")
+                foreign = [o for o in self._objects(owner, args) if id(o) not in tracer.objects]
+                if foreign:
+                    tracer.unstageable(
+                        f"it calls the jitc.function {self.__name__} on a {type(foreign[0]).__name__} that is not "
+                        f"self or an argument, whose attributes the staged graph would not track"
+                    )
                 return self._plain(owner, args, kwargs)
             finally:
                 tracer.depth -= 1
@@ -432,6 +454,7 @@ class Function:
         objects = self._objects(owner, args)
         before = [dict(vars(o)) for o in objects]
         tracer = _Tracer()
+        tracer.objects = {id(o) for o in objects}
         previous_profile = sys.getprofile()
         _tracing.tracer = tracer
         sys.setprofile(tracer.profile)
@@ -537,7 +560,7 @@ class Function:
                             mapping[(index, k)] = r
                     else:
                         site, value = entry[3], entry[2]
-                        _jitc.set_site(site)
+                        _jitc.set_site(entry[4])
                         condition = _condition(mapped(signature[1]), True)
                         effects.append(_jitc.decision(condition, value, f"branch at {site} goes {value}"))
                 staged_traces.append(([mapping[k] for k in t.outputs], effects))

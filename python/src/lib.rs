@@ -163,11 +163,7 @@ impl PyVar {
 }
 
 fn bytes<'py>(py: Python<'py>, tensor: &Tensor) -> Bound<'py, PyByteArray> {
-    let len = tensor.len() * tensor.element_type().byte_width();
-    // SAFETY: the buffer holds `len` initialized bytes: `len()` elements
-    // of the element type's width.
-    let data = unsafe { std::slice::from_raw_parts(tensor.buffer().as_ptr(), len) };
-    PyByteArray::new(py, data)
+    PyByteArray::new(py, tensor.buffer().as_bytes())
 }
 
 /// Computes `vars` together (and every pending value that shares work with

@@ -182,6 +182,80 @@ def test_a_python_number_that_changes_every_call_stays_imperative_and_is_named()
     assert "pass it as a jitc.Var" in jitc.explain(fn)
 
 
+def _mixed(x):
+    v = x
+    if jitc.sum(x) > 0:
+        v = jitc.exp(x)
+    if jitc.max(x) > 2:
+        v = -x
+    return jitc.tanh(v)
+
+
+def _clip(h):
+    if jitc.sum(h) > 0:
+        return h
+    return h * 0.0
+
+
+def _same_line_two_calls(x):
+    if jitc.max(x) > 3:
+        return jitc.exp(_clip(x * 2.0))
+    return -_clip(x + 1.0)
+
+
+_ZEROS, _NEGATIVE_ZEROS = np.zeros(4, np.float32), np.full(4, -0.0, np.float32)
+
+
+def _signed_zeros(x):
+    if jitc.sum(x) > 0:
+        return x + jitc.Var(_ZEROS)
+    return x / jitc.Var(_NEGATIVE_ZEROS)
+
+
+@pytest.mark.parametrize("body,traced,served", [
+    # Each way of each branch was traced, not this mix of them: the merged
+    # graph's guard fails and the call runs imperatively.
+    (_mixed, [[1, 1, 1, 1], [3, -5, -5, -5], [1, 1, 1, 1]], [-1, -1, -1, -1]),
+    # One line reached through two calls is two sites.
+    (_same_line_two_calls, [[4, 1, 1, 1], [1, 1, 1, 1], [4, 1, 1, 1]], [1, 1, 1, 1]),
+    # Captured constants are told apart bit for bit: -0.0 is not 0.0.
+    (_signed_zeros, [[1, 1, 1, 1], [-1, -1, -1, -1], [1, 1, 1, 1]], [-1, -1, -1, -1]),
+])
+def test_merged_graphs_give_what_the_function_gives(body, traced, served):
+    fn = jitc.function(body)
+    for x in traced:
+        fn(np.array(x, np.float32))
+    x = np.array(served, np.float32)
+    with np.errstate(divide="ignore"):
+        np.testing.assert_array_equal(fn(x).numpy(), body(jitc.Var(x)).numpy())
+    assert "merged from 3 traces" in jitc.explain(fn), jitc.explain(fn)
+
+
+def test_a_nested_function_on_an_object_outside_the_facts_stays_imperative():
+    class Layer:
+        def __init__(self):
+            self.scale = 2.0
+
+        @jitc.function
+        def forward(self, h):
+            return h * self.scale
+
+    layer = Layer()
+
+    @jitc.function(profile=1)
+    def step(x):
+        return layer.forward(jitc.exp(x))
+
+    x = np.zeros(3, np.float32)
+    for _ in range(2):
+        np.testing.assert_array_equal(step(x).numpy(), np.full(3, 2.0, np.float32))
+    # The layer's attributes are not facts of `step`: a staged graph would
+    # keep the old scale.
+    layer.scale = 10.0
+    np.testing.assert_array_equal(step(x).numpy(), np.full(3, 10.0, np.float32))
+    assert "on a Layer that is not self or an argument" in jitc.explain(step), jitc.explain(step)
+
+
 def test_nested_and_recursive_functions_are_part_of_the_callers_trace():
     @jitc.function(profile=1)
     def inner(x):

@@ -730,6 +730,9 @@ struct Cut {
     arguments: Vec<Rc<Node>>,
     /// Nodes a handle holds: the function's results.
     results: Vec<Rc<Node>>,
+    /// Data nodes read as argument `k` of `arguments` without being it (a
+    /// merged trace's copy of a value another node already passes).
+    aliases: Vec<(Rc<Node>, usize)>,
 }
 
 fn key(node: &Rc<Node>) -> usize {
@@ -827,6 +830,7 @@ impl Runtime {
             nodes,
             arguments,
             results,
+            aliases: Vec::new(),
         }
     }
 }
@@ -959,6 +963,9 @@ impl Cut {
             name.insert(key(argument), format!("%a{k}"));
             let r#type = type_text(&argument.shape, argument.element);
             params.push(format!("%a{k}: {type}", type = r#type));
+        }
+        for (node, k) in &self.aliases {
+            name.insert(key(node), format!("%a{k}"));
         }
         let mut body = String::new();
         let mut guards = 0;
@@ -1622,6 +1629,7 @@ pub fn stage(inputs: &[&Var], outputs: &[&Var]) -> Result<Staged, Error> {
         nodes,
         arguments,
         results: outputs.iter().map(|o| Rc::clone(&o.0)).collect(),
+        aliases: Vec::new(),
     };
     let executable = runtime.executable(cut.key(), || cut.text())?;
     Ok(Staged {
@@ -1632,7 +1640,7 @@ pub fn stage(inputs: &[&Var], outputs: &[&Var]) -> Result<Staged, Error> {
 }
 
 /// One trace of [`stage_merged`]: its nodes, and each datum it reads with
-/// the captured value that datum is.
+/// the captured value it is.
 type TraceCut = (Vec<Rc<Node>>, Vec<(Rc<Node>, usize)>);
 
 /// Stages several traces of one function as one merged graph (Terra):
@@ -1658,9 +1666,14 @@ pub fn stage_merged(inputs: &[&Var], traces: &[(Vec<&Var>, Vec<&Var>)]) -> Resul
     if traces.is_empty() {
         return Err(bad("no trace to stage"));
     }
-    // Each trace's nodes, and the data it reads that is not an input,
-    // each with the captured value it is: the k-th node of a trace holding
-    // some value is the k-th captured copy of that value.
+    // Each trace's nodes, and the data it reads that is not an input, each
+    // datum with the captured value it is (one argument per distinct value,
+    // bit for bit: -0.0 is not 0.0).
+    let same = |a: &Tensor, b: &Tensor| {
+        a.shape() == b.shape()
+            && a.element_type() == b.element_type()
+            && a.buffer().as_bytes() == b.buffer().as_bytes()
+    };
     let mut cuts: Vec<TraceCut> = Vec::new();
     let mut captured: Vec<Arc<Tensor>> = Vec::new();
     for (outputs, effects) in traces {
@@ -1686,12 +1699,8 @@ pub fn stage_merged(inputs: &[&Var], traces: &[(Vec<&Var>, Vec<&Var>)]) -> Resul
                 && let Op::Data(tensor) = &*node.op.borrow()
             {
                 node.mark.set(cut_mark);
-                let earlier = data.iter().filter(|(_, c)| *captured[*c] == **tensor).count();
-                let copies: Vec<usize> = (0..captured.len())
-                    .filter(|&c| *captured[c] == **tensor)
-                    .collect();
-                let index = match copies.get(earlier) {
-                    Some(&c) => c,
+                let index = match captured.iter().position(|c| same(c, tensor)) {
+                    Some(c) => c,
                     None => {
                         captured.push(Arc::clone(tensor));
                         captured.len() - 1
@@ -1705,14 +1714,17 @@ pub fn stage_merged(inputs: &[&Var], traces: &[(Vec<&Var>, Vec<&Var>)]) -> Resul
     let mut text = String::new();
     for (k, ((outputs, _), (nodes, data))) in traces.iter().zip(cuts).enumerate() {
         // The arguments: the inputs, then every captured value, each this
-        // trace's own node for it where it reads one.
+        // trace's first node for it where it reads one; its other nodes of
+        // that value are aliases of the argument.
         let mut arguments: Vec<Rc<Node>> = inputs.iter().map(|v| Rc::clone(&v.0)).collect();
+        let mut aliases = Vec::new();
         for (c, value) in captured.iter().enumerate() {
-            let own = data.iter().find(|(_, index)| *index == c);
-            arguments.push(match own {
-                Some((node, _)) => Rc::clone(node),
+            let mut own = data.iter().filter(|(_, index)| *index == c).map(|(node, _)| node);
+            arguments.push(match own.next() {
+                Some(node) => Rc::clone(node),
                 None => Var::from_arc(Arc::clone(value)).0.clone(),
             });
+            aliases.extend(own.map(|node| (Rc::clone(node), inputs.len() + c)));
         }
         for (slot, node) in arguments.iter().chain(&nodes).enumerate() {
             node.slot.set(slot as u32);
@@ -1721,6 +1733,7 @@ pub fn stage_merged(inputs: &[&Var], traces: &[(Vec<&Var>, Vec<&Var>)]) -> Resul
             nodes,
             arguments,
             results: outputs.iter().map(|o| Rc::clone(&o.0)).collect(),
+            aliases,
         };
         text.push_str(&cut.function_text(&format!("trace_{k}"), Some("main")));
     }

@@ -110,3 +110,41 @@ func.func @f_1(%x: tensor<4xf32>, %c: tensor<i1>) -> tensor<4xf32> attributes {m
   %t = "meta.binary"(%b, %s) {kind = "add"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32> loc("merge-errors.mlir":101:3)
   return %t : tensor<4xf32>
 }
+
+
+// -----
+
+// A branch taken the same way by two traces that then run different ops:
+// two ops the frontend should have told apart share a location.
+func.func @f_0(%x: tensor<4xf32>, %c: tensor<i1>) -> tensor<4xf32> attributes {meta.trace = "f"} {
+  // expected-error @+1 {{meta-merge: the traces of @f took this branch the same way and then ran different ops}}
+  "meta.guard"(%c) {id = 1 : i64, reason = "branch goes true", meta.decision} : (tensor<i1>) -> () loc("merge-errors.mlir":121:3)
+  %e = "meta.unary"(%x) {kind = "exp"} : (tensor<4xf32>) -> tensor<4xf32> loc("merge-errors.mlir":122:3)
+  return %e : tensor<4xf32>
+}
+func.func @f_1(%x: tensor<4xf32>, %c: tensor<i1>) -> tensor<4xf32> attributes {meta.trace = "f"} {
+  "meta.guard"(%c) {id = 1 : i64, reason = "branch goes true", meta.decision} : (tensor<i1>) -> () loc("merge-errors.mlir":121:3)
+  %n = "meta.unary"(%x) {kind = "neg"} : (tensor<4xf32>) -> tensor<4xf32> loc("merge-errors.mlir":127:3)
+  return %n : tensor<4xf32>
+}
+
+// -----
+
+// Two results of one op read by the same op in two traces: no one
+// variable holds both.
+func.func @f_0(%x: tensor<4xi32>, %c: tensor<i1>) -> tensor<4xi32> attributes {meta.trace = "f"} {
+  %lo, %hi = arith.mulsi_extended %x, %x : tensor<4xi32> loc("merge-errors.mlir":136:3)
+  "meta.guard"(%c) {id = 1 : i64, reason = "t", meta.decision} : (tensor<i1>) -> () loc("merge-errors.mlir":137:3)
+  %a = arith.addi %x, %x : tensor<4xi32> loc("merge-errors.mlir":138:3)
+  // expected-error @+1 {{meta-merge: the traces of @f read different values here in a way one graph cannot merge}}
+  %n = arith.subi %lo, %a : tensor<4xi32> loc("merge-errors.mlir":140:3)
+  return %n : tensor<4xi32>
+}
+func.func @f_1(%x: tensor<4xi32>, %c: tensor<i1>) -> tensor<4xi32> attributes {meta.trace = "f"} {
+  %lo, %hi = arith.mulsi_extended %x, %x : tensor<4xi32> loc("merge-errors.mlir":136:3)
+  %nc = "meta.unary"(%c) {kind = "not", meta.decision} : (tensor<i1>) -> tensor<i1> loc("merge-errors.mlir":137:3)
+  "meta.guard"(%nc) {id = 1 : i64, reason = "f", meta.decision} : (tensor<i1>) -> () loc("merge-errors.mlir":137:3)
+  %a = arith.muli %x, %x : tensor<4xi32> loc("merge-errors.mlir":147:3)
+  %n = arith.subi %hi, %a : tensor<4xi32> loc("merge-errors.mlir":140:3)
+  return %n : tensor<4xi32>
+}

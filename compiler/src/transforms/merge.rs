@@ -59,6 +59,13 @@
 //!    its edges select, yielding the slots its cases write and the next
 //!    edge: a constant, or, after a branch taken both ways, a select on its
 //!    condition. The return reads the return's slots.
+//! 5. **Only traced paths.** Beside the edge goes a bit mask of the traces
+//!    whose paths hold every edge taken so far; after each branch taken
+//!    both ways a guard checks that some trace is left. A call that went
+//!    one trace's way at one branch and another's at the next (a path no
+//!    trace took, whose values were never computed together) fails that
+//!    guard, as a single trace fails its decision: the frontend falls
+//!    back. At most 62 traces merge.
 //!
 //! The traces are erased. Values of dynamic shape cannot cross a case (a
 //! case that does not compute one would have to yield a placeholder), and
@@ -275,7 +282,19 @@ fn merge<'c, 'a>(
     }
     for (v, node) in nodes.iter().enumerate() {
         let out = successors(v);
-        if out.len() > 1 && !(node.decision && out.len() == 2) {
+        let two_ways = node.decision
+            && out.len() == 2
+            && ways.contains_key(&(v, out[0]))
+            && ways.get(&(v, out[0])) != ways.get(&(v, out[1]));
+        if out.len() > 1 && node.decision && !two_ways {
+            return Err((
+                node.op.location(),
+                "took this branch the same way and then ran different ops (two ops that should be told \
+                 apart share a location?)"
+                    .into(),
+            ));
+        }
+        if out.len() > 1 && !two_ways {
             return Err((
                 node.op.location(),
                 "differ after this op without a branch between them (a trace must run the same ops until \
@@ -301,7 +320,7 @@ fn merge<'c, 'a>(
             slots.entry(Reader::Return(j)).or_default().insert(source);
         }
     }
-    check_slots(&slots, &read_traces, &nodes)?;
+    check_slots(&slots, &read_traces, &nodes, first.location())?;
     // The slots each producer writes.
     let mut writes: HashMap<Source, Vec<Reader>> = HashMap::new();
     for (&reader, sources) in &slots {
@@ -364,10 +383,28 @@ fn merge<'c, 'a>(
     let mut edge = top
         .index(edge_id[&start_edge])
         .ok_or_else(|| here("could not be built".into()))?;
+    // The traces whose paths hold every edge taken so far, as a bit mask:
+    // a path that mixes ways no one trace took is not what any trace
+    // computed, and fails a guard where it leaves them all.
+    if traces.len() > 62 {
+        return Err(here(format!("are {} traces; at most 62 merge", traces.len())));
+    }
+    let mut edge_mask: HashMap<(usize, usize), i64> = HashMap::new();
+    for (t, trace) in read_traces.iter().enumerate() {
+        let mut previous = START;
+        for &v in trace.nodes.iter().chain(std::iter::once(&END)) {
+            *edge_mask.entry((previous, v)).or_default() |= 1 << t;
+            previous = v;
+        }
+    }
+    let mut mask = top
+        .index((1i64 << traces.len()) - 1)
+        .ok_or_else(|| here("could not be built".into()))?;
     let emitter = Emitter {
         nodes: &nodes,
         writes: &writes,
         edge_id: &edge_id,
+        edge_mask: &edge_mask,
         ways: &ways,
         successors: &successors,
     };
@@ -375,9 +412,8 @@ fn merge<'c, 'a>(
         if switch.len() == 1 {
             let case = &switch[0];
             let mut local = values.clone();
-            let next = emitter.emit_block(&top, &case.block, &mut local, edge, &mut ids)?;
+            (edge, mask) = emitter.emit_block(&top, &case.block, &mut local, (edge, mask), &mut ids)?;
             values = local;
-            edge = next;
             continue;
         }
         // The slots some case writes and a later op reads (not one of this
@@ -400,6 +436,8 @@ fn merge<'c, 'a>(
         for readers in &written {
             types.push(slot_type(readers[0]).ok_or_else(|| here("have a value of no type".into()))?);
         }
+        // The edge and the mask.
+        types.push(Type::index(context));
         types.push(Type::index(context));
         // The case each control edge selects.
         let mut selector = top.index(-1).ok_or_else(|| here("could not be built".into()))?;
@@ -452,13 +490,13 @@ fn merge<'c, 'a>(
                 location,
             };
             let mut local = values.clone();
-            let next = if k == 0 {
-                edge
+            let (next, next_mask) = if k == 0 {
+                (edge, mask)
             } else {
-                emitter.emit_block(&at, &switch[k - 1].block, &mut local, edge, &mut ids)?
+                emitter.emit_block(&at, &switch[k - 1].block, &mut local, (edge, mask), &mut ids)?
             };
             let mut yields = Vec::new();
-            for (readers, &r#type) in written.iter().zip(&types) {
+            for (readers, &r#type) in written.iter().zip(&types[..written.len()]) {
                 let value = match readers.iter().find_map(|reader| local.get(reader)) {
                     Some(value) => *value,
                     None => at.zero(r#type).ok_or_else(|| {
@@ -471,6 +509,7 @@ fn merge<'c, 'a>(
                 yields.push(value);
             }
             yields.push(next);
+            yields.push(next_mask);
             at.append("scf.yield", &yields, &[], &[])
                 .ok_or_else(|| here("could not be built".into()))?;
         }
@@ -481,6 +520,10 @@ fn merge<'c, 'a>(
             }
         }
         edge = op.result(written.len()).map_err(|e| here(e.to_string()))?.into();
+        mask = op
+            .result(written.len() + 1)
+            .map_err(|e| here(e.to_string()))?
+            .into();
     }
     let returns = (0..read_traces[0].returns.len())
         .map(|j| {
@@ -615,10 +658,18 @@ fn node_key(op: OperationRef, decision: bool) -> String {
         .collect();
     attributes.sort();
     let results: Vec<String> = op.results().map(|r| r.r#type().to_string()).collect();
+    // The operands' types (and so their number): a decision's is its
+    // condition's, read through the `not` of a branch that went false.
+    let operands: Vec<String> = if decision {
+        vec!["tensor<i1>".to_owned()]
+    } else {
+        op.operands().map(|v| v.r#type().to_string()).collect()
+    };
     format!(
-        "{}|{}|{}|{}",
+        "{}|{}|({})->({})|{}",
         op_name(op),
         attributes.join(","),
+        operands.join(","),
         results.join(","),
         op.location()
     )
@@ -720,21 +771,12 @@ fn check_slots<'c>(
     slots: &BTreeMap<Reader, BTreeSet<Source>>,
     traces: &[Trace<'c, '_>],
     nodes: &[Node<'c, '_>],
+    fallback: Location<'c>,
 ) -> Result<(), Failure<'c>> {
     for (&reader, sources) in slots {
         let location = match reader {
             Reader::Node(v, _) => nodes[v].op.location(),
-            Reader::Return(_) => nodes.first().map_or_else(
-                || {
-                    traces[0]
-                        .ops
-                        .values()
-                        .next()
-                        .map(|op| op.location())
-                        .unwrap_or_else(|| nodes[0].op.location())
-                },
-                |n| n.op.location(),
-            ),
+            Reader::Return(_) => fallback,
         };
         let fail = || {
             Err((
@@ -750,6 +792,18 @@ fn check_slots<'c>(
             .count()
             > 1
         {
+            return fail();
+        }
+        // Two results of one op: the variable would hold the last one
+        // written on every path.
+        let producers: Vec<usize> = sources
+            .iter()
+            .filter_map(|s| match s {
+                Source::Result(p, _) => Some(*p),
+                Source::Argument(_) => None,
+            })
+            .collect();
+        if producers.windows(2).any(|w| w[0] == w[1]) {
             return fail();
         }
         for trace in traces {
@@ -787,24 +841,27 @@ struct Emitter<'g, 'c, 'a> {
     nodes: &'g [Node<'c, 'a>],
     writes: &'g HashMap<Source, Vec<Reader>>,
     edge_id: &'g HashMap<(usize, usize), i64>,
+    edge_mask: &'g HashMap<(usize, usize), i64>,
     ways: &'g HashMap<(usize, usize), bool>,
     successors: &'g dyn Fn(usize) -> Vec<usize>,
 }
 
 impl<'c, 'a> Emitter<'_, 'c, 'a> {
     /// Emits `block`'s nodes at `at`, reading and writing the slots in
-    /// `values`; returns the number of the edge taken out of it (`edge`
-    /// when it is empty).
+    /// `values`; returns the number of the edge taken out of it and the
+    /// mask of traces still on the path (`edge` and `mask` as they were
+    /// when it is empty). After a branch taken both ways, a guard checks
+    /// that some trace went the way this call went.
     fn emit_block(
         &self,
         at: &At<'c, 'a>,
         block: &[usize],
         values: &mut HashMap<Reader, Value<'c, 'a>>,
-        edge: Value<'c, 'a>,
+        (edge, mask): (Value<'c, 'a>, Value<'c, 'a>),
         ids: &mut GuardIds,
-    ) -> Result<Value<'c, 'a>, Failure<'c>> {
+    ) -> Result<(Value<'c, 'a>, Value<'c, 'a>), Failure<'c>> {
         let Some(&last) = block.last() else {
-            return Ok(edge);
+            return Ok((edge, mask));
         };
         let mut condition = None;
         for &v in block {
@@ -874,7 +931,12 @@ impl<'c, 'a> Emitter<'_, 'c, 'a> {
             )
         };
         match (out.as_slice(), condition) {
-            ([y], _) => at.index(self.edge_id[&(last, *y)]).ok_or_else(|| fail("an edge")),
+            // Every trace on the path goes on this way.
+            ([y], _) => Ok((
+                at.index(self.edge_id[&(last, *y)])
+                    .ok_or_else(|| fail("an edge"))?,
+                mask,
+            )),
             ([a, b], Some(condition)) => {
                 let (when_true, when_false) = if self.ways.get(&(last, *a)) == Some(&true) {
                     (*a, *b)
@@ -888,11 +950,47 @@ impl<'c, 'a> Emitter<'_, 'c, 'a> {
                     .index(self.edge_id[&(last, when_false)])
                     .ok_or_else(|| fail("an edge"))?;
                 let scalar = at.extract(condition).ok_or_else(|| fail("a condition"))?;
-                at.select(scalar, t, f).ok_or_else(|| fail("a select"))
+                let next = at.select(scalar, t, f).ok_or_else(|| fail("a select"))?;
+                let mask_t = at
+                    .index(self.edge_mask[&(last, when_true)])
+                    .ok_or_else(|| fail("a mask"))?;
+                let mask_f = at
+                    .index(self.edge_mask[&(last, when_false)])
+                    .ok_or_else(|| fail("a mask"))?;
+                let way = at
+                    .select(scalar, mask_t, mask_f)
+                    .ok_or_else(|| fail("a select"))?;
+                let mask = at.and(mask, way).ok_or_else(|| fail("a mask"))?;
+                let zero = at.index(0).ok_or_else(|| fail("a mask"))?;
+                let traced = at.compare_ne(mask, zero).ok_or_else(|| fail("a mask"))?;
+                let traced = at.as_tensor(traced).ok_or_else(|| fail("a guard"))?;
+                let reason = format!(
+                    "the path through {} was not traced (each way of each branch was, not this mix of them)",
+                    place(self.nodes[last].op.location())
+                );
+                let guard = GuardOp::build(
+                    at.context,
+                    self.nodes[last].op.location(),
+                    traced,
+                    ids.fresh(),
+                    &reason,
+                )
+                .map_err(|e| fail(&e.to_string()))?;
+                at.block.append_operation(guard);
+                Ok((next, mask))
             }
             _ => Err(fail("a block ends without one way on")),
         }
     }
+}
+
+/// A location as a reader writes it: `m.py:4:0`, not `loc("m.py":4:0)`.
+fn place(location: Location) -> String {
+    let text = location.to_string();
+    text.strip_prefix("loc(")
+        .and_then(|t| t.strip_suffix(')'))
+        .unwrap_or(&text)
+        .replace('"', "")
 }
 
 /// Appends ops to the end of a block.
@@ -948,13 +1046,30 @@ impl<'c, 'a> At<'c, 'a> {
     }
 
     fn compare_eq(&self, a: Value<'c, '_>, b: Value<'c, '_>) -> Option<Value<'c, 'a>> {
+        self.compare(0, a, b)
+    }
+
+    fn compare_ne(&self, a: Value<'c, '_>, b: Value<'c, '_>) -> Option<Value<'c, 'a>> {
+        self.compare(1, a, b)
+    }
+
+    fn compare(&self, predicate: i64, a: Value<'c, '_>, b: Value<'c, '_>) -> Option<Value<'c, 'a>> {
         let i64_type = IntegerType::new(self.context, 64).into();
         self.one(
             "arith.cmpi",
             &[a, b],
             IntegerType::new(self.context, 1).into(),
-            &[("predicate", IntegerAttribute::new(i64_type, 0).into())],
+            &[("predicate", IntegerAttribute::new(i64_type, predicate).into())],
         )
+    }
+
+    fn and(&self, a: Value<'c, '_>, b: Value<'c, '_>) -> Option<Value<'c, 'a>> {
+        self.one("arith.andi", &[a, b], a.r#type(), &[])
+    }
+
+    fn as_tensor(&self, scalar: Value<'c, '_>) -> Option<Value<'c, 'a>> {
+        let r#type = RankedTensorType::new(&[], scalar.r#type(), None).into();
+        self.one("tensor.from_elements", &[scalar], r#type, &[])
     }
 
     fn select(&self, condition: Value<'c, '_>, a: Value<'c, '_>, b: Value<'c, '_>) -> Option<Value<'c, 'a>> {
