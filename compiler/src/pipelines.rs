@@ -277,6 +277,23 @@ pub struct IrPrinting {
     pub local_scope: bool,
 }
 
+impl IrPrinting {
+    /// How each op is printed: generic form, locations, local scope.
+    pub fn flags(&self) -> OperationPrintingFlags {
+        let mut flags = OperationPrintingFlags::new();
+        if self.generic {
+            flags = flags.print_generic_operation_form();
+        }
+        if self.debuginfo {
+            flags = flags.enable_debug_info(true, false);
+        }
+        if self.local_scope {
+            flags = flags.use_local_scope();
+        }
+        flags
+    }
+}
+
 /// How [`optimize`] runs.
 #[derive(Debug, Default, Clone)]
 pub struct OptimizeOptions {
@@ -305,16 +322,7 @@ pub fn optimize(
     }
     let manager = pipeline.build(context)?;
     if let Some(printing) = options.ir_printing {
-        let mut flags = OperationPrintingFlags::new();
-        if printing.generic {
-            flags = flags.print_generic_operation_form();
-        }
-        if printing.debuginfo {
-            flags = flags.enable_debug_info(true, false);
-        }
-        if printing.local_scope {
-            flags = flags.use_local_scope();
-        }
+        let flags = printing.flags();
         manager.enable_ir_printing(&PassIrPrintingOptions {
             before_all: printing.before_all,
             after_all: printing.after_all,

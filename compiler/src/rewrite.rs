@@ -121,10 +121,12 @@ pub fn is_true_splat(attribute: Attribute) -> bool {
     }
 }
 
-/// Builds ops right before `anchor`, at `anchor`'s location.
+/// Builds ops right before an anchor op (at its location), or at the end
+/// of a block.
+#[derive(Clone, Copy)]
 pub struct Builder<'c, 'a> {
     context: &'c Context,
-    anchor: OperationRef<'c, 'a>,
+    anchor: Option<OperationRef<'c, 'a>>,
     block: BlockRef<'c, 'a>,
     location: Location<'c>,
 }
@@ -134,10 +136,30 @@ impl<'c, 'a> Builder<'c, 'a> {
     pub fn before(context: &'c Context, anchor: OperationRef<'c, 'a>) -> Option<Self> {
         Some(Self {
             context,
-            anchor,
+            anchor: Some(anchor),
             block: anchor.block()?,
             location: anchor.location(),
         })
+    }
+
+    /// A builder appending to the end of `block`, at `location`.
+    pub fn at_end(context: &'c Context, block: BlockRef<'c, 'a>, location: Location<'c>) -> Self {
+        Self {
+            context,
+            anchor: None,
+            block,
+            location,
+        }
+    }
+
+    /// This builder, building ops at `location`.
+    pub fn at(self, location: Location<'c>) -> Self {
+        Self { location, ..self }
+    }
+
+    /// The context ops are built in.
+    pub fn context(&self) -> &'c Context {
+        self.context
     }
 
     /// Where built ops are: the anchor's location.
@@ -145,9 +167,33 @@ impl<'c, 'a> Builder<'c, 'a> {
         self.location
     }
 
-    /// Inserts `op` before the anchor.
+    /// Inserts `op` before the anchor, or at the end of the block.
     pub fn insert(&self, op: Operation<'c>) -> OperationRef<'c, 'a> {
-        self.block.insert_operation_before(self.anchor, op)
+        match self.anchor {
+            Some(anchor) => self.block.insert_operation_before(anchor, op),
+            None => self.block.append_operation(op),
+        }
+    }
+
+    /// Builds and inserts an op; `None` when MLIR rejects it.
+    pub fn op(
+        &self,
+        name: &str,
+        operands: &[Value<'c, '_>],
+        results: &[Type<'c>],
+        attributes: &[(&str, Attribute<'c>)],
+    ) -> Option<OperationRef<'c, 'a>> {
+        let attributes: Vec<(Identifier, Attribute)> = attributes
+            .iter()
+            .map(|(n, a)| (Identifier::new(self.context, n), *a))
+            .collect();
+        let op = OperationBuilder::new(name, self.location)
+            .add_operands(operands)
+            .add_results(results)
+            .add_attributes(&attributes)
+            .build()
+            .ok()?;
+        Some(self.insert(op))
     }
 
     /// Builds and inserts an op with one result.
@@ -158,17 +204,20 @@ impl<'c, 'a> Builder<'c, 'a> {
         result: Type<'c>,
         attributes: &[(&str, Attribute<'c>)],
     ) -> Option<Value<'c, 'a>> {
-        let attributes: Vec<(Identifier, Attribute)> = attributes
-            .iter()
-            .map(|(n, a)| (Identifier::new(self.context, n), *a))
-            .collect();
-        let op = OperationBuilder::new(name, self.location)
-            .add_operands(operands)
-            .add_results(&[result])
-            .add_attributes(&attributes)
-            .build()
-            .ok()?;
-        self.insert(op).result(0).ok().map(Into::into)
+        self.op(name, operands, &[result], attributes)?
+            .result(0)
+            .ok()
+            .map(Into::into)
+    }
+
+    /// `arith.select %condition, %a, %b`.
+    pub fn select(
+        &self,
+        condition: Value<'c, '_>,
+        a: Value<'c, '_>,
+        b: Value<'c, '_>,
+    ) -> Option<Value<'c, 'a>> {
+        self.one("arith.select", &[condition, a, b], a.r#type(), &[])
     }
 
     /// `arith.constant n : index`.
@@ -216,7 +265,7 @@ impl<'c, 'a> Builder<'c, 'a> {
     }
 
     /// `tensor.from_elements %scalar : tensor<T>`.
-    pub fn to_tensor(&self, scalar: Value<'c, '_>) -> Option<Value<'c, 'a>> {
+    pub fn tensor_of(&self, scalar: Value<'c, '_>) -> Option<Value<'c, 'a>> {
         let r#type = RankedTensorType::new(&[], scalar.r#type(), None).into();
         self.one("tensor.from_elements", &[scalar], r#type, &[])
     }
@@ -247,7 +296,7 @@ impl<'c, 'a> Builder<'c, 'a> {
         reason: &str,
         site: &str,
     ) -> Option<i64> {
-        let condition = self.to_tensor(condition)?;
+        let condition = self.tensor_of(condition)?;
         let id = ids.fresh();
         let guard = GuardOp::build(self.context, self.location, condition, id, reason).ok()?;
         let guard = self.insert(guard);

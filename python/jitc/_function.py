@@ -538,14 +538,7 @@ class Function:
         try:
             for t in traces:
                 mapping = dict(zip([("in", k) for k in range(len(ref.inputs))], ref.inputs))
-
-                def mapped(a):
-                    if isinstance(a, tuple) and len(a) == 2 and a[0] == "v":
-                        return mapping[a[1]]
-                    if isinstance(a, tuple):
-                        return [mapped(v) for v in a]
-                    return a
-
+                mapped = _mapper(mapping)
                 effects = []
                 for index, entry in enumerate(t.entries):
                     signature = t.signature[index]
@@ -631,14 +624,7 @@ class Function:
             placeholder = _jitc.Var.from_bytes(zeros.tobytes(), list(original.shape), original.dtype)
             mapping[k] = placeholder
             placeholders.append(placeholder)
-
-        def mapped(a):
-            if isinstance(a, tuple) and len(a) == 2 and a[0] == "v":
-                return mapping[a[1]]
-            if isinstance(a, tuple):
-                return [mapped(v) for v in a]
-            return a
-
+        mapped = _mapper(mapping)
         guard_vars = []
         condition = None
         for index in range(start, end):
@@ -797,6 +783,19 @@ def _as_vars(args, kwargs):
             return type(a)(Var(v) if isinstance(v, np.ndarray) else v for v in a)
         return a
     return [one(a) for a in args], {k: one(v) for k, v in kwargs.items()}
+
+
+def _mapper(mapping):
+    """The function that turns a trace entry's described argument (`("v",
+    key)` for a value, tuples of them for a list) into the native values
+    `mapping` gives its keys, for replaying the entry."""
+    def mapped(a):
+        if isinstance(a, tuple) and len(a) == 2 and a[0] == "v":
+            return mapping[a[1]]
+        if isinstance(a, tuple):
+            return [mapped(v) for v in a]
+        return a
+    return mapped
 
 
 def _fact_names(owner, args, kwargs):

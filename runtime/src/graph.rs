@@ -1575,16 +1575,11 @@ impl std::fmt::Debug for Staged {
     }
 }
 
-/// Stages the ops that compute `outputs` from `inputs` as one function
-/// (what a frontend's tracing JIT does, as JANUS and Terra generate a
-/// graph from a traced call): `inputs` must be data (computed values) and
-/// become the function's arguments in order; other data the ops read is
-/// captured with its current value; `outputs` are its results in order.
-/// Guards among the outputs ([`guard`]) make the call fail, computing and
-/// committing nothing, when their condition does not hold. Nothing runs
-/// now; the function is compiled (or found in the cache) now.
-pub fn stage(inputs: &[&Var], outputs: &[&Var]) -> Result<Staged, Error> {
-    let runtime = runtime()?;
+/// The part of the graph a staged function runs: the pending nodes that
+/// compute `values` (oldest first), and the data they read that is not
+/// one of `inputs` (each node once, with its value). `inputs` must be
+/// distinct data.
+fn staged_part(runtime: &Runtime, inputs: &[&Var], values: &[&Var]) -> Result<StagedPart, Error> {
     for (k, input) in inputs.iter().enumerate() {
         if !input.is_computed() {
             return Err(bad(format!(
@@ -1595,32 +1590,52 @@ pub fn stage(inputs: &[&Var], outputs: &[&Var]) -> Result<Staged, Error> {
     }
     let cut_mark = runtime.next_epoch();
     let mut nodes = Vec::new();
-    for output in outputs {
-        ancestors(&output.0, cut_mark, cut_mark, &mut nodes);
+    for value in values {
+        ancestors(&value.0, cut_mark, cut_mark, &mut nodes);
     }
     nodes.sort_by_key(|n| n.id);
-    let mut arguments: Vec<Rc<Node>> = Vec::new();
     for input in inputs {
         if input.0.mark.get() == cut_mark {
             return Err(bad("a staged function's inputs must be distinct values"));
         }
         input.0.mark.set(cut_mark);
-        arguments.push(Rc::clone(&input.0));
     }
-    let mut captured = Vec::new();
-    let data_inputs: Vec<Rc<Node>> = nodes
+    let reads: Vec<Rc<Node>> = nodes
         .iter()
         .flat_map(|n| n.op.borrow().inputs().into_iter().cloned().collect::<Vec<_>>())
-        .chain(outputs.iter().map(|o| Rc::clone(&o.0)))
+        .chain(values.iter().map(|v| Rc::clone(&v.0)))
         .collect();
-    for node in data_inputs {
-        if node.mark.get() != cut_mark
-            && let Op::Data(tensor) = &*node.op.borrow()
-        {
-            node.mark.set(cut_mark);
-            captured.push(Value::Tensor(Arc::clone(tensor)));
-            arguments.push(Rc::clone(&node));
-        }
+    let mut data = Vec::new();
+    for node in reads {
+        let value = match &*node.op.borrow() {
+            Op::Data(tensor) if node.mark.get() != cut_mark => Arc::clone(tensor),
+            _ => continue,
+        };
+        node.mark.set(cut_mark);
+        data.push((node, value));
+    }
+    Ok((nodes, data))
+}
+
+/// What [`staged_part`] gives: the nodes, and the data read with its value.
+type StagedPart = (Vec<Rc<Node>>, Vec<(Rc<Node>, Arc<Tensor>)>);
+
+/// Stages the ops that compute `outputs` from `inputs` as one function
+/// (what a frontend's tracing JIT does, as JANUS and Terra generate a
+/// graph from a traced call): `inputs` must be data (computed values) and
+/// become the function's arguments in order; other data the ops read is
+/// captured with its current value; `outputs` are its results in order.
+/// Guards among the outputs ([`guard`]) make the call fail, computing and
+/// committing nothing, when their condition does not hold. Nothing runs
+/// now; the function is compiled (or found in the cache) now.
+pub fn stage(inputs: &[&Var], outputs: &[&Var]) -> Result<Staged, Error> {
+    let runtime = runtime()?;
+    let (nodes, data) = staged_part(&runtime, inputs, outputs)?;
+    let mut arguments: Vec<Rc<Node>> = inputs.iter().map(|v| Rc::clone(&v.0)).collect();
+    let mut captured = Vec::new();
+    for (node, value) in data {
+        captured.push(Value::Tensor(value));
+        arguments.push(node);
     }
     for (k, node) in arguments.iter().chain(&nodes).enumerate() {
         node.slot.set(k as u32);
@@ -1655,14 +1670,6 @@ type TraceCut = (Vec<Rc<Node>>, Vec<(Rc<Node>, usize)>);
 /// another way.
 pub fn stage_merged(inputs: &[&Var], traces: &[(Vec<&Var>, Vec<&Var>)]) -> Result<Staged, Error> {
     let runtime = runtime()?;
-    for (k, input) in inputs.iter().enumerate() {
-        if !input.is_computed() {
-            return Err(bad(format!(
-                "input {k} of a staged function is a recorded op, not data; stage from the values the \
-                 function is called with"
-            )));
-        }
-    }
     if traces.is_empty() {
         return Err(bad("no trace to stage"));
     }
@@ -1677,37 +1684,18 @@ pub fn stage_merged(inputs: &[&Var], traces: &[(Vec<&Var>, Vec<&Var>)]) -> Resul
     let mut cuts: Vec<TraceCut> = Vec::new();
     let mut captured: Vec<Arc<Tensor>> = Vec::new();
     for (outputs, effects) in traces {
-        let cut_mark = runtime.next_epoch();
-        let mut nodes = Vec::new();
-        for value in outputs.iter().chain(effects) {
-            ancestors(&value.0, cut_mark, cut_mark, &mut nodes);
-        }
-        nodes.sort_by_key(|n| n.id);
-        for input in inputs {
-            if input.0.mark.get() == cut_mark {
-                return Err(bad("a staged function's inputs must be distinct values"));
-            }
-            input.0.mark.set(cut_mark);
-        }
+        let values: Vec<&Var> = outputs.iter().chain(effects).copied().collect();
+        let (nodes, read) = staged_part(&runtime, inputs, &values)?;
         let mut data: Vec<(Rc<Node>, usize)> = Vec::new();
-        let reads = nodes
-            .iter()
-            .flat_map(|n| n.op.borrow().inputs().into_iter().cloned().collect::<Vec<_>>())
-            .chain(outputs.iter().map(|o| Rc::clone(&o.0)));
-        for node in reads {
-            if node.mark.get() != cut_mark
-                && let Op::Data(tensor) = &*node.op.borrow()
-            {
-                node.mark.set(cut_mark);
-                let index = match captured.iter().position(|c| same(c, tensor)) {
-                    Some(c) => c,
-                    None => {
-                        captured.push(Arc::clone(tensor));
-                        captured.len() - 1
-                    }
-                };
-                data.push((Rc::clone(&node), index));
-            }
+        for (node, value) in read {
+            let index = match captured.iter().position(|c| same(c, &value)) {
+                Some(c) => c,
+                None => {
+                    captured.push(value);
+                    captured.len() - 1
+                }
+            };
+            data.push((node, index));
         }
         cuts.push((nodes, data));
     }

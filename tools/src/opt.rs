@@ -8,10 +8,7 @@ use jitc_compiler::{
     pipelines::{self, Element},
     render_diagnostic, split_input,
 };
-use melior::{
-    Context,
-    ir::operation::{OperationLike, OperationPrintingFlags},
-};
+use melior::{Context, ir::operation::OperationLike};
 use std::{path::PathBuf, process::ExitCode};
 
 /// Verify MLIR, run passes on it and print the result, as mlir-opt does.
@@ -480,17 +477,13 @@ fn print(module: &melior::ir::Module, args: &OptArgs) -> Option<String> {
     if !(args.mlir_print_op_generic || args.mlir_print_debuginfo || args.mlir_print_local_scope) {
         return Some(module.as_operation().to_string());
     }
-    let mut flags = OperationPrintingFlags::new();
-    if args.mlir_print_op_generic {
-        flags = flags.print_generic_operation_form();
-    }
-    if args.mlir_print_debuginfo {
-        flags = flags.enable_debug_info(true, false);
-    }
-    if args.mlir_print_local_scope {
-        flags = flags.use_local_scope();
-    }
-    module.as_operation().to_string_with_flags(flags).ok()
+    let printing = IrPrinting {
+        generic: args.mlir_print_op_generic,
+        debuginfo: args.mlir_print_debuginfo,
+        local_scope: args.mlir_print_local_scope,
+        ..IrPrinting::default()
+    };
+    module.as_operation().to_string_with_flags(printing.flags()).ok()
 }
 
 #[cfg(test)]

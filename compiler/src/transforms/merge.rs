@@ -73,7 +73,7 @@
 
 use crate::{
     pass::{OptionKind, Options, PassInfo, PassOption},
-    rewrite::{GuardIds, clone_op, erase, set_operands},
+    rewrite::{Builder, GuardIds, clone_op, erase, set_operands},
 };
 use jitc_dialect::{
     emit_error,
@@ -85,9 +85,7 @@ use melior::{
     ir::{
         Attribute, Block, BlockLike, BlockRef, Identifier, Location, OperationRef, Region, RegionLike, Type,
         TypeLike, Value, ValueLike,
-        attribute::{
-            DenseElementsAttribute, DenseI64ArrayAttribute, FloatAttribute, IntegerAttribute, StringAttribute,
-        },
+        attribute::{DenseI64ArrayAttribute, FloatAttribute, IntegerAttribute, StringAttribute},
         operation::{OperationBuilder, OperationLike},
         r#type::{IntegerType, RankedTensorType, ShapedTypeLike},
     },
@@ -365,11 +363,7 @@ fn merge<'c, 'a>(
     }
     let mut ids = GuardIds::of(merged);
     let location = first.location();
-    let top = At {
-        context,
-        block: entry,
-        location,
-    };
+    let top = Builder::at_end(context, entry, location);
     let mut values: HashMap<Reader, Value<'c, 'a>> = HashMap::new();
     for (reader, sources) in &slots {
         if let Some(Source::Argument(k)) = sources.iter().find(|s| matches!(s, Source::Argument(_))) {
@@ -447,7 +441,7 @@ fn merge<'c, 'a>(
                     .index(edge_id[e])
                     .ok_or_else(|| here("could not be built".into()))?;
                 let same = top
-                    .compare_eq(edge, id)
+                    .compare("arith.cmpi", 0, edge, id)
                     .ok_or_else(|| here("could not be built".into()))?;
                 let value = top
                     .index(k as i64)
@@ -484,11 +478,7 @@ fn merge<'c, 'a>(
                 .ok()
                 .and_then(|r| r.first_block())
                 .ok_or_else(|| here("lost a case".into()))?;
-            let at = At {
-                context,
-                block,
-                location,
-            };
+            let at = Builder::at_end(context, block, location);
             let mut local = values.clone();
             let (next, next_mask) = if k == 0 {
                 (edge, mask)
@@ -499,7 +489,7 @@ fn merge<'c, 'a>(
             for (readers, &r#type) in written.iter().zip(&types[..written.len()]) {
                 let value = match readers.iter().find_map(|reader| local.get(reader)) {
                     Some(value) => *value,
-                    None => at.zero(r#type).ok_or_else(|| {
+                    None => zero(&at, r#type).ok_or_else(|| {
                         here(format!(
                             "pass a value of type {} from a branch; only static shapes can",
                             r#type
@@ -510,7 +500,7 @@ fn merge<'c, 'a>(
             }
             yields.push(next);
             yields.push(next_mask);
-            at.append("scf.yield", &yields, &[], &[])
+            at.op("scf.yield", &yields, &[], &[])
                 .ok_or_else(|| here("could not be built".into()))?;
         }
         for (k, readers) in written.iter().enumerate() {
@@ -533,7 +523,7 @@ fn merge<'c, 'a>(
                 .ok_or_else(|| here("return a value no path computes".into()))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    top.append("func.return", &returns, &[], &[])
+    top.op("func.return", &returns, &[], &[])
         .ok_or_else(|| here("could not be built".into()))?;
     Ok(())
 }
@@ -854,7 +844,7 @@ impl<'c, 'a> Emitter<'_, 'c, 'a> {
     /// that some trace went the way this call went.
     fn emit_block(
         &self,
-        at: &At<'c, 'a>,
+        at: &Builder<'c, 'a>,
         block: &[usize],
         values: &mut HashMap<Reader, Value<'c, 'a>>,
         (edge, mask): (Value<'c, 'a>, Value<'c, 'a>),
@@ -890,14 +880,11 @@ impl<'c, 'a> Emitter<'_, 'c, 'a> {
                 }
                 // Every trace went one way: a guard that it still does.
                 let way = self.ways.get(&(v, out[0])).copied().unwrap_or(true);
-                let at_node = At {
-                    location: node.op.location(),
-                    ..*at
-                };
+                let at_node = at.at(node.op.location());
                 let checked = if way {
                     raw
                 } else {
-                    at_node.not(raw).ok_or_else(|| fail("a not"))?
+                    not(&at_node, raw).ok_or_else(|| fail("a not"))?
                 };
                 let reason = node
                     .op
@@ -905,15 +892,15 @@ impl<'c, 'a> Emitter<'_, 'c, 'a> {
                     .ok()
                     .and_then(string_attribute)
                     .unwrap_or("branch");
-                let guard = GuardOp::build(at.context, node.op.location(), checked, ids.fresh(), reason)
+                let guard = GuardOp::build(at.context(), node.op.location(), checked, ids.fresh(), reason)
                     .map_err(|e| fail(&e.to_string()))?;
-                at.block.append_operation(guard);
+                at.insert(guard);
                 continue;
             }
-            let op = at.block.append_operation(clone_op(node.op));
+            let op = at.insert(clone_op(node.op));
             set_operands(op, &operands);
             if GuardOp::cast(op).is_some() {
-                let i64_type = IntegerType::new(at.context, 64).into();
+                let i64_type = IntegerType::new(at.context(), 64).into();
                 set_attribute(op, "id", IntegerAttribute::new(i64_type, ids.fresh()).into());
             }
             for r in 0..op.result_count() {
@@ -960,23 +947,25 @@ impl<'c, 'a> Emitter<'_, 'c, 'a> {
                 let way = at
                     .select(scalar, mask_t, mask_f)
                     .ok_or_else(|| fail("a select"))?;
-                let mask = at.and(mask, way).ok_or_else(|| fail("a mask"))?;
+                let mask = at.arith("arith.andi", mask, way).ok_or_else(|| fail("a mask"))?;
                 let zero = at.index(0).ok_or_else(|| fail("a mask"))?;
-                let traced = at.compare_ne(mask, zero).ok_or_else(|| fail("a mask"))?;
-                let traced = at.as_tensor(traced).ok_or_else(|| fail("a guard"))?;
+                let traced = at
+                    .compare("arith.cmpi", 1, mask, zero)
+                    .ok_or_else(|| fail("a mask"))?;
+                let traced = at.tensor_of(traced).ok_or_else(|| fail("a guard"))?;
                 let reason = format!(
                     "the path through {} was not traced (each way of each branch was, not this mix of them)",
                     place(self.nodes[last].op.location())
                 );
                 let guard = GuardOp::build(
-                    at.context,
+                    at.context(),
                     self.nodes[last].op.location(),
                     traced,
                     ids.fresh(),
                     &reason,
                 )
                 .map_err(|e| fail(&e.to_string()))?;
-                at.block.append_operation(guard);
+                at.insert(guard);
                 Ok((next, mask))
             }
             _ => Err(fail("a block ends without one way on")),
@@ -993,120 +982,33 @@ fn place(location: Location) -> String {
         .replace('"', "")
 }
 
-/// Appends ops to the end of a block.
-#[derive(Clone, Copy)]
-struct At<'c, 'a> {
-    context: &'c Context,
-    block: BlockRef<'c, 'a>,
-    location: Location<'c>,
+/// `meta.unary` `not` of a rank-0 `i1` tensor.
+fn not<'c, 'a>(at: &Builder<'c, 'a>, condition: Value<'c, '_>) -> Option<Value<'c, 'a>> {
+    let kind = StringAttribute::new(at.context(), "not").into();
+    at.op(
+        UnaryOp::NAME,
+        &[condition],
+        &[condition.r#type()],
+        &[("kind", kind)],
+    )?
+    .result(0)
+    .ok()
+    .map(Into::into)
 }
 
-impl<'c, 'a> At<'c, 'a> {
-    fn append(
-        &self,
-        name: &str,
-        operands: &[Value<'c, '_>],
-        results: &[Type<'c>],
-        attributes: &[(&str, Attribute<'c>)],
-    ) -> Option<OperationRef<'c, 'a>> {
-        let attributes: Vec<(Identifier, Attribute)> = attributes
-            .iter()
-            .map(|(n, a)| (Identifier::new(self.context, n), *a))
-            .collect();
-        let op = OperationBuilder::new(name, self.location)
-            .add_operands(operands)
-            .add_results(results)
-            .add_attributes(&attributes)
-            .build()
-            .ok()?;
-        Some(self.block.append_operation(op))
-    }
-
-    fn one(
-        &self,
-        name: &str,
-        operands: &[Value<'c, '_>],
-        result: Type<'c>,
-        attributes: &[(&str, Attribute<'c>)],
-    ) -> Option<Value<'c, 'a>> {
-        self.append(name, operands, &[result], attributes)?
-            .result(0)
-            .ok()
-            .map(Into::into)
-    }
-
-    fn index(&self, n: i64) -> Option<Value<'c, 'a>> {
-        let index = Type::index(self.context);
-        self.one(
-            "arith.constant",
-            &[],
-            index,
-            &[("value", IntegerAttribute::new(index, n).into())],
-        )
-    }
-
-    fn compare_eq(&self, a: Value<'c, '_>, b: Value<'c, '_>) -> Option<Value<'c, 'a>> {
-        self.compare(0, a, b)
-    }
-
-    fn compare_ne(&self, a: Value<'c, '_>, b: Value<'c, '_>) -> Option<Value<'c, 'a>> {
-        self.compare(1, a, b)
-    }
-
-    fn compare(&self, predicate: i64, a: Value<'c, '_>, b: Value<'c, '_>) -> Option<Value<'c, 'a>> {
-        let i64_type = IntegerType::new(self.context, 64).into();
-        self.one(
-            "arith.cmpi",
-            &[a, b],
-            IntegerType::new(self.context, 1).into(),
-            &[("predicate", IntegerAttribute::new(i64_type, predicate).into())],
-        )
-    }
-
-    fn and(&self, a: Value<'c, '_>, b: Value<'c, '_>) -> Option<Value<'c, 'a>> {
-        self.one("arith.andi", &[a, b], a.r#type(), &[])
-    }
-
-    fn as_tensor(&self, scalar: Value<'c, '_>) -> Option<Value<'c, 'a>> {
-        let r#type = RankedTensorType::new(&[], scalar.r#type(), None).into();
-        self.one("tensor.from_elements", &[scalar], r#type, &[])
-    }
-
-    fn select(&self, condition: Value<'c, '_>, a: Value<'c, '_>, b: Value<'c, '_>) -> Option<Value<'c, 'a>> {
-        self.one("arith.select", &[condition, a, b], a.r#type(), &[])
-    }
-
-    fn extract(&self, tensor: Value<'c, '_>) -> Option<Value<'c, 'a>> {
-        let element = RankedTensorType::try_from(tensor.r#type()).ok()?.element();
-        self.one("tensor.extract", &[tensor], element, &[])
-    }
-
-    fn not(&self, condition: Value<'c, '_>) -> Option<Value<'c, 'a>> {
-        self.one(
-            UnaryOp::NAME,
-            &[condition],
-            condition.r#type(),
-            &[("kind", StringAttribute::new(self.context, "not").into())],
-        )
-    }
-
-    /// Zeros of `r#type` (a static tensor, an index or a scalar).
-    fn zero(&self, r#type: Type<'c>) -> Option<Value<'c, 'a>> {
-        let zero_of = |element: Type<'c>| -> Option<Attribute<'c>> {
-            if element.is_index() || element.is_integer() {
-                Some(IntegerAttribute::new(element, 0).into())
-            } else {
-                Some(FloatAttribute::new(self.context, element, 0.0).into())
-            }
-        };
-        if let Ok(tensor) = RankedTensorType::try_from(r#type) {
-            if !tensor.has_static_shape() {
-                return None;
-            }
-            let value = DenseElementsAttribute::new(r#type, &[zero_of(tensor.element())?]).ok()?;
-            return self.one("arith.constant", &[], r#type, &[("value", value.into())]);
+/// Zeros of `r#type` (a static tensor, an index or a scalar).
+fn zero<'c, 'a>(at: &Builder<'c, 'a>, r#type: Type<'c>) -> Option<Value<'c, 'a>> {
+    let zero_of = |element: Type<'c>| -> Attribute<'c> {
+        if element.is_index() || element.is_integer() {
+            IntegerAttribute::new(element, 0).into()
+        } else {
+            FloatAttribute::new(at.context(), element, 0.0).into()
         }
-        self.one("arith.constant", &[], r#type, &[("value", zero_of(r#type)?)])
+    };
+    match RankedTensorType::try_from(r#type) {
+        Ok(tensor) if tensor.has_static_shape() => at.splat(r#type, zero_of(tensor.element())),
+        Ok(_) => None,
+        Err(_) => at.constant(zero_of(r#type)),
     }
 }
 
