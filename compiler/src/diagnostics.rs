@@ -66,6 +66,17 @@ pub struct Diagnostic {
     /// How many characters from the position the caret line underlines
     /// (`^~~~`), as LLVM prints a source range; 0 or 1 is the caret alone.
     pub span: usize,
+    /// The file of the location when it names one other than the input's
+    /// (a `loc("other.mlir":3:4)` written in the input); `None` for the
+    /// input itself.
+    pub file: Option<String>,
+}
+
+impl Diagnostic {
+    /// Whether the diagnostic is at a place in the input (or at none).
+    pub fn in_input(&self) -> bool {
+        self.file.is_none()
+    }
 }
 
 impl Diagnostic {
@@ -77,6 +88,7 @@ impl Diagnostic {
             message: message.into(),
             notes: Vec::new(),
             span: 0,
+            file: None,
         }
     }
 
@@ -88,7 +100,7 @@ impl Diagnostic {
         }
     }
 
-    fn from_mlir(diagnostic: &melior::diagnostic::Diagnostic) -> Self {
+    fn from_mlir(diagnostic: &melior::diagnostic::Diagnostic, input: &str) -> Self {
         let severity = match diagnostic.severity() {
             DiagnosticSeverity::Error => Severity::Error,
             DiagnosticSeverity::Warning => Severity::Warning,
@@ -97,7 +109,7 @@ impl Diagnostic {
         };
         let notes = (0..diagnostic.note_count())
             .filter_map(|i| diagnostic.note(i).ok())
-            .map(|note| Self::from_mlir(&note))
+            .map(|note| Self::from_mlir(&note, input))
             .collect();
         // MLIR's message may hold bytes that are not UTF-8 (an op name
         // written with `\AD` in quotes); melior's `Display` then fails, and
@@ -110,10 +122,38 @@ impl Diagnostic {
             severity,
             position: position_of(diagnostic.location()),
             span: 0,
+            file: file_of(diagnostic.location()).filter(|f| !is_input_buffer(f, input)),
             message,
             notes,
         }
     }
+}
+
+/// The file name of the position [`position_of`] finds.
+fn file_of(location: Location) -> Option<String> {
+    if location.is_file_line_col_range() {
+        location
+            .file_line_col_range_filename()
+            .as_string_ref()
+            .as_str()
+            .ok()
+            .map(str::to_owned)
+    } else if location.is_name() {
+        file_of(location.name_child_location())
+    } else if location.is_call_site() {
+        file_of(location.call_site_callee())
+    } else if location.is_fused() {
+        (0..location.fused_num_locations()).find_map(|i| file_of(location.fused_location(i)))
+    } else {
+        None
+    }
+}
+
+/// Whether `file` names the input: the parser's unnamed buffer (`-`, or
+/// empty for locations jitc makes) until `name_locations` renames them,
+/// and `input` after.
+fn is_input_buffer(file: &str, input: &str) -> bool {
+    file.is_empty() || file == "-" || file == input
 }
 
 /// The file position a location leads to: a file location itself, or the
@@ -145,12 +185,20 @@ pub struct DiagnosticCollector<'c> {
 impl<'c> DiagnosticCollector<'c> {
     /// Starts capturing `context`'s diagnostics.
     pub fn attach(context: &'c Context) -> Self {
+        Self::for_input(context, "")
+    }
+
+    /// Starts capturing `context`'s diagnostics for the input named
+    /// `input` (a path, or `<stdin>`): locations in other files keep
+    /// their file ([`Diagnostic::file`]).
+    pub fn for_input(context: &'c Context, input: &str) -> Self {
         let diagnostics = Rc::new(RefCell::new(Vec::new()));
         let sink = Rc::clone(&diagnostics);
+        let input = input.to_owned();
         let id = context.attach_diagnostic_handler(move |diagnostic| {
             // Runs inside MLIR: nothing here may panic.
             if let Ok(mut sink) = sink.try_borrow_mut() {
-                sink.push(Diagnostic::from_mlir(&diagnostic));
+                sink.push(Diagnostic::from_mlir(&diagnostic, &input));
             }
             true
         });
@@ -193,6 +241,18 @@ pub fn render(diagnostic: &Diagnostic, source_name: &str, source: &str) -> Strin
 
 fn render_into(out: &mut String, diagnostic: &Diagnostic, source_name: &str, source: &str) {
     use std::fmt::Write;
+    // In another file: its name and position, and no line of the input.
+    if let (Some(file), Some(Position { line, column })) = (&diagnostic.file, diagnostic.position) {
+        let _ = writeln!(
+            out,
+            "{file}:{line}:{column}: {}: {}",
+            diagnostic.severity, diagnostic.message
+        );
+        for note in &diagnostic.notes {
+            render_into(out, note, source_name, source);
+        }
+        return;
+    }
     match diagnostic.position {
         Some(Position { line, column }) => {
             let _ = writeln!(

@@ -118,13 +118,18 @@ pub fn name_locations(context: &Context, module: &mut Module, name: &str, chunk:
         (chunk.start.line, chunk.start.column)
     };
     let top = module.as_operation();
-    if renamed(top.location()).is_some() {
+    // The module the parser made itself is at 0:0; one written in the
+    // input (`module {`) is where it is written, and only renamed.
+    let made = top.location().is_file_line_col_range()
+        && top.location().file_line_col_range_start_line() == 0
+        && top.location().file_line_col_range_start_column() == 0;
+    if made && renamed(top.location()).is_some() {
         let location = Location::new(context, name, line, column);
         // SAFETY: the module and the location live in `context`.
         unsafe { mlir_sys::mlirOperationSetLocation(top.to_raw(), location.to_raw()) };
     }
     top.walk(melior::ir::operation::WalkOrder::PreOrder, |op| {
-        if op.to_raw().ptr != top.to_raw().ptr
+        if (op.to_raw().ptr != top.to_raw().ptr || !made)
             && let Some(location) = renamed(op.location())
         {
             // SAFETY: as above; setting a location changes no structure.

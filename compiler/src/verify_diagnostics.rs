@@ -33,7 +33,7 @@ use regex::Regex;
 use std::sync::LazyLock;
 
 static EXPECTATION: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"expected-(error|warning|remark|note)(-re)?( *@[^\s{]*)? *(\{\{.*\}\})?")
+    Regex::new(r"expected-(error|warning|remark|note)(-re)?( *@[^\s{]*)? *(\{\{.*\}\})$")
         .expect("the expectation pattern is valid")
 });
 
@@ -63,8 +63,9 @@ impl Expectation {
     }
 }
 
-/// Parses the expectations of `source`. Malformed ones come back as errors.
-pub fn parse_expectations(source: &str) -> Result<Vec<Expectation>, Vec<Diagnostic>> {
+/// Parses the expectations of `source`; malformed ones come back as
+/// errors beside the others, which are still checked (as MLIR does).
+pub fn parse_expectations(source: &str) -> (Vec<Expectation>, Vec<Diagnostic>) {
     let mut expectations: Vec<Expectation> = Vec::new();
     let mut errors = Vec::new();
     let lines: Vec<&str> = source.split('\n').collect();
@@ -76,11 +77,9 @@ pub fn parse_expectations(source: &str) -> Result<Vec<Expectation>, Vec<Diagnost
         let line = index + 1;
         let line_text = line_text.trim_end();
         // As in MLIR, a line is an expectation only if its `{{...}}` ends
-        // it; other mentions of `expected-error` are text.
-        let found = EXPECTATION
-            .captures(line_text)
-            .filter(|found| found.get(4).is_some_and(|m| m.end() == line_text.len()));
-        let Some(found) = found else {
+        // it; other mentions of `expected-error` are text (the pattern is
+        // anchored at the end, so an earlier mention does not hide it).
+        let Some(found) = EXPECTATION.captures(line_text) else {
             for k in below.drain(..) {
                 let expectation: &mut Expectation = &mut expectations[k];
                 expectation.line = Some(line);
@@ -99,13 +98,16 @@ pub fn parse_expectations(source: &str) -> Result<Vec<Expectation>, Vec<Diagnost
             "remark" => Severity::Remark,
             _ => Severity::Note,
         };
-        let braced = found.get(4).expect("the filter above checked the message");
+        let braced = found.get(4).expect("the pattern requires the message");
         let text = braced.as_str()[2..braced.len() - 2].to_owned();
         let regex = if found.get(2).is_some() {
             match regex_of(&text) {
                 Ok(regex) => Some(regex),
                 Err(message) => {
-                    errors.push(Diagnostic::error(Some(at), message));
+                    errors.push(Diagnostic {
+                        span: text.chars().count(),
+                        ..Diagnostic::error(Some(at), message)
+                    });
                     continue;
                 }
             }
@@ -129,9 +131,11 @@ pub fn parse_expectations(source: &str) -> Result<Vec<Expectation>, Vec<Diagnost
                     expectation.line = Some(lines.len());
                     below.push(expectations.len());
                 }
-                offset => match parse_offset(offset).and_then(|delta| line.checked_add_signed(delta)) {
-                    Some(target) if target >= 1 => expectation.line = Some(target),
-                    _ => {
+                offset => match parse_offset(offset) {
+                    // Before the first line: as in MLIR, it never matches
+                    // and is reported as not produced.
+                    Some(delta) => expectation.line = Some(line.checked_add_signed(delta).unwrap_or(0)),
+                    None => {
                         errors.push(Diagnostic::error(
                             Some(at),
                             "expected '@above', '@below', '@unknown', '@+N' or '@-N' naming a line of the input",
@@ -143,11 +147,7 @@ pub fn parse_expectations(source: &str) -> Result<Vec<Expectation>, Vec<Diagnost
         }
         expectations.push(expectation);
     }
-    if errors.is_empty() {
-        Ok(expectations)
-    } else {
-        Err(errors)
-    }
+    (expectations, errors)
 }
 
 /// The regex of an `expected-*-re` text: literal text, with `{{...}}`
@@ -162,14 +162,25 @@ fn regex_of(text: &str) -> Result<Regex, String> {
             return Err("found start of regex with no end '}}'".to_owned());
         };
         let block = &rest[..close];
-        Regex::new(block).map_err(|e| format!("invalid regex: {e}"))?;
+        Regex::new(block).map_err(|e| format!("invalid regex: {}", first_line_of(&e.to_string())))?;
         pattern.push('(');
         pattern.push_str(block);
         pattern.push(')');
         rest = &rest[close + 2..];
     }
     pattern.push_str(&regex::escape(rest));
-    Regex::new(&pattern).map_err(|e| format!("invalid regex: {e}"))
+    Regex::new(&pattern).map_err(|e| format!("invalid regex: {}", first_line_of(&e.to_string())))
+}
+
+/// The regex crate's error, in one line: its last line says what is wrong.
+fn first_line_of(error: &str) -> String {
+    let last = error
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or(error)
+        .trim();
+    last.strip_prefix("error: ").unwrap_or(last).to_owned()
 }
 
 fn parse_offset(offset: &str) -> Option<isize> {
@@ -192,11 +203,16 @@ pub fn check(expectations: &[Expectation], diagnostics: &[Diagnostic]) -> Vec<Di
         .iter()
         .flat_map(|d| std::iter::once(d).chain(d.notes.iter()));
     for diagnostic in emitted {
-        let line = diagnostic.position.map(|p| p.line);
+        // A diagnostic in another file matches no expectation of the input.
+        let line = if diagnostic.in_input() {
+            diagnostic.position.map(|p| p.line)
+        } else {
+            Some(0)
+        };
         let mut near_miss = None;
         let mut found = None;
         for (i, expectation) in expectations.iter().enumerate() {
-            if expectation.line != line || !expectation.matches(&diagnostic.message) {
+            if expectation.line != line || line == Some(0) || !expectation.matches(&diagnostic.message) {
                 continue;
             }
             if expectation.severity == diagnostic.severity {
@@ -214,10 +230,13 @@ pub fn check(expectations: &[Expectation], diagnostics: &[Diagnostic]) -> Vec<Di
                     diagnostic.severity, expectation.severity
                 ),
             )),
-            (None, None) => problems.push(Diagnostic::error(
-                diagnostic.position,
-                format!("unexpected {}: {}", diagnostic.severity, diagnostic.message),
-            )),
+            (None, None) => problems.push(Diagnostic {
+                file: diagnostic.file.clone(),
+                ..Diagnostic::error(
+                    diagnostic.position,
+                    format!("unexpected {}: {}", diagnostic.severity, diagnostic.message),
+                )
+            }),
         }
     }
     for (expectation, _) in expectations.iter().zip(&matched).filter(|(_, m)| !**m) {
@@ -246,7 +265,8 @@ mod tests {
     #[test]
     fn parses_designators() {
         let source = "a // expected-error {{same}}\n// expected-warning @+1 {{next}}\nb\n// expected-note@above {{prev}}\n// expected-remark@-3 {{up}}\n// expected-error@below {{down}}\n// expected-error @below {{down too}}\nc\n// expected-error@unknown {{nowhere}}\n";
-        let found = parse_expectations(source).unwrap();
+        let (found, errors) = parse_expectations(source);
+        assert!(errors.is_empty(), "{errors:?}");
         let summary: Vec<_> = found
             .iter()
             .map(|e| (e.severity, e.line, e.text.as_str()))
@@ -268,30 +288,34 @@ mod tests {
 
     #[test]
     fn rejects_bad_designators_and_bad_regexes() {
-        let errors = parse_expectations(
-            "// expected-error@-5 {{x}}\n// expected-error@sideways {{x}}\n// expected-error\n// expected-error {{x}} trailing\n// expected-error-re {{a{{(}}b}}\n// expected-error-re {{a{{b}}\n",
-        )
-        .unwrap_err();
+        let (found, errors) = parse_expectations(
+            "// expected-error@-5 {{x}}\n// expected-error@sideways {{x}}\n// expected-error\n// expected-error {{x}} trailing\n// expected-error-re {{a{{(}}b}}\n// expected-error-re {{a{{b}}\n// was expected-error, now expected-note {{y}}\n",
+        );
         let messages: Vec<_> = errors.iter().map(|e| e.message.as_str()).collect();
-        // The third and fourth lines are text: no `{{...}}` ends them.
-        assert_eq!(messages.len(), 4, "{messages:?}");
-        assert!(messages[2].starts_with("invalid regex"), "{messages:?}");
-        assert_eq!(messages[3], "found start of regex with no end '}}'");
+        // The third and fourth lines are text: no `{{...}}` ends them; an
+        // offset before the first line never matches (as in MLIR).
+        assert_eq!(messages.len(), 3, "{messages:?}");
+        assert!(messages[1].starts_with("invalid regex"), "{messages:?}");
+        assert!(!messages[1].contains('\n'), "{messages:?}");
+        assert_eq!(messages[2], "found start of regex with no end '}}'");
+        let lines: Vec<_> = found.iter().map(|e| (e.severity, e.line)).collect();
+        // The last line's mention of expected-error does not hide its
+        // expectation.
+        assert_eq!(lines, vec![(Severity::Error, Some(0)), (Severity::Note, Some(7))]);
     }
 
     #[test]
     fn regexes_match_their_blocks_and_the_rest_literally() {
-        let found = parse_expectations("// expected-error-re {{op {{[0-9]+}} (x)}}").unwrap();
+        let (found, _) = parse_expectations("// expected-error-re {{op {{[0-9]+}} (x)}}");
         assert!(found[0].matches("the op 42 (x) failed"));
         assert!(!found[0].matches("the op 42 x failed"));
     }
 
     #[test]
     fn matches_and_reports_both_ways() {
-        let expectations = parse_expectations(
+        let (expectations, _) = parse_expectations(
             "x\n// expected-error@-1 {{bad}}\n// expected-error {{missing}}\n// expected-note@-3 {{thing}}\n",
-        )
-        .unwrap();
+        );
         let diagnostics = vec![
             Diagnostic::error(at(1), "a bad thing"),
             // An expectation absorbs every diagnostic it matches.

@@ -10,9 +10,11 @@
 // RUN: FileCheck %s --check-prefix=STDIN --input-file %t.jitc.stdin
 
 // CHECK: #loc = loc("{{.*}}debuginfo-locations.mlir":0:0)
-// CHECK: #loc1 = loc("{{.*}}debuginfo-locations.mlir":[[# @LINE + 6]]:1)
-// CHECK: #loc = loc("{{.*}}debuginfo-locations.mlir":[[# @LINE + 9]]:9)
+// CHECK: #loc1 = loc("{{.*}}debuginfo-locations.mlir":[[# @LINE + 8]]:1)
+// CHECK: #loc = loc("{{.*}}debuginfo-locations.mlir":[[# @LINE + 11]]:9)
 // CHECK: loc("given":1:2)
+// An explicit module keeps where it is written.
+// CHECK: #loc = loc("{{.*}}debuginfo-locations.mlir":[[# @LINE + 16]]:3)
 // STDIN: #loc = loc("<stdin>":0:0)
 // STDIN-NOT: loc("-"
 
@@ -24,4 +26,12 @@ func.func @first(%x: i32) -> i32 {
 
 func.func @second(%x: i32) -> i32 {
   return %x : i32 loc("given":1:2)
+}
+
+// -----
+
+  module {
+  func.func @third() {
+    return
+  }
 }

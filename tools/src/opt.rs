@@ -280,7 +280,7 @@ fn opt(context: &Context, args: &OptArgs, pass_flags: Vec<Element>) -> Result<bo
         let warning = Diagnostic::warning(Some(position), "near miss with file split marker");
         eprint!("{}", render_diagnostic(&warning, &name, &text));
     }
-    let collector = DiagnosticCollector::attach(context);
+    let collector = DiagnosticCollector::for_input(context, &name);
     let options = OptimizeOptions {
         ir_printing: ir_printing(args),
         no_verify_each: !args.verify_each,
@@ -322,10 +322,10 @@ fn opt(context: &Context, args: &OptArgs, pass_flags: Vec<Element>) -> Result<bo
                     .notes
                     .retain(|note| !note.message.starts_with("see current operation: "));
             }
-            let problems = match parse_expectations(&chunk.text) {
-                Ok(expectations) => check_expectations(&expectations, &diagnostics),
-                Err(errors) => errors,
-            };
+            // Malformed expectations are reported first; the rest are
+            // still checked.
+            let (expectations, mut problems) = parse_expectations(&chunk.text);
+            problems.extend(check_expectations(&expectations, &diagnostics));
             diagnostics = problems;
             diagnostics.is_empty()
         } else {
@@ -442,13 +442,21 @@ struct IrDumpFilter {
 
 impl IrDumpFilter {
     /// The dumps of `text` (MLIR's, each starting with a line
-    /// `// -----// IR Dump Before|After <Name> (<pass>)...`) to keep, in
-    /// order; text outside dumps is kept.
+    /// `// -----// IR Dump Before|After <Name> (<pass>)...` and ending with
+    /// empty lines) to keep, in order; text outside dumps (a timing
+    /// report, a warning) is kept.
     fn apply(&self, text: &str) -> String {
         const HEADER: &str = "// -----// IR Dump ";
         let mut out = String::new();
-        let mut keep = true;
+        // Inside a dump that is dropped; then in the empty lines after it.
+        let (mut dropping, mut trailing) = (false, false);
         for line in text.split_inclusive('\n') {
+            if trailing {
+                if line.trim().is_empty() {
+                    continue;
+                }
+                trailing = false;
+            }
             if let Some(rest) = line.strip_prefix(HEADER) {
                 let (list, rest) = match rest.split_once(' ') {
                     Some(("Before", rest)) => (&self.before, rest),
@@ -459,13 +467,17 @@ impl IrDumpFilter {
                     .split_once(" (")
                     .and_then(|(_, p)| p.split_once(')'))
                     .map(|(p, _)| p);
-                keep = match (list, pass) {
-                    (Some(list), Some(pass)) => list.iter().any(|p| p == pass),
-                    _ => true,
+                dropping = match (list, pass) {
+                    (Some(list), Some(pass)) => !list.iter().any(|p| p == pass),
+                    _ => false,
                 };
             }
-            if keep {
+            if !dropping {
                 out.push_str(line);
+            } else if line.trim().is_empty() {
+                // A dump ends with empty lines (the IR holds none).
+                dropping = false;
+                trailing = true;
             }
         }
         out
@@ -490,14 +502,15 @@ fn print(module: &melior::ir::Module, args: &OptArgs) -> Option<String> {
 mod tests {
     #[test]
     fn the_dump_filter_keeps_the_passes_asked_for() {
-        let dumps = "// -----// IR Dump Before CSE (cse) //----- //\nA\n\n// -----// IR Dump After CSE (cse) //----- //\nB\n\n// -----// IR Dump Before Canonicalizer (canonicalize) //----- //\nC\n";
+        let dumps = "// -----// IR Dump Before CSE (cse) //----- //\nA\n\n\nnot a dump\n// -----// IR Dump After CSE (cse) //----- //\nB\n\n// -----// IR Dump Before Canonicalizer (canonicalize) //----- //\nC\n";
         let filter = super::IrDumpFilter {
             before: Some(vec!["canonicalize".to_owned()]),
             after: None,
         };
+        // Text after a dropped dump's empty line is kept.
         assert_eq!(
             filter.apply(dumps),
-            "// -----// IR Dump After CSE (cse) //----- //\nB\n\n// -----// IR Dump Before Canonicalizer (canonicalize) //----- //\nC\n"
+            "not a dump\n// -----// IR Dump After CSE (cse) //----- //\nB\n\n// -----// IR Dump Before Canonicalizer (canonicalize) //----- //\nC\n"
         );
     }
 

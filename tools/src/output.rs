@@ -205,18 +205,25 @@ pub fn capture_stderr<T>(f: impl FnOnce() -> T) -> (T, Result<String, String>) {
     if saved < 0 {
         return (f(), Err("cannot duplicate the standard error".to_owned()));
     }
+    /// Puts the standard error back, also when `f` panics.
+    struct Restore(i32);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            // SAFETY: `self.0` is the saved standard error, owned here.
+            unsafe {
+                libc::dup2(self.0, 2);
+                libc::close(self.0);
+            }
+        }
+    }
+    let restore = Restore(saved);
     // SAFETY: as above.
     if unsafe { libc::dup2(file.as_raw_fd(), 2) } < 0 {
-        // SAFETY: `saved` is this function's own descriptor.
-        unsafe { libc::close(saved) };
+        drop(restore);
         return (f(), Err("cannot redirect the standard error".to_owned()));
     }
     let result = f();
-    // SAFETY: as above.
-    unsafe {
-        libc::dup2(saved, 2);
-        libc::close(saved);
-    }
+    drop(restore);
     let mut file = file;
     let mut text = String::new();
     use std::io::{Read, Seek};

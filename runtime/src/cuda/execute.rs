@@ -399,16 +399,24 @@ impl CudaModule {
                 let failure = self
                     .kernels
                     .get(&step.kernel)
-                    .and_then(|loaded| loaded.kernel.signature.failure(status))
-                    .map_or_else(
-                        || format!("the kernel failed with the status {}", status[0]),
-                        |failure| failure.located(),
-                    );
-                Some(format!("kernel @{}: {failure}", step.kernel))
+                    .and_then(|loaded| loaded.kernel.signature.failure(status));
+                Some(match failure {
+                    // Located in the kernel's body (a division by zero):
+                    // reported at its op, as the interpreter reports it.
+                    Some(jitc_dialect::KernelFailure {
+                        op: Some((op, line)),
+                        message,
+                    }) => Error::Run(jitc_interp::Error::Eval { op, line, message }),
+                    Some(failure) => Error::Cuda(format!("kernel @{}: {}", step.kernel, failure.message)),
+                    None => Error::Cuda(format!(
+                        "kernel @{}: the kernel failed with the status {}",
+                        step.kernel, status[0]
+                    )),
+                })
             });
         if let Some(failure) = failure {
             device.keep(staged.into_iter().chain(downloads.into_iter().map(|d| d.stage)));
-            return Err(Error::Cuda(failure));
+            return Err(failure);
         }
         let mut results: Vec<Option<DeviceValue>> = plan
             .results

@@ -523,14 +523,23 @@ impl KernelRunner for CudaModule {
         Some(
             self.execute(&plan, &[], args, true)
                 .and_then(|results| results.into_iter().map(|r| self.to_host(r)).collect())
-                .map_err(|e| {
-                    // The interpreter names the kernel itself.
-                    let message = e.to_string();
-                    let prefix = format!("kernel @{name}: ");
-                    message
-                        .strip_prefix(&prefix)
-                        .map_or(message.clone(), str::to_owned)
-                        .into()
+                .map_err(|e| match e {
+                    // A failure at an op of the kernel keeps its op.
+                    Error::Run(jitc_interp::Error::Eval { op, line, message }) => {
+                        jitc_dialect::KernelFailure {
+                            op: Some((op, line)),
+                            message,
+                        }
+                    }
+                    e => {
+                        // The interpreter names the kernel itself.
+                        let message = e.to_string();
+                        let prefix = format!("kernel @{name}: ");
+                        message
+                            .strip_prefix(&prefix)
+                            .map_or(message.clone(), str::to_owned)
+                            .into()
+                    }
                 }),
         )
     }
