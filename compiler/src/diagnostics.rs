@@ -122,30 +122,12 @@ impl Diagnostic {
             severity,
             position: position_of(diagnostic.location()),
             span: 0,
-            file: file_of(diagnostic.location()).filter(|f| !is_input_buffer(f, input)),
+            file: file_position(diagnostic.location())
+                .map(|(file, _)| file)
+                .filter(|f| !is_input_buffer(f, input)),
             message,
             notes,
         }
-    }
-}
-
-/// The file name of the position [`position_of`] finds.
-fn file_of(location: Location) -> Option<String> {
-    if location.is_file_line_col_range() {
-        location
-            .file_line_col_range_filename()
-            .as_string_ref()
-            .as_str()
-            .ok()
-            .map(str::to_owned)
-    } else if location.is_name() {
-        file_of(location.name_child_location())
-    } else if location.is_call_site() {
-        file_of(location.call_site_callee())
-    } else if location.is_fused() {
-        (0..location.fused_num_locations()).find_map(|i| file_of(location.fused_location(i)))
-    } else {
-        None
     }
 }
 
@@ -159,17 +141,24 @@ fn is_input_buffer(file: &str, input: &str) -> bool {
 /// The file position a location leads to: a file location itself, or the
 /// first one inside a name, call-site or fused location.
 pub fn position_of(location: Location) -> Option<Position> {
+    file_position(location).map(|(_, position)| position)
+}
+
+/// [`position_of`], with the file the position is in.
+fn file_position(location: Location) -> Option<(String, Position)> {
     if location.is_file_line_col_range() {
-        Some(Position {
+        let file = location.file_line_col_range_filename();
+        let position = Position {
             line: location.file_line_col_range_start_line(),
             column: location.file_line_col_range_start_column(),
-        })
+        };
+        Some((file.as_string_ref().as_str().unwrap_or("").to_owned(), position))
     } else if location.is_name() {
-        position_of(location.name_child_location())
+        file_position(location.name_child_location())
     } else if location.is_call_site() {
-        position_of(location.call_site_callee())
+        file_position(location.call_site_callee())
     } else if location.is_fused() {
-        (0..location.fused_num_locations()).find_map(|i| position_of(location.fused_location(i)))
+        (0..location.fused_num_locations()).find_map(|i| file_position(location.fused_location(i)))
     } else {
         None
     }
