@@ -231,25 +231,16 @@ pub fn render(diagnostic: &Diagnostic, source_name: &str, source: &str) -> Strin
 fn render_into(out: &mut String, diagnostic: &Diagnostic, source_name: &str, source: &str) {
     use std::fmt::Write;
     // In another file: its name and position, and no line of the input.
-    if let (Some(file), Some(Position { line, column })) = (&diagnostic.file, diagnostic.position) {
-        let _ = writeln!(
-            out,
-            "{file}:{line}:{column}: {}: {}",
-            diagnostic.severity, diagnostic.message
-        );
-        for note in &diagnostic.notes {
-            render_into(out, note, source_name, source);
-        }
-        return;
-    }
+    let name = diagnostic.file.as_deref().unwrap_or(source_name);
     match diagnostic.position {
         Some(Position { line, column }) => {
             let _ = writeln!(
                 out,
-                "{source_name}:{line}:{column}: {}: {}",
+                "{name}:{line}:{column}: {}: {}",
                 diagnostic.severity, diagnostic.message
             );
             // Show the line only when it is printable text of sane length.
+            let source = if diagnostic.in_input() { source } else { "" };
             let text = source.lines().nth(line.saturating_sub(1)).filter(|text| {
                 text.chars().count() <= 400
                     && !text
@@ -273,11 +264,7 @@ fn render_into(out: &mut String, diagnostic: &Diagnostic, source_name: &str, sou
             }
         }
         None => {
-            let _ = writeln!(
-                out,
-                "{source_name}: {}: {}",
-                diagnostic.severity, diagnostic.message
-            );
+            let _ = writeln!(out, "{name}: {}: {}", diagnostic.severity, diagnostic.message);
         }
     }
     for note in &diagnostic.notes {

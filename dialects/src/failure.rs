@@ -26,18 +26,6 @@ impl From<&str> for KernelFailure {
     }
 }
 
-impl KernelFailure {
-    /// The message, preceded by the op and its line when the failure
-    /// names one, as the interpreter words an op's failure.
-    pub fn located(&self) -> String {
-        match &self.op {
-            Some((op, Some(line))) => format!("'{op}' at line {line}: {}", self.message),
-            Some((op, None)) => format!("'{op}': {}", self.message),
-            None => self.message.clone(),
-        }
-    }
-}
-
 impl std::fmt::Display for KernelFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.message)

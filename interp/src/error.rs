@@ -96,6 +96,22 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+impl Error {
+    /// A compiled kernel's failure: at the op of its body that failed when
+    /// the kernel names one (as when the interpreter runs the body), else
+    /// the error `at_call` makes of the failure's words.
+    pub fn from_kernel(failure: jitc_dialect::KernelFailure, at_call: impl FnOnce(String) -> Error) -> Error {
+        match failure.op {
+            Some((op, line)) => Error::Eval {
+                op,
+                line,
+                message: failure.message,
+            },
+            None => at_call(failure.message),
+        }
+    }
+}
+
 /// The error for an op the interpreter does not run.
 pub(crate) fn unsupported(op: OperationRef) -> Error {
     Error::Unsupported {
@@ -110,5 +126,33 @@ pub(crate) fn eval_error(op: OperationRef, message: impl fmt::Display) -> Error 
         op: op_name(op),
         line: location_line(op.location()),
         message: message.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jitc_dialect::KernelFailure;
+
+    #[test]
+    fn a_kernel_failure_at_an_op_is_worded_as_the_interpreter_words_it() {
+        let at_call = |message: String| Error::Arguments(format!("at the call: {message}"));
+        let division = |line| KernelFailure {
+            op: Some(("meta.binary".to_owned(), line)),
+            message: "integer division by zero".to_owned(),
+        };
+        assert_eq!(
+            Error::from_kernel(division(Some(7)), at_call).to_string(),
+            "'meta.binary' at line 7: integer division by zero"
+        );
+        assert_eq!(
+            Error::from_kernel(division(None), at_call).to_string(),
+            "'meta.binary': integer division by zero"
+        );
+        let unlocated = KernelFailure::from("out of memory");
+        assert_eq!(
+            Error::from_kernel(unlocated, at_call).to_string(),
+            "at the call: out of memory"
+        );
     }
 }

@@ -311,13 +311,10 @@ impl<'c, 'a> Interpreter<'c, 'a> {
         {
             // A failure the kernel locates (a division by zero) is reported
             // at its op, as when the interpreter runs the body.
-            return outcome.map_err(|failure| match failure.op {
-                Some((op, line)) => Error::Eval {
-                    op,
-                    line,
-                    message: failure.message,
-                },
-                None => eval_error(function, format!("kernel @{name}: {}", failure.message)),
+            return outcome.map_err(|failure| {
+                Error::from_kernel(failure, |message| {
+                    eval_error(function, format!("kernel @{name}: {message}"))
+                })
             });
         }
         let body = function.region(0).map_err(|e| eval_error(function, e))?;
@@ -455,31 +452,26 @@ impl<'c, 'a> Interpreter<'c, 'a> {
                 self.call(run, &callee, operands(env, op)?)
             }
             "scf.for" => self.scf_for(run, env, op),
-            "scf.if" => {
-                let condition = as_bool(op, &operand(env, op, 0)?)?;
-                if let Some(profile) = &mut run.profile {
-                    profile.record_branch(site_id(op), condition);
-                }
-                let region = op
-                    .region(if condition { 0 } else { 1 })
-                    .map_err(|e| eval_error(op, e))?;
-                match self.region(run, env, op, region, Vec::new())? {
-                    Flow::Yield(values) => Ok(values),
-                    _ => Err(eval_error(op, "region does not end in scf.yield")),
-                }
-            }
-            "scf.while" => self.scf_while(run, env, op),
-            "scf.index_switch" => {
-                // Region 0 is the default; region k + 1 is case k.
-                let selector = as_index(op, &operand(env, op, 0)?)?;
-                let cases = tensor_ops::i64_array(op, "cases")?;
-                let taken = cases.iter().position(|&c| c == selector).map_or(0, |k| k + 1);
+            "scf.if" | "scf.index_switch" => {
+                let taken = if name == "scf.if" {
+                    let condition = as_bool(op, &operand(env, op, 0)?)?;
+                    if let Some(profile) = &mut run.profile {
+                        profile.record_branch(site_id(op), condition);
+                    }
+                    if condition { 0 } else { 1 }
+                } else {
+                    // Region 0 is the default; region k + 1 is case k.
+                    let selector = as_index(op, &operand(env, op, 0)?)?;
+                    let cases = tensor_ops::i64_array(op, "cases")?;
+                    cases.iter().position(|&c| c == selector).map_or(0, |k| k + 1)
+                };
                 let region = op.region(taken).map_err(|e| eval_error(op, e))?;
                 match self.region(run, env, op, region, Vec::new())? {
                     Flow::Yield(values) => Ok(values),
                     _ => Err(eval_error(op, "region does not end in scf.yield")),
                 }
             }
+            "scf.while" => self.scf_while(run, env, op),
             _ if name.starts_with("arith.") => arith::eval(op, &operands(env, op)?).map(|v| vec![v]),
             _ if name.starts_with("tensor.") => tensor_ops::eval(op, &operands(env, op)?).map(|v| vec![v]),
             _ => Err(unsupported(op)),

@@ -537,26 +537,19 @@ class Function:
         staged_traces = []
         try:
             for t in traces:
-                mapping = dict(zip([("in", k) for k in range(len(ref.inputs))], ref.inputs))
-                mapped = _mapper(mapping)
+                replay = _Replay(ref.inputs)
                 effects = []
                 for index, entry in enumerate(t.entries):
-                    signature = t.signature[index]
+                    _jitc.set_site(entry[4])
                     if entry[0] == "call":
-                        native, site = entry[1], entry[4]
-                        _jitc.set_site(site)
-                        new = native(*[mapped(a) for a in signature[1]])
-                        if native is _jitc.guard:
+                        new = replay.call(index, entry[1], t.signature[index][1])
+                        if entry[1] is _jitc.guard:
                             effects.append(new)
-                        results = new if isinstance(new, list) else [new]
-                        for k, r in enumerate(results):
-                            mapping[(index, k)] = r
                     else:
                         site, value = entry[3], entry[2]
-                        _jitc.set_site(entry[4])
-                        condition = _condition(mapped(signature[1]), True)
+                        condition = _condition(replay.value(t.signature[index][1]), True)
                         effects.append(_jitc.decision(condition, value, f"branch at {site} goes {value}"))
-                staged_traces.append(([mapping[k] for k in t.outputs], effects))
+                staged_traces.append(([replay.mapping[k] for k in t.outputs], effects))
         finally:
             _jitc.set_site(None)
         staged = _jitc.stage_merged(list(ref.inputs), staged_traces)
@@ -614,7 +607,7 @@ class Function:
         stages them: inputs are the function's and `live_in` (placeholders
         of their types), outputs `live_out`, then the branch condition or
         the function's outputs, then the guards."""
-        mapping = dict(zip([("in", k) for k in range(len(ref.inputs))], ref.inputs))
+        replay = _Replay(ref.inputs)
         placeholders = []
         for k in live_in:
             original = ref.native[k]
@@ -622,29 +615,24 @@ class Function:
             dtype = np.dtype(_TO_NUMPY[original.dtype])
             zeros = np.zeros(original.shape, dtype=dtype)
             placeholder = _jitc.Var.from_bytes(zeros.tobytes(), list(original.shape), original.dtype)
-            mapping[k] = placeholder
+            replay.mapping[k] = placeholder
             placeholders.append(placeholder)
-        mapped = _mapper(mapping)
         guard_vars = []
         condition = None
         for index in range(start, end):
             entry = ref.entries[index]
             signature = ref.signature[index]
             if entry[0] == "call":
-                native = entry[1]
-                new = native(*[mapped(a) for a in signature[1]])
-                results = new if isinstance(new, list) else [new]
-                for k, r in enumerate(results):
-                    mapping[(index, k)] = r
+                replay.call(index, entry[1], signature[1])
             else:
-                var = mapped(signature[1])
+                var = replay.value(signature[1])
                 site, value = entry[3], entry[2]
                 if index == split:
                     condition = _condition(var, True)
                 else:
                     guard_vars.append(_jitc.guard(_condition(var, value), f"branch at {site} goes {value}"))
-        outputs = [mapping[k] for k in live_out]
-        outputs += [condition] if split is not None else [mapping[k] for k in ref.outputs]
+        outputs = [replay.mapping[k] for k in live_out]
+        outputs += [condition] if split is not None else [replay.mapping[k] for k in ref.outputs]
         return _jitc.stage(list(ref.inputs) + placeholders, outputs + guard_vars)
 
     def _serve(self, root, owner, args, tensors):
@@ -785,17 +773,30 @@ def _as_vars(args, kwargs):
     return [one(a) for a in args], {k: one(v) for k, v in kwargs.items()}
 
 
-def _mapper(mapping):
-    """The function that turns a trace entry's described argument (`("v",
-    key)` for a value, tuples of them for a list) into the native values
-    `mapping` gives its keys, for replaying the entry."""
-    def mapped(a):
+class _Replay:
+    """Replays a trace's entries onto fresh nodes: `mapping` holds the
+    native value of each key (`("in", k)` the k-th of `inputs`, `(entry,
+    k)` a replayed result)."""
+
+    def __init__(self, inputs):
+        self.mapping = dict(zip([("in", k) for k in range(len(inputs))], inputs))
+
+    def value(self, a):
+        """An entry's described argument (`("v", key)` for a value, tuples
+        of them for a list) as native values."""
         if isinstance(a, tuple) and len(a) == 2 and a[0] == "v":
-            return mapping[a[1]]
+            return self.mapping[a[1]]
         if isinstance(a, tuple):
-            return [mapped(v) for v in a]
+            return [self.value(v) for v in a]
         return a
-    return mapped
+
+    def call(self, index, native, described):
+        """Calls `native` (entry `index`) on `described` arguments and
+        records its results; returns what it returned."""
+        new = native(*[self.value(a) for a in described])
+        for k, r in enumerate(new if isinstance(new, list) else [new]):
+            self.mapping[(index, k)] = r
+        return new
 
 
 def _fact_names(owner, args, kwargs):

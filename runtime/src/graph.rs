@@ -939,6 +939,8 @@ impl Cut {
     /// `trace_of` (`meta.trace`, for `meta-merge`), with each op at its
     /// site and the branches taken marked `meta.decision`.
     fn function_text(&self, function: &str, trace_of: Option<&str>) -> String {
+        // Text in a string literal: quotes, backslashes and control
+        // characters become `'`.
         let quoted = |text: &str| -> String {
             text.chars()
                 .map(|c| {
@@ -1022,16 +1024,7 @@ impl Cut {
                     // (and the cache key) does not depend on when they
                     // were recorded; the node's value is its condition's.
                     guards += 1;
-                    let reason: String = reason
-                        .chars()
-                        .map(|c| {
-                            if c == '"' || c == '\\' || c.is_control() {
-                                '\''
-                            } else {
-                                c
-                            }
-                        })
-                        .collect();
+                    let reason = quoted(reason);
                     let decision = if marked(node) { ", meta.decision" } else { "" };
                     let _ = writeln!(
                         body,
@@ -1714,9 +1707,8 @@ pub fn stage_merged(inputs: &[&Var], traces: &[(Vec<&Var>, Vec<&Var>)]) -> Resul
             });
             aliases.extend(own.map(|node| (Rc::clone(node), inputs.len() + c)));
         }
-        for (slot, node) in arguments.iter().chain(&nodes).enumerate() {
-            node.slot.set(slot as u32);
-        }
+        // No slots: the text names values by node, and the cache key is
+        // the text itself.
         let cut = Cut {
             nodes,
             arguments,

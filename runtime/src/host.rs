@@ -715,6 +715,22 @@ impl HostPlan {
         }
     }
 
+    /// Runs the region an `scf.if` or `scf.index_switch` chose; its
+    /// values.
+    fn branch(
+        &self,
+        run: &mut Run,
+        kernels: &dyn Kernels,
+        frame: &mut [Option<Value>],
+        block: &Block,
+        site: &Site,
+    ) -> Result<Vec<Value>, Stop> {
+        match self.block(run, kernels, frame, block, Vec::new())? {
+            Flow::Yield(values) => Ok(values),
+            _ => Err(site.error("region does not end in scf.yield").into()),
+        }
+    }
+
     fn block(
         &self,
         run: &mut Run,
@@ -793,15 +809,10 @@ impl HostPlan {
                 let values = kernels
                     .launch(name, inputs)
                     .ok_or(Stop::Interpret)?
-                    .map_err(|failure| match failure.op {
-                        // Located in the kernel's body (a division by
-                        // zero): reported there, as the interpreter does.
-                        Some((op, line)) => Error::Eval {
-                            op,
-                            line,
-                            message: failure.message,
-                        },
-                        None => site.error(format!("kernel @{name}: {}", failure.message)),
+                    .map_err(|failure| {
+                        Error::from_kernel(failure, |message| {
+                            site.error(format!("kernel @{name}: {message}"))
+                        })
                     })?;
                 store(frame, to, values);
             }
@@ -863,10 +874,8 @@ impl HostPlan {
                     profile.record_branch(site.id.clone(), taken);
                 }
                 let block = if taken { then } else { otherwise };
-                match self.block(run, kernels, frame, block, Vec::new())? {
-                    Flow::Yield(values) => store(frame, to, values),
-                    _ => return Err(site.error("region does not end in scf.yield").into()),
-                }
+                let values = self.branch(run, kernels, frame, block, site)?;
+                store(frame, to, values);
             }
             Op::Switch {
                 selector,
@@ -880,10 +889,8 @@ impl HostPlan {
                     .iter()
                     .find(|(value, _)| *value == selector)
                     .map_or(default, |(_, block)| block);
-                match self.block(run, kernels, frame, block, Vec::new())? {
-                    Flow::Yield(values) => store(frame, to, values),
-                    _ => return Err(site.error("region does not end in scf.yield").into()),
-                }
+                let values = self.branch(run, kernels, frame, block, site)?;
+                store(frame, to, values);
             }
             Op::While {
                 inits,

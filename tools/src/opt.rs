@@ -377,20 +377,7 @@ fn process(
     // Printing before or after some passes only: MLIR prints before or
     // after every pass to the standard error, and the dumps of the passes
     // not asked for are dropped here.
-    let selected =
-        (!args.mlir_print_ir_before.is_empty() || !args.mlir_print_ir_after.is_empty()).then(|| {
-            let keep = |list: &[String], all: bool| (!all).then(|| list.to_vec());
-            IrDumpFilter {
-                before: keep(&args.mlir_print_ir_before, args.mlir_print_ir_before_all),
-                after: keep(
-                    &args.mlir_print_ir_after,
-                    args.mlir_print_ir_after_all
-                        || args.print_ir_after_all
-                        || args.mlir_print_ir_after_failure,
-                ),
-            }
-        });
-    let result = match &selected {
+    let result = match &IrDumpFilter::of(args) {
         None => optimize(context, &mut module, pipeline, options),
         Some(filter) => {
             let (result, dumps) =
@@ -415,13 +402,21 @@ fn process(
     }
 }
 
+/// Whether the flags ask for the IR before every pass, and after every
+/// pass (`--mlir-print-ir-after-failure` alone prints after every pass
+/// that fails).
+fn prints_all(args: &OptArgs) -> (bool, bool) {
+    (
+        args.mlir_print_ir_before_all,
+        args.mlir_print_ir_after_all || args.print_ir_after_all || args.mlir_print_ir_after_failure,
+    )
+}
+
 /// How MLIR prints IR around passes, from the flags.
 fn ir_printing(args: &OptArgs) -> Option<IrPrinting> {
-    let before_all = args.mlir_print_ir_before_all || !args.mlir_print_ir_before.is_empty();
-    let after_all = args.mlir_print_ir_after_all
-        || args.print_ir_after_all
-        || args.mlir_print_ir_after_failure
-        || !args.mlir_print_ir_after.is_empty();
+    let (all_before, all_after) = prints_all(args);
+    let before_all = all_before || !args.mlir_print_ir_before.is_empty();
+    let after_all = all_after || !args.mlir_print_ir_after.is_empty();
     (before_all || after_all).then_some(IrPrinting {
         before_all,
         after_all,
@@ -441,6 +436,20 @@ struct IrDumpFilter {
 }
 
 impl IrDumpFilter {
+    /// The filter the flags ask for: `None` when they name no pass (MLIR
+    /// prints only what is asked for).
+    fn of(args: &OptArgs) -> Option<Self> {
+        if args.mlir_print_ir_before.is_empty() && args.mlir_print_ir_after.is_empty() {
+            return None;
+        }
+        let (all_before, all_after) = prints_all(args);
+        let keep = |list: &[String], all: bool| (!all).then(|| list.to_vec());
+        Some(IrDumpFilter {
+            before: keep(&args.mlir_print_ir_before, all_before),
+            after: keep(&args.mlir_print_ir_after, all_after),
+        })
+    }
+
     /// The dumps of `text` (MLIR's, each starting with a line
     /// `// -----// IR Dump Before|After <Name> (<pass>)...` and ending with
     /// empty lines) to keep, in order; text outside dumps (a timing

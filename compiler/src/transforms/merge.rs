@@ -193,7 +193,7 @@ const START: usize = usize::MAX;
 const END: usize = usize::MAX - 1;
 
 /// One trace, read.
-struct Trace<'c, 'a> {
+struct Trace {
     /// Its nodes, in order.
     nodes: Vec<usize>,
     /// Each node's place in `nodes`.
@@ -204,8 +204,6 @@ struct Trace<'c, 'a> {
     taken: HashMap<usize, bool>,
     /// What the return reads.
     returns: Vec<Source>,
-    /// The op of each node, in this trace.
-    ops: HashMap<usize, OperationRef<'c, 'a>>,
 }
 
 /// A node of the trace graph.
@@ -237,19 +235,24 @@ fn merge<'c, 'a>(
     }
 
     // 1. The trace graph.
+    // The traces on a path are a bit mask (step 5), one bit per trace.
+    if traces.len() > 62 {
+        return Err(here(format!("are {} traces; at most 62 merge", traces.len())));
+    }
     let mut keys: HashMap<String, usize> = HashMap::new();
     let mut nodes: Vec<Node> = Vec::new();
     let mut read_traces = Vec::new();
     for trace in traces {
         read_traces.push(read_trace(*trace, &mut keys, &mut nodes)?);
     }
-    let mut edges: BTreeSet<(usize, usize)> = BTreeSet::new();
+    // The edges, each with the traces whose paths hold it.
+    let mut edge_mask: BTreeMap<(usize, usize), i64> = BTreeMap::new();
     // The way each decision's out-edges go.
     let mut ways: HashMap<(usize, usize), bool> = HashMap::new();
-    for trace in &read_traces {
+    for (t, trace) in read_traces.iter().enumerate() {
         let mut previous = START;
         for &v in trace.nodes.iter().chain(std::iter::once(&END)) {
-            edges.insert((previous, v));
+            *edge_mask.entry((previous, v)).or_default() |= 1 << t;
             if let Some(&way) = trace.taken.get(&previous)
                 && let Some(other) = ways.insert((previous, v), way)
                 && other != way
@@ -265,6 +268,7 @@ fn merge<'c, 'a>(
             previous = v;
         }
     }
+    let edges: BTreeSet<(usize, usize)> = edge_mask.keys().copied().collect();
     let successors =
         |v: usize| -> Vec<usize> { edges.range((v, 0)..=(v, usize::MAX)).map(|&(_, y)| y).collect() };
     let mut predecessors: HashMap<usize, Vec<usize>> = HashMap::new();
@@ -373,24 +377,17 @@ fn merge<'c, 'a>(
     }
     let edge_id: HashMap<(usize, usize), i64> =
         edges.iter().enumerate().map(|(k, &e)| (e, k as i64)).collect();
-    let start_edge = *edges.iter().next().ok_or_else(|| here("are empty".into()))?;
+    // The one edge out of `start` (checked above).
+    let start_edge = *edges
+        .range((START, 0)..=(START, usize::MAX))
+        .next()
+        .ok_or_else(|| here("are empty".into()))?;
     let mut edge = top
         .index(edge_id[&start_edge])
         .ok_or_else(|| here("could not be built".into()))?;
     // The traces whose paths hold every edge taken so far, as a bit mask:
     // a path that mixes ways no one trace took is not what any trace
     // computed, and fails a guard where it leaves them all.
-    if traces.len() > 62 {
-        return Err(here(format!("are {} traces; at most 62 merge", traces.len())));
-    }
-    let mut edge_mask: HashMap<(usize, usize), i64> = HashMap::new();
-    for (t, trace) in read_traces.iter().enumerate() {
-        let mut previous = START;
-        for &v in trace.nodes.iter().chain(std::iter::once(&END)) {
-            *edge_mask.entry((previous, v)).or_default() |= 1 << t;
-            previous = v;
-        }
-    }
     let mut mask = top
         .index((1i64 << traces.len()) - 1)
         .ok_or_else(|| here("could not be built".into()))?;
@@ -550,7 +547,7 @@ fn read_trace<'c, 'a>(
     trace: OperationRef<'c, 'a>,
     keys: &mut HashMap<String, usize>,
     nodes: &mut Vec<Node<'c, 'a>>,
-) -> Result<Trace<'c, 'a>, Failure<'c>> {
+) -> Result<Trace, Failure<'c>> {
     let at = |op: OperationRef<'c, 'a>, message: &str| (op.location(), message.to_owned());
     let entry = first_block(trace).ok_or_else(|| at(trace, "include a declaration, with no body"))?;
     let mut read = Trace {
@@ -559,7 +556,6 @@ fn read_trace<'c, 'a>(
         reads: HashMap::new(),
         taken: HashMap::new(),
         returns: Vec::new(),
-        ops: HashMap::new(),
     };
     let mut sources: HashMap<usize, Source> = HashMap::new();
     for k in 0..entry.argument_count() {
@@ -616,7 +612,6 @@ fn read_trace<'c, 'a>(
         read.position.insert(v, read.nodes.len());
         read.nodes.push(v);
         read.reads.insert(v, reads);
-        read.ops.insert(v, op);
         if decision {
             read.taken.insert(v, taken);
         }
@@ -759,7 +754,7 @@ fn assign_cases(
 /// Checks that every slot can be a variable (see the module's docs).
 fn check_slots<'c>(
     slots: &BTreeMap<Reader, BTreeSet<Source>>,
-    traces: &[Trace<'c, '_>],
+    traces: &[Trace],
     nodes: &[Node<'c, '_>],
     fallback: Location<'c>,
 ) -> Result<(), Failure<'c>> {
@@ -831,7 +826,7 @@ struct Emitter<'g, 'c, 'a> {
     nodes: &'g [Node<'c, 'a>],
     writes: &'g HashMap<Source, Vec<Reader>>,
     edge_id: &'g HashMap<(usize, usize), i64>,
-    edge_mask: &'g HashMap<(usize, usize), i64>,
+    edge_mask: &'g BTreeMap<(usize, usize), i64>,
     ways: &'g HashMap<(usize, usize), bool>,
     successors: &'g dyn Fn(usize) -> Vec<usize>,
 }
