@@ -273,6 +273,67 @@ fn every_reduction_matches_the_reference() {
 }
 
 #[test]
+fn reductions_to_constant_indices_over_collapsed_planes_match_the_reference() {
+    // Instance norm's statistics and their kin: outputs indexed by plain
+    // dimensions and constants ((0, c, 0, 0)), so they accumulate in
+    // registers, and inner planes contiguous in the input, so those loops
+    // run as one (schedule rules 3 and 5); bit for bit in exact math, with
+    // planes longer and shorter than a vector.
+    graph::set_options(CodegenOptions {
+        math: MathMode::Exact,
+        ..CodegenOptions::default()
+    })
+    .unwrap();
+    let mut rng = Rng(0xc011);
+    type Combine = fn(f32, f32) -> f32;
+    let kinds: [(&str, f32, Combine); 4] = [
+        ("add", 0.0, |p, q| p + q),
+        ("mul", 1.0, |p, q| p * q),
+        ("max", f32::NEG_INFINITY, f32::max),
+        ("min", f32::INFINITY, f32::min),
+    ];
+    for round in 0..8 {
+        let (n, c) = (1 + rng.below(3), 1 + rng.below(5));
+        let (h, w) = if round % 2 == 0 {
+            (1 + rng.below(4), 1 + rng.below(5))
+        } else {
+            (5 + rng.below(12), 9 + rng.below(30))
+        };
+        let x = random(&mut rng, &[n, c, h, w]);
+        let var = Var::new(x.clone());
+        for (kind, identity, combine) in kinds {
+            let cases: Vec<ReduceCase> = vec![
+                (
+                    vec![1, c, 1, 1],
+                    vec!["0", "i1", "0", "0"],
+                    Box::new(|i| vec![0, i[1], 0, 0]),
+                ),
+                (
+                    vec![n, 1, 1],
+                    vec!["i0", "0", "0"],
+                    Box::new(|i| vec![i[0], 0, 0]),
+                ),
+                (
+                    vec![1, h, 1],
+                    vec!["0", "i2", "0"],
+                    Box::new(|i| vec![0, i[2], 0]),
+                ),
+                (vec![c, 1], vec!["i1", "0"], Box::new(|i| vec![i[1], 0])),
+            ];
+            for (shape, exprs, f) in cases {
+                let y = var.reindex_reduce(kind, &shape, &exprs).unwrap();
+                let want = reduce_reference(&x, &shape, &f, identity, &combine);
+                same(
+                    &y.fetch().unwrap(),
+                    &want,
+                    &format!("{kind} {exprs:?} of {n}x{c}x{h}x{w}"),
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn element_wise_ops_select_and_casts_match_the_reference() {
     let mut rng = Rng(0xe1e);
     let x = random(&mut rng, &[5, 3]);

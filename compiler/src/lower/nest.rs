@@ -333,8 +333,12 @@ impl<'c, 'a, 'k> Kernel<'c, 'a, 'k> {
                 .ok_or_else(|| error("reduce map"))?;
             let indices = (0..output.shape.len())
                 .map(|k| {
-                    let d = map.result(k).map_err(|_| error("map result"))?.dim_position();
-                    ivs[d].ok_or_else(|| error("an output index has no loop"))
+                    // A plain dimension or a constant ([`schedule::Schedule::registers`]).
+                    let expr = map.result(k).map_err(|_| error("map result"))?;
+                    if expr.is_constant() {
+                        return at.index(expr.constant_value());
+                    }
+                    ivs[expr.dim_position()].ok_or_else(|| error("an output index has no loop"))
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             let offset = self.output_offset(at, *j, &indices)?;
@@ -353,8 +357,12 @@ impl<'c, 'a, 'k> Kernel<'c, 'a, 'k> {
         ivs: &mut Vec<Option<Value<'c, 'a>>>,
         accumulators: Vec<Value<'c, 'a>>,
     ) -> Result<Vec<Value<'c, 'a>>, Error> {
+        let depth = self.schedule.order.len();
+        if self.schedule.collapse > 1 && level + self.schedule.collapse == depth {
+            return self.collapsed(level, at, ivs, accumulators);
+        }
         let d = self.schedule.order[level];
-        let innermost = level + 1 == self.schedule.order.len();
+        let innermost = level + 1 == depth;
         let (lower, upper) = self.bounds(at, d)?;
         if innermost && self.schedule.peel {
             let (low, high) = index::interior(at, self.schedule, ivs, d, lower, upper)?;
@@ -375,6 +383,35 @@ impl<'c, 'a, 'k> Kernel<'c, 'a, 'k> {
         } else {
             self.level(level + 1, &body, ivs, inside)?
         };
+        body.yield_values(&next)?;
+        Ok(results)
+    }
+
+    /// The innermost loops from `level` on as one loop over the product of
+    /// their extents (schedule rule 5), each index recovered from the
+    /// running one by `remui`/`divui` by the extents inside it.
+    fn collapsed(
+        &self,
+        level: usize,
+        at: &Emitter<'c, 'a>,
+        ivs: &mut Vec<Option<Value<'c, 'a>>>,
+        accumulators: Vec<Value<'c, 'a>>,
+    ) -> Result<Vec<Value<'c, 'a>>, Error> {
+        let dims = &self.schedule.order[level..];
+        let total: i64 = dims.iter().map(|&d| self.domain[d]).product();
+        let (body, iv, inside, results) = at.for_carried(at.index(0)?, at.index(total)?, &accumulators)?;
+        let index = melior::ir::Type::index(at.context);
+        let mut rest = iv;
+        for (k, &d) in dims.iter().enumerate().rev() {
+            if k == 0 {
+                ivs[d] = Some(rest);
+            } else {
+                let extent = body.index(self.domain[d])?;
+                ivs[d] = Some(body.value("arith.remui", &[rest, extent], index)?);
+                rest = body.value("arith.divui", &[rest, extent], index)?;
+            }
+        }
+        let next = self.point(&body, ivs, inside, false)?;
         body.yield_values(&next)?;
         Ok(results)
     }
