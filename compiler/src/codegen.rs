@@ -164,6 +164,9 @@ pub struct CodegenOptions {
     /// reported through the status record instead of made
     /// ([`KernelSignature::failure`] says which access and offset).
     pub check_bounds: bool,
+    /// Only Jittor's fusion: no row chains (`lower::rows`), so every
+    /// kernel streams its tensors through memory on its own.
+    pub jittor_rules: bool,
 }
 
 impl CodegenOptions {
@@ -194,8 +197,19 @@ pub(crate) fn to_llvm_dialect<'c>(
     module: &Module<'c>,
     options: &LowerOptions,
 ) -> Result<crate::lower::Lowered<'c>, Error> {
-    let mut lowered = crate::lower::lower(context, module, options)?;
+    let mut lowered = lower(context, module, options)?;
     convert(context, &mut lowered.module)?;
+    Ok(lowered)
+}
+
+/// Lowers `module`'s kernels, then its row chains (`lower::rows`).
+fn lower<'c>(
+    context: &'c Context,
+    module: &Module<'c>,
+    options: &LowerOptions,
+) -> Result<crate::lower::Lowered<'c>, Error> {
+    let mut lowered = crate::lower::lower(context, module, options)?;
+    crate::lower::rows::lower_chains(context, module, &mut lowered)?;
     Ok(lowered)
 }
 
@@ -291,7 +305,7 @@ pub fn emit(
     options: &CodegenOptions,
 ) -> Result<Emitted, Error> {
     if emit == Emit::Mlir {
-        let lowered = crate::lower::lower(context, module, &options.lowering())?;
+        let lowered = lower(context, module, &options.lowering())?;
         return Ok((
             format!("{}\n", lowered.module.as_operation()).into_bytes(),
             lowered.skipped,

@@ -57,6 +57,7 @@ pub use lower::{
     Buffer as Slot, CheckedAccess, DynamicSizes, Extent, KernelFailure, KernelSignature, KernelStatus,
     MathMode, SizeSource,
     gpu::{FillLaunch, GpuKernel, Launch},
+    rows::RowChain,
 };
 pub use pipelines::{IrPrinting, OptimizeOptions, Pipeline, optimize};
 pub use source::{Chunk, SplitInput, check_nesting, name_locations, parse_module, split_input};
@@ -94,6 +95,7 @@ pub fn compile_cpu<'c>(
     entry: Option<&str>,
 ) -> Result<CpuArtifact, Error> {
     fuse(context, module)?;
+    chain_rows(context, module, options)?;
     let mut artifact = codegen::compile(context, module, options)?;
     if let Some(function) = entry {
         artifact.entry_guards = take_entry_guards(context, module, function)?;
@@ -121,7 +123,28 @@ pub fn emit_cpu(
     options: &CodegenOptions,
 ) -> Result<Emitted, Error> {
     fuse(context, module)?;
+    chain_rows(context, module, options)?;
     codegen::emit(context, module, emit, options)
+}
+
+/// Runs a fused module's row chains ([`lower::rows`]) for the CPU, unless
+/// `options` ask for checked accesses or Jittor's rules only.
+fn chain_rows(context: &Context, module: &Module, options: &CodegenOptions) -> Result<Vec<RowChain>, Error> {
+    if options.check_bounds || options.jittor_rules {
+        return Ok(Vec::new());
+    }
+    lower::rows::chain_rows(context, module)
+}
+
+/// Fuses `module` in place and makes its row chains as the CPU backend
+/// does with `options` ([`lower::rows`]); returns them, for `jitc explain`.
+pub fn row_chains(
+    context: &Context,
+    module: &mut Module,
+    options: &CodegenOptions,
+) -> Result<Vec<RowChain>, Error> {
+    fuse(context, module)?;
+    chain_rows(context, module, options)
 }
 
 /// Fuses `module` in place and writes its kernels for the GPU as `emit`

@@ -8,7 +8,9 @@
 //!    compile time cold, and again from the kernel cache (a fresh context
 //!    parsing the same source: key, lookup and parsing the cached fused IR),
 //!    then the median and minimum of several calls after a warm-up.
-//!    Timings include allocating the outputs (from the buffer pool after
+//!    The last column is the median of the same workload compiled with
+//!    `jittor_rules` (Jittor's fusion alone, no row chains) in the same
+//!    run. Timings include allocating the outputs (from the buffer pool after
 //!    the first call) and the interpreter's host schedule around the
 //!    kernels. Bytes moved are the inputs read plus the outputs written
 //!    once, so GB/s is a lower bound on the traffic.
@@ -17,7 +19,7 @@
 //! all cores) along a dimension every reduction keeps, so the percentage is
 //! of the all-core triad.
 
-use jitc_compiler::{DiagnosticCollector, new_context, parse_module};
+use jitc_compiler::{CodegenOptions, DiagnosticCollector, new_context, parse_module};
 use jitc_interp::{Scalar, StateStore, Tensor, Value};
 use jitc_runtime::CpuModule;
 use std::time::Instant;
@@ -57,8 +59,15 @@ fn main() {
         triad(1)
     );
     println!(
-        "{:<22} {:>12} {:>11} {:>12} {:>10} {:>9} {:>9}",
-        "workload", "compile (ms)", "cached (ms)", "median (ms)", "min (ms)", "GB/s", "of triad"
+        "{:<22} {:>12} {:>11} {:>12} {:>10} {:>9} {:>9} {:>14}",
+        "workload",
+        "compile (ms)",
+        "cached (ms)",
+        "median (ms)",
+        "min (ms)",
+        "GB/s",
+        "of triad",
+        "jittor (ms)"
     );
     for workload in workloads() {
         let context = new_context().expect("context");
@@ -82,41 +91,58 @@ fn main() {
             .map(|s| Tensor::splat(s.clone(), Scalar::F32(0.5)))
             .collect();
         let bytes_in: usize = inputs.iter().map(|t| t.len() * 4).sum();
-        let mut samples = Vec::new();
-        let mut bytes_out = 0;
         let repetitions = if workload.name.starts_with("conv") || workload.name.starts_with("matmul") {
             3
         } else {
             8
         };
-        for repetition in 0..repetitions {
-            let args = inputs.iter().cloned().map(Value::tensor).collect();
-            let start = Instant::now();
-            let results = compiled
-                .run(&module, "main", args, &mut StateStore::new())
-                .expect("the workload runs");
-            let elapsed = start.elapsed();
-            bytes_out = results
-                .iter()
-                .map(|r| if let Value::Tensor(t) = r { t.len() * 4 } else { 0 })
-                .sum();
-            // The first call is a warm-up.
-            if repetition > 0 {
-                samples.push(elapsed);
+        // Median and minimum call time, and the bytes of the results.
+        let time = |compiled: &CpuModule, module: &melior::ir::Module| {
+            let mut samples = Vec::new();
+            let mut bytes_out = 0;
+            for repetition in 0..repetitions {
+                let args = inputs.iter().cloned().map(Value::tensor).collect();
+                let start = Instant::now();
+                let results = compiled
+                    .run(module, "main", args, &mut StateStore::new())
+                    .expect("the workload runs");
+                let elapsed = start.elapsed();
+                bytes_out = results
+                    .iter()
+                    .map(|r| if let Value::Tensor(t) = r { t.len() * 4 } else { 0 })
+                    .sum::<usize>();
+                // The first call is a warm-up.
+                if repetition > 0 {
+                    samples.push(elapsed);
+                }
             }
-        }
-        let minimum = *samples.iter().min().unwrap();
-        let median = median(samples);
+            let minimum = *samples.iter().min().unwrap();
+            (median(samples), minimum, bytes_out)
+        };
+        let (median, minimum, bytes_out) = time(&compiled, &module);
+        // The same workload fused by Jittor's rules alone (no row chains),
+        // in the same run.
+        let jittor = {
+            let mut module = parse_module(&context, &workload.source).expect("the workload parses");
+            let options = CodegenOptions {
+                jittor_rules: true,
+                ..CodegenOptions::default()
+            };
+            let compiled =
+                CpuModule::compile_with(&context, &mut module, &options).expect("the workload compiles");
+            time(&compiled, &module).0
+        };
         let gbs = (bytes_in + bytes_out) as f64 / median.as_secs_f64() / 1e9;
         println!(
-            "{:<22} {:>12.1} {:>11.2} {:>12.2} {:>10.2} {:>9.2} {:>8.0}%",
+            "{:<22} {:>12.1} {:>11.2} {:>12.2} {:>10.2} {:>9.2} {:>8.0}% {:>14.2}",
             workload.name,
             compile.as_secs_f64() * 1e3,
             cached.as_secs_f64() * 1e3,
             median.as_secs_f64() * 1e3,
             minimum.as_secs_f64() * 1e3,
             gbs,
-            100.0 * gbs / all_cores
+            100.0 * gbs / all_cores,
+            jittor.as_secs_f64() * 1e3
         );
     }
 }

@@ -63,6 +63,12 @@ pub struct CompileArgs {
     /// bounds through its status record instead of making it.
     #[arg(long)]
     check_bounds: bool,
+
+    /// Fuse by Jittor's rules only: no row chains, so kernels that share
+    /// their rows (softmax's three) each stream their tensors through
+    /// memory on their own.
+    #[arg(long)]
+    jittor_rules: bool,
 }
 
 /// `--math` values.
@@ -176,6 +182,7 @@ fn compile(context: &Context, args: &CompileArgs) -> Result<(), String> {
         },
         math: args.math.into(),
         check_bounds: args.check_bounds,
+        jittor_rules: args.jittor_rules,
     };
     let (bytes, skipped) = match args.target {
         TargetKind::Cpu => jitc_compiler::emit_cpu(context, &mut module, emit, &options),

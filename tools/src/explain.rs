@@ -68,8 +68,41 @@ fn explain(context: &Context, args: &ExplainArgs) -> Result<String, String> {
         Format::Dot => plans::Format::Dot,
     };
     let mut text = plans::explain(&module, args.function.as_deref(), args.fanout_limit, format)?;
+    if args.format == Format::Text {
+        text.push_str(&row_chains(context, args)?);
+    }
     if args.host && args.format == Format::Text {
         text.push_str(&host_schedules(context, args)?);
+    }
+    Ok(text)
+}
+
+/// The row chains the CPU backend makes of the fused kernels, one line
+/// each; nothing when it makes none.
+fn row_chains(context: &Context, args: &ExplainArgs) -> Result<String, String> {
+    let mut module = crate::input::load_module(context, &args.file)?;
+    let chains = jitc_compiler::row_chains(context, &mut module, &jitc_compiler::CodegenOptions::default())
+        .map_err(|e| e.to_string())?;
+    let chains: Vec<_> = chains
+        .into_iter()
+        .filter(|c| args.function.as_ref().is_none_or(|f| *f == c.host))
+        .collect();
+    if chains.is_empty() {
+        return Ok(String::new());
+    }
+    let mut text =
+        String::from("row chains on the cpu backend (fused past rule 2; --jittor-rules makes none):\n");
+    for chain in chains {
+        let stages: Vec<String> = chain.stages.iter().map(|s| format!("@{s}")).collect();
+        text.push_str(&format!(
+            "  @{} in @{} runs {} one block of {} of its {} rows at a time: rows of {} bytes stay in cache\n",
+            chain.name,
+            chain.host,
+            stages.join(", "),
+            chain.block,
+            chain.rows,
+            chain.scratch_row_bytes,
+        ));
     }
     Ok(text)
 }

@@ -107,6 +107,12 @@ pub struct ProgramArgs {
     /// compiler bugs.
     #[arg(long)]
     pub check_bounds: bool,
+
+    /// With `--backend cpu`: fuse by Jittor's rules only, with no row
+    /// chains (kernels that share their rows, such as softmax's three,
+    /// then each stream their tensors through memory on their own).
+    #[arg(long)]
+    pub jittor_rules: bool,
 }
 
 /// Executors of `jitc run` and `jitc bench`.
@@ -234,6 +240,7 @@ fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
                 codegen: CodegenOptions {
                     math: common.math.into(),
                     check_bounds: common.check_bounds,
+                    jittor_rules: common.jittor_rules,
                     ..Default::default()
                 },
                 compile: common.backend == Backend::Cpu,
@@ -340,6 +347,7 @@ impl<'c> Program<'c> {
                 let options = CodegenOptions {
                     math: args.math.into(),
                     check_bounds: args.check_bounds,
+                    jittor_rules: args.jittor_rules,
                     ..Default::default()
                 };
                 let compiled =

@@ -9,6 +9,11 @@
 //! model); counting a value once per group also rewards groups that read a
 //! shared input together (sibling merges).
 //!
+//! Rule 2 holds in the plan; on the CPU, kernels it keeps apart that share
+//! their rows are then run one block of rows at a time (`lower::rows`,
+//! "row chains"), so a reduction's consumers read its input while it is
+//! still in cache.
+//!
 //! Algorithm:
 //! 1. nodes are the block's ops in order; edges are def-use pairs, with uses
 //!    inside nested regions charged to the op that owns the region. Since

@@ -76,6 +76,7 @@ mod legal;
 mod nest;
 mod point;
 mod poly;
+pub mod rows;
 mod scalar;
 pub mod schedule;
 pub mod shapes;
@@ -368,6 +369,10 @@ pub(crate) fn lower<'c>(
     let mut signatures = Vec::new();
     let mut skipped = Vec::new();
     for kernel in kernels(module) {
+        // Row chains are lowered after their stages (`rows::lower_chains`).
+        if kernel.has_attribute("meta.chain") {
+            continue;
+        }
         let mut signature = match signature(kernel).and_then(|s| legal::check(kernel).map(|()| s)) {
             Ok(signature) => signature,
             Err(reason) => {
@@ -386,7 +391,10 @@ pub(crate) fn lower<'c>(
         if let (Some(domain), Some(body)) = (domain, body) {
             let (inputs, outputs) = (statics(&signature.inputs), statics(&signature.outputs));
             signature.in_place = inplace::pair(body, &domain, &inputs, &outputs)
-                .filter(|&(i, _)| inplace::dies_at_some_call(module, &signature.name, i));
+                .filter(|&(i, _)| inplace::dies_at_some_call(module, &signature.name, i))
+                // A chain's stage is called by the chain only, with
+                // buffers of its own.
+                .filter(|_| !kernel.has_attribute("meta.stage"));
         }
         let accesses = Accesses::default();
         let checked = options.check_bounds.then_some(&accesses);

@@ -1,0 +1,811 @@
+//! Row chains: consecutive kernels that share their rows run one block of
+//! rows at a time, past Jittor's rule 2 (CPU only).
+//!
+//! Rule 2 keeps a reduction's consumers out of its loop nest, so softmax
+//! is three kernels (the row maximum; `exp(x - max)` with the row sum; the
+//! division), and each one streams the whole tensor through memory. A
+//! *chain* calls them in turn on one block of rows, then the next: the
+//! block's rows of `x` stay in cache from the first kernel to the last,
+//! and a value only the chain reads (the exponentials, the maxima and the
+//! sums) never reaches memory: it lives in a scratch buffer of one block.
+//!
+//! **When.** [`chain_rows`] looks at every block of host code for runs of
+//! consecutive calls of kernels that
+//! - have static shapes, lower on the CPU, and split across threads
+//!   ([`super::schedule::Schedule::parallel`]) along a dimension of the
+//!   same extent, the chain's *rows*;
+//! - pass values along rows: whatever one kernel of the chain reads of
+//!   another's result, it reads row `r` of it (in one dimension of the
+//!   value, the same for writer and reader) at its own row `r`, so a
+//!   block's rows depend on nothing outside the block;
+//! - and keep at least one value in scratch: a value read only inside the
+//!   chain, with the rows as its outermost dimension, whose rows of all
+//!   such values fit [`SCRATCH_BYTES`] (so a block of at least one row does).
+//!
+//! **What.** The calls become one call of a new function, marked
+//! `meta.fused` and `meta.chain` (the stage kernels, in order), whose body
+//! calls the stages: the interpreter runs it as it ran the calls. It is
+//! lowered ([`lower_chain`]) to a kernel of the usual calling convention
+//! (its arguments and results are the values crossing the chain's
+//! boundary; the runtime splits its rows across threads as any kernel's):
+//! for each block of `meta.block` rows of its range, it calls each stage
+//! on that block, passing the chain's buffers, and for a scratch value a
+//! pointer into the scratch shifted back by the block's first row, so the
+//! stage's own row-major offsets land in the scratch.
+//!
+//! The bounds-checked mode makes no chains (each kernel's accesses are
+//! checked against its own buffers), nor does
+//! [`crate::CodegenOptions::jittor_rules`].
+
+use super::{
+    Buffer, KernelSignature, Lowered, emit::Emitter, gep, i64_array, kernels, legal, schedule, signature,
+};
+use crate::{
+    Error,
+    rewrite::{defining_op, erase, key, replace_uses, uses},
+};
+use jitc_dialect::ops::{ReindexOp, string_attribute};
+use melior::{
+    Context,
+    dialect::func,
+    ir::{
+        Attribute, Block, BlockLike, BlockRef, Identifier, Module, OperationRef, Region, RegionLike, Type,
+        Value, ValueLike,
+        attribute::{
+            ArrayAttribute, DenseI64ArrayAttribute, FlatSymbolRefAttribute, IntegerAttribute,
+            StringAttribute, TypeAttribute,
+        },
+        operation::OperationLike,
+        r#type::{FunctionType, IntegerType},
+    },
+};
+use std::collections::{HashMap, HashSet};
+
+/// Scratch bytes a chain may use per block (on the stack of the thread
+/// that runs the block): a block is as many rows as fit, so the block of
+/// the input and the scratch stay in the L2 cache together.
+pub const SCRATCH_BYTES: usize = 128 << 10;
+
+/// How a kernel reads an argument or writes a result, with respect to its
+/// rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rows {
+    /// Row `r` of the kernel touches row `r` along this dimension of the
+    /// value, and no other row.
+    Along(usize),
+    /// Any row may read any part of it (a broadcast weight).
+    Whole,
+    /// Anything else: the value cannot cross a chain.
+    Other,
+}
+
+impl Rows {
+    fn join(self, other: Rows) -> Rows {
+        match (self, other) {
+            (a, b) if a == b => a,
+            (Rows::Other, _) | (_, Rows::Other) => Rows::Other,
+            _ => Rows::Whole,
+        }
+    }
+}
+
+/// What a chain needs to know of one kernel.
+#[derive(Debug, Clone)]
+struct Stage {
+    /// Extent of the split dimension.
+    rows: i64,
+    /// Per argument.
+    arguments: Vec<Rows>,
+    /// Per result.
+    results: Vec<Rows>,
+}
+
+fn name_of(op: OperationRef) -> String {
+    op.name().as_string_ref().as_str().unwrap_or("").to_owned()
+}
+
+fn shape_of(value: Value) -> Option<Vec<usize>> {
+    super::static_shape(value.r#type()).map(|(shape, _)| shape)
+}
+
+/// The stage view of `kernel`, when it can be part of a chain.
+fn stage(kernel: OperationRef) -> Option<Stage> {
+    let domain = kernel.attribute("meta.domain").ok().and_then(i64_array)?;
+    if domain.iter().any(|&d| d < 0) || legal::check(kernel).is_err() {
+        return None;
+    }
+    let signature = signature(kernel).ok()?;
+    let dynamic = signature
+        .inputs
+        .iter()
+        .chain(&signature.outputs)
+        .any(|b| matches!(b, Buffer::Dynamic(..)));
+    if signature.flat || signature.sizes.is_some() || dynamic {
+        return None;
+    }
+    let body = kernel.region(0).ok()?.first_block()?;
+    let plan = schedule::schedule(body, &domain).ok()?;
+    let split = plan.split;
+    if !plan.parallel || domain.get(split).is_none_or(|&rows| rows < 2) {
+        return None;
+    }
+    let rows = domain[split];
+    let arguments = (0..body.argument_count())
+        .map(|i| {
+            let argument: Value = body.argument(i).ok()?.into();
+            if matches!(signature.inputs.get(i), Some(Buffer::Index)) {
+                return Some(Rows::Whole);
+            }
+            let mut read: Option<Rows> = None;
+            for (user, operand) in uses(argument) {
+                let how = match name_of(user).as_str() {
+                    "meta.reindex" if operand == 0 => along_map(user, split, rows, argument),
+                    // Index operands of a reindex are scalars.
+                    "meta.reindex" => Rows::Whole,
+                    // Operands indexed by the domain itself.
+                    "meta.reindex_reduce" | "meta.unary" | "meta.binary" | "meta.ternary" => {
+                        Rows::Along(split)
+                    }
+                    _ => Rows::Other,
+                };
+                read = Some(read.map_or(how, |r| r.join(how)));
+            }
+            Some(read.unwrap_or(Rows::Whole))
+        })
+        .collect::<Option<Vec<_>>>()?;
+    let terminator = body.terminator()?;
+    let results = terminator
+        .operands()
+        .map(|value| {
+            let Some(op) = defining_op(value) else {
+                return Rows::Other;
+            };
+            if name_of(op) == "meta.reindex_reduce" {
+                let Some(map) = jitc_dialect::ops::ReindexReduceOp::cast(op).and_then(|r| r.indices()) else {
+                    return Rows::Other;
+                };
+                (0..map.result_count())
+                    .find(|&k| {
+                        map.result(k)
+                            .is_ok_and(|e| e.is_dim() && e.dim_position() == split)
+                    })
+                    .map_or(Rows::Other, Rows::Along)
+            } else {
+                // Written at the domain's own index.
+                Rows::Along(split)
+            }
+        })
+        .collect();
+    Some(Stage {
+        rows,
+        arguments,
+        results,
+    })
+}
+
+/// How a reindex of `input` reads it along the rows: row `r` reads row `r`
+/// when one index is exactly the split dimension (over an extent of
+/// `rows`) and no other index moves with it.
+fn along_map(op: OperationRef, split: usize, rows: i64, input: Value) -> Rows {
+    let Some(map) = ReindexOp::cast(op).and_then(|r| r.indices()) else {
+        return Rows::Other;
+    };
+    let Some(shape) = shape_of(input) else {
+        return Rows::Other;
+    };
+    let mut along = None;
+    for k in 0..map.result_count() {
+        let Ok(expr) = map.result(k) else {
+            return Rows::Other;
+        };
+        if expr.is_dim()
+            && expr.dim_position() == split
+            && along.is_none()
+            && shape.get(k) == Some(&(rows as usize))
+        {
+            along = Some(k);
+        } else if expr.is_function_of_dim(split) {
+            return Rows::Other;
+        }
+    }
+    along.map_or(Rows::Whole, Rows::Along)
+}
+
+/// A chain [`chain_rows`] made, for `jitc explain`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowChain {
+    /// The chain function.
+    pub name: String,
+    /// The host function whose calls it replaced.
+    pub host: String,
+    /// Its stage kernels, in order.
+    pub stages: Vec<String>,
+    /// The rows it splits.
+    pub rows: i64,
+    /// Rows per block.
+    pub block: i64,
+    /// Scratch bytes per row: what never reaches memory.
+    pub scratch_row_bytes: usize,
+}
+
+/// One call of a chain.
+struct Link<'c, 'a> {
+    call: OperationRef<'c, 'a>,
+    callee: String,
+    stage: Stage,
+}
+
+/// Rewrites runs of kernel calls in the host code of `module` into calls
+/// of chains (see the module doc); returns the chains made.
+pub(crate) fn chain_rows(context: &Context, module: &Module) -> Result<Vec<RowChain>, Error> {
+    let functions = jitc_dialect::ops::functions(module.body());
+    let mut stages: HashMap<String, Option<Stage>> = HashMap::new();
+    let mut taken: HashSet<String> = functions.keys().cloned().collect();
+    let mut made = Vec::new();
+    let hosts: Vec<(String, OperationRef)> = functions
+        .iter()
+        .filter(|(_, f)| !f.has_attribute("meta.fused"))
+        .map(|(name, f)| (name.clone(), *f))
+        .collect();
+    for (name, host) in hosts {
+        for block in blocks(host) {
+            let mut chain: Vec<Link> = Vec::new();
+            let mut op = block.first_operation();
+            while let Some(current) = op {
+                op = current.next_in_block();
+                let link = (name_of(current) == "func.call")
+                    .then(|| crate::transforms::inline::callee(current))
+                    .flatten()
+                    .and_then(|callee| {
+                        let kernel = *functions.get(&callee)?;
+                        if !kernel.has_attribute("meta.fused") || kernel.has_attribute("meta.chain") {
+                            return None;
+                        }
+                        let stage = stages
+                            .entry(callee.clone())
+                            .or_insert_with(|| stage(kernel))
+                            .clone()?;
+                        Some(Link {
+                            call: current,
+                            callee,
+                            stage,
+                        })
+                    });
+                match link {
+                    Some(link) if extends(&chain, &link) => chain.push(link),
+                    Some(link) => {
+                        made.extend(close(
+                            context,
+                            module,
+                            &mut taken,
+                            &name,
+                            std::mem::take(&mut chain),
+                        )?);
+                        chain.push(link);
+                    }
+                    None => {
+                        made.extend(close(
+                            context,
+                            module,
+                            &mut taken,
+                            &name,
+                            std::mem::take(&mut chain),
+                        )?);
+                    }
+                }
+            }
+            made.extend(close(context, module, &mut taken, &name, chain)?);
+        }
+    }
+    Ok(made)
+}
+
+/// Every block of `function`, nested ones included.
+fn blocks<'c, 'a>(function: OperationRef<'c, 'a>) -> Vec<BlockRef<'c, 'a>> {
+    let mut out = Vec::new();
+    let mut pending = vec![function];
+    while let Some(op) = pending.pop() {
+        for region in op.regions() {
+            let mut block = region.first_block();
+            while let Some(current) = block {
+                out.push(current);
+                let mut inner = current.first_operation();
+                while let Some(nested) = inner {
+                    inner = nested.next_in_block();
+                    if nested.region_count() > 0 {
+                        pending.push(nested);
+                    }
+                }
+                block = current.next_in_region();
+            }
+        }
+    }
+    out
+}
+
+/// Whether `link` may join the end of `chain`: the call right after its
+/// last, over as many rows, reading each value the chain made along the
+/// rows the chain wrote it.
+fn extends(chain: &[Link], link: &Link) -> bool {
+    let Some(last) = chain.last() else { return true };
+    let next = last.call.next_in_block().map(|op| op.to_raw().ptr);
+    if link.stage.rows != last.stage.rows || next != Some(link.call.to_raw().ptr) {
+        return false;
+    }
+    link.call
+        .operands()
+        .enumerate()
+        .all(|(i, operand)| match produced(chain, operand) {
+            None => true,
+            Some((a, j)) => matches!(
+                (chain[a].stage.results[j], link.stage.arguments.get(i)),
+                (Rows::Along(p), Some(&Rows::Along(q))) if p == q
+            ),
+        })
+}
+
+/// The link and result number that made `value`, when a call of `chain`
+/// did.
+fn produced(chain: &[Link], value: Value) -> Option<(usize, usize)> {
+    chain.iter().enumerate().find_map(|(a, link)| {
+        (0..link.call.result_count()).find_map(|j| {
+            link.call
+                .result(j)
+                .ok()
+                .filter(|r| key((*r).into()) == key(value))
+                .map(|_| (a, j))
+        })
+    })
+}
+
+/// A value of a chain kept in scratch: its bytes per row.
+fn scratch_row_bytes(value: Value) -> Option<usize> {
+    let (shape, element) = super::static_shape(value.r#type())?;
+    let row: usize = shape.get(1..)?.iter().product();
+    row.checked_mul(element.byte_width())
+}
+
+/// Replaces the calls of `chain` (in the host function `host`) with one
+/// call of a new chain function, when the chain is worth it.
+fn close(
+    context: &Context,
+    module: &Module,
+    taken: &mut HashSet<String>,
+    host: &str,
+    chain: Vec<Link>,
+) -> Result<Option<RowChain>, Error> {
+    if chain.len() < 2 {
+        return Ok(None);
+    }
+    let calls: HashSet<usize> = chain.iter().map(|l| l.call.to_raw().ptr as usize).collect();
+    let rows = chain[0].stage.rows;
+    // Values crossing the boundary, and values kept in scratch.
+    let mut inputs: Vec<Value> = Vec::new();
+    let mut outputs: Vec<Value> = Vec::new();
+    let mut scratch: Vec<Value> = Vec::new();
+    for (a, link) in chain.iter().enumerate() {
+        for operand in link.call.operands() {
+            if produced(&chain[..a], operand).is_none() && !inputs.iter().any(|v| key(*v) == key(operand)) {
+                inputs.push(operand);
+            }
+        }
+        for j in 0..link.call.result_count() {
+            let Ok(result) = link.call.result(j) else { continue };
+            let value: Value = result.into();
+            let readers = uses(value);
+            let outside = readers.is_empty()
+                || readers
+                    .iter()
+                    .any(|(user, _)| !calls.contains(&(user.to_raw().ptr as usize)));
+            let along_first = link.stage.results[j] == Rows::Along(0)
+                && shape_of(value).and_then(|s| s.first().copied()) == Some(rows as usize);
+            if !outside && along_first && scratch_row_bytes(value).is_some() {
+                scratch.push(value);
+            } else {
+                outputs.push(value);
+            }
+        }
+    }
+    let row_bytes: usize = scratch.iter().filter_map(|v| scratch_row_bytes(*v)).sum();
+    if scratch.is_empty() || row_bytes == 0 || row_bytes > SCRATCH_BYTES {
+        return Ok(None);
+    }
+    let block_rows = (SCRATCH_BYTES / row_bytes).clamp(1, rows as usize) as i64;
+
+    // The chain function: the stage calls, on its arguments.
+    let location = chain[0].call.location();
+    let input_types: Vec<Type> = inputs.iter().map(|v| v.r#type()).collect();
+    let output_types: Vec<Type> = outputs.iter().map(|v| v.r#type()).collect();
+    let body = Block::new(&input_types.iter().map(|t| (*t, location)).collect::<Vec<_>>());
+    let mut mapping: HashMap<usize, Value> = HashMap::new();
+    for (i, input) in inputs.iter().enumerate() {
+        let argument = body
+            .argument(i)
+            .map_err(|_| Error::Lowering("chain argument".into()))?;
+        // SAFETY: the block argument lives as long as the block, which the
+        // new function owns for as long as the module lives.
+        mapping.insert(key(*input), unsafe { Value::from_raw(argument.to_raw()) });
+    }
+    for link in &chain {
+        let operands: Vec<Value> = link
+            .call
+            .operands()
+            .map(|v| mapping.get(&key(v)).copied().unwrap_or(v))
+            .collect();
+        let types: Vec<Type> = link.call.results().map(|r| r.r#type()).collect();
+        let call = func::call(
+            context,
+            FlatSymbolRefAttribute::new(context, &link.callee),
+            &operands,
+            &types,
+            location,
+        );
+        let call = body.append_operation(call);
+        for j in 0..call.result_count() {
+            let (Ok(old), Ok(new)) = (link.call.result(j), call.result(j)) else {
+                return Err(Error::Lowering("chain call results".into()));
+            };
+            // SAFETY: as for the arguments.
+            mapping.insert(key(old.into()), unsafe { Value::from_raw(new.to_raw()) });
+        }
+    }
+    let returned: Vec<Value> = outputs
+        .iter()
+        .map(|v| mapping.get(&key(*v)).copied().unwrap_or(*v))
+        .collect();
+    body.append_operation(func::r#return(&returned, location));
+    let region = Region::new();
+    region.append_block(body);
+    let mut name = format!("{}_rows", chain[0].callee);
+    while !taken.insert(name.clone()) {
+        name.push('_');
+    }
+    let stage_names: Vec<Attribute> = chain
+        .iter()
+        .map(|l| FlatSymbolRefAttribute::new(context, &l.callee).into())
+        .collect();
+    let i64_type = IntegerType::new(context, 64).into();
+    let function = func::func(
+        context,
+        StringAttribute::new(context, &name),
+        TypeAttribute::new(FunctionType::new(context, &input_types, &output_types).into()),
+        region,
+        &[
+            (
+                Identifier::new(context, "sym_visibility"),
+                StringAttribute::new(context, "private").into(),
+            ),
+            (Identifier::new(context, "meta.fused"), Attribute::unit(context)),
+            (
+                Identifier::new(context, "meta.chain"),
+                ArrayAttribute::new(context, &stage_names).into(),
+            ),
+            (
+                Identifier::new(context, "meta.domain"),
+                DenseI64ArrayAttribute::new(context, &[rows]).into(),
+            ),
+            (
+                Identifier::new(context, "meta.block"),
+                IntegerAttribute::new(i64_type, block_rows).into(),
+            ),
+        ],
+        location,
+    );
+    module.body().append_operation(function);
+    let functions = jitc_dialect::ops::functions(module.body());
+    for link in &chain {
+        if let Some(stage) = functions.get(&link.callee) {
+            jitc_dialect::ops::set_attribute(*stage, "meta.stage", Attribute::unit(context));
+        }
+    }
+
+    // The host calls it in place of the stages.
+    let first = chain[0].call;
+    let block = first
+        .block()
+        .ok_or_else(|| Error::Lowering("a call outside a block".into()))?;
+    let call = func::call(
+        context,
+        FlatSymbolRefAttribute::new(context, &name),
+        &inputs,
+        &output_types,
+        location,
+    );
+    let call = block.insert_operation_before(first, call);
+    for (i, output) in outputs.iter().enumerate() {
+        let new = call
+            .result(i)
+            .map_err(|_| Error::Lowering("chain call result".into()))?;
+        replace_uses(*output, new.into());
+    }
+    for link in chain.iter().rev() {
+        // Later calls read earlier ones' results, so erasing in reverse
+        // leaves no use behind; no handle to them is read again.
+        erase(link.call);
+    }
+    Ok(Some(RowChain {
+        name,
+        host: host.to_owned(),
+        stages: chain.into_iter().map(|l| l.callee).collect(),
+        rows,
+        block: block_rows,
+        scratch_row_bytes: row_bytes,
+    }))
+}
+
+/// Lowers the chains of `module` into `lowered`, where [`super::lower`]
+/// lowered their stages: a chain runs the stages; one whose stage was not
+/// lowered runs in the interpreter, which calls the stages that were.
+pub(crate) fn lower_chains<'c>(
+    context: &'c Context,
+    module: &Module<'c>,
+    lowered: &mut Lowered<'c>,
+) -> Result<(), Error> {
+    for chain in kernels(module) {
+        if !chain.has_attribute("meta.chain") {
+            continue;
+        }
+        match chain_signature(chain, &lowered.signatures) {
+            Ok(signature) => {
+                lower_chain(context, &lowered.module, chain, &signature)?;
+                lowered.signatures.push(signature);
+            }
+            Err(reason) => {
+                let name = chain.attribute("sym_name").ok().and_then(string_attribute);
+                lowered.skipped.push((name.unwrap_or("?").to_owned(), reason));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn stages_of(chain: OperationRef) -> Vec<String> {
+    chain
+        .attribute("meta.chain")
+        .ok()
+        .and_then(jitc_dialect::ops::array_elements)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|a| {
+            FlatSymbolRefAttribute::try_from(a)
+                .ok()
+                .map(|s| s.value().to_owned())
+        })
+        .collect()
+}
+
+/// The calling convention of a chain: its arguments and results, split
+/// across threads along its rows.
+fn chain_signature(chain: OperationRef, signatures: &[KernelSignature]) -> Result<KernelSignature, String> {
+    let name = chain
+        .attribute("sym_name")
+        .ok()
+        .and_then(string_attribute)
+        .ok_or("the chain has no name")?
+        .to_owned();
+    let function_type = chain
+        .attribute("function_type")
+        .ok()
+        .and_then(|a| TypeAttribute::try_from(a).ok())
+        .and_then(|t| FunctionType::try_from(t.value()).ok())
+        .ok_or("the chain has no function type")?;
+    let buffer = |t: Result<Type, _>| {
+        t.ok()
+            .and_then(super::buffer_of)
+            .ok_or_else(|| format!("@{name} has a dynamic or unsupported type"))
+    };
+    let rows = chain
+        .attribute("meta.domain")
+        .ok()
+        .and_then(i64_array)
+        .and_then(|d| d.first().copied())
+        .ok_or("the chain has no rows")?;
+    let mut points = 0u64;
+    for stage in stages_of(chain) {
+        let signature = signatures
+            .iter()
+            .find(|s| s.name == stage)
+            .ok_or_else(|| format!("stage @{stage} of @{name} was not lowered"))?;
+        points = points.saturating_add(signature.points);
+    }
+    Ok(KernelSignature {
+        inputs: (0..function_type.input_count())
+            .map(|i| buffer(function_type.input(i)))
+            .collect::<Result<_, _>>()?,
+        outputs: (0..function_type.result_count())
+            .map(|i| buffer(function_type.result(i)))
+            .collect::<Result<_, _>>()?,
+        outer: rows,
+        parallel: true,
+        points,
+        accesses: Vec::new(),
+        flat: false,
+        sizes: None,
+        in_place: None,
+        name,
+    })
+}
+
+/// Lowers `chain` to a kernel (`func.func @name(!llvm.ptr, i64, i64)`,
+/// as [`super::lower`]'s) that runs the stages one block of rows at a
+/// time over its range; the stages are lowered already, by name.
+fn lower_chain<'c>(
+    context: &'c Context,
+    lowered: &Module<'c>,
+    chain: OperationRef<'c, '_>,
+    signature: &KernelSignature,
+) -> Result<(), Error> {
+    let fail = |what: &str| Error::Lowering(format!("chain @{}: {what}", signature.name));
+    let location = chain.location();
+    let pointer = melior::dialect::llvm::r#type::pointer(context, 0);
+    let i64_type: Type = IntegerType::new(context, 64).into();
+    let i8_type: Type = IntegerType::new(context, 8).into();
+    let index = Type::index(context);
+    let region = Region::new();
+    let entry = region.append_block(Block::new(&[
+        (pointer, location),
+        (i64_type, location),
+        (i64_type, location),
+    ]));
+    // SAFETY: the block belongs to `region`, which the new function owns
+    // for as long as `lowered` lives.
+    let entry = unsafe { BlockRef::from_raw(entry.to_raw()) };
+    let top = Emitter {
+        context,
+        location,
+        block: entry,
+    };
+    let argument = |i: usize| -> Result<Value, Error> {
+        entry.argument(i).map(Into::into).map_err(|_| fail("arguments"))
+    };
+    let (buffers, begin, end) = (argument(0)?, argument(1)?, argument(2)?);
+    let body = chain
+        .region(0)
+        .ok()
+        .and_then(|r| r.first_block())
+        .ok_or_else(|| fail("no body"))?;
+    let block_rows = chain
+        .attribute("meta.block")
+        .ok()
+        .and_then(|a| IntegerAttribute::try_from(a).ok())
+        .map(|a| a.value())
+        .filter(|&b| b > 0)
+        .ok_or_else(|| fail("no block size"))?;
+
+    // The chain's own buffers: arguments, results, then the status record.
+    let (inputs, outputs) = (signature.inputs.len(), signature.outputs.len());
+    let mut slots = Vec::with_capacity(inputs + outputs + 1);
+    for slot in 0..inputs + outputs + 1 {
+        let address = gep(&top, buffers, top.int(i64_type, slot as i64)?, pointer)?;
+        slots.push(top.value("llvm.load", &[address], pointer)?);
+    }
+    let status = slots[inputs + outputs];
+    // Where each value of the body is: a buffer of the chain (its slot),
+    // or a scratch buffer (its base and bytes per row).
+    enum Place<'c, 'a> {
+        Slot(Value<'c, 'a>),
+        Scratch(Value<'c, 'a>, i64),
+    }
+    let mut places: HashMap<usize, Place> = HashMap::new();
+    for (i, slot) in slots.iter().enumerate().take(inputs) {
+        let value: Value = body.argument(i).map_err(|_| fail("body arguments"))?.into();
+        places.insert(key(value), Place::Slot(*slot));
+    }
+    let terminator = body.terminator().ok_or_else(|| fail("no return"))?;
+    for (j, value) in terminator.operands().enumerate() {
+        places.insert(key(value), Place::Slot(slots[inputs + j]));
+    }
+    let calls: Vec<OperationRef> = {
+        let mut calls = Vec::new();
+        let mut op = body.first_operation();
+        while let Some(current) = op {
+            op = current.next_in_block();
+            if name_of(current) == "func.call" {
+                calls.push(current);
+            }
+        }
+        calls
+    };
+    for call in &calls {
+        for result in call.results() {
+            let value: Value = result.into();
+            if places.contains_key(&key(value)) {
+                continue;
+            }
+            let row = scratch_row_bytes(value).ok_or_else(|| fail("a scratch value of unknown size"))? as i64;
+            let bytes = top.int(i64_type, row.saturating_mul(block_rows))?;
+            let alignment = IntegerAttribute::new(i64_type, 64).into();
+            let base = top
+                .op(
+                    "llvm.alloca",
+                    &[bytes],
+                    &[pointer],
+                    &[
+                        ("elem_type", TypeAttribute::new(i8_type).into()),
+                        ("alignment", alignment),
+                    ],
+                )?
+                .ok_or_else(|| fail("alloca"))?;
+            places.insert(key(value), Place::Scratch(base, row));
+        }
+    }
+    // One pointer array per stage, filled per block.
+    let mut arrays = Vec::with_capacity(calls.len());
+    for call in &calls {
+        let count = call.operand_count() + call.result_count() + 1;
+        let count = top.int(i64_type, count as i64)?;
+        let alignment = IntegerAttribute::new(i64_type, 8).into();
+        arrays.push(
+            top.op(
+                "llvm.alloca",
+                &[count],
+                &[pointer],
+                &[
+                    ("elem_type", TypeAttribute::new(pointer).into()),
+                    ("alignment", alignment),
+                ],
+            )?
+            .ok_or_else(|| fail("alloca"))?,
+        );
+    }
+
+    // for (b = begin; b < end; b += block) { e = min(b + block, end); stages }
+    let (lower, upper) = (
+        top.value("arith.index_cast", &[begin], index)?,
+        top.value("arith.index_cast", &[end], index)?,
+    );
+    let step = top.index(block_rows)?;
+    let (inside, row, _, _) = top.for_step(lower, upper, step, &[])?;
+    let stop = inside.value("arith.addi", &[row, step], index)?;
+    let stop = inside.value("arith.minsi", &[stop, upper], index)?;
+    let (first, last) = (
+        inside.value("arith.index_cast", &[row], i64_type)?,
+        inside.value("arith.index_cast", &[stop], i64_type)?,
+    );
+    for (call, array) in calls.iter().zip(&arrays) {
+        let values: Vec<Value> = call.operands().chain(call.results().map(Into::into)).collect();
+        for (k, value) in values.iter().enumerate() {
+            let target = match places.get(&key(*value)) {
+                Some(Place::Slot(slot)) => *slot,
+                Some(Place::Scratch(base, row)) => {
+                    // Row `first` of the block is at the scratch's start.
+                    let back =
+                        inside.value("arith.muli", &[first, inside.int(i64_type, -*row)?], i64_type)?;
+                    gep(&inside, *base, back, i8_type)?
+                }
+                None => return Err(fail("a stage operand with no buffer")),
+            };
+            let address = gep(&inside, *array, inside.int(i64_type, k as i64)?, pointer)?;
+            inside.op("llvm.store", &[target, address], &[], &[])?;
+        }
+        let address = gep(
+            &inside,
+            *array,
+            inside.int(i64_type, values.len() as i64)?,
+            pointer,
+        )?;
+        inside.op("llvm.store", &[status, address], &[], &[])?;
+        let callee = crate::transforms::inline::callee(*call).ok_or_else(|| fail("a call with no callee"))?;
+        inside.op(
+            "func.call",
+            &[*array, first, last],
+            &[],
+            &[("callee", FlatSymbolRefAttribute::new(context, &callee).into())],
+        )?;
+    }
+    inside.finish()?;
+    top.op("func.return", &[], &[], &[])?;
+    let function = func::func(
+        context,
+        StringAttribute::new(context, &signature.name),
+        TypeAttribute::new(FunctionType::new(context, &[pointer, i64_type, i64_type], &[]).into()),
+        region,
+        &[(
+            Identifier::new(context, "llvm.emit_c_interface"),
+            Attribute::unit(context),
+        )],
+        location,
+    );
+    lowered.body().append_operation(function);
+    Ok(())
+}
