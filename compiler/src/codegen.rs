@@ -263,9 +263,13 @@ fn translate<'l>(
     let cpu = machine.get_cpu().to_string();
     let features = machine.get_feature_string().to_string_lossy().into_owned();
     for function in llvm_module.get_functions() {
+        // Stack probes: a row chain's scratch (`lower::rows`) is a frame of
+        // up to 128 KiB, which must touch the guard page of a nearly full
+        // stack rather than jump past it.
         for (key, value) in [
             ("target-cpu", cpu.as_str()),
             ("target-features", features.as_str()),
+            ("probe-stack", "inline-asm"),
         ] {
             if !value.is_empty() {
                 function.add_attribute(

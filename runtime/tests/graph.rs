@@ -319,6 +319,14 @@ fn reductions_to_constant_indices_over_collapsed_planes_match_the_reference() {
                     Box::new(|i| vec![0, i[2], 0]),
                 ),
                 (vec![c, 1], vec!["i1", "0"], Box::new(|i| vec![i[1], 0])),
+                // A constant into an extent of 2: the elements no point
+                // names keep the identity.
+                (vec![c, 2], vec!["i1", "0"], Box::new(|i| vec![i[1], 0])),
+                (
+                    vec![2, n, 1],
+                    vec!["1", "i0", "0"],
+                    Box::new(|i| vec![1, i[0], 0]),
+                ),
             ];
             for (shape, exprs, f) in cases {
                 let y = var.reindex_reduce(kind, &shape, &exprs).unwrap();

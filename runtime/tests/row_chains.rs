@@ -217,3 +217,27 @@ fn a_row_longer_than_the_scratch_is_not_chained() {
     let x = Value::tensor(random(&case.shape, 6));
     assert!(check("short rows", &case.source(), x, &exact(false)));
 }
+
+#[test]
+fn a_stage_that_may_divide_by_zero_is_not_chained() {
+    // An integer division may stop the run; in a chain the failure would
+    // be met in block order, not in the interpreter's order of ops.
+    let source = r#"func.func @main(%x: tensor<8x16xi32>) -> tensor<8x16xi32> {
+  %m = "meta.reindex_reduce"(%x) {kind = "max", indices = affine_map<(i, j) -> (i)>} : (tensor<8x16xi32>) -> tensor<8xi32>
+  %b = "meta.reindex"(%m) {indices = affine_map<(i, j) -> (i)>} : (tensor<8xi32>) -> tensor<8x16xi32>
+  %y = "meta.binary"(%x, %b) {kind = "div"} : (tensor<8x16xi32>, tensor<8x16xi32>) -> tensor<8x16xi32>
+  return %y : tensor<8x16xi32>
+}"#;
+    let values: Vec<String> = (0..128).map(|i| (i % 9 + 1).to_string()).collect();
+    let x = Tensor::parse_literal(&format!("8x16xi32={}", values.join(" "))).unwrap();
+    assert!(!check(
+        "integer division",
+        source,
+        Value::tensor(x),
+        &exact(false)
+    ));
+    // The same with a float division is chained.
+    let source = source.replace("i32", "f32");
+    let x = Value::tensor(random(&[8, 16], 3));
+    assert!(check("float division", &source, x, &exact(false)));
+}

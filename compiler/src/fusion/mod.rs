@@ -289,7 +289,7 @@ pub fn prepare_block(block: BlockRef) -> Vec<Vec<usize>> {
 /// (division by zero), and any op with a dynamic shape or index operands
 /// (sizes that disagree at run time, affine arithmetic on symbols). An op
 /// of static shapes whose maps the verifier checked cannot.
-fn may_trap(op: OperationRef) -> bool {
+pub(crate) fn may_trap(op: OperationRef) -> bool {
     let dynamic =
         op.operands()
             .chain(op.results().map(Into::into))

@@ -14,13 +14,21 @@
 //! - have static shapes, lower on the CPU, and split across threads
 //!   ([`super::schedule::Schedule::parallel`]) along a dimension of the
 //!   same extent, the chain's *rows*;
+//! - cannot stop the run (no integer division, no affine arithmetic on
+//!   symbols): a failure would be met in block order, not in the
+//!   interpreter's order of ops;
 //! - pass values along rows: whatever one kernel of the chain reads of
 //!   another's result, it reads row `r` of it (in one dimension of the
 //!   value, the same for writer and reader) at its own row `r`, so a
 //!   block's rows depend on nothing outside the block;
 //! - and keep at least one value in scratch: a value read only inside the
-//!   chain, with the rows as its outermost dimension, whose rows of all
-//!   such values fit [`SCRATCH_BYTES`] (so a block of at least one row does).
+//!   chain, with the rows as its outermost dimension, every access to it
+//!   in bounds (a checked access that fails still loads offset 0, which
+//!   for a scratch pointer lies outside the block), whose rows of all such
+//!   values fit [`SCRATCH_BYTES`] (so a block of at least one row does).
+//!   The driver's frame holds the scratch; every function is compiled with
+//!   stack probes, so a frame that large touches the guard page of a
+//!   nearly full stack rather than jumping past it.
 //!
 //! **What.** The calls become one call of a new function, marked
 //! `meta.fused` and `meta.chain` (the stage kernels, in order), whose body
@@ -71,8 +79,13 @@ pub const SCRATCH_BYTES: usize = 128 << 10;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Rows {
     /// Row `r` of the kernel touches row `r` along this dimension of the
-    /// value, and no other row.
+    /// value, and no other row; every access is in bounds.
     Along(usize),
+    /// As [`Rows::Along`], but some access is checked (a padded or shifted
+    /// read): where it fails, the load is made at offset 0 and its value
+    /// dropped, so the value needs a buffer of its own (offset 0 of a
+    /// block's scratch pointer is outside the block).
+    Clamped(usize),
     /// Any row may read any part of it (a broadcast weight).
     Whole,
     /// Anything else: the value cannot cross a chain.
@@ -84,7 +97,18 @@ impl Rows {
         match (self, other) {
             (a, b) if a == b => a,
             (Rows::Other, _) | (_, Rows::Other) => Rows::Other,
+            (Rows::Along(p) | Rows::Clamped(p), Rows::Along(q) | Rows::Clamped(q)) if p == q => {
+                Rows::Clamped(p)
+            }
             _ => Rows::Whole,
+        }
+    }
+
+    /// The row dimension, checked or not.
+    fn dimension(self) -> Option<usize> {
+        match self {
+            Rows::Along(p) | Rows::Clamped(p) => Some(p),
+            _ => None,
         }
     }
 }
@@ -130,6 +154,18 @@ fn stage(kernel: OperationRef) -> Option<Stage> {
         return None;
     }
     let rows = domain[split];
+    // A stage that may stop the run (an integer division, affine
+    // arithmetic on symbols) would report its failure in block order, not
+    // in the interpreter's: none joins a chain.
+    let mut op = body.first_operation();
+    while let Some(current) = op {
+        op = current.next_in_block();
+        let symbols = matches!(name_of(current).as_str(), "meta.reindex" | "meta.reindex_reduce")
+            && current.operand_count() > 1;
+        if symbols || crate::fusion::may_trap(current) {
+            return None;
+        }
+    }
     let arguments = (0..body.argument_count())
         .map(|i| {
             let argument: Value = body.argument(i).ok()?.into();
@@ -139,7 +175,7 @@ fn stage(kernel: OperationRef) -> Option<Stage> {
             let mut read: Option<Rows> = None;
             for (user, operand) in uses(argument) {
                 let how = match name_of(user).as_str() {
-                    "meta.reindex" if operand == 0 => along_map(user, split, rows, argument),
+                    "meta.reindex" if operand == 0 => along_map(user, split, rows, argument, &domain),
                     // Index operands of a reindex are scalars.
                     "meta.reindex" => Rows::Whole,
                     // Operands indexed by the domain itself.
@@ -164,12 +200,20 @@ fn stage(kernel: OperationRef) -> Option<Stage> {
                 let Some(map) = jitc_dialect::ops::ReindexReduceOp::cast(op).and_then(|r| r.indices()) else {
                     return Rows::Other;
                 };
-                (0..map.result_count())
-                    .find(|&k| {
-                        map.result(k)
-                            .is_ok_and(|e| e.is_dim() && e.dim_position() == split)
-                    })
-                    .map_or(Rows::Other, Rows::Along)
+                let row = (0..map.result_count()).find(|&k| {
+                    map.result(k)
+                        .is_ok_and(|e| e.is_dim() && e.dim_position() == split)
+                });
+                // An output index that may fall outside is checked (and
+                // the access clamped to offset 0) like a padded read.
+                let conditions = jitc_dialect::ops::ReindexReduceOp::cast(op)
+                    .is_some_and(|r| r.overflow_conditions().is_some());
+                let inside = shape_of(value).is_some_and(|shape| in_bounds(map, &shape, &domain));
+                match row {
+                    Some(k) if inside && !conditions => Rows::Along(k),
+                    Some(k) => Rows::Clamped(k),
+                    None => Rows::Other,
+                }
             } else {
                 // Written at the domain's own index.
                 Rows::Along(split)
@@ -183,11 +227,23 @@ fn stage(kernel: OperationRef) -> Option<Stage> {
     })
 }
 
+/// Whether every index of `map` stays inside `shape` over `domain`.
+fn in_bounds(map: melior::ir::AffineMap, shape: &[usize], domain: &[i64]) -> bool {
+    (0..map.result_count()).all(|k| {
+        let range = map.result(k).ok().and_then(|e| schedule::range(e, domain));
+        matches!((range, shape.get(k)), (Some((low, high)), Some(&n)) if low >= 0 && high < n as i64)
+    })
+}
+
 /// How a reindex of `input` reads it along the rows: row `r` reads row `r`
 /// when one index is exactly the split dimension (over an extent of
-/// `rows`) and no other index moves with it.
-fn along_map(op: OperationRef, split: usize, rows: i64, input: Value) -> Rows {
-    let Some(map) = ReindexOp::cast(op).and_then(|r| r.indices()) else {
+/// `rows`) and no other index moves with it; [`Rows::Clamped`] when some
+/// index may fall outside (padding, overflow conditions).
+fn along_map(op: OperationRef, split: usize, rows: i64, input: Value, domain: &[i64]) -> Rows {
+    let Some(reindex) = ReindexOp::cast(op) else {
+        return Rows::Other;
+    };
+    let Some(map) = reindex.indices() else {
         return Rows::Other;
     };
     let Some(shape) = shape_of(input) else {
@@ -208,7 +264,12 @@ fn along_map(op: OperationRef, split: usize, rows: i64, input: Value) -> Rows {
             return Rows::Other;
         }
     }
-    along.map_or(Rows::Whole, Rows::Along)
+    let checked = reindex.overflow_conditions().is_some() || !in_bounds(map, &shape, domain);
+    match along {
+        Some(k) if checked => Rows::Clamped(k),
+        Some(k) => Rows::Along(k),
+        None => Rows::Whole,
+    }
 }
 
 /// A chain [`chain_rows`] made, for `jitc explain`.
@@ -337,10 +398,11 @@ fn extends(chain: &[Link], link: &Link) -> bool {
         .enumerate()
         .all(|(i, operand)| match produced(chain, operand) {
             None => true,
-            Some((a, j)) => matches!(
-                (chain[a].stage.results[j], link.stage.arguments.get(i)),
-                (Rows::Along(p), Some(&Rows::Along(q))) if p == q
-            ),
+            Some((a, j)) => {
+                let written = chain[a].stage.results[j].dimension();
+                let read = link.stage.arguments.get(i).and_then(|r| r.dimension());
+                written.is_some() && written == read
+            }
         })
 }
 
@@ -397,7 +459,19 @@ fn close(
                 || readers
                     .iter()
                     .any(|(user, _)| !calls.contains(&(user.to_raw().ptr as usize)));
+            // Written and read along the outermost dimension, every access
+            // in bounds (a clamped access would touch offset 0, outside
+            // the block's scratch).
+            let read_along_first = chain.iter().all(|reader| {
+                reader
+                    .call
+                    .operands()
+                    .enumerate()
+                    .filter(|(_, v)| key(*v) == key(value))
+                    .all(|(i, _)| reader.stage.arguments.get(i) == Some(&Rows::Along(0)))
+            });
             let along_first = link.stage.results[j] == Rows::Along(0)
+                && read_along_first
                 && shape_of(value).and_then(|s| s.first().copied()) == Some(rows as usize);
             if !outside && along_first && scratch_row_bytes(value).is_some() {
                 scratch.push(value);

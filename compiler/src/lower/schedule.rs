@@ -26,8 +26,9 @@
 //!    once, reductions included. When every dimension is reduced somewhere,
 //!    the kernel runs in one piece.
 //! 3. **Registers.** When every reduction's output indices are distinct
-//!    plain dimensions or constants, in bounds (instance norm's
-//!    `(0, c, 0, 0)`), they all fold over the same dimensions, and
+//!    plain dimensions over their whole extent or the constant 0 into an
+//!    extent of 1 (instance norm's `(0, c, 0, 0)`), they all fold over the
+//!    same dimensions, and
 //!    those are the innermost loops, each output is accumulated in a
 //!    register (an `scf.for` iteration argument) and stored once. Otherwise
 //!    reductions accumulate in their output buffer, filled with the
@@ -295,9 +296,10 @@ impl Reduction {
         self.element.is_float() && matches!(self.kind, ReduceKind::Add | ReduceKind::Mul)
     }
 
-    /// Whether every output index is a distinct plain dimension or a
-    /// constant, in bounds (instance norm's `(0, c, 0, 0)`): each point
-    /// then folds into the output its plain dimensions name.
+    /// Whether every output index is a distinct plain dimension over the
+    /// whole extent, or the constant 0 into an extent of 1 (instance
+    /// norm's `(0, c, 0, 0)`): each output element is then folded by the
+    /// points its plain dimensions name, and every element is written.
     fn projection(&self, domain: &[i64]) -> bool {
         let dims: HashSet<usize> = self.plain.iter().flatten().copied().collect();
         !self.conditions
@@ -309,7 +311,10 @@ impl Reduction {
                 .zip(&self.shape)
                 .all(|((d, c), &extent)| match (d, c) {
                     (Some(d), _) => domain[*d] == extent,
-                    (None, Some(c)) => (0..extent).contains(c),
+                    // Into an extent of 1: the constant names every element
+                    // of that dimension (a larger extent has elements no
+                    // point writes, which must hold the identity).
+                    (None, Some(c)) => extent == 1 && *c == 0,
                     (None, None) => false,
                 })
     }
