@@ -198,7 +198,9 @@ pub(crate) fn to_llvm_dialect<'c>(
     options: &LowerOptions,
 ) -> Result<crate::lower::Lowered<'c>, Error> {
     let mut lowered = lower(context, module, options)?;
-    convert(context, &mut lowered.module)?;
+    crate::timings::phase("convert to the LLVM dialect", || {
+        convert(context, &mut lowered.module)
+    })?;
     Ok(lowered)
 }
 
@@ -208,9 +210,11 @@ fn lower<'c>(
     module: &Module<'c>,
     options: &LowerOptions,
 ) -> Result<crate::lower::Lowered<'c>, Error> {
-    let mut lowered = crate::lower::lower(context, module, options)?;
-    crate::lower::rows::lower_chains(context, module, &mut lowered)?;
-    Ok(lowered)
+    crate::timings::phase("lower kernels", || {
+        let mut lowered = crate::lower::lower(context, module, options)?;
+        crate::lower::rows::lower_chains(context, module, &mut lowered)?;
+        Ok(lowered)
+    })
 }
 
 /// Runs the `llvm` pipeline on lowered kernels.
@@ -227,13 +231,18 @@ fn convert<'c>(context: &'c Context, lowered: &mut Module<'c>) -> Result<(), Err
 /// with `default<O3>` for `machine`.
 pub fn to_llvm_ir<'l>(
     lowered: &Module,
+    no_inline: &[String],
     llvm_context: &'l LlvmContext,
     machine: &TargetMachine,
 ) -> Result<LlvmModule<'l>, Error> {
-    let llvm_module = translate(lowered, llvm_context, machine)?;
-    llvm_module
-        .run_passes("default<O3>", machine, PassBuilderOptions::create())
-        .map_err(|e| Error::Codegen(e.to_string()))?;
+    let llvm_module = crate::timings::phase("translate to LLVM IR", || {
+        translate(lowered, no_inline, llvm_context, machine)
+    })?;
+    crate::timings::phase("LLVM default<O3>", || {
+        llvm_module
+            .run_passes("default<O3>", machine, PassBuilderOptions::create())
+            .map_err(|e| Error::Codegen(e.to_string()))
+    })?;
     Ok(llvm_module)
 }
 
@@ -241,6 +250,7 @@ pub fn to_llvm_ir<'l>(
 /// its triple, data layout, and each function's CPU and features.
 fn translate<'l>(
     lowered: &Module,
+    no_inline: &[String],
     llvm_context: &'l LlvmContext,
     machine: &TargetMachine,
 ) -> Result<LlvmModule<'l>, Error> {
@@ -262,7 +272,15 @@ fn translate<'l>(
     // follows each function's own attributes, so pin the CPU there.
     let cpu = machine.get_cpu().to_string();
     let features = machine.get_feature_string().to_string_lossy().into_owned();
+    let noinline = inkwell::attributes::Attribute::get_named_enum_kind_id("noinline");
     for function in llvm_module.get_functions() {
+        let name = function.get_name().to_string_lossy();
+        if no_inline.iter().any(|n| *n == name) {
+            function.add_attribute(
+                inkwell::attributes::AttributeLoc::Function,
+                llvm_context.create_enum_attribute(noinline, 0),
+            );
+        }
         // Stack probes: a row chain's scratch (`lower::rows`) is a frame of
         // up to 128 KiB, which must touch the guard page of a nearly full
         // stack rather than jump past it.
@@ -318,7 +336,7 @@ pub fn emit(
     let lowered = to_llvm_dialect(context, module, &options.lowering())?;
     let machine = target_machine(&options.target)?;
     let llvm_context = LlvmContext::create();
-    let llvm_module = to_llvm_ir(&lowered.module, &llvm_context, &machine)?;
+    let llvm_module = to_llvm_ir(&lowered.module, &lowered.no_inline, &llvm_context, &machine)?;
     let bytes = match emit {
         Emit::Llvm => llvm_module.print_to_string().to_bytes().to_vec(),
         Emit::Asm | Emit::Obj => {
@@ -327,11 +345,13 @@ pub fn emit(
             } else {
                 inkwell::targets::FileType::Object
             };
-            machine
-                .write_to_memory_buffer(&llvm_module, kind)
-                .map_err(|e| Error::Codegen(e.to_string()))?
-                .as_slice()
-                .to_vec()
+            crate::timings::phase("machine code", || {
+                machine
+                    .write_to_memory_buffer(&llvm_module, kind)
+                    .map_err(|e| Error::Codegen(e.to_string()))
+            })?
+            .as_slice()
+            .to_vec()
         }
         Emit::Mlir => unreachable!("handled above"),
         Emit::Ptx => {
@@ -356,6 +376,7 @@ fn jit(lowered: crate::lower::Lowered, target: &CpuTarget) -> Result<CpuArtifact
         module: lowered,
         signatures,
         skipped,
+        no_inline,
     } = lowered;
     let llvm_context = Box::new(LlvmContext::create());
     // SAFETY: the context is boxed, so its address is stable when the box
@@ -363,20 +384,23 @@ fn jit(lowered: crate::lower::Lowered, target: &CpuTarget) -> Result<CpuArtifact
     // borrows it (field order).
     let context_ref: &'static LlvmContext = unsafe { &*(llvm_context.as_ref() as *const LlvmContext) };
     let machine = target_machine(target)?;
-    let llvm_module = to_llvm_ir(&lowered, context_ref, &machine)?;
-    let llvm_ir = llvm_module.print_to_string().to_string();
-    let engine = llvm_module
-        .create_jit_execution_engine(OptimizationLevel::Aggressive)
-        .map_err(|e| Error::Codegen(e.to_string()))?;
-    let mut kernels = HashMap::new();
-    for signature in signatures {
-        let address = engine
-            .get_function_address(&signature.name)
-            .map_err(|e| Error::Codegen(format!("kernel @{} is missing: {e}", signature.name)))?;
-        // SAFETY: the function was generated with exactly this signature.
-        let function: KernelFn = unsafe { std::mem::transmute::<usize, KernelFn>(address) };
-        kernels.insert(signature.name.clone(), (function, signature));
-    }
+    let llvm_module = to_llvm_ir(&lowered, &no_inline, context_ref, &machine)?;
+    let llvm_ir = crate::timings::phase("print LLVM IR", || llvm_module.print_to_string().to_string());
+    let (engine, kernels) = crate::timings::phase("machine code", || {
+        let engine = llvm_module
+            .create_jit_execution_engine(OptimizationLevel::Aggressive)
+            .map_err(|e| Error::Codegen(e.to_string()))?;
+        let mut kernels = HashMap::new();
+        for signature in signatures {
+            let address = engine
+                .get_function_address(&signature.name)
+                .map_err(|e| Error::Codegen(format!("kernel @{} is missing: {e}", signature.name)))?;
+            // SAFETY: the function was generated with exactly this signature.
+            let function: KernelFn = unsafe { std::mem::transmute::<usize, KernelFn>(address) };
+            kernels.insert(signature.name.clone(), (function, signature));
+        }
+        Ok::<_, Error>((engine, kernels))
+    })?;
     // SAFETY: the engine borrows `llvm_context`, which is boxed and dropped
     // after the engine (field order), so extending the borrow is sound.
     let engine: ExecutionEngine<'static> = unsafe { std::mem::transmute(engine) };
@@ -504,7 +528,7 @@ pub fn ptx(context: &Context, module: &Module, options: &GpuOptions) -> Result<P
     let lowered = to_llvm_dialect_gpu(context, module, &options.lowering())?;
     let machine = nvptx_machine(options.arch)?;
     let llvm_context = LlvmContext::create();
-    let llvm_module = translate(&lowered.module, &llvm_context, &machine)?;
+    let llvm_module = translate(&lowered.module, &[], &llvm_context, &machine)?;
     for function in llvm_module.get_functions() {
         if function.count_basic_blocks() == 0 {
             let name = function.get_name().to_string_lossy();

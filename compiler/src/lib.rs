@@ -41,6 +41,7 @@ mod pipeline;
 pub mod pipelines;
 mod rewrite;
 mod source;
+pub mod timings;
 mod transforms;
 mod verify_diagnostics;
 
@@ -94,8 +95,8 @@ pub fn compile_cpu<'c>(
     options: &CodegenOptions,
     entry: Option<&str>,
 ) -> Result<CpuArtifact, Error> {
-    fuse(context, module)?;
-    chain_rows(context, module, options)?;
+    timings::phase("fuse", || fuse(context, module))?;
+    timings::phase("row chains", || chain_rows(context, module, options))?;
     let mut artifact = codegen::compile(context, module, options)?;
     if let Some(function) = entry {
         artifact.entry_guards = take_entry_guards(context, module, function)?;
@@ -122,8 +123,8 @@ pub fn emit_cpu(
     emit: Emit,
     options: &CodegenOptions,
 ) -> Result<Emitted, Error> {
-    fuse(context, module)?;
-    chain_rows(context, module, options)?;
+    timings::phase("fuse", || fuse(context, module))?;
+    timings::phase("row chains", || chain_rows(context, module, options))?;
     codegen::emit(context, module, emit, options)
 }
 
@@ -155,7 +156,7 @@ pub fn emit_gpu(
     emit: Emit,
     options: &GpuOptions,
 ) -> Result<Emitted, Error> {
-    fuse(context, module)?;
+    timings::phase("fuse", || fuse(context, module))?;
     codegen::emit_gpu(context, module, emit, options)
 }
 

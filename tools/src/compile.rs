@@ -69,6 +69,13 @@ pub struct CompileArgs {
     /// memory on their own.
     #[arg(long)]
     jittor_rules: bool,
+
+    /// Print the time of each compiler phase to standard error (parsing
+    /// and verifying, fusion, row chains, lowering, conversion to the LLVM
+    /// dialect, translation, LLVM's optimization, machine code), as
+    /// `-ftime-report` does.
+    #[arg(long)]
+    timings: bool,
 }
 
 /// `--math` values.
@@ -147,6 +154,41 @@ pub fn run(context: &Context, args: CompileArgs) -> ExitCode {
 }
 
 fn compile(context: &Context, args: &CompileArgs) -> Result<(), String> {
+    let recording = args.timings.then(jitc_compiler::timings::Recording::start);
+    let start = std::time::Instant::now();
+    let result = compile_recorded(context, args);
+    if let Some(recording) = recording {
+        eprint!("{}", report(&recording.finish(), start.elapsed()));
+    }
+    result
+}
+
+/// The `--timings` report: each phase in milliseconds and as a share of
+/// the whole, then what no phase accounts for, then the total.
+fn report(phases: &[(&str, std::time::Duration)], total: std::time::Duration) -> String {
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    let share = |d: std::time::Duration| 100.0 * d.as_secs_f64() / total.as_secs_f64().max(f64::MIN_POSITIVE);
+    let mut text = String::from("jitc compile: timings (wall clock)\n");
+    let mut accounted = std::time::Duration::ZERO;
+    for (name, time) in phases {
+        accounted += *time;
+        text.push_str(&format!(
+            "  {:>9.3} ms {:>5.1}%  {name}\n",
+            ms(*time),
+            share(*time)
+        ));
+    }
+    let rest = total.saturating_sub(accounted);
+    text.push_str(&format!(
+        "  {:>9.3} ms {:>5.1}%  other (reading, printing)\n",
+        ms(rest),
+        share(rest)
+    ));
+    text.push_str(&format!("  {:>9.3} ms 100.0%  total\n", ms(total)));
+    text
+}
+
+fn compile_recorded(context: &Context, args: &CompileArgs) -> Result<(), String> {
     match (args.target, args.emit) {
         (TargetKind::Cpu, EmitKind::Ptx) => {
             return Err("--emit ptx needs --target nvptx".into());
@@ -167,7 +209,9 @@ fn compile(context: &Context, args: &CompileArgs) -> Result<(), String> {
         &args.output,
         std::io::IsTerminal::is_terminal(&std::io::stdout()),
     )?;
-    let mut module = crate::input::load_module(context, &args.file)?;
+    let mut module = jitc_compiler::timings::phase("parse and verify", || {
+        crate::input::load_module(context, &args.file)
+    })?;
     let emit = match args.emit {
         EmitKind::Mlir => Emit::Mlir,
         EmitKind::Llvm => Emit::Llvm,

@@ -352,6 +352,10 @@ pub struct Lowered<'c> {
     /// Kernels not lowered, with the reason (the caller runs them another
     /// way).
     pub skipped: Vec<(String, String)>,
+    /// Functions LLVM must not inline: the stages of row chains, compiled
+    /// once as themselves and called by their chain per block (inlined,
+    /// each loop nest would be compiled twice for no gain).
+    pub no_inline: Vec<String>,
 }
 
 /// Lowers the kernels of `module` that can be lowered into a new module.
@@ -406,6 +410,7 @@ pub(crate) fn lower<'c>(
         module: lowered,
         signatures,
         skipped,
+        no_inline: Vec::new(),
     })
 }
 
@@ -643,15 +648,17 @@ fn lower_kernel<'c>(
     top.op("func.return", &[], &[], &[])?;
 
     let name = &signature.name;
+    // No `llvm.emit_c_interface`: the kernel's own signature is already
+    // the C calling convention the runtime calls, and a `_mlir_ciface_`
+    // wrapper would get the whole loop nest inlined, compiling every kernel
+    // twice.
+    let attributes: [(Identifier, Attribute); 0] = [];
     let function = func::func(
         context,
         StringAttribute::new(context, name),
         TypeAttribute::new(FunctionType::new(context, &[pointer, i64_type, i64_type], &[]).into()),
         region,
-        &[(
-            Identifier::new(context, "llvm.emit_c_interface"),
-            Attribute::unit(context),
-        )],
+        &attributes,
         location,
     );
     lowered.body().append_operation(function);

@@ -622,6 +622,7 @@ pub(crate) fn lower_chains<'c>(
         match chain_signature(chain, &lowered.signatures) {
             Ok(signature) => {
                 lower_chain(context, &lowered.module, chain, &signature)?;
+                lowered.no_inline.extend(stages_of(chain));
                 lowered.signatures.push(signature);
             }
             Err(reason) => {
@@ -874,10 +875,7 @@ fn lower_chain<'c>(
         StringAttribute::new(context, &signature.name),
         TypeAttribute::new(FunctionType::new(context, &[pointer, i64_type, i64_type], &[]).into()),
         region,
-        &[(
-            Identifier::new(context, "llvm.emit_c_interface"),
-            Attribute::unit(context),
-        )],
+        &[],
         location,
     );
     lowered.body().append_operation(function);

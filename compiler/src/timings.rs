@@ -1,0 +1,72 @@
+//! Phase timings for `jitc compile --timings`, in the spirit of
+//! `-ftime-report`: the compiler's phases record their wall-clock time
+//! while a [`Recording`] is alive on the thread; otherwise recording costs
+//! one thread-local flag check per phase.
+
+use std::{
+    cell::RefCell,
+    time::{Duration, Instant},
+};
+
+thread_local! {
+    static PHASES: RefCell<Option<Vec<(&'static str, Duration)>>> = const { RefCell::new(None) };
+}
+
+/// Records this thread's phases until [`Recording::finish`].
+pub struct Recording(());
+
+impl Recording {
+    /// Starts recording (phases recorded before are dropped).
+    pub fn start() -> Self {
+        PHASES.with(|p| *p.borrow_mut() = Some(Vec::new()));
+        Recording(())
+    }
+
+    /// Stops recording; returns each phase and its time, in the order they
+    /// ended (a phase run twice appears twice).
+    pub fn finish(self) -> Vec<(&'static str, Duration)> {
+        PHASES.with(|p| p.borrow_mut().take()).unwrap_or_default()
+    }
+}
+
+impl Drop for Recording {
+    fn drop(&mut self) {
+        PHASES.with(|p| p.borrow_mut().take());
+    }
+}
+
+/// Runs `f` as the phase `name`, recording its time when recording.
+pub fn phase<T>(name: &'static str, f: impl FnOnce() -> T) -> T {
+    if PHASES.with(|p| p.borrow().is_none()) {
+        return f();
+    }
+    let start = Instant::now();
+    let result = f();
+    let elapsed = start.elapsed();
+    PHASES.with(|p| {
+        if let Some(phases) = p.borrow_mut().as_mut() {
+            phases.push((name, elapsed));
+        }
+    });
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phases_are_recorded_only_while_recording() {
+        phase("before", || ());
+        let recording = Recording::start();
+        let value = phase("work", || 7);
+        phase("more", || ());
+        let phases = recording.finish();
+        assert_eq!(value, 7);
+        let names: Vec<&str> = phases.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["work", "more"]);
+        phase("after", || ());
+        let again = Recording::start().finish();
+        assert!(again.is_empty());
+    }
+}

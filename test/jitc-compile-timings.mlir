@@ -1,0 +1,25 @@
+// `jitc compile --timings` reports each phase's wall-clock time on
+// standard error, in the order the phases end, then the time no phase
+// accounts for and the total; the output itself is unchanged.
+// RUN: jitc compile %examples/softmax.mlir --emit obj -o %t.o --timings 2> %t.err
+// RUN: FileCheck %s < %t.err
+// RUN: jitc compile %examples/softmax.mlir --emit obj -o %t.plain.o
+// RUN: cmp %t.o %t.plain.o
+// RUN: jitc compile %examples/softmax.mlir --emit mlir --timings 2>&1 >/dev/null | FileCheck %s --check-prefix=MLIR
+
+// CHECK: jitc compile: timings (wall clock)
+// CHECK-NEXT: {{ +[0-9]+\.[0-9]{3} ms +[0-9]+\.[0-9]%}}  parse and verify
+// CHECK-NEXT: ms {{.*}}%  fuse
+// CHECK-NEXT: ms {{.*}}%  row chains
+// CHECK-NEXT: ms {{.*}}%  lower kernels
+// CHECK-NEXT: ms {{.*}}%  convert to the LLVM dialect
+// CHECK-NEXT: ms {{.*}}%  translate to LLVM IR
+// CHECK-NEXT: ms {{.*}}%  LLVM default<O3>
+// CHECK-NEXT: ms {{.*}}%  machine code
+// CHECK-NEXT: ms {{.*}}%  other (reading, printing)
+// CHECK-NEXT: ms 100.0%  total
+
+// The lowered MLIR stops after lowering.
+// MLIR: lower kernels
+// MLIR-NOT: LLVM
+// MLIR: total
