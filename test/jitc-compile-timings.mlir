@@ -23,3 +23,16 @@
 // MLIR: lower kernels
 // MLIR-NOT: LLVM
 // MLIR: total
+
+// The GPU target reports its own lowering and LLVM phases.
+// RUN: jitc compile %examples/softmax.mlir --target nvptx --emit ptx --timings 2>&1 >/dev/null | FileCheck %s --check-prefix=GPU
+// GPU: parse and verify
+// GPU-NEXT: fuse
+// GPU-NEXT: lower kernels
+// GPU-NEXT: convert to the LLVM dialect
+// GPU-NEXT: translate to LLVM IR
+// GPU-NEXT: LLVM default<O3>
+// GPU-NEXT: print LLVM IR
+// GPU-NEXT: machine code
+// GPU-NEXT: other (reading, printing)
+// GPU-NEXT: total

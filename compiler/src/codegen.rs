@@ -515,8 +515,12 @@ pub(crate) fn to_llvm_dialect_gpu<'c>(
     module: &Module<'c>,
     options: &LowerOptions,
 ) -> Result<crate::lower::gpu::LoweredGpu<'c>, Error> {
-    let mut lowered = crate::lower::gpu::lower_gpu(context, module, options)?;
-    convert(context, &mut lowered.module)?;
+    let mut lowered = crate::timings::phase("lower kernels", || {
+        crate::lower::gpu::lower_gpu(context, module, options)
+    })?;
+    crate::timings::phase("convert to the LLVM dialect", || {
+        convert(context, &mut lowered.module)
+    })?;
     Ok(lowered)
 }
 
@@ -528,7 +532,9 @@ pub fn ptx(context: &Context, module: &Module, options: &GpuOptions) -> Result<P
     let lowered = to_llvm_dialect_gpu(context, module, &options.lowering())?;
     let machine = nvptx_machine(options.arch)?;
     let llvm_context = LlvmContext::create();
-    let llvm_module = translate(&lowered.module, &[], &llvm_context, &machine)?;
+    let llvm_module = crate::timings::phase("translate to LLVM IR", || {
+        translate(&lowered.module, &[], &llvm_context, &machine)
+    })?;
     for function in llvm_module.get_functions() {
         if function.count_basic_blocks() == 0 {
             let name = function.get_name().to_string_lossy();
@@ -541,13 +547,17 @@ pub fn ptx(context: &Context, module: &Module, options: &GpuOptions) -> Result<P
         }
         function.set_call_conventions(PTX_KERNEL);
     }
-    llvm_module
-        .run_passes("default<O3>", &machine, PassBuilderOptions::create())
-        .map_err(|e| Error::Codegen(e.to_string()))?;
-    let llvm_ir = llvm_module.print_to_string().to_string();
-    let text = machine
-        .write_to_memory_buffer(&llvm_module, inkwell::targets::FileType::Assembly)
-        .map_err(|e| Error::Codegen(e.to_string()))?;
+    crate::timings::phase("LLVM default<O3>", || {
+        llvm_module
+            .run_passes("default<O3>", &machine, PassBuilderOptions::create())
+            .map_err(|e| Error::Codegen(e.to_string()))
+    })?;
+    let llvm_ir = crate::timings::phase("print LLVM IR", || llvm_module.print_to_string().to_string());
+    let text = crate::timings::phase("machine code", || {
+        machine
+            .write_to_memory_buffer(&llvm_module, inkwell::targets::FileType::Assembly)
+            .map_err(|e| Error::Codegen(e.to_string()))
+    })?;
     let text = String::from_utf8_lossy(text.as_slice()).into_owned();
     Ok(PtxArtifact {
         text,

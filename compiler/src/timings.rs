@@ -5,6 +5,7 @@
 
 use std::{
     cell::RefCell,
+    marker::PhantomData,
     time::{Duration, Instant},
 };
 
@@ -12,14 +13,17 @@ thread_local! {
     static PHASES: RefCell<Option<Vec<(&'static str, Duration)>>> = const { RefCell::new(None) };
 }
 
-/// Records this thread's phases until [`Recording::finish`].
-pub struct Recording(());
+/// Records this thread's phases until [`Recording::finish`]; it stays on
+/// the thread that started it (not `Send`). Recordings do not nest: a
+/// second `start` on the thread begins afresh, and ending either ends
+/// recording.
+pub struct Recording(PhantomData<*const ()>);
 
 impl Recording {
     /// Starts recording (phases recorded before are dropped).
     pub fn start() -> Self {
         PHASES.with(|p| *p.borrow_mut() = Some(Vec::new()));
-        Recording(())
+        Recording(PhantomData)
     }
 
     /// Stops recording; returns each phase and its time, in the order they

@@ -1,5 +1,6 @@
 //! The CPU loop nest of a kernel: identity fills, one `scf.for` per domain
-//! dimension in the schedule's order, register accumulators carried
+//! dimension in the schedule's order (the schedule's `collapse` innermost
+//! ones as one loop over their product), register accumulators carried
 //! through the loops they fold over, the peeled innermost loop, and the
 //! body at each point ([`super::point`]).
 //!
