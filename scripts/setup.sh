@@ -45,5 +45,19 @@ if ! .venv/bin/python -c 'import numpy' >/dev/null 2>&1; then
   .venv/bin/pip install --quiet --disable-pip-version-check 'numpy>=1.26,<3'
 fi
 
+# NVIDIA's PTX assembler, ptxas, from PyPI (nvidia-cuda-nvcc-cu12: the
+# assembler alone, no driver, no GPU), linked as .venv/bin/ptxas: the test
+# suite assembles the PTX jitc emits for sm_80 and sm_90 on every run.
+if ! [ -x .venv/bin/ptxas ]; then
+  echo "setup: installing ptxas (nvidia-cuda-nvcc-cu12) into .venv" >&2
+  .venv/bin/pip install --quiet --disable-pip-version-check 'nvidia-cuda-nvcc-cu12==12.9.*'
+  ptxas=$(.venv/bin/python -c 'import glob, sysconfig; print(*glob.glob(sysconfig.get_paths()["purelib"] + "/nvidia/cuda_nvcc/bin/ptxas"))')
+  if [ -z "$ptxas" ]; then
+    echo "setup: error: nvidia-cuda-nvcc-cu12 installed no ptxas" >&2
+    exit 1
+  fi
+  ln -sf "$ptxas" .venv/bin/ptxas
+fi
+
 # The Python package `jitc` (python/), built and installed into the venv.
 bash scripts/python.sh

@@ -30,6 +30,10 @@ config.environment["PATH"] = os.pathsep.join([jitc_dir, llvm_dir, config.environ
 config.substitutions.append(("%irdl", os.path.join(root, "dialects", "irdl", "meta.irdl.mlir")))
 config.substitutions.append(("%examples", os.path.join(root, "examples")))
 config.substitutions.append(("%python", sys.executable))
+# NVIDIA's PTX assembler, from the PyPI wheel nvidia-cuda-nvcc-cu12 that
+# scripts/setup.sh installs into .venv (tests that use it fail, saying so,
+# when it is missing).
+config.substitutions.append(("%ptxas", os.path.join(root, ".venv", "bin", "ptxas")))
 # The system's mlir-opt 22, which `jitc opt`'s tests compare against.
 config.substitutions.append(("%mlir_opt", os.path.join(llvm_dir, "mlir-opt")))
 

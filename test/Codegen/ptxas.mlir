@@ -1,0 +1,14 @@
+// The PTX of every example and of the GPU cases of test/Codegen, for sm_80
+// and sm_90 in both math modes, assembles with NVIDIA's ptxas (CUDA 12.9,
+// from the PyPI wheel nvidia-cuda-nvcc-cu12 that scripts/setup.sh
+// installs into .venv): no GPU is needed, and a rejected PTX fails the test
+// with ptxas's message.
+// RUN: %ptxas --version | FileCheck %s --check-prefix=VERSION
+// RUN: %python %S/Inputs/ptxas-all.py %ptxas %examples/conv.mlir %examples/indrnn.mlir %examples/instance_norm.mlir %examples/matmul.mlir %examples/mlp.mlir %examples/mlp_step.mlir %examples/rnn.mlir %examples/sigmoid.mlir %examples/softmax.mlir %S/nvptx-reductions.mlir | FileCheck %s
+
+// VERSION: Cuda compilation tools, release 12.9
+
+// CHECK-DAG: ok conv.mlir sm_80 fast: 1 entries
+// CHECK-DAG: ok mlp_step.mlir sm_90 exact:
+// CHECK-DAG: ok nvptx-reductions.mlir sm_90 fast:
+// CHECK: 40 passed, 0 failed
