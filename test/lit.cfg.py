@@ -34,6 +34,17 @@ config.substitutions.append(("%python", sys.executable))
 # scripts/setup.sh installs into .venv (tests that use it fail, saying so,
 # when it is missing).
 config.substitutions.append(("%ptxas", os.path.join(root, ".venv", "bin", "ptxas")))
+# NVIDIA's libdevice from the same wheel. Tests that link it name it with
+# `env JITC_LIBDEVICE=%libdevice`; the rest run without it.
+import glob
+
+libdevice = glob.glob(os.path.join(root, ".venv", "lib", "python3*", "site-packages", "nvidia", "cuda_nvcc", "nvvm", "libdevice", "libdevice.10.bc"))
+config.substitutions.append(("%libdevice", libdevice[0] if libdevice else "libdevice-not-installed"))
+config.environment.pop("JITC_LIBDEVICE", None)
+# CUDA's own libdevice is found without JITC_LIBDEVICE: tests of the
+# message for a missing one cannot run where it is installed.
+if os.path.isfile("/usr/local/cuda/nvvm/libdevice/libdevice.10.bc"):
+    config.available_features.add("system-libdevice")
 # The system's mlir-opt 22, which `jitc opt`'s tests compare against.
 config.substitutions.append(("%mlir_opt", os.path.join(llvm_dir, "mlir-opt")))
 

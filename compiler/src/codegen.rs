@@ -467,9 +467,98 @@ impl GpuOptions {
         LowerOptions {
             math: self.math,
             check_bounds: self.check_bounds,
+            libdevice: libdevice().is_some(),
             ..LowerOptions::default()
         }
     }
+}
+
+/// NVIDIA's libdevice (`libdevice.10.bc`, the CUDA math library as LLVM
+/// bitcode), which GPU kernels that need math functions link: the file
+/// `JITC_LIBDEVICE` names, else CUDA's usual place. Read once per
+/// process; `None` when there is none, and such kernels are then not
+/// compiled for the GPU (they run in the interpreter).
+pub fn libdevice() -> Option<&'static std::path::Path> {
+    static PATH: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        let named = std::env::var_os("JITC_LIBDEVICE").map(std::path::PathBuf::from);
+        let usual = std::path::PathBuf::from("/usr/local/cuda/nvvm/libdevice/libdevice.10.bc");
+        named.or(Some(usual)).filter(|p| p.is_file())
+    })
+    .as_deref()
+}
+
+/// Math the GPU kernels call (LLVM intrinsics and C library names, as
+/// MLIR's math conversions leave them), with libdevice's function for each.
+const LIBDEVICE_NAMES: &[(&str, &str)] = &[
+    ("llvm.sin.f32", "__nv_sinf"),
+    ("llvm.sin.f64", "__nv_sin"),
+    ("llvm.cos.f32", "__nv_cosf"),
+    ("llvm.cos.f64", "__nv_cos"),
+    ("llvm.exp.f32", "__nv_expf"),
+    ("llvm.exp.f64", "__nv_exp"),
+    ("llvm.log.f32", "__nv_logf"),
+    ("llvm.log.f64", "__nv_log"),
+    ("llvm.pow.f32", "__nv_powf"),
+    ("llvm.pow.f64", "__nv_pow"),
+    ("llvm.tanh.f32", "__nv_tanhf"),
+    ("llvm.tanh.f64", "__nv_tanh"),
+    ("sinf", "__nv_sinf"),
+    ("sin", "__nv_sin"),
+    ("cosf", "__nv_cosf"),
+    ("cos", "__nv_cos"),
+    ("expf", "__nv_expf"),
+    ("exp", "__nv_exp"),
+    ("logf", "__nv_logf"),
+    ("log", "__nv_log"),
+    ("powf", "__nv_powf"),
+    ("pow", "__nv_pow"),
+    ("tanhf", "__nv_tanhf"),
+    ("tanh", "__nv_tanh"),
+    ("erff", "__nv_erff"),
+    ("erf", "__nv_erf"),
+];
+
+/// Points every math declaration of `module` at libdevice's function
+/// (declared with the same type) and drops the old declaration.
+fn use_libdevice_names(module: &LlvmModule) {
+    for (from, to) in LIBDEVICE_NAMES {
+        let Some(declared) = module.get_function(from) else {
+            continue;
+        };
+        if declared.count_basic_blocks() != 0 {
+            continue;
+        }
+        let target = module
+            .get_function(to)
+            .unwrap_or_else(|| module.add_function(to, declared.get_type(), None));
+        declared.replace_all_uses_with(target);
+        // SAFETY: the declaration has no uses left and is not read again.
+        unsafe { declared.delete() };
+    }
+}
+
+/// Links libdevice at `path` into `module` and makes every function that
+/// is not a kernel internal, so `default<O3>` inlines what the kernels
+/// call and drops the rest.
+fn link_libdevice<'l>(
+    module: &LlvmModule<'l>,
+    llvm_context: &'l LlvmContext,
+    path: &std::path::Path,
+) -> Result<(), Error> {
+    let library = LlvmModule::parse_bitcode_from_path(path, llvm_context)
+        .map_err(|e| Error::Codegen(format!("cannot read libdevice {}: {e}", path.display())))?;
+    library.set_triple(&module.get_triple());
+    library.set_data_layout(&module.get_data_layout());
+    module
+        .link_in_module(library)
+        .map_err(|e| Error::Codegen(format!("cannot link libdevice {}: {e}", path.display())))?;
+    for function in module.get_functions() {
+        if function.count_basic_blocks() != 0 && function.get_call_conventions() != PTX_KERNEL {
+            function.set_linkage(inkwell::module::Linkage::Internal);
+        }
+    }
+    Ok(())
 }
 
 /// The triple of NVIDIA GPUs (64-bit addresses).
@@ -535,10 +624,19 @@ pub fn ptx(context: &Context, module: &Module, options: &GpuOptions) -> Result<P
     let llvm_module = crate::timings::phase("translate to LLVM IR", || {
         translate(&lowered.module, &[], &llvm_context, &machine)
     })?;
+    // Linked only when some kernel calls it: parsing it costs ~25 ms.
+    let library = libdevice();
+    if library.is_some() {
+        use_libdevice_names(&llvm_module);
+    }
+    let calls_libdevice = llvm_module
+        .get_functions()
+        .any(|f| f.count_basic_blocks() == 0 && f.get_name().to_string_lossy().starts_with("__nv_"));
     for function in llvm_module.get_functions() {
         if function.count_basic_blocks() == 0 {
             let name = function.get_name().to_string_lossy();
-            if !name.starts_with("llvm.") {
+            let known = name.starts_with("llvm.") || (library.is_some() && name.starts_with("__nv_"));
+            if !known {
                 return Err(Error::Codegen(format!(
                     "a GPU kernel calls '{name}', which does not exist on the GPU"
                 )));
@@ -546,6 +644,11 @@ pub fn ptx(context: &Context, module: &Module, options: &GpuOptions) -> Result<P
             continue;
         }
         function.set_call_conventions(PTX_KERNEL);
+    }
+    if let (Some(path), true) = (library, calls_libdevice) {
+        crate::timings::phase("link libdevice", || {
+            link_libdevice(&llvm_module, &llvm_context, path)
+        })?;
     }
     crate::timings::phase("LLVM default<O3>", || {
         llvm_module
@@ -625,6 +728,7 @@ mod tests {
             math: MathMode::Exact,
             check_bounds: true,
             skew,
+            libdevice: false,
         };
         let artifact = jit(
             to_llvm_dialect(&context, &module, &options).unwrap(),

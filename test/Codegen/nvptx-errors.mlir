@@ -1,4 +1,5 @@
 // Errors and notes of `jitc compile --target nvptx`.
+// UNSUPPORTED: system-libdevice
 // RUN: not jitc compile --emit ptx %s 2>&1 | FileCheck %s --check-prefix=PTX-CPU
 // PTX-CPU: jitc compile: error: --emit ptx needs --target nvptx
 // RUN: not jitc compile --target nvptx --emit obj %s 2>&1 | FileCheck %s --check-prefix=OBJ
@@ -29,8 +30,8 @@ func.func @log(%x: tensor<8xf32>) -> tensor<8xf32> {
 // CHECK-NOT: .entry sin_fused_0
 // CHECK: .visible .entry exp_fused_0(
 // CHECK: .visible .entry log_fused_0(
-// NOTE: jitc compile: note: kernel @sin_fused_0 is not compiled: 'sin' on f32 needs libm, which the GPU target does not have
+// NOTE: jitc compile: note: kernel @sin_fused_0 is not compiled: 'sin' on f32 needs libdevice, NVIDIA's math library, which was not found (set JITC_LIBDEVICE to libdevice.10.bc)
 // NOTE-NOT: log_fused_0
 // EXACT: note: kernel @sin_fused_0 is not compiled
-// EXACT: note: kernel @exp_fused_0 is not compiled: 'exp' on f32 needs libm, which the GPU target does not have (f32 exp, log, tanh and sigmoid compile with --math fast)
+// EXACT: note: kernel @exp_fused_0 is not compiled: 'exp' on f32 needs libdevice, NVIDIA's math library, which was not found (set JITC_LIBDEVICE to libdevice.10.bc) (f32 exp, log, tanh and sigmoid compile with --math fast)
 // EXACT: note: kernel @log_fused_0 is not compiled

@@ -22,8 +22,9 @@ use std::{path::PathBuf, process::ExitCode};
 /// every element load and store checked against its buffer's extent.
 ///
 /// Kernels that cannot be lowered yet (dynamic shapes; on the GPU, math
-/// that needs libm) are listed on stderr and left out. Exit status: 0 on
-/// success, 1 on any error.
+/// that needs NVIDIA's libdevice when `JITC_LIBDEVICE` names no
+/// `libdevice.10.bc` and CUDA has none in /usr/local/cuda) are listed on
+/// stderr and left out. Exit status: 0 on success, 1 on any error.
 #[derive(Debug, Args)]
 pub struct CompileArgs {
     /// The module (.mlir); `-` reads standard input.

@@ -129,7 +129,7 @@ pub(crate) fn lower_gpu<'c>(
     let mut skipped = Vec::new();
     for kernel in super::kernels(module) {
         let prepared = super::signature(kernel).and_then(|signature| {
-            legal::check_gpu(kernel, math)?;
+            legal::check_gpu(kernel, math, options.libdevice)?;
             let body = kernel
                 .region(0)
                 .ok()

@@ -9,15 +9,16 @@
 //!   `meta.ternary`, splat `arith.constant`s and `func.return` (of static
 //!   or dynamic shape: [`super::shapes`] says whether the sizes of a
 //!   dynamic kernel can be known before the call);
-//! - [`check_gpu`] accepts a subset of it: static shapes only, no `sin`, `cos`, `erf` or
-//!   `pow`, and `exp`, `log`, `tanh` and `sigmoid` only where they are
-//!   polynomials ([`super::poly`]: f32 under `--math fast`).
+//! - [`check_gpu`] accepts a subset of it: static shapes only; and
+//!   unless NVIDIA's libdevice is linked (`codegen::libdevice`), no `sin`,
+//!   `cos`, `erf` or `pow`, and `exp`, `log`, `tanh` and `sigmoid` only
+//!   where they are polynomials ([`super::poly`]: f32 under `--math fast`).
 //!
-//! Example: a kernel holding `meta.unary` `sin` of `f32` is skipped on the
-//! GPU with
+//! Example: without libdevice, a kernel holding `meta.unary` `sin` of
+//! `f32` is skipped on the GPU with
 //!
 //! ```text
-//! 'sin' on f32 needs libm, which the GPU target does not have
+//! 'sin' on f32 needs libdevice, NVIDIA's math library, which was not found (set JITC_LIBDEVICE to libdevice.10.bc)
 //! ```
 
 use super::MathMode;
@@ -106,7 +107,7 @@ pub(super) fn flat(kernel: OperationRef) -> Result<(), String> {
 /// not. No libm exists there (and libdevice is not linked), so only the
 /// math that lowers to plain instructions or to jitc's own polynomials is
 /// accepted.
-pub(super) fn check_gpu(kernel: OperationRef, math: MathMode) -> Result<(), String> {
+pub(super) fn check_gpu(kernel: OperationRef, math: MathMode, libdevice: bool) -> Result<(), String> {
     check(kernel)?;
     let body = body_of(kernel)?;
     let dynamic_argument = (0..body.argument_count()).any(|i| {
@@ -140,9 +141,10 @@ pub(super) fn check_gpu(kernel: OperationRef, math: MathMode) -> Result<(), Stri
                 UnaryKind::Exp | UnaryKind::Log | UnaryKind::Tanh | UnaryKind::Sigmoid => !polynomial,
                 _ => false,
             };
-            if needs_libm {
+            if needs_libm && !libdevice {
                 return Err(format!(
-                    "'{}' on {element} needs libm, which the GPU target does not have{}",
+                    "'{}' on {element} needs libdevice, NVIDIA's math library, which was not found \
+                     (set JITC_LIBDEVICE to libdevice.10.bc){}",
                     kind.name(),
                     if polynomial || element != ElementType::F32 {
                         ""
@@ -154,8 +156,13 @@ pub(super) fn check_gpu(kernel: OperationRef, math: MathMode) -> Result<(), Stri
         }
         if let Some(binary) = BinaryOp::cast(op)
             && binary.kind() == Some(BinaryKind::Pow)
+            && !libdevice
         {
-            return Err("'pow' needs libm, which the GPU target does not have".into());
+            return Err(
+                "'pow' needs libdevice, NVIDIA's math library, which was not found (set JITC_LIBDEVICE to \
+                 libdevice.10.bc)"
+                    .into(),
+            );
         }
     }
     Ok(())

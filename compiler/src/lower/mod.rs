@@ -227,6 +227,9 @@ pub(crate) struct LowerOptions {
     /// The bounds-checked mode: every element access is checked against
     /// its buffer's extent and reported through the status record.
     pub(crate) check_bounds: bool,
+    /// On the GPU: libdevice will be linked, so math that needs a math
+    /// library (`sin`, `erf`, `pow`, f64 and exact `exp`) is lowered.
+    pub(crate) libdevice: bool,
     /// Fault injection for the tests of the bounds-checked mode: added to
     /// every checked offset, so that correct code goes out of bounds. 0
     /// everywhere else; nothing outside the crate can set it.
