@@ -123,6 +123,75 @@ fn run_split(function: KernelFn, pointers: &[*mut u8], outer: i64, parts: usize)
         .unwrap_or_default()
 }
 
+/// Runs a kernel that is not parallel but may run in parts
+/// ([`jitc_compiler::KernelSignature::partial`]) in `parts` contiguous
+/// ranges of its split dimension: part 0 into `outputs` (whose buffers
+/// `pointers` holds from slot `first_output`), the others into buffers of
+/// their own; then combines each output's parts in part order with its
+/// kind, so a given number of parts always gives the same result. Returns
+/// the status record of the first part that failed, or a zero one.
+fn run_partial(
+    function: KernelFn,
+    pointers: &[*mut u8],
+    first_output: usize,
+    outputs: &mut [Tensor],
+    kinds: &[jitc_dialect::kinds::ReduceKind],
+    outer: i64,
+    parts: usize,
+) -> Result<KernelStatus, String> {
+    let Some(pool) = workers() else {
+        return Ok(run_part(function, pointers, 0, outer));
+    };
+    let parts = parts.min(outer.max(1) as usize).max(1);
+    let per_part = (outer as usize).div_ceil(parts) as i64;
+    let mut extra: Vec<Vec<Tensor>> = Vec::with_capacity(parts - 1);
+    for _ in 1..parts {
+        let set = outputs
+            .iter()
+            .map(|t| Tensor::for_overwrite(t.shape().to_vec(), t.element_type()))
+            .collect::<Result<Vec<_>, _>>()?;
+        extra.push(set);
+    }
+    let mut arrays = vec![Buffers(pointers.to_vec())];
+    for set in &mut extra {
+        let mut own = pointers.to_vec();
+        for (j, tensor) in set.iter_mut().enumerate() {
+            own[first_output + j] = tensor.buffer_mut().as_mut_ptr();
+        }
+        arrays.push(Buffers(own));
+    }
+    let arrays = &arrays;
+    let statuses: Vec<KernelStatus> = pool.install(|| {
+        (0..parts)
+            .into_par_iter()
+            .map(|t| {
+                let (begin, end) = (t as i64 * per_part, ((t as i64 + 1) * per_part).min(outer));
+                if begin < end {
+                    run_part(function, &arrays[t].0, begin, end)
+                } else {
+                    // A part past the end folds nothing: its buffers must
+                    // still hold the identity, which a call over an empty
+                    // range writes.
+                    run_part(function, &arrays[t].0, begin, begin)
+                }
+            })
+            .collect()
+    });
+    if let Some(failed) = statuses.into_iter().find(|status| status[0] != 0) {
+        return Ok(failed);
+    }
+    for (j, kind) in kinds.iter().enumerate() {
+        for set in &extra {
+            for e in 0..outputs[j].len() {
+                let value = jitc_interp::scalar::reduce(*kind, outputs[j].get(e), set[j].get(e))
+                    .map_err(|e| format!("combining the parts of a reduction: {e:?}"))?;
+                outputs[j].buffer_mut().set(e, value);
+            }
+        }
+    }
+    Ok([0; 2])
+}
+
 /// The sizes of a call of a kernel over a dynamic domain, from its
 /// arguments `args`: the domain's, then each output's, as the kernel reads
 /// them ([`jitc_compiler::KernelSignature::sizes_slot`]). `None` when the
@@ -616,11 +685,31 @@ impl CpuModule {
         // A kernel that could be split runs alone until one call has shown
         // how fast it is; it is split from then on when a call would take
         // long enough for the workers' wake-up to pay.
-        let splittable = signature.parallel && threads > 1 && points >= PARALLEL_MIN_ELEMENTS as u64;
+        // A kernel in parts (`partial`) splits as a parallel one does, on
+        // buffers of its own per part (never an argument's).
+        let partial = !signature.parallel && !signature.partial.is_empty() && pair.is_none();
+        let splittable =
+            (signature.parallel || partial) && threads > 1 && points >= PARALLEL_MIN_ELEMENTS as u64;
         let speed = self.speeds.get(name).filter(|_| splittable);
         let known = speed.map_or(0, |s| s.load(Ordering::Relaxed));
         if known != 0 && known.saturating_mul(points) / 1000 >= SPLIT_MIN_NANOS {
-            status = run_split(*function, &pointers, outer, threads);
+            status = if signature.parallel {
+                run_split(*function, &pointers, outer, threads)
+            } else {
+                let first_output = signature.inputs.len();
+                match run_partial(
+                    *function,
+                    &pointers,
+                    first_output,
+                    &mut outputs,
+                    &signature.partial,
+                    outer,
+                    threads,
+                ) {
+                    Ok(status) => status,
+                    Err(message) => return Some(Err(message.into())),
+                }
+            };
         } else {
             let start = speed.map(|_| Instant::now());
             // SAFETY: `pointers` holds one live buffer per argument and

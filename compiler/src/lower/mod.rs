@@ -89,7 +89,7 @@ pub use access::{
 };
 use access::{Accesses, Arg, FLAT_EXTENT, Status};
 use emit::Emitter;
-use jitc_dialect::kinds::ElementType;
+use jitc_dialect::kinds::{ElementType, ReduceKind};
 use melior::{
     Context,
     dialect::func,
@@ -160,6 +160,16 @@ pub struct KernelSignature {
     /// nest that reads and writes through one pointer. Otherwise the
     /// caller passes a buffer of its own, as usual. See `inplace`.
     pub in_place: Option<(usize, usize)>,
+    /// Not empty when the kernel is not [`Self::parallel`] (every
+    /// dimension is folded somewhere, as in a sum to a scalar) and may
+    /// still run in parts: every result is a reduction, of these kinds in
+    /// result order, that a call over a part of the split dimension
+    /// computes from the identity into the buffers it is given. The caller
+    /// gives each part buffers of its own and combines the parts' results
+    /// in part order with these kinds: the same result for a given number
+    /// of parts. Only where reassociating is allowed: fast math, or kinds
+    /// whose order cannot change a result (`max`, `min`, integer sums).
+    pub partial: Vec<ReduceKind>,
 }
 
 impl KernelSignature {
@@ -316,6 +326,7 @@ pub fn signature(kernel: OperationRef) -> Result<KernelSignature, String> {
             flat,
             sizes,
             in_place: None,
+            partial: Vec::new(),
             name,
         });
     }
@@ -328,6 +339,7 @@ pub fn signature(kernel: OperationRef) -> Result<KernelSignature, String> {
         flat: false,
         sizes: None,
         in_place: None,
+        partial: Vec::new(),
         inputs: (0..function_type.input_count())
             .map(|i| convert_argument(function_type.input(i)))
             .collect::<Result<_, _>>()?,
@@ -395,13 +407,18 @@ pub(crate) fn lower<'c>(
         // passes one.
         let domain = kernel.attribute("meta.domain").ok().and_then(i64_array);
         let body = kernel.region(0).ok().and_then(|r| r.first_block());
-        if let (Some(domain), Some(body)) = (domain, body) {
+        if let (Some(domain), Some(body)) = (&domain, body) {
             let (inputs, outputs) = (statics(&signature.inputs), statics(&signature.outputs));
-            signature.in_place = inplace::pair(body, &domain, &inputs, &outputs)
+            signature.in_place = inplace::pair(body, domain, &inputs, &outputs)
                 .filter(|&(i, _)| inplace::dies_at_some_call(module, &signature.name, i))
                 // A chain's stage is called by the chain only, with
                 // buffers of its own.
                 .filter(|_| !kernel.has_attribute("meta.stage"));
+        }
+        if let (Some(domain), Some(body), false, None) =
+            (&domain, body, signature.parallel, signature.in_place)
+        {
+            signature.partial = schedule::partial(body, domain, options.math == MathMode::Fast);
         }
         let accesses = Accesses::default();
         let checked = options.check_bounds.then_some(&accesses);

@@ -697,6 +697,7 @@ fn chain_signature(chain: OperationRef, signatures: &[KernelSignature]) -> Resul
         flat: false,
         sizes: None,
         in_place: None,
+        partial: Vec::new(),
         name,
     })
 }

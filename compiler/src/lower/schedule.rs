@@ -542,6 +542,43 @@ pub fn schedule(body: BlockRef, domain: &[i64]) -> Result<Schedule, String> {
     })
 }
 
+/// The kinds of the reductions of a kernel that is not parallel but may
+/// run in parts ([`super::KernelSignature::partial`]); empty when it may
+/// not. Every result must be a reduction whose accumulators a call starts
+/// from the identity (in memory, filled whole at each call, or in
+/// registers around every loop), of a static domain, and reassociating it
+/// must be allowed: `reassociate`, or a kind whose order cannot change the
+/// result.
+pub fn partial(body: BlockRef, domain: &[i64], reassociate: bool) -> Vec<ReduceKind> {
+    if domain.iter().any(|&d| d < 0) {
+        return Vec::new();
+    }
+    let Ok(plan) = schedule(body, domain) else {
+        return Vec::new();
+    };
+    if plan.parallel || (plan.registers != 0 && plan.registers != domain.len()) {
+        return Vec::new();
+    }
+    let Some(terminator) = body.terminator() else {
+        return Vec::new();
+    };
+    let mut kinds = Vec::new();
+    for value in terminator.operands() {
+        let Some(reduce) = crate::rewrite::defining_op(value).and_then(ReindexReduceOp::cast) else {
+            return Vec::new();
+        };
+        let (Some(kind), Some(element)) = (reduce.kind(), crate::lower::element_of(value)) else {
+            return Vec::new();
+        };
+        let sensitive = element.is_float() && matches!(kind, ReduceKind::Add | ReduceKind::Mul);
+        if sensitive && !reassociate {
+            return Vec::new();
+        }
+        kinds.push(kind);
+    }
+    kinds
+}
+
 /// Row-major strides of `shape`, in elements; `None` when a size is
 /// dynamic (negative) or the strides overflow.
 fn strides(shape: &[i64]) -> Option<Vec<i64>> {
