@@ -262,20 +262,30 @@ fn argument_buffer_of(r#type: Type) -> Option<Buffer> {
     })
 }
 
-/// The signature a kernel lowers to, or why it cannot be lowered.
-pub fn signature(kernel: OperationRef) -> Result<KernelSignature, String> {
-    let name = kernel
+/// The symbol and function type of `function` (a kernel or a chain: the
+/// `what` of the error).
+fn name_and_type<'c>(
+    function: OperationRef<'c, '_>,
+    what: &str,
+) -> Result<(String, FunctionType<'c>), String> {
+    let name = function
         .attribute("sym_name")
         .ok()
         .and_then(jitc_dialect::ops::string_attribute)
-        .ok_or("the kernel has no name")?
+        .ok_or_else(|| format!("the {what} has no name"))?
         .to_owned();
-    let function_type = kernel
+    let function_type = function
         .attribute("function_type")
         .ok()
         .and_then(|a| TypeAttribute::try_from(a).ok())
         .and_then(|t| FunctionType::try_from(t.value()).ok())
-        .ok_or("the kernel has no function type")?;
+        .ok_or_else(|| format!("the {what} has no function type"))?;
+    Ok((name, function_type))
+}
+
+/// The signature a kernel lowers to, or why it cannot be lowered.
+pub fn signature(kernel: OperationRef) -> Result<KernelSignature, String> {
+    let (name, function_type) = name_and_type(kernel, "kernel")?;
     let convert = |t: Result<Type, _>| {
         t.ok()
             .and_then(buffer_of)

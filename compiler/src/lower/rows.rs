@@ -334,24 +334,12 @@ pub(crate) fn chain_rows(context: &Context, module: &Module) -> Result<Vec<RowCh
                     });
                 match link {
                     Some(link) if extends(&chain, &link) => chain.push(link),
-                    Some(link) => {
-                        made.extend(close(
-                            context,
-                            module,
-                            &mut taken,
-                            &name,
-                            std::mem::take(&mut chain),
-                        )?);
-                        chain.push(link);
-                    }
-                    None => {
-                        made.extend(close(
-                            context,
-                            module,
-                            &mut taken,
-                            &name,
-                            std::mem::take(&mut chain),
-                        )?);
+                    // Any other op, or a call that cannot join, ends the
+                    // chain; such a call may start the next one.
+                    other => {
+                        let ended = std::mem::take(&mut chain);
+                        made.extend(close(context, module, &mut taken, &name, ended)?);
+                        chain.extend(other);
                     }
                 }
             }
@@ -652,18 +640,7 @@ fn stages_of(chain: OperationRef) -> Vec<String> {
 /// The calling convention of a chain: its arguments and results, split
 /// across threads along its rows.
 fn chain_signature(chain: OperationRef, signatures: &[KernelSignature]) -> Result<KernelSignature, String> {
-    let name = chain
-        .attribute("sym_name")
-        .ok()
-        .and_then(string_attribute)
-        .ok_or("the chain has no name")?
-        .to_owned();
-    let function_type = chain
-        .attribute("function_type")
-        .ok()
-        .and_then(|a| TypeAttribute::try_from(a).ok())
-        .and_then(|t| FunctionType::try_from(t.value()).ok())
-        .ok_or("the chain has no function type")?;
+    let (name, function_type) = super::name_and_type(chain, "chain")?;
     let buffer = |t: Result<Type, _>| {
         t.ok()
             .and_then(super::buffer_of)
