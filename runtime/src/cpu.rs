@@ -106,17 +106,33 @@ fn run_split(function: KernelFn, pointers: &[*mut u8], outer: i64, parts: usize)
     let Some(pool) = workers() else {
         return run_part(function, pointers, 0, outer);
     };
-    let per_part = (outer as usize).div_ceil(parts) as i64;
     let shared = Buffers(pointers.to_vec());
     let shared = &shared;
     let statuses: Vec<KernelStatus> = pool.install(|| {
-        (0..parts as i64)
+        part_ranges(outer, parts)
             .into_par_iter()
-            .map(|t| (t * per_part, ((t + 1) * per_part).min(outer)))
             .filter(|(begin, end)| begin < end)
             .map(|(begin, end)| run_part(function, &shared.0, begin, end))
             .collect()
     });
+    first_failure(statuses)
+}
+
+/// `[0, outer)` cut into `parts` contiguous ranges of equal length but
+/// the last; a range past the end is empty (`begin == end`).
+fn part_ranges(outer: i64, parts: usize) -> Vec<(i64, i64)> {
+    let per_part = (outer.max(0) as usize).div_ceil(parts.max(1)) as i64;
+    (0..parts as i64)
+        .map(|t| {
+            let begin = (t * per_part).min(outer);
+            (begin, ((t + 1) * per_part).min(outer))
+        })
+        .collect()
+}
+
+/// The status record of the first part (in range order) that failed, or a
+/// zero one.
+fn first_failure(statuses: Vec<KernelStatus>) -> KernelStatus {
     statuses
         .into_iter()
         .find(|status| status[0] != 0)
@@ -143,7 +159,6 @@ fn run_partial(
         return Ok(run_part(function, pointers, 0, outer));
     };
     let parts = parts.min(outer.max(1) as usize).max(1);
-    let per_part = (outer as usize).div_ceil(parts) as i64;
     let mut extra: Vec<Vec<Tensor>> = Vec::with_capacity(parts - 1);
     for _ in 1..parts {
         let set = outputs
@@ -161,23 +176,17 @@ fn run_partial(
         arrays.push(Buffers(own));
     }
     let arrays = &arrays;
+    // Every part runs, an empty one too: its buffers must hold the
+    // identity, which a call over an empty range writes.
     let statuses: Vec<KernelStatus> = pool.install(|| {
-        (0..parts)
+        part_ranges(outer, parts)
             .into_par_iter()
-            .map(|t| {
-                let (begin, end) = (t as i64 * per_part, ((t as i64 + 1) * per_part).min(outer));
-                if begin < end {
-                    run_part(function, &arrays[t].0, begin, end)
-                } else {
-                    // A part past the end folds nothing: its buffers must
-                    // still hold the identity, which a call over an empty
-                    // range writes.
-                    run_part(function, &arrays[t].0, begin, begin)
-                }
-            })
+            .enumerate()
+            .map(|(t, (begin, end))| run_part(function, &arrays[t].0, begin, end))
             .collect()
     });
-    if let Some(failed) = statuses.into_iter().find(|status| status[0] != 0) {
+    let failed = first_failure(statuses);
+    if failed[0] != 0 {
         return Ok(failed);
     }
     for (j, kind) in kinds.iter().enumerate() {
@@ -686,8 +695,8 @@ impl CpuModule {
         // how fast it is; it is split from then on when a call would take
         // long enough for the workers' wake-up to pay.
         // A kernel in parts (`partial`) splits as a parallel one does, on
-        // buffers of its own per part (never an argument's).
-        let partial = !signature.parallel && !signature.partial.is_empty() && pair.is_none();
+        // buffers of its own per part (it never has an in-place pair).
+        let partial = !signature.parallel && !signature.partial.is_empty();
         let splittable =
             (signature.parallel || partial) && threads > 1 && points >= PARALLEL_MIN_ELEMENTS as u64;
         let speed = self.speeds.get(name).filter(|_| splittable);

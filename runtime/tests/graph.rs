@@ -227,6 +227,16 @@ fn reindexes_match_the_reference_on_random_shapes() {
     }
 }
 
+/// How the reference folds each float reduce kind: its name, identity and
+/// step.
+type Combine = fn(f32, f32) -> f32;
+const REDUCE_KINDS: [(&str, f32, Combine); 4] = [
+    ("add", 0.0, |p, q| p + q),
+    ("mul", 1.0, |p, q| p * q),
+    ("max", f32::NEG_INFINITY, f32::max),
+    ("min", f32::INFINITY, f32::min),
+];
+
 #[test]
 fn every_reduction_matches_the_reference() {
     // Folded in row-major order, as the reference folds (fast math may
@@ -241,14 +251,7 @@ fn every_reduction_matches_the_reference() {
         let (a, b, c) = (1 + rng.below(5), 1 + rng.below(6), 1 + rng.below(4));
         let x = random(&mut rng, &[a, b, c]);
         let var = Var::new(x.clone());
-        type Combine = fn(f32, f32) -> f32;
-        let kinds: [(&str, f32, Combine); 4] = [
-            ("add", 0.0, |p, q| p + q),
-            ("mul", 1.0, |p, q| p * q),
-            ("max", f32::NEG_INFINITY, f32::max),
-            ("min", f32::INFINITY, f32::min),
-        ];
-        for (kind, identity, combine) in kinds {
+        for (kind, identity, combine) in REDUCE_KINDS {
             let cases: Vec<ReduceCase> = vec![
                 (vec![a], vec!["i0"], Box::new(|i| vec![i[0]])),
                 (vec![c, b], vec!["i2", "i1"], Box::new(|i| vec![i[2], i[1]])),
@@ -285,13 +288,6 @@ fn reductions_to_constant_indices_over_collapsed_planes_match_the_reference() {
     })
     .unwrap();
     let mut rng = Rng(0xc011);
-    type Combine = fn(f32, f32) -> f32;
-    let kinds: [(&str, f32, Combine); 4] = [
-        ("add", 0.0, |p, q| p + q),
-        ("mul", 1.0, |p, q| p * q),
-        ("max", f32::NEG_INFINITY, f32::max),
-        ("min", f32::INFINITY, f32::min),
-    ];
     for round in 0..8 {
         let (n, c) = (1 + rng.below(3), 1 + rng.below(5));
         let (h, w) = if round % 2 == 0 {
@@ -301,7 +297,7 @@ fn reductions_to_constant_indices_over_collapsed_planes_match_the_reference() {
         };
         let x = random(&mut rng, &[n, c, h, w]);
         let var = Var::new(x.clone());
-        for (kind, identity, combine) in kinds {
+        for (kind, identity, combine) in REDUCE_KINDS {
             let cases: Vec<ReduceCase> = vec![
                 (
                     vec![1, c, 1, 1],
