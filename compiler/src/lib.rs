@@ -61,7 +61,10 @@ pub use lower::{
     rows::RowChain,
 };
 pub use pipelines::{IrPrinting, OptimizeOptions, Pipeline, optimize};
-pub use source::{Chunk, SplitInput, check_nesting, name_locations, parse_module, split_input};
+pub use source::{
+    Chunk, SPLIT_MARKER, SplitInput, check_nesting, check_split_marker, name_locations, parse_module,
+    split_input,
+};
 pub use transforms::specialize::{Assumption, SpecializeOptions, argument_site, specialize};
 pub use verify_diagnostics::{Expectation, check as check_expectations, parse_expectations};
 

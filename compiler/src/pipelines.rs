@@ -275,6 +275,10 @@ pub struct IrPrinting {
     pub debuginfo: bool,
     /// In local scope.
     pub local_scope: bool,
+    /// Locations in their readable form (with `debuginfo`).
+    pub pretty_debuginfo: bool,
+    /// Elements attributes larger than this many elements elided.
+    pub elide_elements_above: Option<usize>,
 }
 
 impl IrPrinting {
@@ -285,7 +289,10 @@ impl IrPrinting {
             flags = flags.print_generic_operation_form();
         }
         if self.debuginfo {
-            flags = flags.enable_debug_info(true, false);
+            flags = flags.enable_debug_info(true, self.pretty_debuginfo);
+        }
+        if let Some(limit) = self.elide_elements_above {
+            flags = flags.elide_large_elements_attributes(limit);
         }
         if self.local_scope {
             flags = flags.use_local_scope();

@@ -31,6 +31,19 @@ impl Chunk {
     }
 }
 
+/// Checks a split marker given by the user: mlir-opt cuts at all but its
+/// last two characters and checks those after each cut, so it needs at
+/// least three, and its last two must be one byte each.
+pub fn check_split_marker(marker: &str) -> Result<(), String> {
+    let tail = marker.get(marker.len().saturating_sub(2)..).unwrap_or("");
+    if marker.len() < 3 || tail.len() != 2 || !tail.is_ascii() {
+        return Err(format!(
+            "the split marker '{marker}' is too short or ends in a character that is not ASCII; it needs at least three characters, the last two ASCII (the default is '{SPLIT_MARKER}')"
+        ));
+    }
+    Ok(())
+}
+
 /// An input split at its markers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SplitInput {
@@ -51,10 +64,20 @@ pub struct SplitInput {
 /// One difference from mlir-opt: a file that starts with the marker has an
 /// empty first chunk here, where mlir-opt parses the marker's last two
 /// dashes as the start of its first chunk and reports an error.
-pub fn split_input(text: &str) -> SplitInput {
-    // mlir-opt cuts at the marker without its last two dashes, then checks
-    // that each piece after a cut starts with them.
-    let cut = &SPLIT_MARKER[..SPLIT_MARKER.len() - 2];
+///
+/// `marker` is [`SPLIT_MARKER`] unless the user gave another (mlir-opt's
+/// `--split-input-file=<marker>`); see [`check_split_marker`].
+pub fn split_input(text: &str, marker: &str) -> SplitInput {
+    // mlir-opt cuts at the marker without its last two characters, then
+    // checks that each piece after a cut starts with them.
+    let (cut, tail) = match marker
+        .len()
+        .checked_sub(2)
+        .filter(|&at| at > 0 && marker.is_char_boundary(at))
+    {
+        Some(at) => marker.split_at(at),
+        None => (marker, ""),
+    };
     let cuts: Vec<usize> = text.match_indices(cut).map(|(at, _)| at).collect();
     let position = |offset: usize| {
         let before = &text[..offset];
@@ -72,9 +95,10 @@ pub fn split_input(text: &str) -> SplitInput {
         let piece_start = at + cut.len();
         let piece_end = cuts.get(k + 1).copied().unwrap_or(text.len());
         let piece = &text.as_bytes()[piece_start..piece_end];
-        if piece.len() > 2 && piece.starts_with(b"--") && piece[2] != b'0' {
+        let t = tail.len();
+        if piece.len() > t && piece.starts_with(tail.as_bytes()) && piece[t] != b'0' {
             chunks.push(chunk(text, chunk_start, at, position(chunk_start)));
-            chunk_start = piece_start + 2;
+            chunk_start = piece_start + t;
         } else {
             near_misses.push(position(piece_start));
         }
@@ -292,7 +316,7 @@ mod tests {
 
     #[test]
     fn split_keeps_lines_and_columns() {
-        let split = split_input("a\n// -----\nb\nc\n  // ----- tail\nd");
+        let split = split_input("a\n// -----\nb\nc\n  // ----- tail\nd", SPLIT_MARKER);
         assert!(split.near_misses.is_empty());
         let chunks = split.chunks;
         assert_eq!(chunks.len(), 3);
@@ -324,19 +348,36 @@ mod tests {
     fn near_misses_stay_in_their_chunk() {
         // `// ---` then no `--`; the marker at the very end with nothing
         // after its dashes; `-----0`.
-        let split = split_input("a\n// --- x\nb\n// -----0\nc\n// -----");
+        let split = split_input("a\n// --- x\nb\n// -----0\nc\n// -----", SPLIT_MARKER);
         assert_eq!(split.chunks.len(), 1);
         assert_eq!(split.near_misses, vec![at(2, 7), at(4, 7), at(6, 7)]);
         // More dashes than the marker's: the marker splits, the rest is text.
-        let split = split_input("a\n// -------\nb");
+        let split = split_input("a\n// -------\nb", SPLIT_MARKER);
         assert_eq!(split.chunks.len(), 2);
         assert_eq!(split.chunks[1].text, "\n        --\nb");
     }
 
     #[test]
     fn no_marker_is_one_chunk() {
-        let split = split_input("x\ny\n");
+        let split = split_input("x\ny\n", SPLIT_MARKER);
         assert_eq!(split.chunks, vec![Chunk::whole("x\ny\n")]);
+    }
+
+    #[test]
+    fn another_marker_splits_the_same_way() {
+        let split = split_input("a\n#-----b\n#---x\nc", "#-----");
+        let texts: Vec<&str> = split.chunks.iter().map(|c| c.text.trim()).collect();
+        assert_eq!(texts, ["a", "b\n#---x\nc"]);
+        assert_eq!(split.near_misses, vec![at(3, 5)]);
+        // The default marker is not one then.
+        assert_eq!(split_input("a\n// -----\nb", "#-----").chunks.len(), 1);
+        assert!(check_split_marker("#-----").is_ok());
+        for short in ["", "ab", "a\u{e9}", "abc\u{e9}"] {
+            assert!(check_split_marker(short).is_err(), "{short:?}");
+        }
+        // An unchecked short marker splits at the whole marker rather than
+        // panicking.
+        assert_eq!(split_input("a\u{e9}b", "\u{e9}").chunks.len(), 2);
     }
 
     #[test]

@@ -2,9 +2,9 @@
 
 use clap::Args;
 use jitc_compiler::{
-    Chunk, Diagnostic, DiagnosticCollector, IrPrinting, OptimizeOptions, Pipeline, Position, Severity,
-    check_expectations, is_known_pass, list_passes, name_locations, optimize, parse_expectations,
-    parse_module,
+    Chunk, Diagnostic, DiagnosticCollector, IrPrinting, OptimizeOptions, Pipeline, Position, SPLIT_MARKER,
+    Severity, check_expectations, check_split_marker, is_known_pass, list_passes, name_locations, optimize,
+    parse_expectations, parse_module,
     pipelines::{self, Element},
     render_diagnostic, split_input,
 };
@@ -24,8 +24,10 @@ use std::{path::PathBuf, process::ExitCode};
 /// `--canonicalize="max-iterations=3"`.
 ///
 /// Flags are spelled as mlir-opt spells them: a long flag may start with
-/// one dash or two (`-split-input-file` is `--split-input-file`), and only
-/// `-o` is a short flag.
+/// one dash or two (`-split-input-file` is `--split-input-file`), a switch
+/// may be given a value as in LLVM (`-verify-each=false`,
+/// `-mlir-timing=1`), and only `-o` and `-p` (`--pass-pipeline`) are
+/// short flags.
 ///
 /// With --split-input-file, chunks are independent, as in mlir-opt: every
 /// chunk's output is printed in order (a failed chunk prints nothing
@@ -48,15 +50,22 @@ pub struct OptArgs {
 
     /// Passes to run, in MLIR's pipeline syntax anchored on builtin.module,
     /// e.g. 'builtin.module(meta-cse,func.func(canonicalize))'.
-    #[arg(long, value_name = "PIPELINE")]
+    #[arg(long, short = 'p', value_name = "PIPELINE")]
     pass_pipeline: Option<String>,
 
-    /// Split the input at each `// -----` (anywhere in a line, as
-    /// mlir-opt splits; a `// ---` short of it is reported as a near miss)
-    /// and process each piece on its own; outputs are joined with
-    /// `// -----`. Lines and columns stay those of the whole file.
-    #[arg(long)]
-    split_input_file: bool,
+    /// Split the input at each `// -----`, or at the marker given after
+    /// `=` (anywhere in a line, as mlir-opt splits; the marker short of its
+    /// last two characters is reported as a near miss), and process each
+    /// piece on its own; outputs are joined with --output-split-marker.
+    /// Lines and columns stay those of the whole file.
+    #[arg(long, value_name = "MARKER", num_args = 0..=1, require_equals = true,
+          default_missing_value = SPLIT_MARKER)]
+    split_input_file: Option<String>,
+
+    /// The line that joins the outputs of split chunks (empty: an empty
+    /// line).
+    #[arg(long, value_name = "MARKER", default_value = SPLIT_MARKER)]
+    output_split_marker: String,
 
     /// Check diagnostics against `expected-error`, `expected-warning`,
     /// `expected-remark` and `expected-note` comments (with `@+N`, `@-N`,
@@ -130,6 +139,15 @@ pub struct OptArgs {
     #[arg(long)]
     mlir_print_debuginfo: bool,
 
+    /// Print locations in a readable form (with --mlir-print-debuginfo).
+    #[arg(long)]
+    mlir_pretty_debuginfo: bool,
+
+    /// Print elements attributes of more than N elements elided, as
+    /// `dense_resource<__elided__>`.
+    #[arg(long, value_name = "N")]
+    mlir_elide_elementsattrs_if_larger: Option<usize>,
+
     /// Print each op in its local scope (aliases inline, as when it is
     /// printed alone).
     #[arg(long)]
@@ -138,6 +156,7 @@ pub struct OptArgs {
     /// Run MLIR's verifier after each pass (the default); `=false` skips
     /// it (jitc's meta verifier still runs before and after the pipeline).
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set,
+          value_parser = clap::builder::BoolishValueParser::new(),
           num_args = 0..=1, default_missing_value = "true")]
     verify_each: bool,
 
@@ -166,28 +185,79 @@ fn own_flags() -> Vec<String> {
         .collect()
 }
 
+/// `jitc opt`'s flags that may take their value as the next argument.
+const TAKES_VALUE: [&str; 7] = [
+    "-o",
+    "--output",
+    "-p",
+    "--pass-pipeline",
+    "--mlir-print-ir-before",
+    "--mlir-print-ir-after",
+    "--mlir-elide-elementsattrs-if-larger",
+];
+
+/// The switches among [`own_flags`]: flags that take no value in clap,
+/// and that LLVM's command line lets a user write `-flag=true` or
+/// `-flag=false`.
+fn own_switches() -> Vec<String> {
+    OptArgs::augment_args(clap::Command::new("opt"))
+        .get_arguments()
+        .filter(|a| matches!(a.get_action(), clap::ArgAction::SetTrue))
+        .filter_map(|a| a.get_long().map(str::to_owned))
+        .collect()
+}
+
+/// One argument of `jitc opt` in clap's spelling: `-flag` becomes
+/// `--flag` (mlir-opt's single-dash long flags, and unknown ones too, so
+/// that clap names them whole), and a switch given a value LLVM reads
+/// as true loses it, one given false is dropped (`None`). `-o` and `-p`
+/// stay short.
+fn clap_spelling(arg: String, switches: &[String]) -> Option<String> {
+    let arg = match arg.strip_prefix('-') {
+        Some(flag)
+            if !flag.starts_with('-') && flag.split_once('=').map_or(flag, |(name, _)| name).len() > 1 =>
+        {
+            format!("-{arg}")
+        }
+        _ => arg,
+    };
+    let Some((name, value)) = arg.strip_prefix("--").and_then(|flag| flag.split_once('=')) else {
+        return Some(arg);
+    };
+    if !switches.iter().any(|s| s == name) {
+        return Some(arg);
+    }
+    match value {
+        "true" | "TRUE" | "True" | "1" => Some(format!("--{name}")),
+        "false" | "FALSE" | "False" | "0" => None,
+        _ => Some(arg),
+    }
+}
+
 /// Takes pass flags out of `args` (which start with `jitc opt`), in order.
 /// A flag that is not `opt`'s own and names no pass stays for clap to
 /// reject.
 pub fn extract_pass_flags(context: &Context, args: Vec<String>) -> (Vec<String>, Vec<Element>) {
     let own = own_flags();
+    let switches = own_switches();
     let mut rest = Vec::new();
     let mut flags = Vec::new();
     let mut after_separator = false;
+    // The argument after a flag that takes its value separately.
+    let mut is_value = false;
     for arg in args {
         after_separator |= arg == "--";
+        let value = std::mem::replace(&mut is_value, false);
         // mlir-opt's spelling: a long flag with one dash.
-        let arg = match arg.strip_prefix('-') {
-            Some(flag) if !after_separator && !flag.starts_with('-') => {
-                let name = flag.split_once('=').map_or(flag, |(name, _)| name);
-                if name.len() > 1 && own.iter().any(|o| o == name) {
-                    format!("-{arg}")
-                } else {
-                    arg
-                }
+        let arg = if after_separator || value {
+            arg
+        } else {
+            match clap_spelling(arg, &switches) {
+                Some(arg) => arg,
+                None => continue,
             }
-            _ => arg,
         };
+        is_value = !after_separator && TAKES_VALUE.contains(&arg.as_str());
         let pass = arg
             .strip_prefix("--")
             .or_else(|| arg.strip_prefix('-'))
@@ -254,6 +324,9 @@ fn opt(context: &Context, args: &OptArgs, pass_flags: Vec<Element>) -> Result<bo
     // Passes read no files: load the profiles the pipeline names here.
     let mut pipeline = pipeline;
     crate::input::load_pipeline_profiles(&mut pipeline)?;
+    if let Some(marker) = args.split_input_file.as_deref().filter(|m| !m.is_empty()) {
+        check_split_marker(marker).map_err(|e| format!("--split-input-file: {e}"))?;
+    }
     // Reject unknown passes and options once, before reading any input.
     pipelines::check(context, &pipeline).map_err(|e| e.to_string())?;
 
@@ -269,8 +342,10 @@ fn opt(context: &Context, args: &OptArgs, pass_flags: Vec<Element>) -> Result<bo
     }
 
     let (name, text) = crate::input::read_source(&args.input)?;
-    let (chunks, near_misses) = if args.split_input_file {
-        let split = split_input(&text);
+    let (chunks, near_misses) = if let Some(marker) = &args.split_input_file {
+        // `--split-input-file=` is the default marker, as in mlir-opt.
+        let marker = if marker.is_empty() { SPLIT_MARKER } else { marker };
+        let split = split_input(&text, marker);
         (split.chunks, split.near_misses)
     } else {
         (vec![Chunk::whole(&text)], Vec::new())
@@ -350,7 +425,7 @@ fn opt(context: &Context, args: &OptArgs, pass_flags: Vec<Element>) -> Result<bo
         outputs.push(printed.unwrap_or_default());
     }
     eprint!("{stderr}");
-    let output = outputs.join("// -----\n");
+    let output = outputs.join(&format!("{}\n", args.output_split_marker));
     // Standard output gets every chunk's output, as mlir-opt's does; a
     // file is left untouched unless every chunk succeeded.
     if all_ok || args.output.as_os_str() == "-" {
@@ -426,6 +501,8 @@ fn ir_printing(args: &OptArgs) -> Option<IrPrinting> {
         generic: args.mlir_print_op_generic,
         debuginfo: args.mlir_print_debuginfo,
         local_scope: args.mlir_print_local_scope,
+        pretty_debuginfo: args.mlir_pretty_debuginfo,
+        elide_elements_above: args.mlir_elide_elementsattrs_if_larger,
     })
 }
 
@@ -495,15 +572,21 @@ impl IrDumpFilter {
 
 /// The module as the print flags say.
 fn print(module: &melior::ir::Module, args: &OptArgs) -> Option<String> {
-    if !(args.mlir_print_op_generic || args.mlir_print_debuginfo || args.mlir_print_local_scope) {
-        return Some(module.as_operation().to_string());
-    }
     let printing = IrPrinting {
         generic: args.mlir_print_op_generic,
         debuginfo: args.mlir_print_debuginfo,
         local_scope: args.mlir_print_local_scope,
+        pretty_debuginfo: args.mlir_pretty_debuginfo,
+        elide_elements_above: args.mlir_elide_elementsattrs_if_larger,
         ..IrPrinting::default()
     };
+    if !(printing.generic
+        || printing.debuginfo
+        || printing.local_scope
+        || printing.elide_elements_above.is_some())
+    {
+        return Some(module.as_operation().to_string());
+    }
     module.as_operation().to_string_with_flags(printing.flags()).ok()
 }
 
