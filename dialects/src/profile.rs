@@ -141,6 +141,15 @@ impl SiteProfile {
         }
     }
 
+    /// The kind in words, with an article.
+    fn described(&self) -> &'static str {
+        match self {
+            Self::If { .. } => "an scf.if",
+            Self::Loop { .. } => "a loop",
+            Self::Call { .. } => "a call",
+        }
+    }
+
     /// Joins `other` into `self`.
     fn join(&mut self, other: &Self) -> Result<(), String> {
         match (self, other) {
@@ -280,6 +289,42 @@ impl Profile {
             theirs.join(", "),
             types.join(", ")
         )))
+    }
+
+    /// Checks that every site this profile recorded is, in the program
+    /// under `root`, an op of the kind recorded there (an `scf.if`, a
+    /// loop, a call): a profile of another program, or of an edited one
+    /// whose sites moved, is refused before anything runs, rather than
+    /// failing a merge after the run or specializing the wrong ops.
+    pub fn check_sites(&self, root: OperationRef) -> Result<(), ProfileError> {
+        if self.sites.is_empty() {
+            return Ok(());
+        }
+        let mut program = BTreeMap::new();
+        for op in crate::verify::collect_ops(root) {
+            let name = crate::verify::op_name(op);
+            if let Some(kind) = site_kind(&name) {
+                program.insert(site_id(op), (kind, name));
+            }
+        }
+        for (site, recorded) in &self.sites {
+            match program.get(site) {
+                Some((kind, _)) if *kind == recorded.kind() => {}
+                Some((_, name)) => {
+                    return Err(ProfileError(format!(
+                        "the profile was recorded on another program: its site {site} is {}, but this program's op there is {name}",
+                        recorded.described()
+                    )));
+                }
+                None => {
+                    return Err(ProfileError(format!(
+                        "the profile was recorded on another program: its site {site} is {} but this program has no branch, loop or call there",
+                        recorded.described()
+                    )));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Records one execution of an `scf.if` at `site`.
@@ -429,6 +474,17 @@ fn position(op: OperationRef) -> String {
     format!("/{}", path.join("."))
 }
 
+/// The kind of site ([`SiteProfile::kind`]) an op named `name` is, if it
+/// is one.
+fn site_kind(name: &str) -> Option<&'static str> {
+    match name {
+        "scf.if" => Some("if"),
+        "scf.for" | "scf.while" => Some("loop"),
+        "func.call" => Some("call"),
+        _ => None,
+    }
+}
+
 /// Pins the site id of every `scf.if`, `scf.for`, `scf.while` and
 /// `func.call` under `root` as a `meta.site` attribute, so that it survives
 /// what changes locations or positions: printing and re-parsing (the kernel
@@ -436,9 +492,7 @@ fn position(op: OperationRef) -> String {
 pub fn pin_sites(root: OperationRef) {
     for op in crate::verify::collect_ops(root) {
         let name = crate::verify::op_name(op);
-        if matches!(name.as_str(), "scf.if" | "scf.for" | "scf.while" | "func.call")
-            && op.attribute(SITE_ATTRIBUTE).is_err()
-        {
+        if site_kind(&name).is_some() && op.attribute(SITE_ATTRIBUTE).is_err() {
             let site = site_id(op);
             let context_ref = op.context();
             // SAFETY: `to_ref` hands out a reference into `context_ref`,

@@ -15,8 +15,12 @@
 // RUN: not jitc run %s --input "2x3xf32=1" --input "f32=1" --state "a=f32=1" --state "a=f32=2" 2>&1 | FileCheck %s --check-prefix=TWICE
 // TWICE: jitc run: error: --state gives 'a' twice
 
+// A declaration is named as such before anything is compiled (no note
+// about how its host code would run).
 // RUN: not jitc run %s --function declared --input "f32=1" 2>&1 | FileCheck %s --check-prefix=DECLARATION
+// DECLARATION-NOT: note
 // DECLARATION: error: {{.*}}@declared is a declaration, with no body to run
+// DECLARATION-NOT: note
 
 // RUN: not jitc run /dev/null 2>&1 | FileCheck %s --check-prefix=EMPTY
 // EMPTY: jitc run: error: no function @main: the module is empty

@@ -10,7 +10,10 @@ use clap::{Args, ValueEnum};
 use jitc_compiler::{CodegenOptions, GpuOptions, Profile};
 use jitc_interp::{Interpreter, Signature, StateStore, Tensor, Value, ValueType, npy};
 use jitc_runtime::{CpuModule, Executor, cuda::CudaModule};
-use melior::{Context, ir::Module};
+use melior::{
+    Context,
+    ir::{Module, RegionLike, operation::OperationLike},
+};
 use std::{
     path::{Path, PathBuf},
     process::ExitCode,
@@ -340,6 +343,19 @@ impl<'c> Program<'c> {
     /// subcommand in notes.
     pub fn load(context: &'c Context, args: &ProgramArgs, tool: &str) -> Result<Self, String> {
         let mut module = crate::input::load_module(context, &args.file)?;
+        // A missing function or a declaration is reported before anything
+        // is compiled.
+        Interpreter::new(&module)
+            .signature(&args.function)
+            .map_err(|e| e.to_string())?;
+        if let Some(&function) = jitc_dialect::ops::functions(module.body()).get(args.function.as_str())
+            && function.region(0).ok().and_then(|r| r.first_block()).is_none()
+        {
+            return Err(format!(
+                "@{} is a declaration, with no body to run",
+                args.function
+            ));
+        }
         let start = std::time::Instant::now();
         let compiled: Option<Box<dyn Executor>> = match args.backend {
             Backend::Interp => None,
@@ -444,6 +460,7 @@ fn check_profile(profile: &Profile, path: &Path, function: &str, module: &Module
         .unwrap_or_default();
     profile
         .check_signature(function, &types)
+        .and_then(|()| profile.check_sites(module.as_operation()))
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 

@@ -158,6 +158,21 @@ pub fn specialize(
     let Some(body) = module.region(0).ok().and_then(|r| r.first_block()) else {
         return Ok(made);
     };
+    // Refuse a profile of another program before changing anything: the
+    // signatures it recorded, then its sites.
+    let mut function = body.first_operation();
+    while let Some(op) = function {
+        function = op.next_in_block();
+        if let Some(name) = op.attribute("sym_name").ok().and_then(string_attribute)
+            && op_name(op) == "func.func"
+            && !op.has_attribute("meta.fused")
+        {
+            profile
+                .check_signature(name, &argument_types(op))
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    profile.check_sites(module).map_err(|e| e.to_string())?;
     let mut next = body.first_operation();
     while let Some(function) = next {
         next = function.next_in_block();
@@ -175,9 +190,6 @@ pub fn specialize(
         let Some(entry) = function.region(0).ok().and_then(|r| r.first_block()) else {
             continue;
         };
-        profile
-            .check_signature(&name, &argument_types(function))
-            .map_err(|e| e.to_string())?;
         let mut ids = GuardIds::of(function);
         let mut specializer = Specializer {
             context,
