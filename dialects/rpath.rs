@@ -5,7 +5,9 @@
 //! Cargo passes `DEP_JITC_MLIR_CAPI_*` only to direct dependents of
 //! `jitc-dialect`, so each such crate names this file as its `build`.
 
-fn main() {
+/// Sets the rpaths (the whole build script of most crates; part of
+/// jitc-runtime's).
+pub fn main() {
     for key in ["DEP_JITC_MLIR_CAPI_LIBDIR", "DEP_JITC_MLIR_CAPI_LLVM_LIBDIR"] {
         println!("cargo:rerun-if-env-changed={key}");
         match std::env::var(key) {

@@ -30,6 +30,9 @@ target_dir=${CARGO_TARGET_DIR:-$PWD/target}
 work=$target_dir/fuzz-work
 fuzz_target_dir=${JITC_FUZZ_TARGET_DIR:-$target_dir/fuzz}
 targets=(parse_verify passes codegen inputs run differential host)
+# The targets compile thousands of random programs: none of them belongs in
+# a disk cache.
+export JITC_CACHE=0
 # Runs of each target in the smoke: about 10 seconds each on the 2-core
 # development machine.
 declare -A smoke_runs=(

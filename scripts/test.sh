@@ -11,6 +11,13 @@ bash scripts/setup.sh
 
 step() { echo "==> $*" >&2; }
 
+# Every test process shares one fresh disk cache of compiled code, so no
+# run reads what an earlier one left, and ~/.cache/jitc is left alone.
+cache_dir=$(mktemp -d)
+export JITC_CACHE_DIR="$cache_dir"
+log=
+trap 'rm -rf "$cache_dir" ${log:+"$log"}' EXIT
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 cargo fmt --manifest-path python/Cargo.toml -- --check
@@ -30,7 +37,6 @@ step "lit test/"
 # `cargo build -p jitc` would resolve features differently and rebuild.
 target_dir=${CARGO_TARGET_DIR:-target}
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
 status=0
 JITC_BIN_DIR="$target_dir/debug" /usr/lib/llvm-22/bin/lit test/ 2>&1 | tee "$log" || status=$?
 passed=$(sed -n 's/^ *Passed *: *\([0-9]*\).*/\1/p' "$log")

@@ -11,18 +11,19 @@
 //!    dialect;
 //! 3. `mlirTranslateModuleToLLVMIR` writes LLVM IR into an inkwell context;
 //! 4. the host target machine runs `default<O3>`;
-//! 5. MCJIT compiles it; kernel addresses are looked up by name.
+//! 5. the target machine writes an ELF object, which `object` links into
+//!    the process with ORC's LLJIT; kernel addresses are looked up by name.
 
 use crate::{
     Error,
     guards::EntryGuard,
     lower::{KernelSignature, LowerOptions},
+    object::LoadedObject,
     pipelines::Pipeline,
 };
 use inkwell::{
     OptimizationLevel,
     context::Context as LlvmContext,
-    execution_engine::ExecutionEngine,
     module::Module as LlvmModule,
     passes::PassBuilderOptions,
     targets::{CodeModel, InitializationConfig, RelocMode, Target, TargetMachine},
@@ -40,27 +41,58 @@ pub type KernelFn = unsafe extern "C" fn(buffers: *const *mut u8, begin: i64, en
 /// signatures, the kernels that were not compiled, and the entry guards
 /// taken out of its entry function (checked by the runtime before a call).
 pub struct CpuArtifact {
-    // Field order is drop order: the engine goes before its context.
-    _engine: ExecutionEngine<'static>,
-    _context: Box<LlvmContext>,
+    /// The linked code the kernel pointers point into.
+    _code: LoadedObject,
+    /// The object code `code` was loaded from (what the disk cache keeps).
+    object: Vec<u8>,
     kernels: HashMap<String, (KernelFn, KernelSignature)>,
     /// Kernels that were not compiled, with the reason.
     pub skipped: Vec<(String, String)>,
-    /// The optimized LLVM IR, for `--emit llvm` and tests.
+    /// The optimized LLVM IR, for `--emit llvm` and tests (empty when the
+    /// code came from the disk cache).
     pub llvm_ir: String,
     /// The entry function's argument guards, when one was named.
     pub entry_guards: Vec<EntryGuard>,
 }
 
-// SAFETY: after `compile` returns, nothing mutates the kernels: callers only
-// read function pointers and signatures, and the kernels are pure code over
-// the buffers each call passes. The LLVM context and engine are touched
-// again only when the value drops, which happens once, on one thread.
-unsafe impl Send for CpuArtifact {}
-// SAFETY: as above; shared access never reaches the LLVM objects.
-unsafe impl Sync for CpuArtifact {}
-
 impl CpuArtifact {
+    /// Loads `object` (made by [`compile`] for this machine) and looks up
+    /// the kernel of each signature in it.
+    pub fn load(
+        object: Vec<u8>,
+        signatures: Vec<KernelSignature>,
+        skipped: Vec<(String, String)>,
+        entry_guards: Vec<EntryGuard>,
+    ) -> Result<Self, Error> {
+        let code = LoadedObject::load(&object)?;
+        let mut kernels = HashMap::new();
+        for signature in signatures {
+            let address = code.address(&signature.name)?;
+            // SAFETY: the function was generated with exactly this
+            // signature, and lives as long as `code`.
+            let function: KernelFn = unsafe { std::mem::transmute::<usize, KernelFn>(address) };
+            kernels.insert(signature.name.clone(), (function, signature));
+        }
+        Ok(CpuArtifact {
+            _code: code,
+            object,
+            kernels,
+            skipped,
+            llvm_ir: String::new(),
+            entry_guards,
+        })
+    }
+
+    /// The object code the kernels run from.
+    pub fn object(&self) -> &[u8] {
+        &self.object
+    }
+
+    /// The kernels' signatures.
+    pub fn signatures(&self) -> impl Iterator<Item = &KernelSignature> {
+        self.kernels.values().map(|(_, signature)| signature)
+    }
+
     /// The compiled kernel `name` and its calling convention.
     pub fn get(&self, name: &str) -> Option<&(KernelFn, KernelSignature)> {
         self.kernels.get(name)
@@ -118,6 +150,16 @@ pub const KNOWN_CPUS: &[&str] = &[
 
 /// The target machine for `target` (the host's by default).
 pub fn target_machine(target: &CpuTarget) -> Result<TargetMachine, Error> {
+    machine(target, RelocMode::Default, CodeModel::JITDefault)
+}
+
+/// The target machine for code this process loads ([`crate::object`]):
+/// position-independent, so the object links wherever its memory lands.
+fn loadable_target_machine(target: &CpuTarget) -> Result<TargetMachine, Error> {
+    machine(target, RelocMode::PIC, CodeModel::Small)
+}
+
+fn machine(target: &CpuTarget, reloc: RelocMode, code_model: CodeModel) -> Result<TargetMachine, Error> {
     if let Some(cpu) = &target.cpu {
         let host = TargetMachine::get_host_cpu_name().to_string();
         if !KNOWN_CPUS.contains(&cpu.as_str()) && *cpu != host {
@@ -146,8 +188,8 @@ pub fn target_machine(target: &CpuTarget) -> Result<TargetMachine, Error> {
             &cpu,
             &features,
             OptimizationLevel::Aggressive,
-            RelocMode::Default,
-            CodeModel::JITDefault,
+            reloc,
+            code_model,
         )
         .ok_or_else(|| Error::Codegen(format!("LLVM has no target machine for CPU '{cpu}'")))
 }
@@ -177,6 +219,18 @@ impl CodegenOptions {
             ..LowerOptions::default()
         }
     }
+}
+
+/// The host CPU's name and its LLVM features (asked of LLVM once).
+pub fn host_cpu() -> (String, String) {
+    static HOST: std::sync::OnceLock<(String, String)> = std::sync::OnceLock::new();
+    HOST.get_or_init(|| {
+        (
+            TargetMachine::get_host_cpu_name().to_string(),
+            TargetMachine::get_host_cpu_features().to_string(),
+        )
+    })
+    .clone()
 }
 
 /// The host CPU's name and features, for cache keys (asked of LLVM once).
@@ -370,7 +424,8 @@ pub fn compile(context: &Context, module: &Module, options: &CodegenOptions) -> 
     jit(lowered, &options.target)
 }
 
-/// JIT-compiles kernels in the LLVM dialect for `target`.
+/// Compiles kernels in the LLVM dialect to object code for `target` and
+/// loads it.
 fn jit(lowered: crate::lower::Lowered, target: &CpuTarget) -> Result<CpuArtifact, Error> {
     let crate::lower::Lowered {
         module: lowered,
@@ -378,40 +433,22 @@ fn jit(lowered: crate::lower::Lowered, target: &CpuTarget) -> Result<CpuArtifact
         skipped,
         no_inline,
     } = lowered;
-    let llvm_context = Box::new(LlvmContext::create());
-    // SAFETY: the context is boxed, so its address is stable when the box
-    // moves into `CpuArtifact`, which drops it after the engine that
-    // borrows it (field order).
-    let context_ref: &'static LlvmContext = unsafe { &*(llvm_context.as_ref() as *const LlvmContext) };
-    let machine = target_machine(target)?;
-    let llvm_module = to_llvm_ir(&lowered, &no_inline, context_ref, &machine)?;
+    let llvm_context = LlvmContext::create();
+    let machine = loadable_target_machine(target)?;
+    let llvm_module = to_llvm_ir(&lowered, &no_inline, &llvm_context, &machine)?;
     let llvm_ir = crate::timings::phase("print LLVM IR", || llvm_module.print_to_string().to_string());
-    let (engine, kernels) = crate::timings::phase("machine code", || {
-        let engine = llvm_module
-            .create_jit_execution_engine(OptimizationLevel::Aggressive)
-            .map_err(|e| Error::Codegen(e.to_string()))?;
-        let mut kernels = HashMap::new();
-        for signature in signatures {
-            let address = engine
-                .get_function_address(&signature.name)
-                .map_err(|e| Error::Codegen(format!("kernel @{} is missing: {e}", signature.name)))?;
-            // SAFETY: the function was generated with exactly this signature.
-            let function: KernelFn = unsafe { std::mem::transmute::<usize, KernelFn>(address) };
-            kernels.insert(signature.name.clone(), (function, signature));
-        }
-        Ok::<_, Error>((engine, kernels))
+    let object = crate::timings::phase("machine code", || {
+        machine
+            .write_to_memory_buffer(&llvm_module, inkwell::targets::FileType::Object)
+            .map_err(|e| Error::Codegen(e.to_string()))
+    })?
+    .as_slice()
+    .to_vec();
+    let mut artifact = crate::timings::phase("load the object code", || {
+        CpuArtifact::load(object, signatures, skipped, Vec::new())
     })?;
-    // SAFETY: the engine borrows `llvm_context`, which is boxed and dropped
-    // after the engine (field order), so extending the borrow is sound.
-    let engine: ExecutionEngine<'static> = unsafe { std::mem::transmute(engine) };
-    Ok(CpuArtifact {
-        _engine: engine,
-        _context: llvm_context,
-        kernels,
-        skipped,
-        llvm_ir,
-        entry_guards: Vec::new(),
-    })
+    artifact.llvm_ir = llvm_ir;
+    Ok(artifact)
 }
 
 /// An NVIDIA GPU architecture to generate code for.

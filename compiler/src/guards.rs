@@ -27,7 +27,7 @@ use melior::{
 };
 
 /// What an entry guard checks, on the arguments alone.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum ArgumentCheck {
     /// `shape(arg)[dim] == size`.
     Dim {
@@ -50,13 +50,25 @@ pub enum ArgumentCheck {
     Float {
         /// The argument.
         arg: usize,
-        /// Its value.
+        /// Its value (kept by its bits: JSON has no NaN).
+        #[serde(with = "f64_bits")]
         value: f64,
     },
 }
 
+/// A float written by its bits, so NaNs and signed zeros survive.
+mod f64_bits {
+    pub fn serialize<S: serde::Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_u64(value.to_bits())
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+        <u64 as serde::Deserialize>::deserialize(deserializer).map(f64::from_bits)
+    }
+}
+
 /// An entry guard taken out of the IR.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct EntryGuard {
     /// What it checks.
     pub check: ArgumentCheck,

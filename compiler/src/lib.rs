@@ -35,6 +35,7 @@ pub mod explain;
 mod fusion;
 mod guards;
 mod lower;
+mod object;
 mod pass;
 mod passes;
 mod pipeline;
@@ -47,7 +48,7 @@ mod verify_diagnostics;
 
 pub use codegen::{
     CodegenOptions, CpuArtifact, CpuTarget, Emit, Emitted, GpuArch, GpuOptions, KernelFn, PtxArtifact,
-    host_description,
+    host_cpu, host_description,
 };
 pub use context::new_context;
 pub use diagnostics::{Diagnostic, DiagnosticCollector, Position, Severity, render as render_diagnostic};
@@ -60,6 +61,7 @@ pub use lower::{
     gpu::{FillLaunch, GpuKernel, Launch},
     rows::RowChain,
 };
+pub use object::{blake3_hex, llvm_version};
 pub use pipelines::{IrPrinting, OptimizeOptions, Pipeline, optimize};
 pub use source::{
     Chunk, SPLIT_MARKER, SplitInput, check_nesting, check_split_marker, name_locations, parse_module,

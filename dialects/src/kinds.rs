@@ -6,7 +6,7 @@ use melior::ir::Type;
 use std::fmt;
 
 /// The element types a `meta` tensor may hold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum ElementType {
     /// 32-bit IEEE float.
     F32,
@@ -165,7 +165,7 @@ pub trait Kind: Copy + Sized {
 macro_rules! kinds {
     ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal : $class:ident,)* }) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
         pub enum $name {
             $($(#[$vdoc])* $variant,)*
         }

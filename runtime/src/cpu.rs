@@ -8,6 +8,7 @@
 
 use crate::{
     Error, Executor,
+    disk_cache::{DiskCache, KeyParts},
     host::{Compiled, HostPlan, Kernels, compiled_or_skipped, run_host_code},
 };
 use jitc_compiler::{
@@ -15,7 +16,10 @@ use jitc_compiler::{
 };
 use jitc_dialect::profile::Profile;
 use jitc_interp::{KernelRunner, StateStore, Tensor, Value};
-use melior::{Context, ir::Module};
+use melior::{
+    Context,
+    ir::{Module, operation::OperationPrintingFlags},
+};
 use rayon::prelude::*;
 use std::{
     collections::HashMap,
@@ -237,6 +241,18 @@ fn call_sizes(sizes: &DynamicSizes, args: &[Value]) -> Option<Vec<i64>> {
     Some(all)
 }
 
+/// Reports once per process that the disk cache could not take an entry
+/// (the compilation itself succeeded and is used).
+fn warn_store_failed(cache: &DiskCache, problem: &str) {
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !WARNED.swap(true, Ordering::Relaxed) {
+        eprintln!(
+            "jitc: warning: cannot store compiled code in the cache {}: {problem} (set JITC_CACHE=0 to turn the cache off)",
+            cache.dir().display()
+        );
+    }
+}
+
 /// A cached compilation: the fused module's text and its kernels.
 struct Entry {
     fused: String,
@@ -244,7 +260,7 @@ struct Entry {
 }
 
 /// The in-memory cache of compilations, keyed by the module's canonical
-/// text before fusion (printed without locations), the code generation
+/// text before fusion (printed with its locations; see `with_locations`), the code generation
 /// options (all of them, `check_bounds` included, so checked and unchecked
 /// kernels never share an entry), the entry function whose guards were
 /// taken out, and the host CPU.
@@ -265,9 +281,49 @@ pub fn cached_compilations() -> usize {
     cache().lock().map_or(0, |c| c.len())
 }
 
-fn cache_key(module: &Module, options: &CodegenOptions, entry: Option<&str>) -> String {
+fn cache_key(text: &str, options: &CodegenOptions, entry: Option<&str>) -> String {
     let host = jitc_compiler::host_description();
-    format!("{options:?}\n{entry:?}\n{host}\n{}", module.as_operation())
+    format!("{options:?}\n{entry:?}\n{host}\n{text}")
+}
+
+/// The parts of the disk cache's key of `module` (before fusion) compiled
+/// with `options` for `entry`: what [`CpuModule::compile_with`] looks up.
+pub fn disk_key(module: &Module, options: &CodegenOptions, entry: Option<&str>) -> KeyParts {
+    KeyParts::new(&with_locations(module), options, entry)
+}
+
+/// `module` printed with its locations. Keys and cached fused modules
+/// keep them: they are baked into what a compilation reports (the op a
+/// kernel failed at, the sites a profile names), so a hit must come from
+/// the same text at the same places, and the module it brings back must
+/// keep them.
+fn with_locations(module: &Module) -> String {
+    use melior::ir::operation::OperationLike;
+    let flags = OperationPrintingFlags::new().enable_debug_info(true, false);
+    let op = module.as_operation();
+    op.to_string_with_flags(flags).unwrap_or_else(|_| op.to_string())
+}
+
+/// The disk cache this process uses: the one the environment names
+/// ([`DiskCache::from_env`]) unless [`set_disk_cache`] chose another.
+pub fn disk_cache() -> Option<DiskCache> {
+    disk_cache_setting()
+        .lock()
+        .ok()
+        .and_then(|mut setting| setting.get_or_insert_with(DiskCache::from_env).clone())
+}
+
+fn disk_cache_setting() -> &'static Mutex<Option<Option<DiskCache>>> {
+    static SETTING: OnceLock<Mutex<Option<Option<DiskCache>>>> = OnceLock::new();
+    SETTING.get_or_init(Mutex::default)
+}
+
+/// Makes this process use `cache` (`None`: no disk cache) from now on,
+/// instead of the one the environment names.
+pub fn set_disk_cache(cache: Option<DiskCache>) {
+    if let Ok(mut setting) = disk_cache_setting().lock() {
+        *setting = Some(cache);
+    }
 }
 
 /// A module whose kernels run as native code, and whose functions' host
@@ -275,6 +331,7 @@ fn cache_key(module: &Module, options: &CodegenOptions, entry: Option<&str>) -> 
 pub struct CpuModule {
     kernels: Arc<CpuArtifact>,
     cache_hit: bool,
+    disk_hit: bool,
     /// Host plans by function, built on a function's first run; `Err` is
     /// why that function runs in the interpreter.
     plans: Mutex<HashMap<String, Arc<Result<HostPlan, String>>>>,
@@ -323,7 +380,8 @@ impl CpuModule {
         options: &CodegenOptions,
         entry: Option<&str>,
     ) -> Result<Self, Error> {
-        let key = cache_key(module, options, entry);
+        let text = with_locations(module);
+        let key = cache_key(&text, options, entry);
         let hit = cache()
             .lock()
             .ok()
@@ -332,23 +390,44 @@ impl CpuModule {
             && let Some(parsed) = jitc_compiler::parse_module(context, &fused)
         {
             *module = parsed;
-            return Ok(Self::new(kernels, true));
+            return Ok(Self::new(kernels, true, false));
+        }
+        let remember = |fused: String, kernels: &Arc<CpuArtifact>| {
+            if let Ok(mut cache) = cache().lock() {
+                cache.insert(
+                    key.clone(),
+                    Entry {
+                        fused,
+                        kernels: Arc::clone(kernels),
+                    },
+                );
+            }
+        };
+        let disk = disk_cache().map(|cache| {
+            let parts = KeyParts::new(&text, options, entry);
+            (cache, parts)
+        });
+        if let Some((cache, parts)) = &disk
+            && let Some(hit) = cache.load(parts)
+            && let Some(parsed) = jitc_compiler::parse_module(context, &hit.fused)
+        {
+            *module = parsed;
+            let kernels = Arc::new(hit.kernels);
+            remember(hit.fused, &kernels);
+            return Ok(Self::new(kernels, false, true));
         }
         let kernels = Arc::new(jitc_compiler::compile_cpu(context, module, options, entry)?);
-        if let Ok(mut cache) = cache().lock() {
-            let fused = module.as_operation().to_string();
-            cache.insert(
-                key,
-                Entry {
-                    fused,
-                    kernels: Arc::clone(&kernels),
-                },
-            );
+        let fused = with_locations(module);
+        if let Some((cache, parts)) = &disk
+            && let Err(problem) = cache.store(parts, &fused, &kernels)
+        {
+            warn_store_failed(cache, &problem);
         }
-        Ok(Self::new(kernels, false))
+        remember(fused, &kernels);
+        Ok(Self::new(kernels, false, false))
     }
 
-    fn new(kernels: Arc<CpuArtifact>, cache_hit: bool) -> Self {
+    fn new(kernels: Arc<CpuArtifact>, cache_hit: bool, disk_hit: bool) -> Self {
         let speeds = kernels
             .names()
             .map(|name| (name.to_owned(), AtomicU64::new(0)))
@@ -356,14 +435,21 @@ impl CpuModule {
         Self {
             kernels,
             cache_hit,
+            disk_hit,
             plans: Mutex::default(),
             speeds,
         }
     }
 
-    /// Whether the kernels came from the cache.
+    /// Whether the kernels came from this process's cache.
     pub fn cache_hit(&self) -> bool {
         self.cache_hit
+    }
+
+    /// Whether the kernels were loaded from the disk cache (no MLIR or
+    /// LLVM pass ran; [`Self::llvm_ir`] is empty then).
+    pub fn disk_hit(&self) -> bool {
+        self.disk_hit
     }
 
     /// Kernels that could not be compiled (they run in the interpreter),

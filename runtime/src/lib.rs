@@ -26,6 +26,7 @@
 
 pub mod cpu;
 pub mod cuda;
+pub mod disk_cache;
 pub mod graph;
 mod host;
 pub mod session;

@@ -49,6 +49,9 @@ fn a_second_compile_of_the_same_module_hits_the_cache() {
 /// and compute the same.
 #[test]
 fn checked_and_unchecked_kernels_never_share_a_cache_entry() {
+    // This test reads the optimized LLVM IR, which code loaded from the
+    // disk cache does not have: this process keeps to its own cache.
+    cpu::set_disk_cache(None);
     let compile = |check_bounds: bool| {
         let context = new_context().unwrap();
         let mut module = parse_module(&context, ADD).unwrap();

@@ -159,17 +159,24 @@ fn compile(context: &Context, args: &CompileArgs) -> Result<(), String> {
     let start = std::time::Instant::now();
     let result = compile_recorded(context, args);
     if let Some(recording) = recording {
-        eprint!("{}", report(&recording.finish(), start.elapsed()));
+        eprint!(
+            "{}",
+            report(
+                "jitc compile: timings (wall clock)",
+                &recording.finish(),
+                start.elapsed()
+            )
+        );
     }
     result
 }
 
 /// The `--timings` report: each phase in milliseconds and as a share of
 /// the whole, then what no phase accounts for, then the total.
-fn report(phases: &[(&str, std::time::Duration)], total: std::time::Duration) -> String {
+pub fn report(title: &str, phases: &[(&str, std::time::Duration)], total: std::time::Duration) -> String {
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     let share = |d: std::time::Duration| 100.0 * d.as_secs_f64() / total.as_secs_f64().max(f64::MIN_POSITIVE);
-    let mut text = String::from("jitc compile: timings (wall clock)\n");
+    let mut text = format!("{title}\n");
     let mut accounted = std::time::Duration::ZERO;
     for (name, time) in phases {
         accounted += *time;

@@ -5,6 +5,7 @@
 //! 0 on success and 1 on any error, as `mlir-opt` does.
 
 mod bench;
+mod cache;
 mod compile;
 mod explain;
 mod input;
@@ -39,6 +40,7 @@ enum Command {
     Explain(explain::ExplainArgs),
     Compile(compile::CompileArgs),
     Bench(bench::BenchArgs),
+    Cache(cache::CacheArgs),
 }
 
 /// The stack of the thread that does the work. MLIR's parser, verifier and
@@ -128,5 +130,6 @@ fn run() -> ExitCode {
         Command::Explain(args) => explain::run(&context, args),
         Command::Compile(args) => compile::run(&context, args),
         Command::Bench(args) => bench::run(&context, args),
+        Command::Cache(args) => cache::run(&context, args),
     }
 }

@@ -116,6 +116,12 @@ pub struct ProgramArgs {
     /// then each stream their tensors through memory on their own).
     #[arg(long)]
     pub jittor_rules: bool,
+
+    /// Print to stderr how long each phase of compiling took, and where
+    /// the code came from: compiled, or loaded from the disk cache (see
+    /// `jitc cache`), where no MLIR or LLVM pass runs.
+    #[arg(long)]
+    pub timings: bool,
 }
 
 /// Executors of `jitc run` and `jitc bench`.
@@ -357,6 +363,8 @@ impl<'c> Program<'c> {
             ));
         }
         let start = std::time::Instant::now();
+        let recording = args.timings.then(jitc_compiler::timings::Recording::start);
+        let mut source = "compiled";
         let compiled: Option<Box<dyn Executor>> = match args.backend {
             Backend::Interp => None,
             Backend::Cpu => {
@@ -368,6 +376,9 @@ impl<'c> Program<'c> {
                 };
                 let compiled =
                     CpuModule::compile_with(context, &mut module, &options).map_err(|e| e.to_string())?;
+                if compiled.disk_hit() {
+                    source = "loaded from the disk cache";
+                }
                 Some(Box::new(compiled))
             }
             Backend::Cuda => {
@@ -381,6 +392,13 @@ impl<'c> Program<'c> {
                 Some(Box::new(compiled))
             }
         };
+        if let Some(recording) = recording {
+            let title = format!("jitc {tool}: compile timings (wall clock); the code was {source}");
+            eprint!(
+                "{}",
+                crate::compile::report(&title, &recording.finish(), start.elapsed())
+            );
+        }
         for (kernel, reason) in compiled.iter().flat_map(|c| c.interpreted_kernels()) {
             eprintln!("jitc {tool}: note: kernel @{kernel} runs in the interpreter: {reason}");
         }

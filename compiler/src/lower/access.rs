@@ -183,7 +183,7 @@ pub const AFFINE_OVERFLOW_STATUS: i64 = -2;
 
 /// One checked access of a kernel in the bounds-checked mode, as the
 /// runtime reports it: the op that makes it, and the buffer it touches.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CheckedAccess {
     /// The op, e.g. `meta.reindex`.
     pub op: String,

@@ -105,7 +105,7 @@ pub use shapes::{DynamicSizes, Extent, SizeSource};
 use std::collections::HashMap;
 
 /// One buffer of a kernel's calling convention.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Buffer {
     /// A tensor argument or result: its shape and element type.
     Tensor(Vec<usize>, ElementType),
@@ -120,7 +120,7 @@ pub enum Buffer {
 }
 
 /// A lowered kernel's name and calling convention.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct KernelSignature {
     /// The symbol of the kernel (and of the lowered function).
     pub name: String,

@@ -42,7 +42,7 @@ use melior::ir::{BlockLike, BlockRef, Value, ValueLike, operation::OperationLike
 use std::collections::HashMap;
 
 /// Where a size known at run time only comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum SizeSource {
     /// Dimension `dim` of the tensor argument `input`.
     Dim {
@@ -68,7 +68,7 @@ impl SizeSource {
 }
 
 /// One size of a kernel over a dynamic domain.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Extent {
     /// Known when the kernel is compiled.
     Static(usize),
@@ -80,7 +80,7 @@ pub enum Extent {
 /// The run-time sizes of a kernel over a dynamic domain, passed to it in
 /// one array of `i64`s: the domain's sizes, then each output's, in order
 /// ([`super::KernelSignature::sizes_slot`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DynamicSizes {
     /// The domain's size in each dimension.
     pub domain: Vec<Extent>,
