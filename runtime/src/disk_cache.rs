@@ -23,6 +23,11 @@
 //! - **Size.** At most `JITC_CACHE_MAX_BYTES` (1 GiB by default): after a
 //!   store, the entries used least recently (by modification time, which a
 //!   hit renews) are removed until the rest fit.
+//! - **Trust.** Entries are code that runs in the process: the directory
+//!   is created private to the user (mode 0700); the checksum detects
+//!   damage, not tampering.
+//! - **Fault injection.** In debug builds, `JITC_CACHE_FAULT=abort-mid-write`
+//!   kills the process in the middle of writing an entry (for the tests).
 //! - **Counts.** Each lookup appends one byte (`h` or `m`) to the file
 //!   `events`, which `jitc cache stats` counts.
 
@@ -301,7 +306,7 @@ impl DiskCache {
         let header = serde_json::to_vec(&header).map_err(|e| e.to_string())?;
         let length = (header.len() as u64).to_le_bytes();
         let checksum = blake3_hex(&[&length, &header, kernels.object()]);
-        fs::create_dir_all(&self.dir).map_err(|e| format!("cannot create {}: {e}", self.dir.display()))?;
+        create_private_dir(&self.dir).map_err(|e| format!("cannot create {}: {e}", self.dir.display()))?;
         let mut file = tempfile::NamedTempFile::new_in(&self.dir)
             .map_err(|e| format!("cannot write in {}: {e}", self.dir.display()))?;
         let parts = [
@@ -325,7 +330,23 @@ impl DiskCache {
         let path = self.path(&key.digest());
         file.persist(&path).map_err(|e| e.to_string())?;
         self.evict(&path);
+        self.sweep_strays();
         Ok(())
+    }
+
+    /// Removes the temporary files of writers that died more than an hour
+    /// ago (a live writer's file is younger: it writes for milliseconds).
+    fn sweep_strays(&self) {
+        let hour_ago = SystemTime::now() - std::time::Duration::from_secs(3600);
+        for stray in fs::read_dir(&self.dir).into_iter().flatten().flatten() {
+            let old = stray
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|modified| modified < hour_ago);
+            if old && stray.file_name().to_string_lossy().starts_with(".tmp") {
+                let _ = fs::remove_file(stray.path());
+            }
+        }
     }
 
     /// Removes the entries used least recently until the rest fit the
@@ -362,7 +383,7 @@ impl DiskCache {
     }
 
     fn count(&self, event: u8) {
-        let _ = fs::create_dir_all(&self.dir);
+        let _ = create_private_dir(&self.dir);
         // One byte per append: appends of one write are atomic, so
         // processes that count at once lose nothing.
         let _ = fs::File::options()
@@ -488,6 +509,13 @@ fn decode(bytes: &[u8], key: &KeyParts) -> Result<Hit, String> {
         fused: header.fused,
         kernels,
     })
+}
+
+/// Creates `dir` (and its parents) readable and writable by this user
+/// only, when it does not exist: its entries are code this process runs.
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
 }
 
 /// Prints a warning about a bad entry, once per entry and process.
