@@ -43,8 +43,9 @@ pub type KernelFn = unsafe extern "C" fn(buffers: *const *mut u8, begin: i64, en
 pub struct CpuArtifact {
     /// The linked code the kernel pointers point into.
     _code: LoadedObject,
-    /// The object code `code` was loaded from (what the disk cache keeps).
-    object: Vec<u8>,
+    /// The object code `code` was loaded from, one object per share of
+    /// kernels compiled on its own thread (what the disk cache keeps).
+    objects: Vec<Vec<u8>>,
     kernels: HashMap<String, (KernelFn, KernelSignature)>,
     /// Kernels that were not compiled, with the reason.
     pub skipped: Vec<(String, String)>,
@@ -56,15 +57,15 @@ pub struct CpuArtifact {
 }
 
 impl CpuArtifact {
-    /// Loads `object` (made by [`compile`] for this machine) and looks up
-    /// the kernel of each signature in it.
+    /// Loads `objects` (made by [`compile`] for this machine) and looks up
+    /// the kernel of each signature in them.
     pub fn load(
-        object: Vec<u8>,
+        objects: Vec<Vec<u8>>,
         signatures: Vec<KernelSignature>,
         skipped: Vec<(String, String)>,
         entry_guards: Vec<EntryGuard>,
     ) -> Result<Self, Error> {
-        let code = LoadedObject::load(&object)?;
+        let code = LoadedObject::load(&objects)?;
         let mut kernels = HashMap::new();
         for signature in signatures {
             let address = code.address(&signature.name)?;
@@ -75,7 +76,7 @@ impl CpuArtifact {
         }
         Ok(CpuArtifact {
             _code: code,
-            object,
+            objects,
             kernels,
             skipped,
             llvm_ir: String::new(),
@@ -84,8 +85,8 @@ impl CpuArtifact {
     }
 
     /// The object code the kernels run from.
-    pub fn object(&self) -> &[u8] {
-        &self.object
+    pub fn objects(&self) -> &[Vec<u8>] {
+        &self.objects
     }
 
     /// The kernels' signatures.
@@ -425,7 +426,9 @@ pub fn compile(context: &Context, module: &Module, options: &CodegenOptions) -> 
 }
 
 /// Compiles kernels in the LLVM dialect to object code for `target` and
-/// loads it.
+/// loads it. Kernels that share no code are optimized and compiled on
+/// several threads, each with its own LLVM context and a copy of the
+/// module that keeps only its share of them (one object each).
 fn jit(lowered: crate::lower::Lowered, target: &CpuTarget) -> Result<CpuArtifact, Error> {
     let crate::lower::Lowered {
         module: lowered,
@@ -435,20 +438,172 @@ fn jit(lowered: crate::lower::Lowered, target: &CpuTarget) -> Result<CpuArtifact
     } = lowered;
     let llvm_context = LlvmContext::create();
     let machine = loadable_target_machine(target)?;
-    let llvm_module = to_llvm_ir(&lowered, &no_inline, &llvm_context, &machine)?;
-    let llvm_ir = crate::timings::phase("print LLVM IR", || llvm_module.print_to_string().to_string());
-    let object = crate::timings::phase("machine code", || {
-        machine
-            .write_to_memory_buffer(&llvm_module, inkwell::targets::FileType::Object)
-            .map_err(|e| Error::Codegen(e.to_string()))
-    })?
-    .as_slice()
-    .to_vec();
+    let llvm_module = crate::timings::phase("translate to LLVM IR", || {
+        translate(&lowered, &no_inline, &llvm_context, &machine)
+    })?;
+    let groups = independent_groups(&llvm_module);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let shares = shares(groups, threads);
+    let (objects, llvm_ir) = if shares.len() <= 1 {
+        crate::timings::phase("LLVM default<O3>", || {
+            llvm_module
+                .run_passes("default<O3>", &machine, PassBuilderOptions::create())
+                .map_err(|e| Error::Codegen(e.to_string()))
+        })?;
+        let llvm_ir = crate::timings::phase("print LLVM IR", || llvm_module.print_to_string().to_string());
+        let object = crate::timings::phase("machine code", || object_code(&machine, &llvm_module))?;
+        (vec![object], llvm_ir)
+    } else {
+        let bitcode = llvm_module.write_bitcode_to_memory();
+        let bitcode = bitcode.as_slice();
+        let name = format!("LLVM default<O3> and machine code, {} threads", shares.len());
+        let parts = crate::timings::phase_named(name, || {
+            std::thread::scope(|scope| {
+                let workers: Vec<_> = shares
+                    .iter()
+                    .map(|share| scope.spawn(move || compile_share(bitcode, share, target)))
+                    .collect();
+                workers
+                    .into_iter()
+                    .map(|w| {
+                        w.join()
+                            .unwrap_or_else(|_| Err(Error::Codegen("a compiling thread panicked".into())))
+                    })
+                    .collect::<Result<Vec<_>, Error>>()
+            })
+        })?;
+        let (objects, irs): (Vec<_>, Vec<_>) = parts.into_iter().unzip();
+        (objects, irs.concat())
+    };
     let mut artifact = crate::timings::phase("load the object code", || {
-        CpuArtifact::load(object, signatures, skipped, Vec::new())
+        CpuArtifact::load(objects, signatures, skipped, Vec::new())
     })?;
     artifact.llvm_ir = llvm_ir;
     Ok(artifact)
+}
+
+/// `module` as an ELF object for `machine`.
+fn object_code(machine: &TargetMachine, module: &LlvmModule) -> Result<Vec<u8>, Error> {
+    Ok(machine
+        .write_to_memory_buffer(module, inkwell::targets::FileType::Object)
+        .map_err(|e| Error::Codegen(e.to_string()))?
+        .as_slice()
+        .to_vec())
+}
+
+/// On a thread of its own: the module in `bitcode`, with the functions
+/// defined outside `share` deleted, optimized and compiled; its object
+/// and optimized IR.
+fn compile_share(bitcode: &[u8], share: &[String], target: &CpuTarget) -> Result<(Vec<u8>, String), Error> {
+    let context = LlvmContext::create();
+    let buffer = inkwell::memory_buffer::MemoryBuffer::create_from_memory_range_copy(bitcode, "kernels");
+    let module = LlvmModule::parse_bitcode_from_buffer(&buffer, &context)
+        .map_err(|e| Error::Codegen(e.to_string()))?;
+    let others: Vec<_> = module
+        .get_functions()
+        .filter(|f| f.count_basic_blocks() > 0)
+        .filter(|f| !share.iter().any(|name| f.get_name().to_str() == Ok(name)))
+        .collect();
+    for function in others {
+        // SAFETY: nothing in this copy uses a function of another share
+        // (`independent_groups` put every user with what it uses), and
+        // the function is not touched after it is deleted.
+        unsafe { function.delete() };
+    }
+    let machine = loadable_target_machine(target)?;
+    module
+        .run_passes("default<O3>", &machine, PassBuilderOptions::create())
+        .map_err(|e| Error::Codegen(e.to_string()))?;
+    let ir = module.print_to_string().to_string();
+    Ok((object_code(&machine, &module)?, ir))
+}
+
+/// The functions `module` defines, in groups that use nothing of each
+/// other (a row chain and its stages are one group), each with its size
+/// in instructions. One group when a function is used other than by an
+/// instruction (nothing can be split safely then).
+fn independent_groups(module: &LlvmModule) -> Vec<(Vec<String>, usize)> {
+    use inkwell::values::{AnyValueEnum, BasicValue};
+    let defined: Vec<_> = module
+        .get_functions()
+        .filter(|f| f.count_basic_blocks() > 0)
+        .collect();
+    let index: HashMap<String, usize> = defined
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.get_name().to_string_lossy().into_owned(), i))
+        .collect();
+    // Union-find over the defined functions: a function and each function
+    // that uses it.
+    let mut parent: Vec<usize> = (0..defined.len()).collect();
+    fn root(parent: &mut [usize], mut i: usize) -> usize {
+        while parent[i] != i {
+            parent[i] = parent[parent[i]];
+            i = parent[i];
+        }
+        i
+    }
+    for (i, function) in defined.iter().enumerate() {
+        let mut next = function.as_global_value().as_pointer_value().get_first_use();
+        while let Some(use_) = next {
+            let AnyValueEnum::InstructionValue(user) = use_.get_user() else {
+                return vec![(index.into_keys().collect(), 0)];
+            };
+            let Some(j) = user
+                .get_parent()
+                .and_then(|block| block.get_parent())
+                .and_then(|f| index.get(&*f.get_name().to_string_lossy()).copied())
+            else {
+                return vec![(index.into_keys().collect(), 0)];
+            };
+            let (a, b) = (root(&mut parent, i), root(&mut parent, j));
+            parent[a] = b;
+            next = use_.get_next_use();
+        }
+    }
+    let mut groups: HashMap<usize, (Vec<String>, usize)> = HashMap::new();
+    for (i, function) in defined.iter().enumerate() {
+        let size = function
+            .get_basic_blocks()
+            .iter()
+            .map(|b| b.get_instructions().count())
+            .sum::<usize>();
+        let group = groups.entry(root(&mut parent, i)).or_default();
+        group.0.push(function.get_name().to_string_lossy().into_owned());
+        group.1 += size;
+    }
+    let mut groups: Vec<_> = groups.into_values().collect();
+    groups.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    groups
+}
+
+/// Kernel groups dealt to at most `threads` shares of about equal size
+/// (largest group first, each to the smallest share), in a fixed order.
+/// Fewer than 2 shares, or modules too small to pay for the copies, give
+/// one share.
+fn shares(groups: Vec<(Vec<String>, usize)>, threads: usize) -> Vec<Vec<String>> {
+    /// Instructions below which a module compiles faster on one thread
+    /// than it takes to copy it to another context.
+    const MIN_PARALLEL_INSTRUCTIONS: usize = 300;
+    let total: usize = groups.iter().map(|g| g.1).sum();
+    let count = threads.min(groups.len());
+    if count < 2 || total < MIN_PARALLEL_INSTRUCTIONS {
+        return vec![groups.into_iter().flat_map(|g| g.0).collect()];
+    }
+    let mut shares: Vec<(Vec<String>, usize)> = vec![(Vec::new(), 0); count];
+    for (names, size) in groups {
+        let smallest = shares
+            .iter_mut()
+            .min_by_key(|s| s.1)
+            .expect("at least two shares");
+        smallest.0.extend(names);
+        smallest.1 += size;
+    }
+    shares
+        .into_iter()
+        .map(|s| s.0)
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 /// An NVIDIA GPU architecture to generate code for.
@@ -850,4 +1005,74 @@ mod tests {
     }
 
     const FIRST_ACCESS: i64 = crate::lower::FIRST_ACCESS_STATUS;
+}
+
+#[cfg(test)]
+mod parallel_tests {
+    //! Kernels compiled on several threads: how they are split, and that
+    //! the split module computes what the whole one does.
+
+    use super::*;
+
+    fn group(names: &[&str], size: usize) -> (Vec<String>, usize) {
+        (names.iter().map(|n| (*n).to_owned()).collect(), size)
+    }
+
+    #[test]
+    fn groups_are_dealt_largest_first_to_the_smallest_share() {
+        let groups = vec![
+            group(&["a"], 500),
+            group(&["b", "b_stage"], 300),
+            group(&["c"], 250),
+        ];
+        assert_eq!(
+            shares(groups.clone(), 2),
+            vec![
+                vec!["a".to_owned()],
+                vec!["b".into(), "b_stage".into(), "c".into()]
+            ]
+        );
+        // One thread, one group, or too little work: one share.
+        assert_eq!(shares(groups.clone(), 1).len(), 1);
+        assert_eq!(shares(vec![group(&["a"], 10_000)], 8).len(), 1);
+        assert_eq!(shares(vec![group(&["a"], 100), group(&["b"], 100)], 2).len(), 1);
+        // Never more shares than groups.
+        assert_eq!(shares(groups, 16).len(), 3);
+    }
+
+    /// Two independent kernels and a chain whose stage it calls: the
+    /// chain and its stage stay in one group, the others apart.
+    #[test]
+    fn a_function_and_what_it_calls_stay_together() {
+        let context = LlvmContext::create();
+        let ir = r#"
+            define void @k1(ptr %p) { store i32 1, ptr %p
+              ret void }
+            define void @k2(ptr %p) { store i32 2, ptr %p
+              ret void }
+            define internal void @stage(ptr %p) { store i32 3, ptr %p
+              ret void }
+            define void @chain(ptr %p) { call void @stage(ptr %p)
+              ret void }
+            declare float @expf(float)
+        "#;
+        let buffer = inkwell::memory_buffer::MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "t");
+        let module = context.create_module_from_ir(buffer).expect("valid IR");
+        let mut groups: Vec<Vec<String>> = independent_groups(&module)
+            .into_iter()
+            .map(|(mut names, _)| {
+                names.sort();
+                names
+            })
+            .collect();
+        groups.sort();
+        assert_eq!(
+            groups,
+            vec![
+                vec!["chain".to_owned(), "stage".into()],
+                vec!["k1".into()],
+                vec!["k2".into()]
+            ]
+        );
+    }
 }

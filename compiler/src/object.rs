@@ -36,9 +36,9 @@ unsafe impl Send for LoadedObject {}
 unsafe impl Sync for LoadedObject {}
 
 impl LoadedObject {
-    /// Links `object` (an ELF relocatable object for this machine) into
-    /// the process.
-    pub fn load(object: &[u8]) -> Result<Self, Error> {
+    /// Links `objects` (ELF relocatable objects for this machine, which
+    /// may call each other) into the process.
+    pub fn load(objects: &[Vec<u8>]) -> Result<Self, Error> {
         let fail = |what: &str, error: String| {
             Error::Codegen(format!("cannot load the kernels' object code: {what}: {error}"))
         };
@@ -65,19 +65,21 @@ impl LoadedObject {
             LLVMOrcJITDylibAddGenerator(LLVMOrcLLJITGetMainJITDylib(jit), generator);
         }
         let name = c"jitc-kernels.o";
-        // SAFETY: the buffer copies `object`; the JIT takes it over.
-        unsafe {
-            let buffer = LLVMCreateMemoryBufferWithMemoryRangeCopy(
-                object.as_ptr().cast(),
-                object.len(),
-                name.as_ptr(),
-            );
-            check(LLVMOrcLLJITAddObjectFile(
-                jit,
-                LLVMOrcLLJITGetMainJITDylib(jit),
-                buffer,
-            ))
-            .map_err(|e| fail("adding the object", e))?;
+        for object in objects {
+            // SAFETY: the buffer copies `object`; the JIT takes it over.
+            unsafe {
+                let buffer = LLVMCreateMemoryBufferWithMemoryRangeCopy(
+                    object.as_ptr().cast(),
+                    object.len(),
+                    name.as_ptr(),
+                );
+                check(LLVMOrcLLJITAddObjectFile(
+                    jit,
+                    LLVMOrcLLJITGetMainJITDylib(jit),
+                    buffer,
+                ))
+                .map_err(|e| fail("adding the object", e))?;
+            }
         }
         Ok(loaded)
     }

@@ -39,6 +39,30 @@ impl Drop for Recording {
     }
 }
 
+/// [`phase`] with a name made at run time (leaked once per distinct name
+/// recorded: names are few).
+pub fn phase_named<T>(name: String, f: impl FnOnce() -> T) -> T {
+    if PHASES.with(|p| p.borrow().is_none()) {
+        return f();
+    }
+    phase(intern(name), f)
+}
+
+fn intern(name: String) -> &'static str {
+    use std::sync::{Mutex, OnceLock};
+    static NAMES: OnceLock<Mutex<Vec<&'static str>>> = OnceLock::new();
+    let mut names = NAMES
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(known) = names.iter().find(|n| **n == name) {
+        return known;
+    }
+    let leaked: &'static str = Box::leak(name.into_boxed_str());
+    names.push(leaked);
+    leaked
+}
+
 /// Runs `f` as the phase `name`, recording its time when recording.
 pub fn phase<T>(name: &'static str, f: impl FnOnce() -> T) -> T {
     if PHASES.with(|p| p.borrow().is_none()) {

@@ -446,6 +446,12 @@ impl CpuModule {
         self.cache_hit
     }
 
+    /// How many objects the kernels came in: more than one when groups of
+    /// kernels that share no code were compiled on threads of their own.
+    pub fn object_count(&self) -> usize {
+        self.kernels.objects().len()
+    }
+
     /// Whether the kernels were loaded from the disk cache (no MLIR or
     /// LLVM pass ran; [`Self::llvm_ir`] is empty then).
     pub fn disk_hit(&self) -> bool {

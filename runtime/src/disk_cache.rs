@@ -198,7 +198,8 @@ struct Header {
     signatures: Vec<KernelSignature>,
     skipped: Vec<(String, String)>,
     entry_guards: Vec<EntryGuard>,
-    object_len: usize,
+    /// The length of each object, in the order they follow the header.
+    object_lens: Vec<usize>,
 }
 
 /// A compilation read back from the cache.
@@ -301,21 +302,16 @@ impl DiskCache {
             signatures,
             skipped: kernels.skipped.clone(),
             entry_guards: kernels.entry_guards.clone(),
-            object_len: kernels.object().len(),
+            object_lens: kernels.objects().iter().map(Vec::len).collect(),
         };
         let header = serde_json::to_vec(&header).map_err(|e| e.to_string())?;
         let length = (header.len() as u64).to_le_bytes();
-        let checksum = blake3_hex(&[&length, &header, kernels.object()]);
+        let objects = kernels.objects().concat();
+        let checksum = blake3_hex(&[&length, &header, &objects]);
         create_private_dir(&self.dir).map_err(|e| format!("cannot create {}: {e}", self.dir.display()))?;
         let mut file = tempfile::NamedTempFile::new_in(&self.dir)
             .map_err(|e| format!("cannot write in {}: {e}", self.dir.display()))?;
-        let parts = [
-            &MAGIC[..],
-            checksum.as_bytes(),
-            &length,
-            &header,
-            kernels.object(),
-        ];
+        let parts = [&MAGIC[..], checksum.as_bytes(), &length, &header, &objects];
         for (k, part) in parts.iter().enumerate() {
             file.write_all(part).map_err(|e| e.to_string())?;
             // Fault injection for the tests, in debug builds only: the
@@ -486,7 +482,7 @@ fn read_header(bytes: &[u8]) -> Result<Header, String> {
         .ok_or("is truncated")?;
     let header: Header =
         serde_json::from_slice(&body[..length]).map_err(|e| format!("has a header jitc cannot read: {e}"))?;
-    if header.object_len != body.len() - length {
+    if header.object_lens.iter().sum::<usize>() != body.len() - length {
         return Err("is truncated".into());
     }
     Ok(header)
@@ -499,9 +495,15 @@ fn decode(bytes: &[u8], key: &KeyParts) -> Result<Hit, String> {
     if header.key != *key {
         return Err("belongs to another key (a foreign entry)".into());
     }
-    let object = bytes[bytes.len() - header.object_len..].to_vec();
+    let mut rest = &bytes[bytes.len() - header.object_lens.iter().sum::<usize>()..];
+    let mut objects = Vec::new();
+    for &len in &header.object_lens {
+        let (object, after) = rest.split_at(len);
+        objects.push(object.to_vec());
+        rest = after;
+    }
     let mut kernels = jitc_compiler::timings::phase("load the object code", || {
-        CpuArtifact::load(object, header.signatures, header.skipped, header.entry_guards)
+        CpuArtifact::load(objects, header.signatures, header.skipped, header.entry_guards)
     })
     .map_err(|e| format!("holds object code that does not load: {e}"))?;
     kernels.llvm_ir.clear();
