@@ -10,7 +10,9 @@
 // CHECK: jitc compile: timings (wall clock)
 // CHECK-NEXT: {{ +[0-9]+\.[0-9]{3} ms +[0-9]+\.[0-9]%}}  parse and verify
 // CHECK-NEXT: ms {{.*}}%  fuse
+// CHECK-NEXT: ms {{.*}}%  merge equal kernels
 // CHECK-NEXT: ms {{.*}}%  row chains
+// CHECK-NEXT: ms {{.*}}%  merge equal kernels
 // CHECK-NEXT: ms {{.*}}%  lower kernels
 // CHECK-NEXT: ms {{.*}}%  convert to the LLVM dialect
 // CHECK-NEXT: ms {{.*}}%  translate to LLVM IR
@@ -28,6 +30,7 @@
 // RUN: jitc compile %examples/softmax.mlir --target nvptx --emit ptx --timings 2>&1 >/dev/null | FileCheck %s --check-prefix=GPU
 // GPU: parse and verify
 // GPU-NEXT: fuse
+// GPU-NEXT: merge equal kernels
 // GPU-NEXT: lower kernels
 // GPU-NEXT: convert to the LLVM dialect
 // GPU-NEXT: translate to LLVM IR

@@ -29,6 +29,7 @@
 pub mod autodiff;
 mod codegen;
 mod context;
+mod dedup;
 mod diagnostics;
 mod error;
 pub mod explain;
@@ -101,7 +102,14 @@ pub fn compile_cpu<'c>(
     entry: Option<&str>,
 ) -> Result<CpuArtifact, Error> {
     timings::phase("fuse", || fuse(context, module))?;
+    // Chains are made of merged kernels, and merge in their turn.
+    timings::phase("merge equal kernels", || {
+        dedup::dedup_kernels(context, module, options.check_bounds)
+    });
     timings::phase("row chains", || chain_rows(context, module, options))?;
+    timings::phase("merge equal kernels", || {
+        dedup::dedup_kernels(context, module, options.check_bounds)
+    });
     let mut artifact = codegen::compile(context, module, options)?;
     if let Some(function) = entry {
         artifact.entry_guards = take_entry_guards(context, module, function)?;
@@ -117,6 +125,7 @@ pub fn compile_ptx(
     options: &GpuOptions,
 ) -> Result<PtxArtifact, Error> {
     fuse(context, module)?;
+    dedup::dedup_kernels(context, module, options.check_bounds);
     codegen::ptx(context, module, options)
 }
 
@@ -129,7 +138,14 @@ pub fn emit_cpu(
     options: &CodegenOptions,
 ) -> Result<Emitted, Error> {
     timings::phase("fuse", || fuse(context, module))?;
+    // Chains are made of merged kernels, and merge in their turn.
+    timings::phase("merge equal kernels", || {
+        dedup::dedup_kernels(context, module, options.check_bounds)
+    });
     timings::phase("row chains", || chain_rows(context, module, options))?;
+    timings::phase("merge equal kernels", || {
+        dedup::dedup_kernels(context, module, options.check_bounds)
+    });
     codegen::emit(context, module, emit, options)
 }
 
@@ -162,6 +178,9 @@ pub fn emit_gpu(
     options: &GpuOptions,
 ) -> Result<Emitted, Error> {
     timings::phase("fuse", || fuse(context, module))?;
+    timings::phase("merge equal kernels", || {
+        dedup::dedup_kernels(context, module, options.check_bounds)
+    });
     codegen::emit_gpu(context, module, emit, options)
 }
 

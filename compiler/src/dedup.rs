@@ -1,0 +1,222 @@
+//! Kernel deduplication: fused kernels (and row chains) that are the same
+//! function under another name are compiled once.
+//!
+//! Unrolling a loop (`meta-unroll`) clones its body once per iteration, and
+//! `meta-fuse` then outlines each clone into kernels of its own: a 32-step
+//! RNN becomes 96 kernels of 3 distinct bodies (the step index is an
+//! argument, not part of the code). Each kernel would go through lowering
+//! and LLVM on its own, which is most of a cold compile. Here kernels are
+//! compared by their printed text with their own name left out; every
+//! call of a copy is pointed at the first of its kind, and the copies are
+//! erased.
+//!
+//! Locations are left out of the comparison (a frontend writes each op on
+//! a line of its own, so copies never share them), except for kernels that
+//! report a line when they fail: an integer `div` or `mod` (a zero divisor
+//! is reported at its op), and every kernel in the bounds-checked mode
+//! (accesses are reported at theirs). Those merge only with copies at the
+//! same places, so every failure is reported where it happened.
+//!
+//! A row chain names its stages (`meta.chain`), so the compilers merge
+//! kernels before chains are made, and chains of the same stages after;
+//! each time, the merging repeats until nothing changes.
+
+use crate::rewrite;
+use jitc_dialect::ops::{set_attribute, string_attribute};
+use melior::{
+    Context,
+    ir::{
+        BlockLike, Module,
+        attribute::FlatSymbolRefAttribute,
+        operation::{OperationLike, OperationPrintingFlags, OperationRef},
+    },
+};
+use std::collections::HashMap;
+
+/// Merges the `meta.fused` functions of `module` that differ only in name
+/// (and, for kernels that report no line, in locations); `check_bounds`
+/// is the bounds-checked mode. Returns how many were erased.
+pub fn dedup_kernels(context: &Context, module: &Module, check_bounds: bool) -> usize {
+    let mut erased = 0;
+    loop {
+        let copies = copies(module, check_bounds);
+        if copies.is_empty() {
+            return erased;
+        }
+        retarget_calls(context, module, &copies);
+        for op in kernels(module) {
+            if name(op).is_some_and(|n| copies.contains_key(n)) {
+                rewrite::erase(op);
+                erased += 1;
+            }
+        }
+    }
+}
+
+/// The module's top-level `meta.fused` functions, in order.
+fn kernels<'c, 'a>(module: &'a Module<'c>) -> Vec<OperationRef<'c, 'a>> {
+    let mut out = Vec::new();
+    let mut next = module.body().first_operation();
+    while let Some(op) = next {
+        next = op.next_in_block();
+        if op.name().as_string_ref().as_str() == Ok("func.func") && op.has_attribute("meta.fused") {
+            out.push(op);
+        }
+    }
+    out
+}
+
+fn name<'a>(op: OperationRef<'_, 'a>) -> Option<&'a str> {
+    op.attribute("sym_name").ok().and_then(string_attribute)
+}
+
+/// Each kernel that is a copy of an earlier one, with that one's name.
+fn copies(module: &Module, check_bounds: bool) -> HashMap<String, String> {
+    let mut first: HashMap<String, String> = HashMap::new();
+    let mut copies = HashMap::new();
+    for op in kernels(module) {
+        let Some(own) = name(op) else { continue };
+        let text = if check_bounds || divides_integers(op) {
+            let flags = OperationPrintingFlags::new().enable_debug_info(true, false);
+            let Ok(text) = op.to_string_with_flags(flags) else {
+                continue;
+            };
+            text
+        } else {
+            op.to_string()
+        };
+        // The function's own name is its first symbol: leave it out.
+        let body = text.replacen(&format!("@{own}("), "@(", 1);
+        match first.get(&body) {
+            Some(original) => {
+                copies.insert(own.to_owned(), original.clone());
+            }
+            None => {
+                first.insert(body, own.to_owned());
+            }
+        }
+    }
+    copies
+}
+
+/// Whether `kernel` divides integers (a zero divisor is reported at the
+/// op's line).
+fn divides_integers(kernel: OperationRef) -> bool {
+    use melior::ir::{ValueLike, r#type::ShapedTypeLike};
+    jitc_dialect::verify::collect_ops(kernel).into_iter().any(|op| {
+        op.name().as_string_ref().as_str() == Ok("meta.binary")
+            && op
+                .attribute("kind")
+                .ok()
+                .and_then(string_attribute)
+                .is_some_and(|kind| kind == "div" || kind == "mod")
+            && op.result(0).ok().is_none_or(|result| {
+                let element = melior::ir::r#type::RankedTensorType::try_from(result.r#type())
+                    .map(|t| t.element())
+                    .unwrap_or(result.r#type());
+                jitc_dialect::kinds::ElementType::from_type(element).is_none_or(|e| !e.is_float())
+            })
+    })
+}
+
+/// Points every `func.call` of a copy at its original.
+fn retarget_calls(context: &Context, module: &Module, copies: &HashMap<String, String>) {
+    for op in jitc_dialect::verify::collect_ops(module.as_operation()) {
+        if op.name().as_string_ref().as_str() != Ok("func.call") {
+            continue;
+        }
+        let callee = op
+            .attribute("callee")
+            .ok()
+            .and_then(|a| FlatSymbolRefAttribute::try_from(a).ok())
+            .map(|a| a.value().to_owned());
+        if let Some(original) = callee.and_then(|c| copies.get(&c)) {
+            set_attribute(
+                op,
+                "callee",
+                FlatSymbolRefAttribute::new(context, original).into(),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kernel applying `kind`, every location given: kernels of one kind
+    /// are copies whatever their name.
+    fn kernel(name: &str, kind: &str) -> String {
+        format!(
+            r#"func.func private @{name}(%x: tensor<8xf32> loc("k.mlir":1:2)) -> tensor<8xf32> attributes {{meta.fused}} {{
+  %e = "meta.unary"(%x) {{kind = "{kind}"}} : (tensor<8xf32>) -> tensor<8xf32> loc("k.mlir":2:8)
+  return %e : tensor<8xf32> loc("k.mlir":3:3)
+}} loc("k.mlir":1:1)
+"#
+        )
+    }
+
+    /// `@main` calling each kernel in turn on the last one's result, then
+    /// the kernels.
+    fn module_of(kernels: &[(&str, &str)]) -> String {
+        let mut text = String::from("func.func @main(%v0: tensor<8xf32>) -> tensor<8xf32> {\n");
+        for (k, (name, _)) in kernels.iter().enumerate() {
+            text.push_str(&format!(
+                "  %v{} = func.call @{name}(%v{k}) : (tensor<8xf32>) -> tensor<8xf32>\n",
+                k + 1
+            ));
+        }
+        text.push_str(&format!("  return %v{} : tensor<8xf32>\n}}\n", kernels.len()));
+        for (name, kind) in kernels {
+            text.push_str(&kernel(name, kind));
+        }
+        text
+    }
+
+    #[test]
+    fn copies_are_merged_and_their_calls_retargeted() {
+        let context = crate::new_context().unwrap();
+        let module = crate::parse_module(
+            &context,
+            &module_of(&[("k0", "exp"), ("k1", "exp"), ("k2", "tanh")]),
+        )
+        .unwrap();
+        assert_eq!(dedup_kernels(&context, &module, false), 1);
+        let text = module.as_operation().to_string();
+        assert!(!text.contains("@k1("), "{text}");
+        assert_eq!(text.matches("call @k0(").count(), 2, "{text}");
+        assert!(text.contains("call @k2(") && text.contains("@k2("), "{text}");
+        assert!(crate::verify(&module).is_ok());
+    }
+
+    #[test]
+    fn kernels_that_report_lines_merge_only_at_the_same_places() {
+        let context = crate::new_context().unwrap();
+        let moved = |source: String| source.replacen(r#"loc("k.mlir":2:8)"#, r#"loc("k.mlir":9:8)"#, 1);
+        // A kernel that reports no line merges with its copy elsewhere...
+        let module =
+            crate::parse_module(&context, &moved(module_of(&[("k0", "exp"), ("k1", "exp")]))).unwrap();
+        assert_eq!(dedup_kernels(&context, &module, false), 1);
+        // ...but not in the bounds-checked mode, whose accesses report
+        // their lines,
+        let module =
+            crate::parse_module(&context, &moved(module_of(&[("k0", "exp"), ("k1", "exp")]))).unwrap();
+        assert_eq!(dedup_kernels(&context, &module, true), 0);
+        let module = crate::parse_module(&context, &module_of(&[("k0", "exp"), ("k1", "exp")])).unwrap();
+        assert_eq!(dedup_kernels(&context, &module, true), 1);
+        // ...nor when it divides integers (a zero divisor is reported at
+        // the op).
+        let divide = |source: String| {
+            source.replace("tensor<8xf32>", "tensor<8xi32>").replace(
+                r#""meta.unary"(%x) {kind = "exp"} : (tensor<8xi32>)"#,
+                r#""meta.binary"(%x, %x) {kind = "div"} : (tensor<8xi32>, tensor<8xi32>)"#,
+            )
+        };
+        let source = divide(moved(module_of(&[("k0", "exp"), ("k1", "exp")])));
+        let module = crate::parse_module(&context, &source).unwrap_or_else(|| panic!("{source}"));
+        assert_eq!(dedup_kernels(&context, &module, false), 0);
+        let module =
+            crate::parse_module(&context, &divide(module_of(&[("k0", "exp"), ("k1", "exp")]))).unwrap();
+        assert_eq!(dedup_kernels(&context, &module, false), 1);
+    }
+}
