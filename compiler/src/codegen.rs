@@ -293,11 +293,7 @@ pub fn to_llvm_ir<'l>(
     let llvm_module = crate::timings::phase("translate to LLVM IR", || {
         translate(lowered, no_inline, llvm_context, machine)
     })?;
-    crate::timings::phase("LLVM default<O3>", || {
-        llvm_module
-            .run_passes("default<O3>", machine, PassBuilderOptions::create())
-            .map_err(|e| Error::Codegen(e.to_string()))
-    })?;
+    crate::timings::phase("LLVM default<O3>", || optimize(&llvm_module, machine))?;
     Ok(llvm_module)
 }
 
@@ -445,11 +441,7 @@ fn jit(lowered: crate::lower::Lowered, target: &CpuTarget) -> Result<CpuArtifact
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let shares = shares(groups, threads);
     let (objects, llvm_ir) = if shares.len() <= 1 {
-        crate::timings::phase("LLVM default<O3>", || {
-            llvm_module
-                .run_passes("default<O3>", &machine, PassBuilderOptions::create())
-                .map_err(|e| Error::Codegen(e.to_string()))
-        })?;
+        crate::timings::phase("LLVM default<O3>", || optimize(&llvm_module, &machine))?;
         let llvm_ir = crate::timings::phase("print LLVM IR", || llvm_module.print_to_string().to_string());
         let object = crate::timings::phase("machine code", || object_code(&machine, &llvm_module))?;
         (vec![object], llvm_ir)
@@ -482,6 +474,13 @@ fn jit(lowered: crate::lower::Lowered, target: &CpuTarget) -> Result<CpuArtifact
     Ok(artifact)
 }
 
+/// Runs LLVM's `default<O3>` on `module` for `machine`.
+fn optimize(module: &LlvmModule, machine: &TargetMachine) -> Result<(), Error> {
+    module
+        .run_passes("default<O3>", machine, PassBuilderOptions::create())
+        .map_err(|e| Error::Codegen(e.to_string()))
+}
+
 /// `module` as an ELF object for `machine`.
 fn object_code(machine: &TargetMachine, module: &LlvmModule) -> Result<Vec<u8>, Error> {
     Ok(machine
@@ -511,9 +510,7 @@ fn compile_share(bitcode: &[u8], share: &[String], target: &CpuTarget) -> Result
         unsafe { function.delete() };
     }
     let machine = loadable_target_machine(target)?;
-    module
-        .run_passes("default<O3>", &machine, PassBuilderOptions::create())
-        .map_err(|e| Error::Codegen(e.to_string()))?;
+    optimize(&module, &machine)?;
     let ir = module.print_to_string().to_string();
     Ok((object_code(&machine, &module)?, ir))
 }
@@ -842,11 +839,7 @@ pub fn ptx(context: &Context, module: &Module, options: &GpuOptions) -> Result<P
             link_libdevice(&llvm_module, &llvm_context, path)
         })?;
     }
-    crate::timings::phase("LLVM default<O3>", || {
-        llvm_module
-            .run_passes("default<O3>", &machine, PassBuilderOptions::create())
-            .map_err(|e| Error::Codegen(e.to_string()))
-    })?;
+    crate::timings::phase("LLVM default<O3>", || optimize(&llvm_module, &machine))?;
     let llvm_ir = crate::timings::phase("print LLVM IR", || llvm_module.print_to_string().to_string());
     let text = crate::timings::phase("machine code", || {
         machine
