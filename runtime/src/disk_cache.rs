@@ -2,7 +2,8 @@
 //! by every process of this build of jitc.
 //!
 //! - **Where.** `$JITC_CACHE_DIR`, else `$XDG_CACHE_HOME/jitc`, else
-//!   `~/.cache/jitc`. `JITC_CACHE=0` turns it off.
+//!   `~/.cache/jitc`. `JITC_CACHE=0` (or `off`, `false`, `no`) turns it
+//!   off.
 //! - **Key.** A BLAKE3 hash of [`KeyParts`]: the module's canonical text
 //!   before fusion, with its locations (which compiled code reports) and
 //!   its assumptions (guards are ops), the entry
@@ -20,7 +21,8 @@
 //! - **Integrity.** A short, corrupt or foreign entry (the checksum, the
 //!   header or the key does not match) is reported once per process as a
 //!   warning, removed, and rebuilt; it is never loaded.
-//! - **Size.** At most `JITC_CACHE_MAX_BYTES` (1 GiB by default): after a
+//! - **Size.** At most `JITC_CACHE_MAX_BYTES` (bytes, or with `K`, `M`,
+//!   `G`; 1 GiB by default): after a
 //!   store, the entries used least recently (by modification time, which a
 //!   hit renews) are removed until the rest fit.
 //! - **Trust.** Entries are code that runs in the process: the directory
@@ -233,19 +235,30 @@ pub struct Stats {
 impl DiskCache {
     /// The cache the environment names: `JITC_CACHE_DIR`, else
     /// `$XDG_CACHE_HOME/jitc`, else `$HOME/.cache/jitc`; `None` when
-    /// `JITC_CACHE=0` or no directory can be named.
+    /// `JITC_CACHE` turns it off ([`turned_off`]) or no directory can be
+    /// named. A `JITC_CACHE_MAX_BYTES` that is not a number of bytes
+    /// (digits, or digits followed by K, M or G) is reported once and the
+    /// default kept.
     pub fn from_env() -> Option<Self> {
-        if std::env::var("JITC_CACHE").is_ok_and(|v| v == "0") {
+        if turned_off() {
             return None;
         }
         let nonempty = |key: &str| std::env::var_os(key).filter(|v| !v.is_empty()).map(PathBuf::from);
         let dir = nonempty("JITC_CACHE_DIR")
             .or_else(|| nonempty("XDG_CACHE_HOME").map(|d| d.join("jitc")))
             .or_else(|| nonempty("HOME").map(|d| d.join(".cache").join("jitc")))?;
-        let max_bytes = std::env::var("JITC_CACHE_MAX_BYTES")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(DEFAULT_MAX_BYTES);
+        let max_bytes = match std::env::var("JITC_CACHE_MAX_BYTES") {
+            Err(_) => DEFAULT_MAX_BYTES,
+            Ok(text) => parse_size(&text).unwrap_or_else(|| {
+                static WARNED: std::sync::Once = std::sync::Once::new();
+                WARNED.call_once(|| {
+                    eprintln!(
+                        "jitc: warning: JITC_CACHE_MAX_BYTES='{text}' is not a size (bytes, or a number with K, M or G); the cache keeps its default limit of 1G"
+                    );
+                });
+                DEFAULT_MAX_BYTES
+            }),
+        };
         Some(Self::new(dir, max_bytes))
     }
 
@@ -451,6 +464,32 @@ impl DiskCache {
     }
 }
 
+/// Whether `JITC_CACHE` turns the disk cache off: `0`, `off`, `false` or
+/// `no`, in any case.
+pub fn turned_off() -> bool {
+    std::env::var("JITC_CACHE")
+        .is_ok_and(|v| ["0", "off", "false", "no"].contains(&v.trim().to_ascii_lowercase().as_str()))
+}
+
+/// A size in bytes: digits, optionally followed by `K`, `M` or `G`
+/// (powers of 1024).
+fn parse_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let (digits, unit) = match text.char_indices().last()? {
+        (at, c) if c.is_ascii_alphabetic() => (&text[..at], c.to_ascii_uppercase()),
+        _ => (text, 'B'),
+    };
+    let shift = match unit {
+        'B' => 0,
+        'K' => 10,
+        'M' => 20,
+        'G' => 30,
+        _ => return None,
+    };
+    let number: u64 = digits.trim().parse().ok()?;
+    number.checked_mul(1u64 << shift)
+}
+
 /// The entry nearest a key ([`DiskCache::nearest`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Nearest {
@@ -533,5 +572,20 @@ fn warn_once(path: &Path, problem: &str) {
             "jitc: warning: the cache entry {} {problem}; it was removed and is rebuilt",
             path.display()
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sizes_are_bytes_or_binary_multiples() {
+        use super::parse_size;
+        assert_eq!(parse_size("4096"), Some(4096));
+        assert_eq!(parse_size("64K"), Some(64 << 10));
+        assert_eq!(parse_size("2m"), Some(2 << 20));
+        assert_eq!(parse_size(" 1G "), Some(1 << 30));
+        for bad in ["", "G", "-1", "1.5G", "10T", "lots", "99999999999999999999G"] {
+            assert_eq!(parse_size(bad), None, "{bad}");
+        }
     }
 }

@@ -16,9 +16,9 @@ use std::process::ExitCode;
 /// in a cache on disk, shared by every process of this build of jitc: a
 /// program compiled once loads its native code in later processes, with no
 /// MLIR or LLVM pass run. The cache lives in `$JITC_CACHE_DIR`, else
-/// `$XDG_CACHE_HOME/jitc`, else `~/.cache/jitc`; `JITC_CACHE=0` turns it
-/// off, and `JITC_CACHE_MAX_BYTES` bounds its size (1 GiB by default; the
-/// entries used least recently go first).
+/// `$XDG_CACHE_HOME/jitc`, else `~/.cache/jitc`; `JITC_CACHE=0` (or `off`)
+/// turns it off, and `JITC_CACHE_MAX_BYTES` bounds its size (bytes, or with
+/// K, M or G; 1G by default; the entries used least recently go first).
 ///
 /// An entry is keyed by a hash of the program's canonical IR, the options,
 /// the entry function, the CPU and its features, the LLVM version and this
@@ -68,8 +68,11 @@ pub fn run(context: &Context, args: CacheArgs) -> ExitCode {
 
 fn cache(context: &Context, args: CacheArgs) -> Result<String, String> {
     let Some(cache) = cpu::disk_cache() else {
-        return Err(if std::env::var("JITC_CACHE").is_ok_and(|v| v == "0") {
-            "the disk cache is off (JITC_CACHE=0)".into()
+        return Err(if jitc_runtime::disk_cache::turned_off() {
+            format!(
+                "the disk cache is off (JITC_CACHE={})",
+                std::env::var("JITC_CACHE").unwrap_or_default()
+            )
         } else {
             "no directory for the disk cache: set JITC_CACHE_DIR (or HOME)".into()
         });

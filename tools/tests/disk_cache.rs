@@ -250,6 +250,56 @@ fn no_cache_when_turned_off() {
     );
 }
 
+#[test]
+fn a_cache_that_cannot_be_written_costs_a_warning_not_the_run() {
+    // The cache's directory is a file: nothing can be stored, every run
+    // still succeeds, and each process says so once.
+    let scratch = tempfile::tempdir().unwrap();
+    let file = scratch.path().join("a-file");
+    std::fs::write(&file, b"not a directory").unwrap();
+    for _ in 0..2 {
+        let out = jitc(&file, &["run", SOFTMAX, "--input", SOFTMAX_INPUT], &[]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert_eq!(stderr.matches("warning").count(), 1, "{stderr}");
+        assert!(
+            stderr.starts_with("jitc: warning: cannot store compiled code in the cache ")
+                && stderr.contains("JITC_CACHE=0"),
+            "{stderr}"
+        );
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), b"not a directory");
+}
+
+#[test]
+fn a_size_limit_that_is_no_size_is_reported_and_the_default_kept() {
+    let cache = tempfile::tempdir().unwrap();
+    let out = jitc(
+        cache.path(),
+        &["run", SIGMOID, "--input", "1024xf32=1"],
+        &[("JITC_CACHE_MAX_BYTES", "lots")],
+    );
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "jitc: warning: JITC_CACHE_MAX_BYTES='lots' is not a size (bytes, or a number with K, M or G); the cache keeps its default limit of 1G\n"
+    );
+    assert_eq!(entries(cache.path()).len(), 1);
+    // Sizes with a unit are sizes; `off` turns the cache off.
+    let out = jitc(
+        cache.path(),
+        &["run", SOFTMAX, "--input", SOFTMAX_INPUT],
+        &[("JITC_CACHE_MAX_BYTES", "64M")],
+    );
+    assert!(out.status.success() && out.stderr.is_empty());
+    assert_eq!(entries(cache.path()).len(), 2);
+    let out = jitc(cache.path(), &["cache", "stats"], &[("JITC_CACHE", "off")]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "jitc cache: error: the disk cache is off (JITC_CACHE=off)\n"
+    );
+}
+
 /// `jitc cache explain`'s report.
 fn explain(cache: &Path, args: &[&str]) -> String {
     let mut all = vec!["cache", "explain"];
