@@ -451,15 +451,24 @@ fn jit(lowered: crate::lower::Lowered, target: &CpuTarget) -> Result<CpuArtifact
         let name = format!("LLVM default<O3> and machine code, {} threads", shares.len());
         let parts = crate::timings::phase_named(name, || {
             std::thread::scope(|scope| {
+                // LLVM recurses deeply on large kernels: a stack like the
+                // main thread's, not a spawned thread's 2 MiB.
                 let workers: Vec<_> = shares
                     .iter()
-                    .map(|share| scope.spawn(move || compile_share(bitcode, share, target)))
+                    .map(|share| {
+                        std::thread::Builder::new()
+                            .name("jitc-llvm".into())
+                            .stack_size(COMPILE_STACK_BYTES)
+                            .spawn_scoped(scope, move || compile_share(bitcode, share, target))
+                    })
                     .collect();
                 workers
                     .into_iter()
-                    .map(|w| {
-                        w.join()
-                            .unwrap_or_else(|_| Err(Error::Codegen("a compiling thread panicked".into())))
+                    .map(|w| match w {
+                        Ok(worker) => worker
+                            .join()
+                            .unwrap_or_else(|_| Err(Error::Codegen("a compiling thread panicked".into()))),
+                        Err(e) => Err(Error::Codegen(format!("cannot start a compiling thread: {e}"))),
                     })
                     .collect::<Result<Vec<_>, Error>>()
             })
@@ -480,6 +489,9 @@ fn optimize(module: &LlvmModule, machine: &TargetMachine) -> Result<(), Error> {
         .run_passes("default<O3>", machine, PassBuilderOptions::create())
         .map_err(|e| Error::Codegen(e.to_string()))
 }
+
+/// The stack of each thread that compiles a share of the kernels.
+const COMPILE_STACK_BYTES: usize = 64 << 20;
 
 /// `module` as an ELF object for `machine`.
 fn object_code(machine: &TargetMachine, module: &LlvmModule) -> Result<Vec<u8>, Error> {
@@ -503,11 +515,43 @@ fn compile_share(bitcode: &[u8], share: &[String], target: &CpuTarget) -> Result
         .filter(|f| f.count_basic_blocks() > 0)
         .filter(|f| !share.iter().any(|name| f.get_name().to_str() == Ok(name)))
         .collect();
-    for function in others {
-        // SAFETY: nothing in this copy uses a function of another share
-        // (`independent_groups` put every user with what it uses), and
-        // the function is not touched after it is deleted.
-        unsafe { function.delete() };
+    use inkwell::values::BasicValue;
+    // The other shares' functions use each other (a chain calls its
+    // stages, defined before it): a function is deleted only once nothing
+    // uses it, so its users go first. Nothing this share keeps uses them
+    // (`independent_groups` put every user with what it uses).
+    let mut others = others;
+    while !others.is_empty() {
+        let before = others.len();
+        others.retain(|function| {
+            if function
+                .as_global_value()
+                .as_pointer_value()
+                .get_first_use()
+                .is_some()
+            {
+                return true;
+            }
+            // SAFETY: the function has no uses left and is not touched
+            // after it is deleted.
+            unsafe { function.delete() };
+            false
+        });
+        if others.len() == before {
+            // Only functions that use each other in a cycle are left:
+            // unlink their uses, then delete them all.
+            let null = context.ptr_type(inkwell::AddressSpace::default()).const_null();
+            for function in &others {
+                function
+                    .as_global_value()
+                    .as_pointer_value()
+                    .replace_all_uses_with(null);
+            }
+            for function in others.drain(..) {
+                // SAFETY: as above; its uses were just replaced.
+                unsafe { function.delete() };
+            }
+        }
     }
     let machine = loadable_target_machine(target)?;
     optimize(&module, &machine)?;
@@ -518,13 +562,23 @@ fn compile_share(bitcode: &[u8], share: &[String], target: &CpuTarget) -> Result
 /// The functions `module` defines, in groups that use nothing of each
 /// other (a row chain and its stages are one group), each with its size
 /// in instructions. One group when a function is used other than by an
-/// instruction (nothing can be split safely then).
+/// instruction, or the module has global variables (nothing can be split
+/// safely then).
 fn independent_groups(module: &LlvmModule) -> Vec<(Vec<String>, usize)> {
     use inkwell::values::{AnyValueEnum, BasicValue};
     let defined: Vec<_> = module
         .get_functions()
         .filter(|f| f.count_basic_blocks() > 0)
         .collect();
+    // Global variables would be defined once per share (twice, or with
+    // their state split): CPU lowering makes none; if one appears, nothing
+    // is split.
+    if module.get_first_global().is_some() {
+        let names = defined
+            .iter()
+            .map(|f| f.get_name().to_string_lossy().into_owned());
+        return vec![(names.collect(), 0)];
+    }
     let index: HashMap<String, usize> = defined
         .iter()
         .enumerate()
@@ -1066,6 +1120,38 @@ mod parallel_tests {
                 vec!["k1".into()],
                 vec!["k2".into()]
             ]
+        );
+    }
+
+    /// A share that leaves out a chain and the stage it calls (defined
+    /// before it, as lowering writes them) deletes the chain first: a
+    /// stage deleted while the chain still called it would leave the
+    /// chain's call pointing into freed memory. Functions that call each
+    /// other in a cycle are unlinked, then deleted.
+    #[test]
+    fn a_share_deletes_what_it_leaves_out_users_first() {
+        let context = LlvmContext::create();
+        let ir = r#"
+            define void @stage(ptr %p) { store i32 3, ptr %p
+              ret void }
+            define void @chain(ptr %p) { call void @stage(ptr %p)
+              ret void }
+            define void @k1(ptr %p) { store i32 1, ptr %p
+              ret void }
+            define void @loop_a(ptr %p) { call void @loop_b(ptr %p)
+              ret void }
+            define void @loop_b(ptr %p) { call void @loop_a(ptr %p)
+              ret void }
+        "#;
+        let buffer = inkwell::memory_buffer::MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "t");
+        let module = context.create_module_from_ir(buffer).expect("valid IR");
+        let bitcode = module.write_bitcode_to_memory();
+        let (object, ir) = compile_share(bitcode.as_slice(), &["k1".to_owned()], &CpuTarget::default())
+            .expect("the share compiles");
+        assert!(!object.is_empty());
+        assert!(
+            ir.contains("@k1(") && !ir.contains("@stage(") && !ir.contains("@loop_a("),
+            "{ir}"
         );
     }
 }

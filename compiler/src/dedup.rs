@@ -13,8 +13,9 @@
 //! Locations are left out of the comparison (a frontend writes each op on
 //! a line of its own, so copies never share them), except for kernels that
 //! report a line when they fail: an integer `div` or `mod` (a zero divisor
-//! is reported at its op), and every kernel in the bounds-checked mode
-//! (accesses are reported at theirs). Those merge only with copies at the
+//! is reported at its op), every kernel in the bounds-checked mode
+//! (accesses are reported at theirs), and kernels of dynamic shape (a call
+//! whose sizes disagree runs in the interpreter, which reports at the op). Those merge only with copies at the
 //! same places, so every failure is reported where it happened.
 //!
 //! A row chain names its stages (`meta.chain`), so the compilers merge
@@ -22,33 +23,35 @@
 //! each time, the merging repeats until nothing changes.
 
 use crate::rewrite;
-use jitc_dialect::ops::{set_attribute, string_attribute};
-use melior::{
-    Context,
-    ir::{
-        BlockLike, Module,
-        attribute::FlatSymbolRefAttribute,
-        operation::{OperationLike, OperationPrintingFlags, OperationRef},
-    },
+use jitc_dialect::ops::string_attribute;
+use melior::ir::{
+    BlockLike, Module,
+    operation::{OperationLike, OperationPrintingFlags, OperationRef},
 };
 use std::collections::HashMap;
 
 /// Merges the `meta.fused` functions of `module` that differ only in name
 /// (and, for kernels that report no line, in locations); `check_bounds`
 /// is the bounds-checked mode. Returns how many were erased.
-pub fn dedup_kernels(context: &Context, module: &Module, check_bounds: bool) -> usize {
+pub fn dedup_kernels(module: &Module, check_bounds: bool) -> usize {
     let mut erased = 0;
     loop {
         let copies = copies(module, check_bounds);
         if copies.is_empty() {
             return erased;
         }
-        retarget_calls(context, module, &copies);
+        let retargeted = retarget(module, &copies);
+        let mut progress = false;
         for op in kernels(module) {
-            if name(op).is_some_and(|n| copies.contains_key(n)) {
+            // A copy some use of which MLIR could not rewrite stays.
+            if name(op).is_some_and(|n| retargeted.iter().any(|r| r == n)) {
                 rewrite::erase(op);
                 erased += 1;
+                progress = true;
             }
+        }
+        if !progress {
+            return erased;
         }
     }
 }
@@ -76,7 +79,7 @@ fn copies(module: &Module, check_bounds: bool) -> HashMap<String, String> {
     let mut copies = HashMap::new();
     for op in kernels(module) {
         let Some(own) = name(op) else { continue };
-        let text = if check_bounds || divides_integers(op) {
+        let text = if check_bounds || divides_integers(op) || dynamic(op) {
             let flags = OperationPrintingFlags::new().enable_debug_info(true, false);
             let Ok(text) = op.to_string_with_flags(flags) else {
                 continue;
@@ -99,6 +102,15 @@ fn copies(module: &Module, check_bounds: bool) -> HashMap<String, String> {
     copies
 }
 
+/// Whether `kernel` has a dimension known at run time only: a call may
+/// then decline and run it in the interpreter, which reports what fails
+/// at the op's line.
+fn dynamic(kernel: OperationRef) -> bool {
+    kernel
+        .attribute("function_type")
+        .is_ok_and(|t| t.to_string().contains('?'))
+}
+
 /// Whether `kernel` divides integers (a zero divisor is reported at the
 /// op's line).
 fn divides_integers(kernel: OperationRef) -> bool {
@@ -119,25 +131,25 @@ fn divides_integers(kernel: OperationRef) -> bool {
     })
 }
 
-/// Points every `func.call` of a copy at its original.
-fn retarget_calls(context: &Context, module: &Module, copies: &HashMap<String, String>) {
-    for op in jitc_dialect::verify::collect_ops(module.as_operation()) {
-        if op.name().as_string_ref().as_str() != Ok("func.call") {
-            continue;
-        }
-        let callee = op
-            .attribute("callee")
-            .ok()
-            .and_then(|a| FlatSymbolRefAttribute::try_from(a).ok())
-            .map(|a| a.value().to_owned());
-        if let Some(original) = callee.and_then(|c| copies.get(&c)) {
-            set_attribute(
-                op,
-                "callee",
-                FlatSymbolRefAttribute::new(context, original).into(),
-            );
+/// Points every use of a copy's symbol (calls, a chain's list of stages)
+/// at its original; returns the copies whose uses all were.
+fn retarget(module: &Module, copies: &HashMap<String, String>) -> Vec<String> {
+    let mut done = Vec::new();
+    for (copy, original) in copies {
+        let (old, new) = (melior::StringRef::new(copy), melior::StringRef::new(original));
+        // SAFETY: the module is live, and the names outlive the call.
+        let result = unsafe {
+            mlir_sys::mlirSymbolTableReplaceAllSymbolUses(
+                old.to_raw(),
+                new.to_raw(),
+                module.as_operation().to_raw(),
+            )
+        };
+        if result.value != 0 {
+            done.push(copy.clone());
         }
     }
+    done
 }
 
 #[cfg(test)]
@@ -181,7 +193,7 @@ mod tests {
             &module_of(&[("k0", "exp"), ("k1", "exp"), ("k2", "tanh")]),
         )
         .unwrap();
-        assert_eq!(dedup_kernels(&context, &module, false), 1);
+        assert_eq!(dedup_kernels(&module, false), 1);
         let text = module.as_operation().to_string();
         assert!(!text.contains("@k1("), "{text}");
         assert_eq!(text.matches("call @k0(").count(), 2, "{text}");
@@ -196,14 +208,14 @@ mod tests {
         // A kernel that reports no line merges with its copy elsewhere...
         let module =
             crate::parse_module(&context, &moved(module_of(&[("k0", "exp"), ("k1", "exp")]))).unwrap();
-        assert_eq!(dedup_kernels(&context, &module, false), 1);
+        assert_eq!(dedup_kernels(&module, false), 1);
         // ...but not in the bounds-checked mode, whose accesses report
         // their lines,
         let module =
             crate::parse_module(&context, &moved(module_of(&[("k0", "exp"), ("k1", "exp")]))).unwrap();
-        assert_eq!(dedup_kernels(&context, &module, true), 0);
+        assert_eq!(dedup_kernels(&module, true), 0);
         let module = crate::parse_module(&context, &module_of(&[("k0", "exp"), ("k1", "exp")])).unwrap();
-        assert_eq!(dedup_kernels(&context, &module, true), 1);
+        assert_eq!(dedup_kernels(&module, true), 1);
         // ...nor when it divides integers (a zero divisor is reported at
         // the op).
         let divide = |source: String| {
@@ -214,9 +226,9 @@ mod tests {
         };
         let source = divide(moved(module_of(&[("k0", "exp"), ("k1", "exp")])));
         let module = crate::parse_module(&context, &source).unwrap_or_else(|| panic!("{source}"));
-        assert_eq!(dedup_kernels(&context, &module, false), 0);
+        assert_eq!(dedup_kernels(&module, false), 0);
         let module =
             crate::parse_module(&context, &divide(module_of(&[("k0", "exp"), ("k1", "exp")]))).unwrap();
-        assert_eq!(dedup_kernels(&context, &module, false), 1);
+        assert_eq!(dedup_kernels(&module, false), 1);
     }
 }

@@ -104,11 +104,11 @@ pub fn compile_cpu<'c>(
     timings::phase("fuse", || fuse(context, module))?;
     // Chains are made of merged kernels, and merge in their turn.
     timings::phase("merge equal kernels", || {
-        dedup::dedup_kernels(context, module, options.check_bounds)
+        dedup::dedup_kernels(module, options.check_bounds)
     });
     timings::phase("row chains", || chain_rows(context, module, options))?;
     timings::phase("merge equal kernels", || {
-        dedup::dedup_kernels(context, module, options.check_bounds)
+        dedup::dedup_kernels(module, options.check_bounds)
     });
     let mut artifact = codegen::compile(context, module, options)?;
     if let Some(function) = entry {
@@ -125,7 +125,7 @@ pub fn compile_ptx(
     options: &GpuOptions,
 ) -> Result<PtxArtifact, Error> {
     fuse(context, module)?;
-    dedup::dedup_kernels(context, module, options.check_bounds);
+    dedup::dedup_kernels(module, options.check_bounds);
     codegen::ptx(context, module, options)
 }
 
@@ -140,11 +140,11 @@ pub fn emit_cpu(
     timings::phase("fuse", || fuse(context, module))?;
     // Chains are made of merged kernels, and merge in their turn.
     timings::phase("merge equal kernels", || {
-        dedup::dedup_kernels(context, module, options.check_bounds)
+        dedup::dedup_kernels(module, options.check_bounds)
     });
     timings::phase("row chains", || chain_rows(context, module, options))?;
     timings::phase("merge equal kernels", || {
-        dedup::dedup_kernels(context, module, options.check_bounds)
+        dedup::dedup_kernels(module, options.check_bounds)
     });
     codegen::emit(context, module, emit, options)
 }
@@ -166,7 +166,11 @@ pub fn row_chains(
     options: &CodegenOptions,
 ) -> Result<Vec<RowChain>, Error> {
     fuse(context, module)?;
-    chain_rows(context, module, options)
+    // As `compile_cpu` makes them: of merged kernels.
+    dedup::dedup_kernels(module, options.check_bounds);
+    let chains = chain_rows(context, module, options)?;
+    dedup::dedup_kernels(module, options.check_bounds);
+    Ok(chains)
 }
 
 /// Fuses `module` in place and writes its kernels for the GPU as `emit`
@@ -179,7 +183,7 @@ pub fn emit_gpu(
 ) -> Result<Emitted, Error> {
     timings::phase("fuse", || fuse(context, module))?;
     timings::phase("merge equal kernels", || {
-        dedup::dedup_kernels(context, module, options.check_bounds)
+        dedup::dedup_kernels(module, options.check_bounds)
     });
     codegen::emit_gpu(context, module, emit, options)
 }

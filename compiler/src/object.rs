@@ -27,10 +27,10 @@ pub struct LoadedObject {
     jit: LLVMOrcLLJITRef,
 }
 
-// SAFETY: after `load` returns, the JIT is only read: `address` looks up
-// symbols that are already materialized (ORC's session is thread-safe),
-// and the code is pure over the buffers each call passes. The JIT is
-// disposed once, when the value drops.
+// SAFETY: ORC's execution session is thread-safe: `address` may link the
+// object on its first lookup, from any thread. The code is pure over the
+// buffers each call passes, and the JIT is disposed once, when the value
+// drops.
 unsafe impl Send for LoadedObject {}
 // SAFETY: as above.
 unsafe impl Sync for LoadedObject {}

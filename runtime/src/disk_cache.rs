@@ -26,8 +26,9 @@
 //!   store, the entries used least recently (by modification time, which a
 //!   hit renews) are removed until the rest fit.
 //! - **Trust.** Entries are code that runs in the process: the directory
-//!   is created private to the user (mode 0700); the checksum detects
-//!   damage, not tampering.
+//!   is created private to the user (mode 0700), and one that belongs to
+//!   someone else or that others can write is not used (a warning says
+//!   so); the checksum detects damage, not tampering.
 //! - **Fault injection.** In debug builds, `JITC_CACHE_FAULT=abort-mid-write`
 //!   kills the process in the middle of writing an entry (for the tests).
 //! - **Counts.** Each lookup appends one byte (`h` or `m`) to the file
@@ -280,13 +281,29 @@ impl DiskCache {
     /// entry is reported (once per process), removed and counted as a
     /// miss.
     pub fn load(&self, key: &KeyParts) -> Option<Hit> {
+        if let Err(problem) = self.trusted() {
+            warn_once(
+                &self.dir,
+                format!(
+                    "jitc: warning: the cache directory {} {problem}",
+                    self.dir.display()
+                ),
+            );
+            return None;
+        }
         let path = self.path(&key.digest());
         let hit = match jitc_compiler::timings::phase("read the disk cache", || fs::read(&path)) {
             Err(_) => None,
             Ok(bytes) => match decode(&bytes, key) {
                 Ok(hit) => Some(hit),
                 Err(problem) => {
-                    warn_once(&path, &problem);
+                    warn_once(
+                        &path,
+                        format!(
+                            "jitc: warning: the cache entry {} {problem}; it was removed and is rebuilt",
+                            path.display()
+                        ),
+                    );
                     let _ = fs::remove_file(&path);
                     None
                 }
@@ -322,6 +339,10 @@ impl DiskCache {
         let objects = kernels.objects().concat();
         let checksum = blake3_hex(&[&length, &header, &objects]);
         create_private_dir(&self.dir).map_err(|e| format!("cannot create {}: {e}", self.dir.display()))?;
+        if self.trusted().is_err() {
+            // `load` said why, once.
+            return Ok(());
+        }
         let mut file = tempfile::NamedTempFile::new_in(&self.dir)
             .map_err(|e| format!("cannot write in {}: {e}", self.dir.display()))?;
         let parts = [&MAGIC[..], checksum.as_bytes(), &length, &header, &objects];
@@ -340,6 +361,27 @@ impl DiskCache {
         file.persist(&path).map_err(|e| e.to_string())?;
         self.evict(&path);
         self.sweep_strays();
+        Ok(())
+    }
+
+    /// `Ok` when the directory, if it exists, is this user's and nobody
+    /// else can write in it: its entries are code the process runs, and
+    /// keys can be computed from public inputs, so an entry planted by
+    /// someone else would run as this user.
+    fn trusted(&self) -> Result<(), String> {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(meta) = fs::metadata(&self.dir) else {
+            return Ok(());
+        };
+        // SAFETY: `geteuid` reads the process's effective user id.
+        let me = unsafe { libc::geteuid() };
+        if meta.uid() != me || meta.mode() & 0o022 != 0 {
+            return Err(format!(
+                "is a directory of user {} with mode {:o}; jitc runs the code a cache holds, so it uses only a directory of its own user that nobody else can write (the cache is off for this process)",
+                meta.uid(),
+                meta.mode() & 0o7777
+            ));
+        }
         Ok(())
     }
 
@@ -521,7 +563,11 @@ fn read_header(bytes: &[u8]) -> Result<Header, String> {
         .ok_or("is truncated")?;
     let header: Header =
         serde_json::from_slice(&body[..length]).map_err(|e| format!("has a header jitc cannot read: {e}"))?;
-    if header.object_lens.iter().sum::<usize>() != body.len() - length {
+    let objects = header
+        .object_lens
+        .iter()
+        .try_fold(0usize, |total, &len| total.checked_add(len));
+    if objects != Some(body.len() - length) {
         return Err("is truncated".into());
     }
     Ok(header)
@@ -559,8 +605,9 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
 }
 
-/// Prints a warning about a bad entry, once per entry and process.
-fn warn_once(path: &Path, problem: &str) {
+/// Prints `message` about a bad entry or directory, once per path and
+/// process.
+fn warn_once(path: &Path, message: String) {
     static WARNED: OnceLock<Mutex<HashSet<PathBuf>>> = OnceLock::new();
     let first = WARNED
         .get_or_init(Mutex::default)
@@ -568,10 +615,7 @@ fn warn_once(path: &Path, problem: &str) {
         .map(|mut w| w.insert(path.to_owned()))
         .unwrap_or(true);
     if first {
-        eprintln!(
-            "jitc: warning: the cache entry {} {problem}; it was removed and is rebuilt",
-            path.display()
-        );
+        eprintln!("{message}");
     }
 }
 

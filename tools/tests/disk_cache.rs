@@ -300,6 +300,31 @@ fn a_size_limit_that_is_no_size_is_reported_and_the_default_kept() {
     );
 }
 
+#[test]
+fn a_directory_others_can_write_is_not_used() {
+    use std::os::unix::fs::PermissionsExt;
+    // Entries are code the process runs: a cache directory anyone can
+    // write in could hold an entry planted for this program's key.
+    let cache = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(cache.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    for _ in 0..2 {
+        let out = jitc(cache.path(), &["run", SOFTMAX, "--input", SOFTMAX_INPUT], &[]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert_eq!(stderr.matches("warning").count(), 1, "{stderr}");
+        assert!(
+            stderr.contains("with mode 777; jitc runs the code a cache holds"),
+            "{stderr}"
+        );
+        assert!(entries(cache.path()).is_empty(), "an entry was stored");
+    }
+    // Private again, it is used.
+    std::fs::set_permissions(cache.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let (_, stderr) = run_softmax(cache.path(), &[], &[]);
+    assert!(compiled(&stderr) && !stderr.contains("warning"), "{stderr}");
+    assert_eq!(entries(cache.path()).len(), 1);
+}
+
 /// `jitc cache explain`'s report.
 fn explain(cache: &Path, args: &[&str]) -> String {
     let mut all = vec!["cache", "explain"];
