@@ -20,14 +20,15 @@ use std::process::ExitCode;
 /// turns it off, and `JITC_CACHE_MAX_BYTES` bounds its size (bytes, or with
 /// K, M or G; 1G by default; the entries used least recently go first).
 ///
-/// An entry is keyed by a hash of the program's canonical IR, the options,
-/// the entry function, the CPU and its features, the LLVM version and this
-/// build of jitc, so it cannot go stale. Each entry carries a checksum: a
-/// corrupt, truncated or foreign entry is reported, removed and rebuilt,
-/// never loaded.
+/// An entry is keyed by a hash of the program's canonical IR (with its
+/// locations), the options, the entry function, the CPU and its features,
+/// the LLVM version and this build of jitc, so it cannot go stale. Each
+/// entry carries a checksum: a corrupt, truncated or foreign entry is
+/// reported, removed and rebuilt, never loaded. The directory is private to
+/// the user; one that others can write is not used.
 #[derive(Debug, Args)]
 #[command(
-    after_long_help = "Examples:\n  jitc cache stats\n  jitc cache explain examples/softmax.mlir --math exact\n  JITC_CACHE_DIR=/tmp/c jitc run examples/sigmoid.mlir --input 4xf32=1 --timings"
+    after_long_help = "Examples:\n  jitc cache stats\n  jitc cache explain examples/softmax.mlir --math exact\n  JITC_CACHE_DIR=/tmp/c jitc run examples/sigmoid.mlir --input 1024xf32=1 --timings"
 )]
 pub struct CacheArgs {
     #[command(subcommand)]
