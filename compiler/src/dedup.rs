@@ -134,22 +134,11 @@ fn divides_integers(kernel: OperationRef) -> bool {
 /// Points every use of a copy's symbol (calls, a chain's list of stages)
 /// at its original; returns the copies whose uses all were.
 fn retarget(module: &Module, copies: &HashMap<String, String>) -> Vec<String> {
-    let mut done = Vec::new();
-    for (copy, original) in copies {
-        let (old, new) = (melior::StringRef::new(copy), melior::StringRef::new(original));
-        // SAFETY: the module is live, and the names outlive the call.
-        let result = unsafe {
-            mlir_sys::mlirSymbolTableReplaceAllSymbolUses(
-                old.to_raw(),
-                new.to_raw(),
-                module.as_operation().to_raw(),
-            )
-        };
-        if result.value != 0 {
-            done.push(copy.clone());
-        }
-    }
-    done
+    copies
+        .iter()
+        .filter(|(copy, original)| rewrite::replace_symbol_uses(copy, original, module.as_operation()))
+        .map(|(copy, _)| copy.clone())
+        .collect()
 }
 
 #[cfg(test)]

@@ -450,6 +450,17 @@ pub fn set_operands(op: OperationRef, values: &[Value]) {
     unsafe { mlir_sys::mlirOperationSetOperands(op.to_raw(), raw.len() as isize, raw.as_ptr()) }
 }
 
+/// Points every use of the symbol `old` under `from` (a call's callee, a
+/// symbol in any attribute) at `new`; `false` when MLIR could not rewrite
+/// some use.
+pub fn replace_symbol_uses(old: &str, new: &str, from: OperationRef) -> bool {
+    let (old, new) = (melior::StringRef::new(old), melior::StringRef::new(new));
+    // SAFETY: `from` is live and the names outlive the call.
+    let result =
+        unsafe { mlir_sys::mlirSymbolTableReplaceAllSymbolUses(old.to_raw(), new.to_raw(), from.to_raw()) };
+    result.value != 0
+}
+
 /// Erases `op` and everything nested in it; its results must be unused.
 ///
 /// Handles to `op` or to anything nested in it dangle afterwards: callers
