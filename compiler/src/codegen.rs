@@ -114,6 +114,22 @@ pub struct CpuTarget {
     pub features: Option<String>,
 }
 
+impl CpuTarget {
+    /// The CPU name and the features code is generated for: the host's
+    /// where none are given. A named CPU brings its own features (host
+    /// features would leak this machine into the output).
+    pub fn resolved(&self) -> (String, String) {
+        let (host_cpu, host_features) = host_cpu();
+        let cpu = self.cpu.clone().unwrap_or(host_cpu);
+        let features = match (&self.features, &self.cpu) {
+            (Some(features), _) => features.clone(),
+            (None, Some(_)) => String::new(),
+            (None, None) => host_features,
+        };
+        (cpu, features)
+    }
+}
+
 /// CPU names `--cpu` accepts besides the host's own. LLVM's C API cannot
 /// tell whether a name is valid, and LLVM aborts on a bad one, so names are
 /// checked here first.
@@ -173,16 +189,7 @@ fn machine(target: &CpuTarget, reloc: RelocMode, code_model: CodeModel) -> Resul
     Target::initialize_native(&InitializationConfig::default()).map_err(Error::Codegen)?;
     let triple = TargetMachine::get_default_triple();
     let llvm_target = Target::from_triple(&triple).map_err(|e| Error::Codegen(e.to_string()))?;
-    let host_cpu = TargetMachine::get_host_cpu_name().to_string();
-    let host_features = TargetMachine::get_host_cpu_features().to_string();
-    let cpu = target.cpu.clone().unwrap_or(host_cpu);
-    let features = match (&target.features, &target.cpu) {
-        (Some(features), _) => features.clone(),
-        // A named CPU brings its own features; host features would leak
-        // this machine into the output.
-        (None, Some(_)) => String::new(),
-        (None, None) => host_features,
-    };
+    let (cpu, features) = target.resolved();
     llvm_target
         .create_target_machine(
             &triple,
@@ -223,7 +230,7 @@ impl CodegenOptions {
 }
 
 /// The host CPU's name and its LLVM features (asked of LLVM once).
-pub fn host_cpu() -> (String, String) {
+fn host_cpu() -> (String, String) {
     static HOST: std::sync::OnceLock<(String, String)> = std::sync::OnceLock::new();
     HOST.get_or_init(|| {
         (
@@ -238,11 +245,8 @@ pub fn host_cpu() -> (String, String) {
 pub fn host_description() -> &'static str {
     static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     HOST.get_or_init(|| {
-        format!(
-            "{} {}",
-            TargetMachine::get_host_cpu_name(),
-            TargetMachine::get_host_cpu_features()
-        )
+        let (cpu, features) = host_cpu();
+        format!("{cpu} {features}")
     })
 }
 
@@ -1061,6 +1065,12 @@ mod parallel_tests {
 
     use super::*;
 
+    /// A module parsed from LLVM IR text.
+    fn module_from_ir<'c>(context: &'c LlvmContext, ir: &str) -> LlvmModule<'c> {
+        let buffer = inkwell::memory_buffer::MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "t");
+        context.create_module_from_ir(buffer).expect("valid IR")
+    }
+
     fn group(names: &[&str], size: usize) -> (Vec<String>, usize) {
         (names.iter().map(|n| (*n).to_owned()).collect(), size)
     }
@@ -1103,8 +1113,7 @@ mod parallel_tests {
               ret void }
             declare float @expf(float)
         "#;
-        let buffer = inkwell::memory_buffer::MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "t");
-        let module = context.create_module_from_ir(buffer).expect("valid IR");
+        let module = module_from_ir(&context, ir);
         let mut groups: Vec<Vec<String>> = independent_groups(&module)
             .into_iter()
             .map(|(mut names, _)| {
@@ -1143,8 +1152,7 @@ mod parallel_tests {
             define void @loop_b(ptr %p) { call void @loop_a(ptr %p)
               ret void }
         "#;
-        let buffer = inkwell::memory_buffer::MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "t");
-        let module = context.create_module_from_ir(buffer).expect("valid IR");
+        let module = module_from_ir(&context, ir);
         let bitcode = module.write_bitcode_to_memory();
         let (object, ir) = compile_share(bitcode.as_slice(), &["k1".to_owned()], &CpuTarget::default())
             .expect("the share compiles");

@@ -49,7 +49,7 @@ mod verify_diagnostics;
 
 pub use codegen::{
     CodegenOptions, CpuArtifact, CpuTarget, Emit, Emitted, GpuArch, GpuOptions, KernelFn, PtxArtifact,
-    host_cpu, host_description,
+    host_description,
 };
 pub use context::new_context;
 pub use diagnostics::{Diagnostic, DiagnosticCollector, Position, Severity, render as render_diagnostic};
@@ -101,15 +101,7 @@ pub fn compile_cpu<'c>(
     options: &CodegenOptions,
     entry: Option<&str>,
 ) -> Result<CpuArtifact, Error> {
-    timings::phase("fuse", || fuse(context, module))?;
-    // Chains are made of merged kernels, and merge in their turn.
-    timings::phase("merge equal kernels", || {
-        dedup::dedup_kernels(module, options.check_bounds)
-    });
-    timings::phase("row chains", || chain_rows(context, module, options))?;
-    timings::phase("merge equal kernels", || {
-        dedup::dedup_kernels(module, options.check_bounds)
-    });
+    row_chains(context, module, options)?;
     let mut artifact = codegen::compile(context, module, options)?;
     if let Some(function) = entry {
         artifact.entry_guards = take_entry_guards(context, module, function)?;
@@ -124,8 +116,7 @@ pub fn compile_ptx(
     module: &mut Module,
     options: &GpuOptions,
 ) -> Result<PtxArtifact, Error> {
-    fuse(context, module)?;
-    dedup::dedup_kernels(module, options.check_bounds);
+    fuse_and_merge(context, module, options.check_bounds)?;
     codegen::ptx(context, module, options)
 }
 
@@ -137,15 +128,7 @@ pub fn emit_cpu(
     emit: Emit,
     options: &CodegenOptions,
 ) -> Result<Emitted, Error> {
-    timings::phase("fuse", || fuse(context, module))?;
-    // Chains are made of merged kernels, and merge in their turn.
-    timings::phase("merge equal kernels", || {
-        dedup::dedup_kernels(module, options.check_bounds)
-    });
-    timings::phase("row chains", || chain_rows(context, module, options))?;
-    timings::phase("merge equal kernels", || {
-        dedup::dedup_kernels(module, options.check_bounds)
-    });
+    row_chains(context, module, options)?;
     codegen::emit(context, module, emit, options)
 }
 
@@ -158,19 +141,33 @@ fn chain_rows(context: &Context, module: &Module, options: &CodegenOptions) -> R
     lower::rows::chain_rows(context, module)
 }
 
-/// Fuses `module` in place and makes its row chains as the CPU backend
-/// does with `options` ([`lower::rows`]); returns them, for `jitc explain`.
+/// Fuses `module` in place, merges equal kernels, and makes its row chains
+/// as the CPU backend does with `options` ([`lower::rows`]); returns them
+/// (for `jitc explain`). Chains are made of merged kernels, and merge in
+/// their turn.
 pub fn row_chains(
     context: &Context,
     module: &mut Module,
     options: &CodegenOptions,
 ) -> Result<Vec<RowChain>, Error> {
-    fuse(context, module)?;
-    // As `compile_cpu` makes them: of merged kernels.
-    dedup::dedup_kernels(module, options.check_bounds);
-    let chains = chain_rows(context, module, options)?;
-    dedup::dedup_kernels(module, options.check_bounds);
+    fuse_and_merge(context, module, options.check_bounds)?;
+    let chains = timings::phase("row chains", || chain_rows(context, module, options))?;
+    merge(module, options.check_bounds);
     Ok(chains)
+}
+
+/// Fuses `module` in place and merges its equal kernels ([`dedup`]).
+fn fuse_and_merge(context: &Context, module: &mut Module, check_bounds: bool) -> Result<(), Error> {
+    timings::phase("fuse", || fuse(context, module))?;
+    merge(module, check_bounds);
+    Ok(())
+}
+
+/// Merges `module`'s equal kernels, as a timed phase.
+fn merge(module: &Module, check_bounds: bool) {
+    timings::phase("merge equal kernels", || {
+        dedup::dedup_kernels(module, check_bounds)
+    });
 }
 
 /// Fuses `module` in place and writes its kernels for the GPU as `emit`
@@ -181,10 +178,7 @@ pub fn emit_gpu(
     emit: Emit,
     options: &GpuOptions,
 ) -> Result<Emitted, Error> {
-    timings::phase("fuse", || fuse(context, module))?;
-    timings::phase("merge equal kernels", || {
-        dedup::dedup_kernels(module, options.check_bounds)
-    });
+    fuse_and_merge(context, module, options.check_bounds)?;
     codegen::emit_gpu(context, module, emit, options)
 }
 

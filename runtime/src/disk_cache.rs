@@ -79,13 +79,7 @@ impl KeyParts {
     /// The parts of the key of `module_text` (printed before fusion)
     /// compiled with `options` for `entry`.
     pub fn new(module_text: &str, options: &CodegenOptions, entry: Option<&str>) -> Self {
-        let (host_cpu, host_features) = jitc_compiler::host_cpu();
-        let cpu = options.target.cpu.clone().unwrap_or(host_cpu);
-        let features = match (&options.target.features, &options.target.cpu) {
-            (Some(features), _) => features.clone(),
-            (None, Some(_)) => String::new(),
-            (None, None) => host_features,
-        };
+        let (cpu, features) = options.target.resolved();
         KeyParts {
             ir: blake3_hex(&[module_text.as_bytes()]),
             entry: entry.map(str::to_owned),

@@ -250,6 +250,20 @@ fn no_cache_when_turned_off() {
     );
 }
 
+/// Runs the softmax twice, each process with the cache in `cache`; checks
+/// that each succeeds and warns exactly once, and returns their stderr.
+fn two_runs_that_warn_once(cache: &Path) -> Vec<String> {
+    (0..2)
+        .map(|_| {
+            let out = jitc(cache, &["run", SOFTMAX, "--input", SOFTMAX_INPUT], &[]);
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert!(out.status.success(), "{stderr}");
+            assert_eq!(stderr.matches("warning").count(), 1, "{stderr}");
+            stderr
+        })
+        .collect()
+}
+
 #[test]
 fn a_cache_that_cannot_be_written_costs_a_warning_not_the_run() {
     // The cache's directory is a file: nothing can be stored, every run
@@ -257,11 +271,7 @@ fn a_cache_that_cannot_be_written_costs_a_warning_not_the_run() {
     let scratch = tempfile::tempdir().unwrap();
     let file = scratch.path().join("a-file");
     std::fs::write(&file, b"not a directory").unwrap();
-    for _ in 0..2 {
-        let out = jitc(&file, &["run", SOFTMAX, "--input", SOFTMAX_INPUT], &[]);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{stderr}");
-        assert_eq!(stderr.matches("warning").count(), 1, "{stderr}");
+    for stderr in two_runs_that_warn_once(&file) {
         assert!(
             stderr.starts_with("jitc: warning: cannot store compiled code in the cache ")
                 && stderr.contains("JITC_CACHE=0"),
@@ -307,11 +317,7 @@ fn a_directory_others_can_write_is_not_used() {
     // write in could hold an entry planted for this program's key.
     let cache = tempfile::tempdir().unwrap();
     std::fs::set_permissions(cache.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-    for _ in 0..2 {
-        let out = jitc(cache.path(), &["run", SOFTMAX, "--input", SOFTMAX_INPUT], &[]);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{stderr}");
-        assert_eq!(stderr.matches("warning").count(), 1, "{stderr}");
+    for stderr in two_runs_that_warn_once(cache.path()) {
         assert!(
             stderr.contains("with mode 777; jitc runs the code a cache holds"),
             "{stderr}"
