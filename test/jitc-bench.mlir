@@ -5,7 +5,7 @@
 // RUN: not jitc bench %s --input 4xf32=1 2>&1 | FileCheck %s --check-prefix=BADINPUT
 
 // CHECK: function: @main (cpu backend)
-// CHECK-NEXT: compile: {{[0-9.]+}} ms cold, {{[0-9.]+}} ms from the cache
+// CHECK-NEXT: compile: {{[0-9.]+}} ms cold; from the cache {{[0-9.]+}} ms (printed module), {{[0-9.]+}} µs (this context's CompileCache)
 // CHECK-NEXT: calls: 3 timed after 2 warm-up; median {{[0-9.]+}} ms, min {{[0-9.]+}} ms
 // CHECK-NEXT: bytes moved: 32768 per call; {{[0-9.]+}} GB/s at the median
 // INTERP: function: @main (interp backend)

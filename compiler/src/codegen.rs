@@ -106,7 +106,7 @@ impl CpuArtifact {
 }
 
 /// The CPU to generate code for; `None` fields mean the host's.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct CpuTarget {
     /// An LLVM CPU name, e.g. `x86-64-v3`.
     pub cpu: Option<String>,
@@ -203,7 +203,7 @@ fn machine(target: &CpuTarget, reloc: RelocMode, code_model: CodeModel) -> Resul
 }
 
 /// Everything that decides the code [`compile`] and [`emit`] produce.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct CodegenOptions {
     /// The CPU (the host's by default).
     pub target: CpuTarget,

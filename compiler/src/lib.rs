@@ -3,6 +3,8 @@
 //! private, so the build itself keeps callers off the compiler's internals.
 //!
 //! - **Parse and verify**: [`new_context`], [`parse_module`] (NUL-safe),
+//!   [`fingerprint`] (a module's identity in its context, without printing
+//!   it) and [`clone_module`],
 //!   [`split_input`] for `--split-input-file`, [`verify`], and the
 //!   diagnostics plumbing ([`DiagnosticCollector`], [`render_diagnostic`],
 //!   [`parse_expectations`]/[`check_expectations`] for
@@ -33,6 +35,7 @@ mod dedup;
 mod diagnostics;
 mod error;
 pub mod explain;
+mod fingerprint;
 mod fusion;
 mod guards;
 mod lower;
@@ -54,6 +57,7 @@ pub use codegen::{
 pub use context::new_context;
 pub use diagnostics::{Diagnostic, DiagnosticCollector, Position, Severity, render as render_diagnostic};
 pub use error::Error;
+pub use fingerprint::{Fingerprint, fingerprint};
 pub use guards::{ArgumentCheck, EntryGuard, take_entry_guards};
 pub use jitc_dialect::profile::Profile;
 pub use lower::{
@@ -72,6 +76,11 @@ pub use transforms::specialize::{Assumption, SpecializeOptions, argument_site, s
 pub use verify_diagnostics::{Expectation, check as check_expectations, parse_expectations};
 
 use melior::{Context, ir::Module};
+
+/// A copy of `module` in its context, owned by the caller.
+pub fn clone_module<'c>(module: &Module<'c>) -> Module<'c> {
+    Module::from_operation(rewrite::clone_op(module.as_operation())).expect("a copy of a module is a module")
+}
 
 /// Runs the semantic verifier on `module`; its diagnostics go to the
 /// context's handlers.

@@ -11,6 +11,7 @@ use crate::{
     disk_cache::{DiskCache, KeyParts},
     host::{Compiled, HostPlan, Kernels, compiled_or_skipped, run_host_code},
 };
+use jitc_compiler::Fingerprint;
 use jitc_compiler::{
     CodegenOptions, CpuArtifact, DynamicSizes, EntryGuard, Extent, KernelFn, KernelStatus, SizeSource, Slot,
 };
@@ -22,6 +23,7 @@ use melior::{
 };
 use rayon::prelude::*;
 use std::{
+    cell::{Cell, RefCell},
     collections::HashMap,
     sync::{
         Arc, Mutex, OnceLock,
@@ -253,10 +255,40 @@ fn warn_store_failed(cache: &DiskCache, problem: &str) {
     }
 }
 
-/// A cached compilation: the fused module's text and its kernels.
+/// A cached compilation: the fused module's text and what every module
+/// compiled from it shares.
 struct Entry {
     fused: String,
-    kernels: Arc<CpuArtifact>,
+    shared: Arc<Shared>,
+}
+
+/// What the [`CpuModule`]s of one compilation share: the kernels, the host
+/// plans built from the fused module (they hold nothing of MLIR, and every
+/// module handed out for the compilation is the same fused module), and
+/// the kernels' measured speeds.
+struct Shared {
+    kernels: CpuArtifact,
+    /// Host plans by function, built on a function's first run; `Err` is
+    /// why that function runs in the interpreter.
+    plans: Mutex<HashMap<String, Arc<Result<HostPlan, String>>>>,
+    /// Per kernel, the fastest single-threaded call seen, in picoseconds
+    /// per domain point (0: none yet): whether splitting pays is decided
+    /// from it ([`SPLIT_MIN_NANOS`]).
+    speeds: HashMap<String, AtomicU64>,
+}
+
+impl Shared {
+    fn new(kernels: CpuArtifact) -> Arc<Self> {
+        let speeds = kernels
+            .names()
+            .map(|name| (name.to_owned(), AtomicU64::new(0)))
+            .collect();
+        Arc::new(Self {
+            kernels,
+            plans: Mutex::default(),
+            speeds,
+        })
+    }
 }
 
 /// The in-memory cache of compilations, keyed by the module's canonical
@@ -326,19 +358,156 @@ pub fn set_disk_cache(cache: Option<DiskCache>) {
     }
 }
 
+/// Compilations made in one context, each handed back as a copy of its
+/// fused module: a hit costs a structural fingerprint of the module
+/// ([`jitc_compiler::fingerprint`]) and a copy of the fused module, with
+/// no printing, no parsing and nothing compiled. It is for callers that
+/// compile equal modules again in one context, such as a frontend that
+/// builds its IR in memory. It borrows the context, so what it keeps is
+/// dropped before the context is. A miss goes to
+/// [`CpuModule::compile_with`] (the process's cache of printed modules,
+/// then the disk cache, then the compiler).
+///
+/// The fingerprint covers everything the printed module with its
+/// locations shows except the locations of block arguments: two modules
+/// that differ only there share an entry.
+pub struct CompileCache<'c> {
+    context: &'c Context,
+    entries: RefCell<HashMap<LocalKey, Local<'c>>>,
+    clock: Cell<u64>,
+    capacity: usize,
+    hits: Cell<u64>,
+    misses: Cell<u64>,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct LocalKey {
+    fingerprint: Fingerprint,
+    options: CodegenOptions,
+    entry: Option<String>,
+}
+
+struct Local<'c> {
+    fused: Module<'c>,
+    shared: Arc<Shared>,
+    /// The clock when it was last used (least recently used goes first).
+    used: u64,
+}
+
+impl<'c> CompileCache<'c> {
+    /// Compilations kept by [`Self::new`]'s cache.
+    pub const DEFAULT_CAPACITY: usize = 256;
+
+    /// An empty cache for modules of `context`, keeping up to
+    /// [`Self::DEFAULT_CAPACITY`] compilations.
+    pub fn new(context: &'c Context) -> Self {
+        Self::with_capacity(context, Self::DEFAULT_CAPACITY)
+    }
+
+    /// An empty cache keeping up to `capacity` compilations (at least one),
+    /// the least recently used dropped first.
+    pub fn with_capacity(context: &'c Context, capacity: usize) -> Self {
+        Self {
+            context,
+            entries: RefCell::default(),
+            clock: Cell::new(0),
+            capacity: capacity.max(1),
+            hits: Cell::new(0),
+            misses: Cell::new(0),
+        }
+    }
+
+    /// Compiles served by this cache.
+    pub fn hits(&self) -> u64 {
+        self.hits.get()
+    }
+
+    /// Compiles this cache did not serve (those of modules of another
+    /// context included).
+    pub fn misses(&self) -> u64 {
+        self.misses.get()
+    }
+
+    /// Compilations kept.
+    pub fn len(&self) -> usize {
+        self.entries.borrow().len()
+    }
+
+    /// Whether nothing is kept yet.
+    pub fn is_empty(&self) -> bool {
+        self.entries.borrow().is_empty()
+    }
+
+    /// [`CpuModule::compile_with`], served from this cache when an equal
+    /// module was compiled in this context with the same options. A module
+    /// of another context than the cache's is compiled without it.
+    pub fn compile(&self, module: &mut Module<'c>, options: &CodegenOptions) -> Result<CpuModule, Error> {
+        self.build(module, options, None)
+    }
+
+    /// [`CpuModule::compile_entry`], served from this cache as
+    /// [`Self::compile`] is.
+    pub fn compile_entry(
+        &self,
+        module: &mut Module<'c>,
+        options: &CodegenOptions,
+        entry: &str,
+    ) -> Result<CpuModule, Error> {
+        self.build(module, options, Some(entry))
+    }
+
+    fn build(
+        &self,
+        module: &mut Module<'c>,
+        options: &CodegenOptions,
+        entry: Option<&str>,
+    ) -> Result<CpuModule, Error> {
+        if *self.context != module.context() {
+            self.misses.set(self.misses.get() + 1);
+            return CpuModule::build(self.context, module, options, entry);
+        }
+        let key = LocalKey {
+            fingerprint: jitc_compiler::fingerprint(module),
+            options: options.clone(),
+            entry: entry.map(str::to_owned),
+        };
+        let now = self.clock.get() + 1;
+        self.clock.set(now);
+        if let Some(local) = self.entries.borrow_mut().get_mut(&key) {
+            local.used = now;
+            self.hits.set(self.hits.get() + 1);
+            *module = jitc_compiler::clone_module(&local.fused);
+            return Ok(CpuModule::new(Arc::clone(&local.shared), true, false));
+        }
+        self.misses.set(self.misses.get() + 1);
+        let compiled = CpuModule::build(self.context, module, options, entry)?;
+        let mut entries = self.entries.borrow_mut();
+        if entries.len() >= self.capacity
+            && let Some(oldest) = entries
+                .iter()
+                .min_by_key(|(_, local)| local.used)
+                .map(|(key, _)| key.clone())
+        {
+            entries.remove(&oldest);
+        }
+        entries.insert(
+            key,
+            Local {
+                fused: jitc_compiler::clone_module(module),
+                shared: Arc::clone(&compiled.shared),
+                used: now,
+            },
+        );
+        Ok(compiled)
+    }
+}
+
 /// A module whose kernels run as native code, and whose functions' host
 /// code runs as host plans ([`crate::host`]) where they have one.
 pub struct CpuModule {
-    kernels: Arc<CpuArtifact>,
+    shared: Arc<Shared>,
     cache_hit: bool,
     disk_hit: bool,
-    /// Host plans by function, built on a function's first run; `Err` is
-    /// why that function runs in the interpreter.
-    plans: Mutex<HashMap<String, Arc<Result<HostPlan, String>>>>,
-    /// Per kernel, the fastest single-threaded call seen, in picoseconds
-    /// per domain point (0: none yet): whether splitting pays is decided
-    /// from it ([`SPLIT_MIN_NANOS`]).
-    speeds: HashMap<String, AtomicU64>,
 }
 
 impl CpuModule {
@@ -385,20 +554,20 @@ impl CpuModule {
         let hit = cache()
             .lock()
             .ok()
-            .and_then(|c| c.get(&key).map(|e| (e.fused.clone(), Arc::clone(&e.kernels))));
-        if let Some((fused, kernels)) = hit
+            .and_then(|c| c.get(&key).map(|e| (e.fused.clone(), Arc::clone(&e.shared))));
+        if let Some((fused, shared)) = hit
             && let Some(parsed) = jitc_compiler::parse_module(context, &fused)
         {
             *module = parsed;
-            return Ok(Self::new(kernels, true, false));
+            return Ok(Self::new(shared, true, false));
         }
-        let remember = |fused: String, kernels: &Arc<CpuArtifact>| {
+        let remember = |fused: String, shared: &Arc<Shared>| {
             if let Ok(mut cache) = cache().lock() {
                 cache.insert(
                     key.clone(),
                     Entry {
                         fused,
-                        kernels: Arc::clone(kernels),
+                        shared: Arc::clone(shared),
                     },
                 );
             }
@@ -412,32 +581,27 @@ impl CpuModule {
             && let Some(parsed) = jitc_compiler::parse_module(context, &hit.fused)
         {
             *module = parsed;
-            let kernels = Arc::new(hit.kernels);
-            remember(hit.fused, &kernels);
-            return Ok(Self::new(kernels, false, true));
+            let shared = Shared::new(hit.kernels);
+            remember(hit.fused, &shared);
+            return Ok(Self::new(shared, false, true));
         }
-        let kernels = Arc::new(jitc_compiler::compile_cpu(context, module, options, entry)?);
+        let kernels = jitc_compiler::compile_cpu(context, module, options, entry)?;
         let fused = with_locations(module);
         if let Some((cache, parts)) = &disk
             && let Err(problem) = cache.store(parts, &fused, &kernels)
         {
             warn_store_failed(cache, &problem);
         }
-        remember(fused, &kernels);
-        Ok(Self::new(kernels, false, false))
+        let shared = Shared::new(kernels);
+        remember(fused, &shared);
+        Ok(Self::new(shared, false, false))
     }
 
-    fn new(kernels: Arc<CpuArtifact>, cache_hit: bool, disk_hit: bool) -> Self {
-        let speeds = kernels
-            .names()
-            .map(|name| (name.to_owned(), AtomicU64::new(0)))
-            .collect();
+    fn new(shared: Arc<Shared>, cache_hit: bool, disk_hit: bool) -> Self {
         Self {
-            kernels,
+            shared,
             cache_hit,
             disk_hit,
-            plans: Mutex::default(),
-            speeds,
         }
     }
 
@@ -449,7 +613,7 @@ impl CpuModule {
     /// How many objects the kernels came in: more than one when groups of
     /// kernels that share no code were compiled on threads of their own.
     pub fn object_count(&self) -> usize {
-        self.kernels.objects().len()
+        self.shared.kernels.objects().len()
     }
 
     /// Whether the kernels were loaded from the disk cache (no MLIR or
@@ -461,28 +625,29 @@ impl CpuModule {
     /// Kernels that could not be compiled (they run in the interpreter),
     /// with the reason.
     pub fn interpreted_kernels(&self) -> &[(String, String)] {
-        &self.kernels.skipped
+        &self.shared.kernels.skipped
     }
 
     /// The calling convention of compiled kernel `kernel`.
     pub fn signature(&self, kernel: &str) -> Option<&jitc_compiler::KernelSignature> {
-        self.kernels.get(kernel).map(|(_, signature)| signature)
+        self.shared.kernels.get(kernel).map(|(_, signature)| signature)
     }
 
     /// The optimized LLVM IR of the kernels.
     pub fn llvm_ir(&self) -> &str {
-        &self.kernels.llvm_ir
+        &self.shared.kernels.llvm_ir
     }
 
     /// The entry guards taken out by [`Self::compile_entry`].
     pub fn entry_guards(&self) -> &[EntryGuard] {
-        &self.kernels.entry_guards
+        &self.shared.kernels.entry_guards
     }
 
     /// The host plan of function `name` of `module`, built on first use;
     /// `Err` says why the function runs in the interpreter.
     fn plan(&self, module: &Module, name: &str) -> Arc<Result<HostPlan, String>> {
         let mut plans = self
+            .shared
             .plans
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -491,13 +656,14 @@ impl CpuModule {
         }
         let plan = Arc::new(HostPlan::build(module, name, &|kernel| {
             let compiled = self
+                .shared
                 .kernels
                 .get(kernel)
                 .map(|(_, signature)| match signature.sizes {
                     Some(_) => Compiled::MayDecline,
                     None => Compiled::Always,
                 });
-            compiled_or_skipped(compiled, &self.kernels.skipped, kernel)
+            compiled_or_skipped(compiled, &self.shared.kernels.skipped, kernel)
         }));
         plans.insert(name.to_owned(), Arc::clone(&plan));
         plan
@@ -567,7 +733,7 @@ impl Kernels for CpuModule {
     ) -> Option<Result<Vec<Value>, jitc_compiler::KernelFailure>> {
         // An argument the kernel may write a result into, when nothing else
         // holds its buffer and it has the shape the kernel was compiled for.
-        let (_, signature) = self.kernels.get(name)?;
+        let (_, signature) = self.shared.kernels.get(name)?;
         let donated = signature.in_place.and_then(|(i, _)| {
             let fits = matches!(
                 (args.get(i), signature.inputs.get(i)),
@@ -644,7 +810,7 @@ impl CpuModule {
         args: &[Value],
         mut donated: Option<Tensor>,
     ) -> Option<Result<Vec<Value>, jitc_compiler::KernelFailure>> {
-        let (function, signature) = self.kernels.get(name)?;
+        let (function, signature) = self.shared.kernels.get(name)?;
         let pair = signature.in_place.filter(|_| donated.is_some());
         let mut indices: Vec<i64> = Vec::with_capacity(args.len());
         for (arg, slot) in args.iter().zip(&signature.inputs) {
@@ -791,7 +957,7 @@ impl CpuModule {
         let partial = !signature.parallel && !signature.partial.is_empty();
         let splittable =
             (signature.parallel || partial) && threads > 1 && points >= PARALLEL_MIN_ELEMENTS as u64;
-        let speed = self.speeds.get(name).filter(|_| splittable);
+        let speed = self.shared.speeds.get(name).filter(|_| splittable);
         let known = speed.map_or(0, |s| s.load(Ordering::Relaxed));
         if known != 0 && known.saturating_mul(points) / 1000 >= SPLIT_MIN_NANOS {
             status = if signature.parallel {

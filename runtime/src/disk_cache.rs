@@ -340,12 +340,12 @@ impl DiskCache {
         let mut file = tempfile::NamedTempFile::new_in(&self.dir)
             .map_err(|e| format!("cannot write in {}: {e}", self.dir.display()))?;
         let parts = [&MAGIC[..], checksum.as_bytes(), &length, &header, &objects];
-        for (k, part) in parts.iter().enumerate() {
+        for (_k, part) in parts.iter().enumerate() {
             file.write_all(part).map_err(|e| e.to_string())?;
             // Fault injection for the tests, in debug builds only: the
             // process dies in the middle of writing an entry.
             #[cfg(debug_assertions)]
-            if k == 3 && std::env::var_os("JITC_CACHE_FAULT").is_some_and(|v| v == "abort-mid-write") {
+            if _k == 3 && std::env::var_os("JITC_CACHE_FAULT").is_some_and(|v| v == "abort-mid-write") {
                 let _ = file.as_file().sync_all();
                 std::process::abort();
             }

@@ -31,7 +31,7 @@ pub mod graph;
 mod host;
 pub mod session;
 
-pub use cpu::CpuModule;
+pub use cpu::{CompileCache, CpuModule};
 pub use session::{Event, Session, SessionOptions, Stats};
 
 use jitc_dialect::profile::Profile;

@@ -9,7 +9,7 @@ use crate::{
 use clap::{Args, ValueEnum};
 use jitc_compiler::{CodegenOptions, GpuOptions, Profile};
 use jitc_interp::{Interpreter, Signature, StateStore, Tensor, Value, ValueType, npy};
-use jitc_runtime::{CpuModule, Executor, cuda::CudaModule};
+use jitc_runtime::{CompileCache, CpuModule, Executor, cuda::CudaModule};
 use melior::{
     Context,
     ir::{Module, RegionLike, operation::OperationLike},
@@ -348,6 +348,18 @@ impl<'c> Program<'c> {
     /// Loads the module `args` name for its backend; `tool` names the
     /// subcommand in notes.
     pub fn load(context: &'c Context, args: &ProgramArgs, tool: &str) -> Result<Self, String> {
+        Self::load_with(context, None, args, tool)
+    }
+
+    /// [`Self::load`], compiling for the CPU through `cache` (a compile of
+    /// a module `cache` has seen is a copy of its fused module, no
+    /// compilation) when one is given.
+    pub fn load_with(
+        context: &'c Context,
+        cache: Option<&CompileCache<'c>>,
+        args: &ProgramArgs,
+        tool: &str,
+    ) -> Result<Self, String> {
         let mut module = crate::input::load_module(context, &args.file)?;
         // A missing function or a declaration is reported before anything
         // is compiled.
@@ -374,8 +386,11 @@ impl<'c> Program<'c> {
                     jittor_rules: args.jittor_rules,
                     ..Default::default()
                 };
-                let compiled =
-                    CpuModule::compile_with(context, &mut module, &options).map_err(|e| e.to_string())?;
+                let compiled = match cache {
+                    Some(cache) => cache.compile(&mut module, &options),
+                    None => CpuModule::compile_with(context, &mut module, &options),
+                }
+                .map_err(|e| e.to_string())?;
                 if compiled.disk_hit() {
                     source = "loaded from the disk cache";
                 }
