@@ -260,6 +260,8 @@ fn warn_store_failed(cache: &DiskCache, problem: &str) {
 struct Entry {
     fused: String,
     shared: Arc<Shared>,
+    /// When it was last used, on the cache's clock.
+    used: u64,
 }
 
 /// What the [`CpuModule`]s of one compilation share: the kernels, the host
@@ -296,21 +298,88 @@ impl Shared {
 /// options (all of them, `check_bounds` included, so checked and unchecked
 /// kernels never share an entry), the entry function whose guards were
 /// taken out, and the host CPU.
-fn cache() -> &'static Mutex<HashMap<String, Entry>> {
-    static CACHE: OnceLock<Mutex<HashMap<String, Entry>>> = OnceLock::new();
-    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+/// It keeps [`cache_capacity`] compilations, the least recently used
+/// dropped first (their code lives on in the modules that hold it).
+fn cache() -> &'static Mutex<ProcessCache> {
+    static CACHE: OnceLock<Mutex<ProcessCache>> = OnceLock::new();
+    CACHE.get_or_init(|| {
+        Mutex::new(ProcessCache {
+            entries: HashMap::new(),
+            clock: 0,
+            capacity: DEFAULT_CACHE_CAPACITY,
+        })
+    })
+}
+
+/// Compilations the process keeps by default ([`set_cache_capacity`]).
+pub const DEFAULT_CACHE_CAPACITY: usize = 512;
+
+struct ProcessCache {
+    entries: HashMap<String, Entry>,
+    clock: u64,
+    capacity: usize,
+}
+
+impl ProcessCache {
+    fn get(&mut self, key: &str) -> Option<(String, Arc<Shared>)> {
+        self.clock += 1;
+        let entry = self.entries.get_mut(key)?;
+        entry.used = self.clock;
+        Some((entry.fused.clone(), Arc::clone(&entry.shared)))
+    }
+
+    fn insert(&mut self, key: String, fused: String, shared: Arc<Shared>) {
+        self.clock += 1;
+        self.entries.insert(
+            key,
+            Entry {
+                fused,
+                shared,
+                used: self.clock,
+            },
+        );
+        self.trim();
+    }
+
+    fn trim(&mut self) {
+        while self.entries.len() > self.capacity {
+            let Some(oldest) = self
+                .entries
+                .iter()
+                .min_by_key(|(_, entry)| entry.used)
+                .map(|(key, _)| key.clone())
+            else {
+                break;
+            };
+            self.entries.remove(&oldest);
+        }
+    }
 }
 
 /// Drops every cached compilation (modules that hold one keep it).
 pub fn clear_cache() {
     if let Ok(mut cache) = cache().lock() {
-        cache.clear();
+        cache.entries.clear();
     }
 }
 
 /// Compiled kernels kept in the cache.
 pub fn cached_compilations() -> usize {
-    cache().lock().map_or(0, |c| c.len())
+    cache().lock().map_or(0, |c| c.entries.len())
+}
+
+/// Makes the process's cache keep at most `capacity` compilations (at
+/// least one) from now on, dropping the least recently used beyond it.
+pub fn set_cache_capacity(capacity: usize) {
+    if let Ok(mut cache) = cache().lock() {
+        cache.capacity = capacity.max(1);
+        cache.trim();
+    }
+}
+
+/// How many compilations the process's cache keeps.
+pub fn cache_capacity() -> usize {
+    cache().lock().map_or(DEFAULT_CACHE_CAPACITY, |c| c.capacity)
 }
 
 fn cache_key(text: &str, options: &CodegenOptions, entry: Option<&str>) -> String {
@@ -551,10 +620,7 @@ impl CpuModule {
     ) -> Result<Self, Error> {
         let text = with_locations(module);
         let key = cache_key(&text, options, entry);
-        let hit = cache()
-            .lock()
-            .ok()
-            .and_then(|c| c.get(&key).map(|e| (e.fused.clone(), Arc::clone(&e.shared))));
+        let hit = cache().lock().ok().and_then(|mut c| c.get(&key));
         if let Some((fused, shared)) = hit
             && let Some(parsed) = jitc_compiler::parse_module(context, &fused)
         {
@@ -563,13 +629,7 @@ impl CpuModule {
         }
         let remember = |fused: String, shared: &Arc<Shared>| {
             if let Ok(mut cache) = cache().lock() {
-                cache.insert(
-                    key.clone(),
-                    Entry {
-                        fused,
-                        shared: Arc::clone(shared),
-                    },
-                );
+                cache.insert(key.clone(), fused, Arc::clone(shared));
             }
         };
         let disk = disk_cache().map(|cache| {
