@@ -104,10 +104,15 @@ impl Walk {
             self.words.push(address(result.r#type().to_raw().ptr));
             self.define(result.to_raw().ptr as usize);
         }
-        self.words.push(op.attribute_count() as u64);
-        for (name, attribute) in op.attributes() {
-            self.words
-                .extend([address(name.to_raw().ptr), address(attribute.to_raw().ptr)]);
+        // One count: for an op with properties, MLIR builds its attribute
+        // dictionary on every call of the C API.
+        let attributes = op.attribute_count();
+        self.words.push(attributes as u64);
+        for index in 0..attributes {
+            if let Ok((name, attribute)) = op.attribute_at(index) {
+                self.words
+                    .extend([address(name.to_raw().ptr), address(attribute.to_raw().ptr)]);
+            }
         }
         self.words.push(op.successor_count() as u64);
         for successor in op.successors() {
@@ -149,7 +154,10 @@ impl Walk {
 /// The fingerprint of `module` (see the module doc): equal fingerprints of
 /// modules of one live context mean equal modules.
 pub fn fingerprint(module: &Module) -> Fingerprint {
-    let mut walk = Walk::default();
+    let mut walk = Walk {
+        words: Vec::with_capacity(256),
+        ..Walk::default()
+    };
     walk.write(module.as_operation());
     Fingerprint(walk.words)
 }
