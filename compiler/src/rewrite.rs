@@ -83,6 +83,13 @@ pub fn remove_attribute(op: OperationRef, name: &str) {
     unsafe { mlir_sys::mlirOperationRemoveAttributeByName(op.to_raw(), name.to_raw()) };
 }
 
+/// The address of `value`'s uniqued location (a block argument's own
+/// location, which melior does not expose), for fingerprints.
+pub(crate) fn value_location_address(value: Value) -> u64 {
+    // SAFETY: `value` is live; the location is uniqued in its context.
+    unsafe { mlir_sys::mlirValueGetLocation(value.to_raw()).ptr as usize as u64 }
+}
+
 /// A copy of `op` (regions included), owned by the caller until a block
 /// takes it.
 pub fn clone_op<'c>(op: OperationRef<'c, '_>) -> Operation<'c> {

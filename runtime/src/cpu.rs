@@ -438,8 +438,7 @@ pub fn set_disk_cache(cache: Option<DiskCache>) {
 /// then the disk cache, then the compiler).
 ///
 /// The fingerprint covers everything the printed module with its
-/// locations shows except the locations of block arguments: two modules
-/// that differ only there share an entry.
+/// locations shows, for modules of the textual contract's dialects.
 pub struct CompileCache<'c> {
     context: &'c Context,
     entries: RefCell<HashMap<LocalKey, Local<'c>>>,
@@ -491,8 +490,8 @@ impl<'c> CompileCache<'c> {
         self.hits.get()
     }
 
-    /// Compiles this cache did not serve (those of modules of another
-    /// context included).
+    /// Compiles this cache did not serve (those of modules it cannot keep
+    /// included).
     pub fn misses(&self) -> u64 {
         self.misses.get()
     }
@@ -509,7 +508,11 @@ impl<'c> CompileCache<'c> {
 
     /// [`CpuModule::compile_with`], served from this cache when an equal
     /// module was compiled in this context with the same options. A module
-    /// of another context than the cache's is compiled without it.
+    /// of another context than the cache's is an error
+    /// ([`Error::Graph`]). A module with an op outside `builtin`, `func`,
+    /// `scf`, `arith`, `tensor` and `meta`, or with a use before its
+    /// definition, has no fingerprint ([`jitc_compiler::fingerprint`]): it
+    /// is compiled and not kept.
     pub fn compile(&self, module: &mut Module<'c>, options: &CodegenOptions) -> Result<CpuModule, Error> {
         self.build(module, options, None)
     }
@@ -532,11 +535,18 @@ impl<'c> CompileCache<'c> {
         entry: Option<&str>,
     ) -> Result<CpuModule, Error> {
         if *self.context != module.context() {
+            return Err(Error::Graph(
+                "CompileCache::compile was given a module of another context than the cache's".to_owned(),
+            ));
+        }
+        let Some(fingerprint) = jitc_compiler::fingerprint(module) else {
+            // Ops whose properties the C API does not show, or a use before
+            // its definition: compiled, and not kept.
             self.misses.set(self.misses.get() + 1);
             return CpuModule::build(self.context, module, options, entry);
-        }
+        };
         let key = LocalKey {
-            fingerprint: jitc_compiler::fingerprint(module),
+            fingerprint,
             options: options.clone(),
             entry: entry.map(str::to_owned),
         };

@@ -53,8 +53,8 @@ pub enum Error {
     /// The CUDA driver failed.
     #[error("{0}")]
     Cuda(String),
-    /// A lazy graph op was given arguments it cannot take; the sentence
-    /// says which and why.
+    /// A lazy graph op (or another runtime API) was given arguments it
+    /// cannot take; the sentence says which and why.
     #[error("{0}")]
     Graph(String),
 }
