@@ -23,8 +23,10 @@ use melior::{
 };
 use rayon::prelude::*;
 use std::{
+    borrow::Borrow,
     cell::{Cell, RefCell},
     collections::HashMap,
+    hash::Hash,
     sync::{
         Arc, Mutex, OnceLock,
         atomic::{AtomicU64, Ordering},
@@ -260,8 +262,65 @@ fn warn_store_failed(cache: &DiskCache, problem: &str) {
 struct Entry {
     fused: String,
     shared: Arc<Shared>,
-    /// When it was last used, on the cache's clock.
-    used: u64,
+}
+
+/// Values kept up to a capacity, the least recently used dropped first:
+/// the process's cache of compilations and each [`CompileCache`].
+struct Lru<K, V> {
+    /// Each value with the clock when it was last used.
+    entries: HashMap<K, (V, u64)>,
+    clock: u64,
+    capacity: usize,
+}
+
+impl<K: Eq + Hash + Clone, V> Lru<K, V> {
+    /// An empty cache of `capacity` values (at least one).
+    fn new(capacity: usize) -> Self {
+        Self {
+            entries: HashMap::new(),
+            clock: 0,
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// The value of `key`, now the most recently used.
+    fn get<Q>(&mut self, key: &Q) -> Option<&V>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.clock += 1;
+        let (value, used) = self.entries.get_mut(key)?;
+        *used = self.clock;
+        Some(value)
+    }
+
+    /// Keeps `value` under `key`, dropping the least recently used beyond
+    /// the capacity.
+    fn insert(&mut self, key: K, value: V) {
+        self.clock += 1;
+        self.entries.insert(key, (value, self.clock));
+        self.trim();
+    }
+
+    fn set_capacity(&mut self, capacity: usize) {
+        self.capacity = capacity.max(1);
+        self.trim();
+    }
+
+    fn trim(&mut self) {
+        while self.entries.len() > self.capacity {
+            let Some(oldest) = self
+                .entries
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(key, _)| key.clone())
+            else {
+                break;
+            };
+            self.entries.remove(&oldest);
+        }
+    }
 }
 
 /// What the [`CpuModule`]s of one compilation share: the kernels, the host
@@ -300,61 +359,13 @@ impl Shared {
 /// taken out, and the host CPU.
 /// It keeps [`cache_capacity`] compilations, the least recently used
 /// dropped first (their code lives on in the modules that hold it).
-fn cache() -> &'static Mutex<ProcessCache> {
-    static CACHE: OnceLock<Mutex<ProcessCache>> = OnceLock::new();
-    CACHE.get_or_init(|| {
-        Mutex::new(ProcessCache {
-            entries: HashMap::new(),
-            clock: 0,
-            capacity: DEFAULT_CACHE_CAPACITY,
-        })
-    })
+fn cache() -> &'static Mutex<Lru<String, Entry>> {
+    static CACHE: OnceLock<Mutex<Lru<String, Entry>>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(Lru::new(DEFAULT_CACHE_CAPACITY)))
 }
 
 /// Compilations the process keeps by default ([`set_cache_capacity`]).
 pub const DEFAULT_CACHE_CAPACITY: usize = 512;
-
-struct ProcessCache {
-    entries: HashMap<String, Entry>,
-    clock: u64,
-    capacity: usize,
-}
-
-impl ProcessCache {
-    fn get(&mut self, key: &str) -> Option<(String, Arc<Shared>)> {
-        self.clock += 1;
-        let entry = self.entries.get_mut(key)?;
-        entry.used = self.clock;
-        Some((entry.fused.clone(), Arc::clone(&entry.shared)))
-    }
-
-    fn insert(&mut self, key: String, fused: String, shared: Arc<Shared>) {
-        self.clock += 1;
-        self.entries.insert(
-            key,
-            Entry {
-                fused,
-                shared,
-                used: self.clock,
-            },
-        );
-        self.trim();
-    }
-
-    fn trim(&mut self) {
-        while self.entries.len() > self.capacity {
-            let Some(oldest) = self
-                .entries
-                .iter()
-                .min_by_key(|(_, entry)| entry.used)
-                .map(|(key, _)| key.clone())
-            else {
-                break;
-            };
-            self.entries.remove(&oldest);
-        }
-    }
-}
 
 /// Drops every cached compilation (modules that hold one keep it).
 pub fn clear_cache() {
@@ -372,8 +383,7 @@ pub fn cached_compilations() -> usize {
 /// least one) from now on, dropping the least recently used beyond it.
 pub fn set_cache_capacity(capacity: usize) {
     if let Ok(mut cache) = cache().lock() {
-        cache.capacity = capacity.max(1);
-        cache.trim();
+        cache.set_capacity(capacity);
     }
 }
 
@@ -441,9 +451,7 @@ pub fn set_disk_cache(cache: Option<DiskCache>) {
 /// locations shows, for modules of the textual contract's dialects.
 pub struct CompileCache<'c> {
     context: &'c Context,
-    entries: RefCell<HashMap<LocalKey, Local<'c>>>,
-    clock: Cell<u64>,
-    capacity: usize,
+    entries: RefCell<Lru<LocalKey, Local<'c>>>,
     hits: Cell<u64>,
     misses: Cell<u64>,
 }
@@ -458,8 +466,6 @@ struct LocalKey {
 struct Local<'c> {
     fused: Module<'c>,
     shared: Arc<Shared>,
-    /// The clock when it was last used (least recently used goes first).
-    used: u64,
 }
 
 impl<'c> CompileCache<'c> {
@@ -477,9 +483,7 @@ impl<'c> CompileCache<'c> {
     pub fn with_capacity(context: &'c Context, capacity: usize) -> Self {
         Self {
             context,
-            entries: RefCell::default(),
-            clock: Cell::new(0),
-            capacity: capacity.max(1),
+            entries: RefCell::new(Lru::new(capacity)),
             hits: Cell::new(0),
             misses: Cell::new(0),
         }
@@ -498,12 +502,12 @@ impl<'c> CompileCache<'c> {
 
     /// Compilations kept.
     pub fn len(&self) -> usize {
-        self.entries.borrow().len()
+        self.entries.borrow().entries.len()
     }
 
     /// Whether nothing is kept yet.
     pub fn is_empty(&self) -> bool {
-        self.entries.borrow().is_empty()
+        self.entries.borrow().entries.is_empty()
     }
 
     /// [`CpuModule::compile_with`], served from this cache when an equal
@@ -550,31 +554,18 @@ impl<'c> CompileCache<'c> {
             options: options.clone(),
             entry: entry.map(str::to_owned),
         };
-        let now = self.clock.get() + 1;
-        self.clock.set(now);
-        if let Some(local) = self.entries.borrow_mut().get_mut(&key) {
-            local.used = now;
+        if let Some(local) = self.entries.borrow_mut().get(&key) {
             self.hits.set(self.hits.get() + 1);
             *module = jitc_compiler::clone_module(&local.fused);
             return Ok(CpuModule::new(Arc::clone(&local.shared), true, false));
         }
         self.misses.set(self.misses.get() + 1);
         let compiled = CpuModule::build(self.context, module, options, entry)?;
-        let mut entries = self.entries.borrow_mut();
-        if entries.len() >= self.capacity
-            && let Some(oldest) = entries
-                .iter()
-                .min_by_key(|(_, local)| local.used)
-                .map(|(key, _)| key.clone())
-        {
-            entries.remove(&oldest);
-        }
-        entries.insert(
+        self.entries.borrow_mut().insert(
             key,
             Local {
                 fused: jitc_compiler::clone_module(module),
                 shared: Arc::clone(&compiled.shared),
-                used: now,
             },
         );
         Ok(compiled)
@@ -630,7 +621,10 @@ impl CpuModule {
     ) -> Result<Self, Error> {
         let text = with_locations(module);
         let key = cache_key(&text, options, entry);
-        let hit = cache().lock().ok().and_then(|mut c| c.get(&key));
+        let hit = cache().lock().ok().and_then(|mut c| {
+            c.get(key.as_str())
+                .map(|e| (e.fused.clone(), Arc::clone(&e.shared)))
+        });
         if let Some((fused, shared)) = hit
             && let Some(parsed) = jitc_compiler::parse_module(context, &fused)
         {
@@ -639,7 +633,13 @@ impl CpuModule {
         }
         let remember = |fused: String, shared: &Arc<Shared>| {
             if let Ok(mut cache) = cache().lock() {
-                cache.insert(key.clone(), fused, Arc::clone(shared));
+                cache.insert(
+                    key.clone(),
+                    Entry {
+                        fused,
+                        shared: Arc::clone(shared),
+                    },
+                );
             }
         };
         let disk = disk_cache().map(|cache| {
