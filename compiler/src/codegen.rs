@@ -570,49 +570,38 @@ fn compile_share(bitcode: &[u8], share: &[String], target: &CpuTarget) -> Result
 /// safely then).
 fn independent_groups(module: &LlvmModule) -> Vec<(Vec<String>, usize)> {
     use inkwell::values::{AnyValueEnum, BasicValue};
+    use petgraph::unionfind::UnionFind;
     let defined: Vec<_> = module
         .get_functions()
         .filter(|f| f.count_basic_blocks() > 0)
+        .collect();
+    let names: Vec<String> = defined
+        .iter()
+        .map(|f| f.get_name().to_string_lossy().into_owned())
         .collect();
     // Global variables would be defined once per share (twice, or with
     // their state split): CPU lowering makes none; if one appears, nothing
     // is split.
     if module.get_first_global().is_some() {
-        let names = defined
-            .iter()
-            .map(|f| f.get_name().to_string_lossy().into_owned());
-        return vec![(names.collect(), 0)];
+        return vec![(names, 0)];
     }
-    let index: HashMap<String, usize> = defined
-        .iter()
-        .enumerate()
-        .map(|(i, f)| (f.get_name().to_string_lossy().into_owned(), i))
-        .collect();
-    // Union-find over the defined functions: a function and each function
-    // that uses it.
-    let mut parent: Vec<usize> = (0..defined.len()).collect();
-    fn root(parent: &mut [usize], mut i: usize) -> usize {
-        while parent[i] != i {
-            parent[i] = parent[parent[i]];
-            i = parent[i];
-        }
-        i
-    }
+    let index: HashMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
+    // A function and each function that uses it are one set.
+    let mut sets = UnionFind::<usize>::new(defined.len());
     for (i, function) in defined.iter().enumerate() {
         let mut next = function.as_global_value().as_pointer_value().get_first_use();
         while let Some(use_) = next {
             let AnyValueEnum::InstructionValue(user) = use_.get_user() else {
-                return vec![(index.into_keys().collect(), 0)];
+                return vec![(names, 0)];
             };
             let Some(j) = user
                 .get_parent()
                 .and_then(|block| block.get_parent())
                 .and_then(|f| index.get(&*f.get_name().to_string_lossy()).copied())
             else {
-                return vec![(index.into_keys().collect(), 0)];
+                return vec![(names, 0)];
             };
-            let (a, b) = (root(&mut parent, i), root(&mut parent, j));
-            parent[a] = b;
+            sets.union(i, j);
             next = use_.get_next_use();
         }
     }
@@ -623,8 +612,8 @@ fn independent_groups(module: &LlvmModule) -> Vec<(Vec<String>, usize)> {
             .iter()
             .map(|b| b.get_instructions().count())
             .sum::<usize>();
-        let group = groups.entry(root(&mut parent, i)).or_default();
-        group.0.push(function.get_name().to_string_lossy().into_owned());
+        let group = groups.entry(sets.find_mut(i)).or_default();
+        group.0.push(names[i].clone());
         group.1 += size;
     }
     let mut groups: Vec<_> = groups.into_values().collect();
