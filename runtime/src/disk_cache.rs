@@ -354,7 +354,7 @@ impl DiskCache {
         let path = self.path(&key.digest());
         file.persist(&path).map_err(|e| e.to_string())?;
         self.evict(&path);
-        self.sweep_strays();
+        self.remove_strays(Some(SystemTime::now() - std::time::Duration::from_secs(3600)));
         Ok(())
     }
 
@@ -379,15 +379,17 @@ impl DiskCache {
         Ok(())
     }
 
-    /// Removes the temporary files of writers that died more than an hour
-    /// ago (a live writer's file is younger: it writes for milliseconds).
-    fn sweep_strays(&self) {
-        let hour_ago = SystemTime::now() - std::time::Duration::from_secs(3600);
+    /// Removes the temporary files writers left, those last written before
+    /// `before` (a store passes an hour ago: a live writer's file is
+    /// younger, it writes for milliseconds), or all of them.
+    fn remove_strays(&self, before: Option<SystemTime>) {
         for stray in fs::read_dir(&self.dir).into_iter().flatten().flatten() {
-            let old = stray
-                .metadata()
-                .and_then(|m| m.modified())
-                .is_ok_and(|modified| modified < hour_ago);
+            let old = before.is_none_or(|before| {
+                stray
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|modified| modified < before)
+            });
             if old && stray.file_name().to_string_lossy().starts_with(".tmp") {
                 let _ = fs::remove_file(stray.path());
             }
@@ -457,11 +459,7 @@ impl DiskCache {
         for (path, _, _) in &entries {
             fs::remove_file(path).map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
         }
-        for stray in fs::read_dir(&self.dir).into_iter().flatten().flatten() {
-            if stray.file_name().to_string_lossy().starts_with(".tmp") {
-                let _ = fs::remove_file(stray.path());
-            }
-        }
+        self.remove_strays(None);
         match fs::remove_file(self.dir.join("events")) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 return Err(format!("cannot reset the counts: {e}"));
@@ -581,11 +579,11 @@ fn decode(bytes: &[u8], key: &KeyParts) -> Result<Hit, String> {
         objects.push(object.to_vec());
         rest = after;
     }
-    let mut kernels = jitc_compiler::timings::phase("load the object code", || {
+    // A loaded artifact has no LLVM IR: none was made.
+    let kernels = jitc_compiler::timings::phase("load the object code", || {
         CpuArtifact::load(objects, header.signatures, header.skipped, header.entry_guards)
     })
     .map_err(|e| format!("holds object code that does not load: {e}"))?;
-    kernels.llvm_ir.clear();
     Ok(Hit {
         fused: header.fused,
         kernels,
