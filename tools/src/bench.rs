@@ -101,9 +101,7 @@ fn bench(context: &Context, args: &BenchArgs) -> Result<(), String> {
     samples.sort();
     let median = samples[samples.len() / 2];
     let moved = bytes(&inputs) + bytes(&results);
-    let backend = clap::ValueEnum::to_possible_value(&common.backend)
-        .map(|v| v.get_name().to_owned())
-        .unwrap_or_default();
+    let backend = common.backend.name();
     let mut report = format!("function: @{} ({backend} backend)\n", common.function);
     report += &match cached {
         Some((process, local)) => format!(

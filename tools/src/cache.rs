@@ -2,7 +2,6 @@
 
 use crate::run::{Backend, ProgramArgs};
 use clap::{Args, Subcommand};
-use jitc_compiler::CodegenOptions;
 use jitc_runtime::{
     cpu,
     disk_cache::{DiskCache, Nearest},
@@ -106,21 +105,11 @@ fn explain(context: &Context, cache: &DiskCache, program: &ProgramArgs) -> Resul
     if program.backend != Backend::Cpu {
         return Err(format!(
             "the disk cache holds CPU code; --backend {} does not use it",
-            match program.backend {
-                Backend::Interp => "interp",
-                Backend::Cuda => "cuda",
-                Backend::Cpu => "cpu",
-            }
+            program.backend.name()
         ));
     }
     let module = crate::input::load_module(context, &program.file)?;
-    let options = CodegenOptions {
-        math: program.math.into(),
-        check_bounds: program.check_bounds,
-        jittor_rules: program.jittor_rules,
-        ..Default::default()
-    };
-    let key = cpu::disk_key(&module, &options, None);
+    let key = cpu::disk_key(&module, &program.codegen_options(), None);
     let file = program.file.display();
     Ok(match cache.nearest(&key) {
         Nearest::Same => format!("hit: {file} would load its code from {}\n", cache.dir().display()),

@@ -124,6 +124,18 @@ pub struct ProgramArgs {
     pub timings: bool,
 }
 
+impl ProgramArgs {
+    /// The CPU code generation options these flags ask for.
+    pub fn codegen_options(&self) -> CodegenOptions {
+        CodegenOptions {
+            math: self.math.into(),
+            check_bounds: self.check_bounds,
+            jittor_rules: self.jittor_rules,
+            ..Default::default()
+        }
+    }
+}
+
 /// Executors of `jitc run` and `jitc bench`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Backend {
@@ -140,6 +152,15 @@ pub enum Backend {
     /// on the CPU, and each kernel call copies its inputs and results.
     /// Fails with one sentence when there is no driver or GPU.
     Cuda,
+}
+
+impl Backend {
+    /// The name `--backend` takes.
+    pub fn name(self) -> String {
+        self.to_possible_value()
+            .map(|v| v.get_name().to_owned())
+            .unwrap_or_default()
+    }
 }
 
 /// Runs `jitc run`.
@@ -246,12 +267,7 @@ fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
             check_profile(&profile, path, function, &program.module)?;
             let (_, text) = crate::input::read_source(&common.file)?;
             let options = jitc_runtime::SessionOptions {
-                codegen: CodegenOptions {
-                    math: common.math.into(),
-                    check_bounds: common.check_bounds,
-                    jittor_rules: common.jittor_rules,
-                    ..Default::default()
-                },
+                codegen: common.codegen_options(),
                 compile: common.backend == Backend::Cpu,
                 log: true,
                 ..Default::default()
@@ -380,12 +396,7 @@ impl<'c> Program<'c> {
         let compiled: Option<Box<dyn Executor>> = match args.backend {
             Backend::Interp => None,
             Backend::Cpu => {
-                let options = CodegenOptions {
-                    math: args.math.into(),
-                    check_bounds: args.check_bounds,
-                    jittor_rules: args.jittor_rules,
-                    ..Default::default()
-                };
+                let options = args.codegen_options();
                 let compiled = match cache {
                     Some(cache) => cache.compile(&mut module, &options),
                     None => CpuModule::compile_with(context, &mut module, &options),
