@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch eager on the workloads of `cargo bench -p jitc-runtime --bench cuda`.
+"""PyTorch eager and torch.compile on the workloads of `cargo bench -p jitc-runtime --bench cuda`.
 
 Run on the GPU machine: `python3 scripts/bench_torch.py`. Measured the way
 the jitc bench measures:
@@ -8,7 +8,8 @@ the jitc bench measures:
   events, counting bytes read and written;
 - each workload on inputs already on the GPU (f32, every element 0.5): the
   wall clock of one call followed by `torch.cuda.synchronize()`, output
-  allocation included; the median and minimum after a warm-up call;
+  allocation included; the median and minimum after a warm-up call (three
+  for torch.compile, so that compiling and autotuning are not timed);
 - GB/s as the inputs read plus the outputs written once, over the median.
 
 Each workload is PyTorch's idiomatic eager form of the jitc program:
@@ -58,6 +59,21 @@ def workloads():
     ]
 
 
+def measure(function, inputs, repetitions, warm_up):
+    """Wall clock of synchronized calls after `warm_up` untimed ones."""
+    samples = []
+    output = None
+    with torch.no_grad():
+        for repetition in range(repetitions + warm_up):
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            output = function(*inputs)
+            torch.cuda.synchronize()
+            if repetition >= warm_up:
+                samples.append(time.perf_counter() - start)
+    return samples, output
+
+
 def main():
     if not torch.cuda.is_available():
         print("torch bench: SKIPPED: PyTorch sees no GPU")
@@ -69,28 +85,34 @@ def main():
         f"device: {torch.cuda.get_device_name()}; torch {torch.__version__}; "
         f"copy bandwidth (device to device, read + write): {copy:.0f} GB/s"
     )
-    print(f"{'workload':<22} {'median (ms)':>12} {'min (ms)':>10} {'GB/s':>9} {'of copy':>8}")
+    print(
+        f"{'workload':<22} {'form':<14} {'median (ms)':>12} {'min (ms)':>10} {'GB/s':>9} {'of copy':>8}"
+    )
     for name, function, shapes in workloads():
         inputs = [torch.full(shape, 0.5, dtype=torch.float32, device="cuda") for shape in shapes]
         heavy = name.startswith(("conv", "matmul"))
         repetitions = 5 if heavy else 20
-        samples = []
-        output = None
-        with torch.no_grad():
-            for repetition in range(repetitions + 1):
-                torch.cuda.synchronize()
-                start = time.perf_counter()
-                output = function(*inputs)
-                torch.cuda.synchronize()
-                if repetition > 0:
-                    samples.append(time.perf_counter() - start)
-        moved = sum(t.numel() * 4 for t in inputs) + output.numel() * 4
-        median = statistics.median(samples)
-        gbs = moved / median / 1e9
-        print(
-            f"{name:<22} {median * 1e3:>12.3f} {min(samples) * 1e3:>10.3f} "
-            f"{gbs:>9.1f} {100 * gbs / copy:>7.0f}%"
-        )
+        forms = [("eager", function, 1)]
+        try:
+            # Default mode (Inductor's Triton kernels); three warm-up calls
+            # so that compiling and autotuning are not timed.
+            forms.append(("torch.compile", torch.compile(function, dynamic=False), 3))
+        except Exception as error:  # noqa: BLE001 - report and go on
+            print(f"{name:<22} torch.compile unavailable: {error}")
+        for form, callable_, warm_up in forms:
+            try:
+                samples, output = measure(callable_, inputs, repetitions, warm_up)
+            except Exception as error:  # noqa: BLE001 - report and go on
+                print(f"{name:<22} {form:<14} failed: {type(error).__name__}: {error}")
+                continue
+            moved = sum(t.numel() * 4 for t in inputs) + output.numel() * 4
+            median = statistics.median(samples)
+            gbs = moved / median / 1e9
+            print(
+                f"{name:<22} {form:<14} {median * 1e3:>12.3f} {min(samples) * 1e3:>10.3f} "
+                f"{gbs:>9.1f} {100 * gbs / copy:>7.0f}%",
+                flush=True,
+            )
     return 0
 
 

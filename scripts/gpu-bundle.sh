@@ -33,7 +33,7 @@ test_bin=$(cargo test --release -p jitc-runtime --test cuda --no-run --message-f
 bench_bin=$(cargo bench -p jitc-runtime --bench cuda --no-run --message-format=json | executable cuda)
 
 mkdir -p "$stage/bundle/bin" "$stage/bundle/lib"
-cp target/release/jitc "$stage/bundle/bin/jitc"
+cp "${CARGO_TARGET_DIR:-target}/release/jitc" "$stage/bundle/bin/jitc"
 cp "$test_bin" "$stage/bundle/bin/cuda-tests"
 cp "$bench_bin" "$stage/bundle/bin/cuda-bench"
 strip "$stage"/bundle/bin/*

@@ -9,9 +9,15 @@
 //!    `CudaModule` with fast math: compile time (fuse, PTX, load), then the
 //!    median and minimum of calls of `run_on_device` on inputs already on
 //!    the GPU, each call synchronized (the wall clock from the first launch
-//!    queued to the last kernel done, output allocation included), and the
+//!    queued to the last kernel done, output allocation included), the
+//!    median GPU time of those calls (`CudaModule::set_timing`: CUDA
+//!    events on the compute stream just before the first launch and just
+//!    after the last, so the kernels and the gaps between them, without
+//!    the host's share of the call), and the
 //!    median of `run` from host tensors (uploads, kernels and downloads,
-//!    overlapped as the device plan allows).
+//!    overlapped as the device plan allows), after the pieces of such a
+//!    call timed alone for one 64 MiB tensor: a host clone, an upload and
+//!    a download.
 //!
 //! Bytes moved are the inputs read plus the outputs written once, so GB/s
 //! is a lower bound on the traffic. `scripts/bench_torch.py` measures the
@@ -52,6 +58,44 @@ fn copy_bandwidth(device: &CudaDevice) -> Result<f64, cudarc::driver::DriverErro
     Ok((2 * bytes) as f64 / median(samples).as_secs_f64() / 1e9)
 }
 
+/// Median wall clock of `f` over `n` calls after one warm-up call.
+fn timed(n: usize, mut f: impl FnMut()) -> Duration {
+    f();
+    median(
+        (0..n)
+            .map(|_| {
+                let start = Instant::now();
+                f();
+                start.elapsed()
+            })
+            .collect(),
+    )
+}
+
+/// The pieces of a call from host tensors, for one 64 MiB f32 tensor:
+/// a host clone, an upload and a download, each waited for.
+fn host_copies(device: &CudaDevice) {
+    let tensor = Tensor::splat(vec![1 << 24], Scalar::F32(0.5));
+    let bytes = (tensor.len() * 4) as f64;
+    let clone = timed(5, || drop(std::hint::black_box(tensor.clone())));
+    let upload = timed(5, || drop(device.upload(&tensor).expect("the upload runs")));
+    let on_device = device.upload(&tensor).expect("the upload runs");
+    let download = timed(5, || {
+        drop(device.download(&on_device).expect("the download runs"))
+    });
+    let rate = |d: Duration| bytes / d.as_secs_f64() / 1e9;
+    println!(
+        "host copies of 64 MiB (medians): clone {:.2} ms ({:.1} GB/s); upload {:.2} ms ({:.1} GB/s); \
+         download {:.2} ms ({:.1} GB/s)",
+        clone.as_secs_f64() * 1e3,
+        rate(clone),
+        upload.as_secs_f64() * 1e3,
+        rate(upload),
+        download.as_secs_f64() * 1e3,
+        rate(download)
+    );
+}
+
 fn main() {
     let device = match CudaDevice::get() {
         Ok(device) => device,
@@ -67,9 +111,18 @@ fn main() {
         device.capability().0,
         device.capability().1
     );
+    host_copies(&device);
     println!(
-        "{:<22} {:>12} {:>12} {:>10} {:>9} {:>8} {:>15}",
-        "workload", "compile (ms)", "median (ms)", "min (ms)", "GB/s", "of copy", "from host (ms)"
+        "{:<22} {:>12} {:>12} {:>10} {:>9} {:>8} {:>10} {:>8} {:>15}",
+        "workload",
+        "compile (ms)",
+        "median (ms)",
+        "min (ms)",
+        "GB/s",
+        "of copy",
+        "GPU (ms)",
+        "of copy",
+        "from host (ms)"
     );
     for workload in workloads() {
         let context = new_context().expect("context");
@@ -109,13 +162,16 @@ fn main() {
         let heavy = workload.name.starts_with("conv") || workload.name.starts_with("matmul");
         let repetitions = if heavy { 5 } else { 20 };
         let mut samples = Vec::new();
+        let mut gpu_samples = Vec::new();
         let mut bytes_out = 0;
+        compiled.set_timing(true);
         for repetition in 0..=repetitions {
             let start = Instant::now();
             let results = compiled
                 .run_on_device(&module, "main", on_device.clone())
                 .expect("the workload runs");
             let elapsed = start.elapsed();
+            let gpu = compiled.last_gpu_time().expect("the call was timed");
             bytes_out = results
                 .iter()
                 .map(|r| match r {
@@ -126,8 +182,11 @@ fn main() {
             // The first call is a warm-up.
             if repetition > 0 {
                 samples.push(elapsed);
+                gpu_samples.push(gpu);
             }
         }
+        let gpu_median = median(gpu_samples);
+        compiled.set_timing(false);
         let minimum = *samples.iter().min().unwrap();
         let median_device = median(samples);
         let mut from_host = Vec::new();
@@ -142,14 +201,17 @@ fn main() {
             }
         }
         let gbs = (bytes_in + bytes_out) as f64 / median_device.as_secs_f64() / 1e9;
+        let gpu_gbs = (bytes_in + bytes_out) as f64 / gpu_median.as_secs_f64() / 1e9;
         println!(
-            "{:<22} {:>12.1} {:>12.3} {:>10.3} {:>9.1} {:>7.0}% {:>15.2}",
+            "{:<22} {:>12.1} {:>12.3} {:>10.3} {:>9.1} {:>7.0}% {:>10.3} {:>7.0}% {:>15.2}",
             workload.name,
             compile.as_secs_f64() * 1e3,
             median_device.as_secs_f64() * 1e3,
             minimum.as_secs_f64() * 1e3,
             gbs,
             100.0 * gbs / copy,
+            gpu_median.as_secs_f64() * 1e3,
+            100.0 * gpu_gbs / copy,
             median(from_host).as_secs_f64() * 1e3
         );
     }

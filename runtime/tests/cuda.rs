@@ -123,7 +123,8 @@ fn check(name: &str, shapes: &[&[usize]], math: MathMode, check_bounds: bool) ->
 }
 
 /// Run-time errors on the GPU are errors: an integer division by zero, in
-/// a device plan and in a kernel the interpreter calls, and a wrong
+/// a device plan and in a kernel the interpreter calls, a good call after
+/// them (the status records are reused), a timed call, and a wrong
 /// argument.
 fn errors() -> Result<(), String> {
     let source = r#"func.func @main(%x: tensor<4xi32>, %y: tensor<4xi32>) -> tensor<4xi32> {
@@ -164,6 +165,21 @@ func.func @looped(%x: tensor<4xi32>, %y: tensor<4xi32>, %n: index) -> tensor<4xi
             Err(e) if e.to_string().contains("integer division by zero") => {}
             other => return Err(format!("@{name} divided by zero and gave {other:?}")),
         }
+    }
+    // The status records are reused: a call after a failed one must not
+    // see its failure, and a timed call reports its GPU time.
+    compiled.set_timing(true);
+    let again =
+        run("main", vec![x.clone(), two.clone()]).map_err(|e| format!("a call after a failure: {e}"))?;
+    if again != halved {
+        return Err(format!("8 6 4 2 / 2 after a failure gave {again:?}"));
+    }
+    if compiled.last_gpu_time().is_none_or(|t| t.is_zero()) {
+        return Err(format!("a timed call reported {:?}", compiled.last_gpu_time()));
+    }
+    compiled.set_timing(false);
+    if compiled.last_gpu_time().is_some() {
+        return Err("timing off still reports a GPU time".into());
     }
     let short = Value::tensor(Tensor::parse_literal("3xi32=1 2 3").map_err(|e| e.to_string())?);
     match run("main", vec![short, two]) {

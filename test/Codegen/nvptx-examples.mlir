@@ -44,7 +44,7 @@
 // RNN-COUNT-2: .visible .entry
 // RNN-NOT: .entry
 // RNN-PARAM: .visible .entry main_fused_0(
-// RNN-PARAM-NEXT: .param .u64 .ptr .align 1 main_fused_0_param_0,
+// RNN-PARAM-NEXT: .param .u64 .ptr .align 16 main_fused_0_param_0,
 // RNN-PARAM-NEXT: .param .u64 main_fused_0_param_1,
 
 // Sigmoid: the polynomial exp, no calls.

@@ -1,6 +1,7 @@
 // GPU reduction strategies (lower::schedule::gpu):
 // - few outputs with a long contiguous fold (@rows: 64 rows of 4096): one
-//   256-thread block per output; the threads stride over the row, then
+//   256-thread block per output; the threads stride over the row (a
+//   constant 16 steps each, unrolled), then
 //   halve their partial sums in shared memory with a barrier per step, and
 //   thread 0 stores;
 // - many outputs (@cols: 8192 column maxima): one thread per output,
@@ -20,12 +21,16 @@ func.func @rows(%x: tensor<64x4096xf32>) -> tensor<64xf32> {
 // CHECK-LABEL: .visible .entry rows_fused_0(
 // CHECK: .shared .align 16 .b8 rows_fused_0_shared0[1024];
 // CHECK: mov.u32 %r{{[0-9]+}}, %tid.x;
-// The block-stride loop over the row.
-// CHECK: [[LOOP:\$L__BB[0-9_]+]]:
-// CHECK: ld.global.b32
-// CHECK: add.rn.f32
-// CHECK: setp.lt.u64 %p{{[0-9]+}}, %rd{{[0-9]+}}, 4096;
-// CHECK: @%p{{[0-9]+}} bra [[LOOP]];
+// The block-stride loop over the row: 4096 / 256 = 16 steps for every
+// thread, a constant count, so LLVM unrolls it whole: 16 loads 1 KiB
+// apart, no branch back.
+// CHECK-NOT: bra
+// CHECK: ld.global.nc.b32 %r{{[0-9]+}}, [[[ROW:%rd[0-9]+]]];
+// CHECK-NOT: bra
+// CHECK: ld.global.nc.b32 %r{{[0-9]+}}, [[[ROW]]+1024];
+// CHECK-NOT: bra
+// CHECK: ld.global.nc.b32 %r{{[0-9]+}}, [[[ROW]]+15360];
+// CHECK-NOT: bra
 // The tree: 128, 64, ..., 1 threads active, a barrier after each step.
 // CHECK: st.shared.b32
 // CHECK-NEXT: bar.sync 0;
@@ -49,8 +54,8 @@ func.func @cols(%x: tensor<4096x8192xf32>) -> tensor<8192xf32> {
 // CHECK-NOT: bar.sync
 // CHECK: setp.gt.u64 %p{{[0-9]+}}, [[COL:%rd[0-9]+]], 8191;
 // Each step of the fold is one row down: 8192 floats.
-// CHECK: ld.global.b32 %r{{[0-9]+}}, [%rd{{[0-9]+}}+-131072];
-// CHECK: ld.global.b32 %r{{[0-9]+}}, [%rd{{[0-9]+}}+-98304];
+// CHECK: ld.global.nc.b32 %r{{[0-9]+}}, [%rd{{[0-9]+}}+-131072];
+// CHECK: ld.global.nc.b32 %r{{[0-9]+}}, [%rd{{[0-9]+}}+-98304];
 // The step is llvm.maximum, which propagates NaN and orders -0 below +0
 // (a compare and select would not).
 // CHECK: max.NaN.f32
@@ -62,7 +67,10 @@ func.func @buckets(%x: tensor<1000xf32>) -> tensor<16xf32> {
   return %s : tensor<16xf32>
 }
 // CHECK-LABEL: .visible .entry buckets_fused_0(
-// One thread: the load, add and store of the running sum in memory.
+// One thread: the load, add and store of the running sum in memory; the
+// loads of %x (read-only, so through the non-coherent cache) merged four
+// at a time.
+// CHECK: ld.global.nc.v4.b32
 // CHECK: ld.global.b32
 // CHECK: add.rn.f32
 // CHECK: st.global.b32

@@ -6,12 +6,18 @@
 //! number `blockIdx.x * blockDim.x + threadIdx.x`, when below the number of
 //! points, is split row-major into the thread dimensions (the last
 //! fastest, so neighbouring threads touch neighbouring elements), and the
-//! nest over the other dimensions runs in the thread.
+//! nest over the other dimensions runs in the thread. A coarsened kernel
+//! (`per_thread` > 1, element-wise only) takes points `per_thread * t` to
+//! `per_thread * t + per_thread - 1` in thread `t`, which differ only in
+//! the fastest thread dimension: one delinearization, then one copy of the
+//! body per point in one block, so their loads are issued together.
 //!
 //! One block per point ([`GpuStrategy::Blocks`]): `blockIdx.x` is split
 //! into the thread dimensions, and the block's threads stride over the
 //! folded dimensions (from `threadIdx.x`, by `blockDim.x`), each into its
-//! register accumulators. The partial results then meet in shared memory:
+//! register accumulators; when the block size divides the folded extent,
+//! the stride loop counts a constant number of steps instead, so that
+//! LLVM unrolls it and each thread has several loads in flight. The partial results then meet in shared memory:
 //!
 //! ```text
 //! shared[tid] = partial                                  barrier
@@ -96,14 +102,35 @@ pub(super) fn emit_gpu_kernel<'c, 'a>(
     match gpu.strategy {
         GpuStrategy::Threads => {
             let base = top.value("arith.muli", &[ids.block, ids.block_dim], index)?;
-            let point = top.value("arith.addi", &[base, ids.thread], index)?;
-            let inside = top.cmpi(6, point, top.index(gpu.points)?)?;
+            let thread = top.value("arith.addi", &[base, ids.thread], index)?;
+            // The thread's first point; with `per_thread` > 1 the points
+            // are a multiple of it, so the first being inside means all are.
+            let first = if gpu.per_thread > 1 {
+                top.value("arith.muli", &[thread, top.index(gpu.per_thread)?], index)?
+            } else {
+                thread
+            };
+            let inside = top.cmpi(6, first, top.index(gpu.points)?)?;
             let then = top.if_then(inside)?;
-            for (&d, iv) in gpu.threads.iter().zip(delinearize(&then, point, &extents)?) {
-                ivs[d] = Some(iv);
+            let indices = delinearize(&then, first, &extents)?;
+            for (&d, iv) in gpu.threads.iter().zip(&indices) {
+                ivs[d] = Some(*iv);
             }
-            let left = kernel.level(gpu.threads.len(), &then, &mut ivs, Vec::new())?;
-            debug_assert!(left.is_empty());
+            for offset in 0..gpu.per_thread {
+                if offset > 0 {
+                    // The thread's other points differ from the first only
+                    // in the fastest dimension, whose extent `per_thread`
+                    // divides (so a coarsened kernel has one).
+                    let (&fastest, &start) = gpu
+                        .threads
+                        .last()
+                        .zip(indices.last())
+                        .ok_or_else(|| error("a coarsened kernel without thread dimensions"))?;
+                    ivs[fastest] = Some(then.value("arith.addi", &[start, then.index(offset)?], index)?);
+                }
+                let left = kernel.level(gpu.threads.len(), &then, &mut ivs, Vec::new())?;
+                debug_assert!(left.is_empty());
+            }
             then.finish()
         }
         GpuStrategy::Blocks { block } => {
@@ -112,13 +139,25 @@ pub(super) fn emit_gpu_kernel<'c, 'a>(
             }
             let inner = &schedule.order[gpu.threads.len()..];
             let inner_extents: Vec<i64> = inner.iter().map(|&d| domain[d]).collect();
-            let total = top.index(inner_extents.iter().product())?;
+            let folded: i64 = inner_extents.iter().product();
             let inits = kernel
                 .registers
                 .iter()
                 .map(|(_, _, kind, element)| identity(top, *kind, *element))
                 .collect::<Result<Vec<_>, _>>()?;
-            let (body, k, carried, partial) = top.for_step(ids.thread, total, ids.block_dim, &inits)?;
+            let (body, k, carried, partial) = if folded % block == 0 {
+                // Every thread takes the same number of steps, a constant,
+                // so LLVM unrolls the loop and issues several loads before
+                // the first add waits (one load in flight per thread
+                // leaves the memory system idle).
+                let (body, step, carried, partial) =
+                    top.for_step(top.index(0)?, top.index(folded / block)?, top.index(1)?, &inits)?;
+                let offset = body.value("arith.muli", &[step, body.index(block)?], index)?;
+                let k = body.value("arith.addi", &[offset, ids.thread], index)?;
+                (body, k, carried, partial)
+            } else {
+                top.for_step(ids.thread, top.index(folded)?, ids.block_dim, &inits)?
+            };
             for (&d, iv) in inner.iter().zip(delinearize(&body, k, &inner_extents)?) {
                 ivs[d] = Some(iv);
             }

@@ -19,9 +19,10 @@
 //!    only for it; so a buffer that is downloaded is never freed early (it
 //!    is a result, kept to the end), and on an early error `downloads` is
 //!    dropped, each staging buffer waiting for its copy, before `values`.
-//! 4. **One synchronization** at the end; then the status records (one
-//!    [`KernelStatus`] per launch, set on an integer division by zero or,
-//!    in the bounds-checked mode, an access out of bounds) are checked,
+//! 4. **One synchronization** at the end (of the streams the call used);
+//!    then the status records (one [`KernelStatus`] per launch, set on an
+//!    integer division by zero or, in the bounds-checked mode, an access
+//!    out of bounds; in mapped page-locked memory, [`StatusRecords`]) are checked,
 //!    worded by `KernelSignature::failure` as on the CPU, and the staged
 //!    results are copied into host tensors.
 //!
@@ -30,7 +31,7 @@
 
 use super::{CudaDevice, CudaModule, plan::Operand, plan::Plan};
 use crate::Error;
-use cudarc::driver::{CudaSlice, LaunchConfig, PinnedHostSlice, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PinnedHostSlice, PushKernelArg};
 use jitc_compiler::{KernelStatus, Slot};
 use jitc_dialect::kinds::ElementType;
 use jitc_interp::{Tensor, Value};
@@ -188,6 +189,84 @@ impl CudaDevice {
     }
 }
 
+/// The status records of a module's calls: page-locked host memory that
+/// the GPU writes directly (mapped into its address space), so a call
+/// needs no allocation, no zeroing launch and no download to check them.
+/// Kernels write a record only when they fail, so a call that succeeds
+/// moves no bytes across the bus for it.
+pub(super) struct StatusRecords {
+    host: PinnedHostSlice<i64>,
+    /// The device address of `host`.
+    device: u64,
+    /// Whether kernels of a call may still write the records: set when a
+    /// call hands them out, cleared when it has read them. A call that
+    /// returned early (a launch that failed) leaves it set, and the next
+    /// call waits for the compute stream before zeroing them.
+    busy: bool,
+    /// The stream whose kernels write them.
+    compute: Arc<CudaStream>,
+}
+
+impl Drop for StatusRecords {
+    fn drop(&mut self) {
+        // Kernels of a call that returned early may still write them.
+        if self.busy {
+            let _ = self.compute.synchronize();
+        }
+    }
+}
+
+impl CudaModule {
+    /// `words` zeroed status words for a call's launches: their device
+    /// address.
+    fn status_records(&self, words: usize) -> Result<u64, Error> {
+        let mut slot = self.status.borrow_mut();
+        if slot.as_ref().is_some_and(|records| records.busy) {
+            self.device.compute.synchronize().map_err(failed("synchronize"))?;
+        }
+        if slot.as_ref().is_none_or(|records| records.host.len() < words) {
+            // SAFETY: the words are zeroed below before any kernel reads
+            // them.
+            let host = unsafe {
+                self.device.context.alloc_pinned_with_flags::<i64>(
+                    words.max(64),
+                    cudarc::driver::sys::CU_MEMHOSTALLOC_DEVICEMAP,
+                )
+            }
+            .map_err(failed("page-locked allocation"))?;
+            let pointer = host.as_ptr().map_err(failed("page-locked allocation"))?;
+            let mut device = 0;
+            // SAFETY: `pointer` is page-locked memory this context
+            // allocated with `CU_MEMHOSTALLOC_DEVICEMAP`, alive as long as
+            // `host`, which the records keep.
+            unsafe { cudarc::driver::sys::cuMemHostGetDevicePointer_v2(&mut device, pointer as *mut _, 0) }
+                .result()
+                .map_err(failed("mapping page-locked memory"))?;
+            *slot = Some(StatusRecords {
+                host,
+                device,
+                busy: false,
+                compute: Arc::clone(&self.device.compute),
+            });
+        }
+        let records = slot.as_mut().expect("the records were just made");
+        records.host.as_mut_slice().map_err(failed("page-locked copy"))?[..words].fill(0);
+        records.busy = true;
+        Ok(records.device)
+    }
+
+    /// The first `words` status words, after the compute stream has been
+    /// waited for.
+    fn read_status_records(&self, words: usize) -> Result<Vec<i64>, Error> {
+        let mut slot = self.status.borrow_mut();
+        let records = slot
+            .as_mut()
+            .ok_or_else(|| Error::Cuda("the status records are missing".into()))?;
+        records.busy = false;
+        Ok(records.host.as_slice().map_err(failed("page-locked copy"))?[..words].to_vec())
+    }
+}
+
 /// A download under way: the result's positions and its staging buffer.
 struct Download {
     positions: Vec<usize>,
@@ -243,11 +322,24 @@ impl CudaModule {
         }
         let mut staged = Vec::new();
         let mut downloads = Vec::new();
-        // One status record per launch, two i64 words each.
+        // One status record per launch, two i64 words each, in mapped
+        // host memory.
         let record = std::mem::size_of::<KernelStatus>() / std::mem::size_of::<i64>();
-        let mut status = compute
-            .alloc_zeros::<i64>(record * plan.launches.len().max(1))
-            .map_err(failed("allocation"))?;
+        let status = self.status_records(record * plan.launches.len().max(1))?;
+        let record_bytes = (record * std::mem::size_of::<i64>()) as u64;
+        let timing = if self.timing.get() {
+            let event = || {
+                device
+                    .context
+                    .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+                    .map_err(failed("event"))
+            };
+            let start = event()?;
+            start.record(compute).map_err(failed("event"))?;
+            Some((start, event()?))
+        } else {
+            None
+        };
         for (i, step) in plan.launches.iter().enumerate() {
             let loaded = self
                 .kernels
@@ -333,8 +425,8 @@ impl CudaModule {
                 for output in &mut outputs {
                     builder.arg(&mut output.buffer);
                 }
-                let mut word = status.slice_mut(record * i..record * (i + 1));
-                builder.arg(&mut word);
+                let word = status + record_bytes * i as u64;
+                builder.arg(&word);
                 let config = LaunchConfig {
                     grid_dim: (grid, 1, 1),
                     block_dim: (block, 1, 1),
@@ -380,11 +472,24 @@ impl CudaModule {
                 }
             }
         }
-        // Phase 4: wait, check, and collect.
+        if let Some((_, end)) = &timing {
+            end.record(compute).map_err(failed("event"))?;
+        }
+        // Phase 4: wait, check, and collect. A stream this call queued
+        // nothing on is not waited for (each wait costs microseconds).
         compute.synchronize().map_err(failed("synchronize"))?;
-        download.synchronize().map_err(failed("synchronize"))?;
-        device.copy.synchronize().map_err(failed("synchronize"))?;
-        let words = compute.clone_dtoh(&status).map_err(failed("download"))?;
+        if !downloads.is_empty() {
+            download.synchronize().map_err(failed("synchronize"))?;
+        }
+        if !staged.is_empty() {
+            device.copy.synchronize().map_err(failed("synchronize"))?;
+        }
+        let words = self.read_status_records(record * plan.launches.len().max(1))?;
+        if let Some((start, end)) = &timing {
+            let elapsed = start.elapsed_ms(end).map_err(failed("event"))?;
+            self.gpu_time
+                .set(Some(std::time::Duration::from_secs_f64(f64::from(elapsed) / 1e3)));
+        }
         device.context.check_err().map_err(failed("a queued operation"))?;
         let failure = plan
             .launches

@@ -225,6 +225,12 @@ pub struct CudaModule {
     kernels: HashMap<String, Loaded>,
     ptx: PtxArtifact,
     plans: RefCell<HashMap<String, Rc<Result<Prepared, String>>>>,
+    /// The status records of its calls, made on first use.
+    status: RefCell<Option<execute::StatusRecords>>,
+    /// Whether calls time their launches ([`Self::set_timing`]).
+    timing: std::cell::Cell<bool>,
+    /// The GPU time of the last timed call.
+    gpu_time: std::cell::Cell<Option<std::time::Duration>>,
     /// Host plans of the functions without a device plan.
     host_plans: RefCell<HashMap<String, Rc<Result<HostPlan, String>>>>,
 }
@@ -272,8 +278,27 @@ impl CudaModule {
             kernels,
             ptx,
             plans: RefCell::new(HashMap::new()),
+            status: RefCell::new(None),
+            timing: std::cell::Cell::new(false),
+            gpu_time: std::cell::Cell::new(None),
             host_plans: RefCell::new(HashMap::new()),
         })
+    }
+
+    /// With `on`, each call of a device plan ([`Self::run`],
+    /// [`Self::run_on_device`]) records CUDA events on the compute stream
+    /// just before its first launch and just after its last, and
+    /// [`Self::last_gpu_time`] gives the time between them: the kernels
+    /// and the gaps between them, without the host's work before the first
+    /// launch and after the last. For benchmarks; off by default.
+    pub fn set_timing(&self, on: bool) {
+        self.timing.set(on);
+        self.gpu_time.set(None);
+    }
+
+    /// The GPU time of the last call made with timing on.
+    pub fn last_gpu_time(&self) -> Option<std::time::Duration> {
+        self.gpu_time.get()
     }
 
     /// The device.
@@ -416,17 +441,20 @@ fn check_arguments(module: &Module, name: &str, args: &[DeviceValue]) -> Result<
         .into());
     }
     for (i, (want, got)) in signature.inputs.iter().zip(args).enumerate() {
-        let (accepted, described) = match got {
-            DeviceValue::Host(value) => (want.accepts(value), value.to_string()),
-            DeviceValue::Device(tensor) => (
-                matches!(want, ValueType::Tensor(shape, element)
-                    if *element == tensor.element_type()
-                        && shape.len() == tensor.shape().len()
-                        && shape.iter().zip(tensor.shape()).all(|(w, g)| w.is_none_or(|w| w == *g))),
-                format!("{tensor:?}"),
-            ),
+        // Described only when refused: a tensor's text is its elements,
+        // and formatting 16M of them took seconds on every call.
+        let accepted = match got {
+            DeviceValue::Host(value) => want.accepts(value),
+            DeviceValue::Device(tensor) => matches!(want, ValueType::Tensor(shape, element)
+                if *element == tensor.element_type()
+                    && shape.len() == tensor.shape().len()
+                    && shape.iter().zip(tensor.shape()).all(|(w, g)| w.is_none_or(|w| w == *g))),
         };
         if !accepted {
+            let described = match got {
+                DeviceValue::Host(value) => value.to_string(),
+                DeviceValue::Device(tensor) => format!("{tensor:?}"),
+            };
             return Err(jitc_interp::Error::Arguments(format!(
                 "argument {i} of @{name} must be {want}, got {described}"
             ))
