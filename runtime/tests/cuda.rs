@@ -6,7 +6,8 @@
 //! also run in the bounds-checked mode (`GpuOptions::check_bounds`), where
 //! an access out of bounds would fail the run.
 //!
-//! Beside the examples it checks the device plans: which functions get
+//! Beside the examples it checks split block reductions (exact sums, the
+//! same bits twice) and the device plans: which functions get
 //! one, that a run with values kept on the device gives the same bits as
 //! a run from the host, and that run-time errors (a division by zero, a
 //! wrong argument) come back as errors.
@@ -19,7 +20,7 @@
 use jitc_compiler::{
     DiagnosticCollector, GpuOptions, MathMode, OptimizeOptions, Pipeline, new_context, optimize, parse_module,
 };
-use jitc_interp::{Interpreter, StateStore, Tensor, Value};
+use jitc_interp::{Buffer, Interpreter, StateStore, Tensor, Value};
 use jitc_runtime::cuda::{CudaDevice, CudaModule, DeviceValue, Schedule};
 use std::process::ExitCode;
 
@@ -193,6 +194,51 @@ func.func @looped(%x: tensor<4xi32>, %y: tensor<4xi32>, %n: index) -> tensor<4xi
     }
 }
 
+/// Split block reductions (rule 6 of `lower::schedule::gpu`): 64 row
+/// sums and row maxima of a 64x65536 tensor, 16 blocks per row, whose
+/// partial results the last block of each row combines. The elements are
+/// quarters of small integers, so every order of summing them is exact:
+/// the GPU must give the interpreter's bits, twice in a row (the counters
+/// the kernel leaves zeroed are reused by the second call).
+fn split_reductions() -> Result<(), String> {
+    let (rows, columns) = (64usize, 65536usize);
+    let source = format!(
+        r#"func.func @main(%x: tensor<{rows}x{columns}xf32>) -> (tensor<{rows}xf32>, tensor<{rows}xf32>) {{
+  %s = "meta.reindex_reduce"(%x) {{kind = "add", indices = affine_map<(i, j) -> (i)>}} : (tensor<{rows}x{columns}xf32>) -> tensor<{rows}xf32>
+  %m = "meta.reindex_reduce"(%x) {{kind = "max", indices = affine_map<(i, j) -> (i)>}} : (tensor<{rows}x{columns}xf32>) -> tensor<{rows}xf32>
+  return %s, %m : tensor<{rows}xf32>, tensor<{rows}xf32>
+}}"#
+    );
+    let context = new_context().map_err(|e| e.to_string())?;
+    let collector = DiagnosticCollector::attach(&context);
+    let mut module = parse_module(&context, &source).ok_or_else(|| format!("{:?}", collector.take()))?;
+    let values: Vec<f32> = (0..rows * columns)
+        .map(|i| ((i * 7919 + i / columns * 13) % 61) as f32 / 4.0 - 7.5)
+        .collect();
+    let x = Tensor::new(vec![rows, columns], Buffer::F32(values.into())).ok_or("the input tensor")?;
+    let args = || vec![Value::tensor(x.clone())];
+    let expected = Interpreter::new(&module)
+        .run("main", args(), &mut StateStore::new())
+        .map_err(|e| format!("the interpreter failed: {e}"))?;
+    let compiled =
+        CudaModule::compile(&context, &mut module, &GpuOptions::default()).map_err(|e| e.to_string())?;
+    let split = compiled.ptx().contains("atom.global.add.u32");
+    if !split {
+        return Err("the kernel was not split across blocks (no atomic count in its PTX)".into());
+    }
+    for call in ["first", "second"] {
+        let got = compiled
+            .run(&module, "main", args(), &mut StateStore::new())
+            .map_err(|e| format!("the {call} GPU run failed: {e}"))?;
+        if !Match::Identical.values(&expected, &got) {
+            return Err(format!(
+                "the {call} call differs\ninterpreter: {expected:?}\ngpu: {got:?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let indrnn: (&str, &[&[usize]]) = ("indrnn.mlir", &[&[3, 16, 64], &[64, 64], &[64]]);
     let cases: Vec<_> = STATIC_EXAMPLES.iter().copied().chain([indrnn]).collect();
@@ -201,7 +247,7 @@ fn main() -> ExitCode {
         (MathMode::Exact, false),
         (MathMode::Fast, true),
     ];
-    let total = cases.len() * modes.len() + 1;
+    let total = cases.len() * modes.len() + 2;
     if let Err(reason) = CudaDevice::get() {
         println!("cuda tests: SKIPPED, {total} tests not run: {reason}");
         if std::env::var_os("JITC_REQUIRE_GPU").is_some() {
@@ -225,6 +271,13 @@ fn main() -> ExitCode {
                     println!("test {name} ({mode}) on the GPU ... FAILED\n{difference}");
                 }
             }
+        }
+    }
+    match split_reductions() {
+        Ok(()) => println!("test split block reductions on the GPU ... ok"),
+        Err(difference) => {
+            failures += 1;
+            println!("test split block reductions on the GPU ... FAILED\n{difference}");
         }
     }
     match errors() {

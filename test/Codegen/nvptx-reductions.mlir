@@ -1,9 +1,10 @@
 // GPU reduction strategies (lower::schedule::gpu):
 // - few outputs with a long contiguous fold (@rows: 64 rows of 4096): one
-//   256-thread block per output; the threads stride over the row (a
-//   constant 16 steps each, unrolled), then
-//   halve their partial sums in shared memory with a barrier per step, and
-//   thread 0 stores;
+//   256-thread block per output, split over two blocks (rule 6); the
+//   threads stride over their half of the row (a constant 8 steps each,
+//   unrolled), then halve their partial sums in shared memory with a
+//   barrier per step; thread 0 stores the block's sum in scratch memory,
+//   and the row's last block to finish combines the two;
 // - many outputs (@cols: 8192 column maxima): one thread per output,
 //   neighbouring threads reading neighbouring columns, the fold a loop in
 //   the thread;
@@ -19,18 +20,21 @@ func.func @rows(%x: tensor<64x4096xf32>) -> tensor<64xf32> {
   return %s : tensor<64xf32>
 }
 // CHECK-LABEL: .visible .entry rows_fused_0(
+// The scratch memory of the split (rule 6) is the last parameter.
+// CHECK: .param .u64 .ptr .align 16 rows_fused_0_param_3
 // CHECK: .shared .align 16 .b8 rows_fused_0_shared0[1024];
 // CHECK: mov.u32 %r{{[0-9]+}}, %tid.x;
-// The block-stride loop over the row: 4096 / 256 = 16 steps for every
-// thread, a constant count, so LLVM unrolls it whole: 16 loads 1 KiB
-// apart, no branch back.
+// The block-stride loop over the row: 4096 / 256 = 16 steps, split over
+// two blocks per row (64 rows are too few outputs to fill the GPU): 8
+// steps for every thread, a constant count, so LLVM unrolls it whole: 8
+// loads 1 KiB apart, no branch back.
 // CHECK-NOT: bra
 // CHECK: ld.global.nc.b32 %r{{[0-9]+}}, [[[ROW:%rd[0-9]+]]];
 // CHECK-NOT: bra
 // CHECK: ld.global.nc.b32 %r{{[0-9]+}}, [[[ROW]]+1024];
 // CHECK-NOT: bra
-// CHECK: ld.global.nc.b32 %r{{[0-9]+}}, [[[ROW]]+15360];
-// CHECK-NOT: bra
+// CHECK: ld.global.nc.b32 %r{{[0-9]+}}, [[[ROW]]+7168];
+// CHECK-NOT: {{bra|\+8192}}
 // The tree: 128, 64, ..., 1 threads active, a barrier after each step.
 // CHECK: st.shared.b32
 // CHECK-NEXT: bar.sync 0;
@@ -41,9 +45,22 @@ func.func @rows(%x: tensor<64x4096xf32>) -> tensor<64xf32> {
 // CHECK: bar.sync 0;
 // CHECK-NEXT: setp.gt.u32 %p{{[0-9]+}}, [[T]], 31;
 // CHECK-COUNT-5: bar.sync 0;
-// Thread 0 stores the block's sum.
-// CHECK: ld.shared.b32 %r{{[0-9]+}}, [rows_fused_0_shared0];
-// CHECK-NEXT: st.global.b32
+// Thread 0 stores the block's sum in its slot of the scratch memory
+// (after the 64 counters, 256 bytes), fences, and counts the block done;
+// the second block of the row to finish fences again, combines both
+// slots in block order, stores the row's sum and zeroes the counter.
+// CHECK: ld.shared.b32 [[SUM:%r[0-9]+]], [rows_fused_0_shared0];
+// CHECK: st.global.b32 [%rd{{[0-9]+}}+256], [[SUM]];
+// CHECK-NEXT: fence.sc.sys;
+// CHECK: atom.global.add.u32 [[DONE:%r[0-9]+]], [[[COUNTER:%rd[0-9]+]]], 1;
+// CHECK-NEXT: setp.ne.b32 %p{{[0-9]+}}, [[DONE]], 1;
+// CHECK: fence.sc.sys;
+// CHECK-NEXT: add.s64 [[SLOTS:%rd[0-9]+]]
+// CHECK-NEXT: ld.global.v2.b32 {[[A:%r[0-9]+]], [[B:%r[0-9]+]]}, [[[SLOTS]]+256];
+// CHECK-NEXT: add.rn.f32 [[A0:%r[0-9]+]], [[A]], 0f00000000;
+// CHECK-NEXT: add.rn.f32 [[AB:%r[0-9]+]], [[A0]], [[B]];
+// CHECK: st.global.b32 [%rd{{[0-9]+}}], [[AB]];
+// CHECK-NEXT: st.global.b32 [[[COUNTER]]], 0;
 // CHECK: ret;
 
 func.func @cols(%x: tensor<4096x8192xf32>) -> tensor<8192xf32> {

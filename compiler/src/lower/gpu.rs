@@ -90,6 +90,11 @@ pub struct Launch {
     pub fill: Option<FillLaunch>,
     /// One thread or one block per point.
     pub strategy: GpuStrategy,
+    /// Bytes of zeroed device memory both entries take as their last
+    /// parameter, kept by the caller from launch to launch (a split block
+    /// reduction's counters and partial results, which the kernel leaves
+    /// zeroed); 0 for none, and then there is no such parameter.
+    pub scratch: usize,
 }
 
 /// A GPU kernel's parameters and launch.
@@ -178,7 +183,7 @@ fn launch(signature: &KernelSignature, gpu: &schedule::GpuSchedule) -> Result<La
                 .clamp(32, schedule::GPU_BLOCK as u64) as i64;
             ((threads + block - 1) / block, block)
         }
-        GpuStrategy::Blocks { block } => (gpu.points.max(1), block),
+        GpuStrategy::Blocks { block } => (gpu.points.max(1) * gpu.split, block),
     };
     if grid > MAX_GRID {
         return Err(format!("{grid} blocks are more than one launch can have"));
@@ -208,11 +213,13 @@ fn launch(signature: &KernelSignature, gpu: &schedule::GpuSchedule) -> Result<La
         block: block as u32,
         fill,
         strategy: gpu.strategy.clone(),
+        scratch: gpu.scratch as usize,
     })
 }
 
-/// The parameter types of a kernel's entries.
-fn parameters<'c>(context: &'c Context, signature: &KernelSignature) -> Vec<Type<'c>> {
+/// The parameter types of a kernel's entries: with `scratch`, a last
+/// pointer to the kernel's scratch memory ([`Launch::scratch`]).
+fn parameters<'c>(context: &'c Context, signature: &KernelSignature, scratch: bool) -> Vec<Type<'c>> {
     let pointer = melior::dialect::llvm::r#type::pointer(context, 0);
     let i64_type: Type = IntegerType::new(context, 64).into();
     signature
@@ -224,6 +231,7 @@ fn parameters<'c>(context: &'c Context, signature: &KernelSignature) -> Vec<Type
         })
         .chain(signature.outputs.iter().map(|_| pointer))
         .chain([pointer])
+        .chain(scratch.then_some(pointer))
         .collect()
 }
 
@@ -239,6 +247,7 @@ fn parameters<'c>(context: &'c Context, signature: &KernelSignature) -> Vec<Type
 fn parameter_attributes<'c>(
     context: &'c Context,
     signature: &KernelSignature,
+    scratch: bool,
 ) -> Result<Attribute<'c>, Error> {
     let pointer = "{llvm.noalias, llvm.align = 16 : i64}";
     let entries: Vec<&str> = signature
@@ -250,6 +259,7 @@ fn parameter_attributes<'c>(
         })
         .chain(signature.outputs.iter().map(|_| pointer))
         .chain([pointer])
+        .chain(scratch.then_some(pointer))
         .collect();
     Attribute::parse(context, &format!("[{}]", entries.join(", ")))
         .ok_or_else(|| Error::Lowering("the parameters' attributes do not parse".into()))
@@ -263,9 +273,10 @@ fn entry<'c>(
     location: Location<'c>,
     name: &str,
     signature: &KernelSignature,
+    scratch: bool,
     build: impl for<'a> FnOnce(&Emitter<'c, 'a>, &GpuIds<'c, 'a>, &[Value<'c, 'a>]) -> Result<(), Error>,
 ) -> Result<(), Error> {
-    let types = parameters(context, signature);
+    let types = parameters(context, signature, scratch);
     let region = Region::new();
     let block = region.append_block(Block::new(
         &types.iter().map(|t| (*t, location)).collect::<Vec<_>>(),
@@ -308,7 +319,7 @@ fn entry<'c>(
         // (`codegen::ptx`); `nvvm.kernel` is only allowed on `llvm.func`.
         &[(
             Identifier::new(context, "arg_attrs"),
-            parameter_attributes(context, signature)?,
+            parameter_attributes(context, signature, scratch)?,
         )],
         location,
     );
@@ -412,12 +423,17 @@ fn lower_kernel<'c>(
         .ok()
         .and_then(i64_array)
         .ok_or_else(|| Error::Lowering("kernel without meta.domain".into()))?;
+    let scratch = launch.scratch > 0;
+    // The status record follows the inputs and outputs; the scratch
+    // memory, when there is some, comes last.
+    let record_at = signature.inputs.len() + signature.outputs.len();
     entry(
         context,
         lowered,
         location,
         &signature.name,
         signature,
+        scratch,
         |top, ids, values| {
             let index = Type::index(context);
             // `legal::check_gpu` keeps kernels with dynamic arguments off
@@ -432,7 +448,7 @@ fn lower_kernel<'c>(
             )?;
             let outputs = outputs_of(signature, values)?;
             let status = Status {
-                record: values[values.len() - 1],
+                record: values[record_at],
                 accesses,
                 skew,
                 flat: None,
@@ -456,6 +472,7 @@ fn lower_kernel<'c>(
                 gpu,
                 ids,
                 &mut shared,
+                scratch.then(|| values[record_at + 1]),
                 options.math,
             )
         },
@@ -467,9 +484,10 @@ fn lower_kernel<'c>(
             location,
             &fill.name,
             signature,
+            scratch,
             |top, ids, values| {
                 let status = Status {
-                    record: values[values.len() - 1],
+                    record: values[record_at],
                     accesses,
                     skew,
                     flat: None,

@@ -51,7 +51,9 @@ use super::{
 };
 use crate::Error;
 use jitc_dialect::{kinds::ElementType, ops::ReindexReduceOp};
-use melior::ir::{BlockLike, BlockRef, OperationRef, Type, Value, operation::OperationLike};
+use melior::ir::{
+    BlockLike, BlockRef, OperationRef, Type, Value, attribute::IntegerAttribute, operation::OperationLike,
+};
 
 /// The thread and block of a GPU kernel, as index values.
 pub(super) struct GpuIds<'c, 'a> {
@@ -81,6 +83,7 @@ pub(super) fn emit_gpu_kernel<'c, 'a>(
     gpu: &schedule::GpuSchedule,
     ids: &GpuIds<'c, 'a>,
     shared: &mut dyn FnMut(usize, ElementType, i64) -> Result<Value<'c, 'a>, Error>,
+    scratch: Option<Value<'c, 'a>>,
     math: MathMode,
 ) -> Result<(), Error> {
     let schedule = &gpu.nest;
@@ -134,7 +137,18 @@ pub(super) fn emit_gpu_kernel<'c, 'a>(
             then.finish()
         }
         GpuStrategy::Blocks { block } => {
-            for (&d, iv) in gpu.threads.iter().zip(delinearize(top, ids.block, &extents)?) {
+            // A split reduction's blocks: `split` consecutive block ids per
+            // point, each taking a contiguous share of the fold.
+            let (point, share) = if gpu.split > 1 {
+                let split = top.index(gpu.split)?;
+                (
+                    top.value("arith.divui", &[ids.block, split], index)?,
+                    Some(top.value("arith.remui", &[ids.block, split], index)?),
+                )
+            } else {
+                (ids.block, None)
+            };
+            for (&d, iv) in gpu.threads.iter().zip(delinearize(top, point, &extents)?) {
                 ivs[d] = Some(iv);
             }
             let inner = &schedule.order[gpu.threads.len()..];
@@ -150,8 +164,16 @@ pub(super) fn emit_gpu_kernel<'c, 'a>(
                 // so LLVM unrolls the loop and issues several loads before
                 // the first add waits (one load in flight per thread
                 // leaves the memory system idle).
+                let steps = folded / block / gpu.split;
                 let (body, step, carried, partial) =
-                    top.for_step(top.index(0)?, top.index(folded / block)?, top.index(1)?, &inits)?;
+                    top.for_step(top.index(0)?, top.index(steps)?, top.index(1)?, &inits)?;
+                let step = match share {
+                    Some(share) => {
+                        let first = body.value("arith.muli", &[share, body.index(steps)?], index)?;
+                        body.value("arith.addi", &[first, step], index)?
+                    }
+                    None => step,
+                };
                 let offset = body.value("arith.muli", &[step, body.index(block)?], index)?;
                 let k = body.value("arith.addi", &[offset, ids.thread], index)?;
                 (body, k, carried, partial)
@@ -169,7 +191,18 @@ pub(super) fn emit_gpu_kernel<'c, 'a>(
                 .enumerate()
                 .map(|(r, (_, _, _, element))| shared(r, *element, block))
                 .collect::<Result<Vec<_>, _>>()?;
-            block_reduce(&kernel, top, ids, &shared, &partial, block, &ivs)
+            let split = match (share, scratch) {
+                (Some(share), Some(scratch)) => Some(Split {
+                    blocks: gpu.split,
+                    points: gpu.points,
+                    point,
+                    share,
+                    scratch,
+                }),
+                (None, _) => None,
+                (Some(_), None) => return Err(error("a split reduction without scratch memory")),
+            };
+            block_reduce(&kernel, top, ids, &shared, &partial, block, &ivs, split)
         }
     }
 }
@@ -215,6 +248,7 @@ pub(super) fn emit_gpu_fill<'c, 'a>(
 /// Combines each thread's `partial` results across a block of `block`
 /// threads in `shared` memory (a tree of halving steps, a barrier after
 /// each), then thread 0 stores the results.
+#[allow(clippy::too_many_arguments)]
 fn block_reduce<'c, 'a>(
     kernel: &Kernel<'c, 'a, '_>,
     top: &Emitter<'c, 'a>,
@@ -223,6 +257,7 @@ fn block_reduce<'c, 'a>(
     partial: &[Value<'c, 'a>],
     block: i64,
     ivs: &[Option<Value<'c, 'a>>],
+    split: Option<Split<'c, 'a>>,
 ) -> Result<(), Error> {
     let index = Type::index(top.context);
     let barrier = || top.op("nvvm.barrier0", &[], &[], &[]).map(|_| ());
@@ -282,6 +317,134 @@ fn block_reduce<'c, 'a>(
             )
         })
         .collect::<Result<Vec<_>, _>>()?;
-    kernel.store_registers(&then, ivs, &results)?;
+    match split {
+        None => kernel.store_registers(&then, ivs, &results)?,
+        Some(split) => combine_shares(kernel, &then, &split, &results, ivs)?,
+    }
     then.finish()
 }
+
+/// A split block reduction's block (rule 6 of [`schedule::gpu`]).
+struct Split<'c, 'a> {
+    /// Blocks per point.
+    blocks: i64,
+    /// Points.
+    points: i64,
+    /// This block's point, linear.
+    point: Value<'c, 'a>,
+    /// Which of the point's blocks this is.
+    share: Value<'c, 'a>,
+    /// The scratch memory: a counter (i32) per point, from 0, then per
+    /// reduction an 8-byte slot per point and block.
+    scratch: Value<'c, 'a>,
+}
+
+/// Thread 0 of a split reduction's block (at `at`): writes the block's
+/// `results` to its slots, then counts the block done; the point's last
+/// block to finish combines every block's results in block order,
+/// stores them as an unsplit reduction does, and zeroes the counter for
+/// the next launch.
+///
+/// ```text
+/// slot[r][point][share] = result[r]
+/// fence                                   (release: the slots before the count)
+/// if atomic_add(counter[point], 1) == blocks - 1:
+///     fence                               (acquire: every block's slots)
+///     acc[r] = identity; for s in 0..blocks: acc[r] = acc[r] ⊕ slot[r][point][s]
+///     store acc; counter[point] = 0
+/// ```
+fn combine_shares<'c, 'a>(
+    kernel: &Kernel<'c, 'a, '_>,
+    at: &Emitter<'c, 'a>,
+    split: &Split<'c, 'a>,
+    results: &[Value<'c, 'a>],
+    ivs: &[Option<Value<'c, 'a>>],
+) -> Result<(), Error> {
+    let context = at.context;
+    let index = Type::index(context);
+    let i8_type: Type = melior::ir::r#type::IntegerType::new(context, 8).into();
+    let i32_type: Type = melior::ir::r#type::IntegerType::new(context, 32).into();
+    let i64_type: Type = melior::ir::r#type::IntegerType::new(context, 64).into();
+    let counters = (split.points * 4 + 15) / 16 * 16;
+    let slots_per_reduction = split.points * split.blocks * 8;
+    // The slots of reduction `r`, as a pointer to its element type.
+    let slots = |at: &Emitter<'c, 'a>, r: usize| -> Result<Value<'c, 'a>, Error> {
+        let offset = at.index(counters + r as i64 * slots_per_reduction)?;
+        let offset = at.value(
+            "arith.index_cast",
+            &[offset],
+            melior::ir::r#type::IntegerType::new(context, 64).into(),
+        )?;
+        super::types::gep(at, split.scratch, offset, i8_type)
+    };
+    let base = at.value("arith.muli", &[split.point, at.index(split.blocks)?], index)?;
+    let mine = at.value("arith.addi", &[base, split.share], index)?;
+    for (r, ((_, _, _, element), result)) in kernel.registers.iter().zip(results).enumerate() {
+        store_at(at, slots(at, r)?, mine, *result, *element, None)?;
+    }
+    fence(at)?;
+    let point = at.value(
+        "arith.index_cast",
+        &[split.point],
+        melior::ir::r#type::IntegerType::new(context, 64).into(),
+    )?;
+    let counter = super::types::gep(at, split.scratch, point, i32_type)?;
+    let one = at.int(i32_type, 1)?;
+    let before = at
+        .op(
+            "llvm.atomicrmw",
+            &[counter, one],
+            &[i32_type],
+            &[
+                ("bin_op", IntegerAttribute::new(i64_type, ATOMIC_ADD).into()),
+                ("ordering", IntegerAttribute::new(i64_type, MONOTONIC).into()),
+            ],
+        )?
+        .ok_or_else(|| error("llvm.atomicrmw"))?;
+    let last = at.cmpi(0, before, at.int(i32_type, split.blocks - 1)?)?;
+    let then = at.if_then(last)?;
+    fence(&then)?;
+    let inits = kernel
+        .registers
+        .iter()
+        .map(|(_, _, kind, element)| identity(&then, *kind, *element))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (body, s, carried, combined) =
+        then.for_step(then.index(0)?, then.index(split.blocks)?, then.index(1)?, &inits)?;
+    let slot = body.value("arith.addi", &[base, s], index)?;
+    let mut next = Vec::with_capacity(carried.len());
+    for (r, ((_, _, kind, element), acc)) in kernel.registers.iter().zip(&carried).enumerate() {
+        let value = load_at(&body, slots(&body, r)?, slot, *element, None)?;
+        next.push(combine(
+            &body,
+            *kind,
+            *acc,
+            value,
+            *element,
+            kernel.status.record,
+            true,
+        )?);
+    }
+    body.yield_values(&next)?;
+    kernel.store_registers(&then, ivs, &combined)?;
+    let zero = then.int(i32_type, 0)?;
+    then.op("llvm.store", &[zero, counter], &[], &[])?;
+    then.finish()
+}
+
+/// A sequentially consistent fence over the whole system: orders a
+/// block's stores to its slots before its count, and the last block's
+/// count before its loads of the other blocks' slots.
+fn fence(at: &Emitter) -> Result<(), Error> {
+    let i64_type: Type = melior::ir::r#type::IntegerType::new(at.context, 64).into();
+    let ordering = IntegerAttribute::new(i64_type, SEQ_CST).into();
+    at.op("llvm.fence", &[], &[], &[("ordering", ordering)])?;
+    Ok(())
+}
+
+/// `llvm::AtomicOrdering` and `llvm::AtomicRMWInst::BinOp` values, as the
+/// LLVM dialect's enum attributes take them (as `access` does for
+/// `cmpxchg`).
+const MONOTONIC: i64 = 2;
+const SEQ_CST: i64 = 7;
+const ATOMIC_ADD: i64 = 1;

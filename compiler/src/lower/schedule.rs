@@ -653,6 +653,16 @@ pub const GPU_COARSEN_POINTS: i64 = 1 << 20;
 /// thousands of threads in flight).
 pub const GPU_FEW_OUTPUTS: i64 = 4096;
 
+/// Blocks a GPU should have in flight: a block reduction with fewer
+/// outputs than this is split across several blocks per output (rule 6),
+/// about this many in all (eight 256-thread blocks on each of an H100's
+/// 132 SMs).
+pub const GPU_TARGET_BLOCKS: i64 = 1024;
+
+/// The fewest block-stride steps each block of a split reduction takes,
+/// so that the combine across blocks stays a small share of the work.
+pub const GPU_SPLIT_MIN_STEPS: i64 = 8;
+
 /// How a GPU kernel spreads its domain over threads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GpuStrategy {
@@ -690,6 +700,14 @@ pub struct GpuSchedule {
     /// Whether reductions accumulate in memory, so their outputs must be
     /// filled with the identity by a launch before the kernel's.
     pub fill: bool,
+    /// Blocks per point of a block reduction (rule 6): 1, or a divisor of
+    /// the block-stride steps; then `split` blocks share each output.
+    pub split: i64,
+    /// Bytes of zeroed device memory the kernel takes as its last
+    /// parameter when `split` > 1: a counter (i32) per point, then, per
+    /// reduction, an 8-byte slot per point and block for the partial
+    /// results. The kernel leaves the counters zero again.
+    pub scratch: i64,
 }
 
 /// The GPU schedule of the kernel whose body is `body`, over `domain`;
@@ -720,6 +738,15 @@ pub struct GpuSchedule {
 ///    thread's points then differ only in that dimension, by 0 to 3, so
 ///    one delinearization serves all four (and no thread has a partial
 ///    set).
+/// 6. **Split block reductions.** A block reduction with fewer than
+///    [`GPU_TARGET_BLOCKS`] outputs, whose folded extent the block size
+///    divides, gives each output `split` blocks, the largest divisor of
+///    the block-stride steps that keeps about [`GPU_TARGET_BLOCKS`] blocks
+///    in all and at least [`GPU_SPLIT_MIN_STEPS`] steps per block. Each
+///    block reduces a contiguous share of the fold and writes its partial
+///    result to scratch memory; the last block of an output to finish (an
+///    atomic counter) combines the partials in block order, so the result
+///    does not depend on which block finished when.
 pub fn gpu(body: BlockRef, domain: &[i64], reassociate: bool) -> Result<GpuSchedule, String> {
     let cpu = schedule(body, domain)?;
     let threads: Vec<usize> = cpu
@@ -750,6 +777,23 @@ pub fn gpu(body: BlockRef, domain: &[i64], reassociate: bool) -> Result<GpuSched
         } else {
             GpuStrategy::Threads
         };
+    let split = match strategy {
+        GpuStrategy::Blocks { block } if points < GPU_TARGET_BLOCKS && folded_extent % block == 0 => {
+            let steps = folded_extent / block;
+            let wanted = (GPU_TARGET_BLOCKS / points.max(1)).max(1);
+            (1..=wanted.min(steps / GPU_SPLIT_MIN_STEPS))
+                .rev()
+                .find(|d| steps % d == 0)
+                .unwrap_or(1)
+        }
+        _ => 1,
+    };
+    let scratch = if split > 1 {
+        let counters = (points * 4 + 15) / 16 * 16;
+        counters + reductions_in(body) * points * split * 8
+    } else {
+        0
+    };
     let mut order = threads.clone();
     order.extend(&inner);
     let peel = match inner.last() {
@@ -782,7 +826,22 @@ pub fn gpu(body: BlockRef, domain: &[i64], reassociate: bool) -> Result<GpuSched
         points,
         per_thread,
         fill: reduces && registers == 0,
+        split,
+        scratch,
     })
+}
+
+/// How many `meta.reindex_reduce` ops `body` holds.
+fn reductions_in(body: BlockRef) -> i64 {
+    let mut count = 0;
+    let mut op = body.first_operation();
+    while let Some(current) = op {
+        if ReindexReduceOp::cast(current).is_some() {
+            count += 1;
+        }
+        op = current.next_in_block();
+    }
+    count
 }
 
 fn body_has_reduction(body: BlockRef) -> bool {

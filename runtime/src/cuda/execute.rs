@@ -427,6 +427,9 @@ impl CudaModule {
                 }
                 let word = status + record_bytes * i as u64;
                 builder.arg(&word);
+                if let Some(scratch) = &loaded.scratch {
+                    builder.arg(scratch);
+                }
                 let config = LaunchConfig {
                     grid_dim: (grid, 1, 1),
                     block_dim: (block, 1, 1),
@@ -435,9 +438,10 @@ impl CudaModule {
                 // SAFETY: the kernel was compiled with exactly these
                 // parameters: one device buffer per tensor argument of its
                 // shape and type (checked above), an i64 per index
-                // argument, one buffer per result of its size and its
-                // status record; the launch dimensions are the ones its code
-                // assumes.
+                // argument, one buffer per result of its size, its status
+                // record and, when it has some, its scratch memory of the
+                // size it asked for; the launch dimensions are the ones its
+                // code assumes.
                 unsafe { builder.launch(config) }.map_err(failed("launch"))?;
             }
             drop(inputs);

@@ -195,6 +195,10 @@ struct Loaded {
     kernel: GpuKernel,
     function: CudaFunction,
     fill: Option<CudaFunction>,
+    /// Its scratch memory ([`jitc_compiler::Launch::scratch`]),
+    /// zeroed once here; the kernel leaves it zeroed, and launches on the
+    /// one compute stream never overlap.
+    scratch: Option<cudarc::driver::CudaSlice<u8>>,
 }
 
 /// How [`CudaModule::run`] runs a function.
@@ -264,12 +268,22 @@ impl CudaModule {
                 ),
                 None => None,
             };
+            let scratch = match kernel.launch.scratch {
+                0 => None,
+                bytes => Some(
+                    device
+                        .compute
+                        .alloc_zeros::<u8>(bytes)
+                        .map_err(|e| driver_error("allocating a kernel's scratch memory", e))?,
+                ),
+            };
             kernels.insert(
                 kernel.signature.name.clone(),
                 Loaded {
                     kernel: kernel.clone(),
                     function,
                     fill,
+                    scratch,
                 },
             );
         }
