@@ -3,7 +3,8 @@
 //   256-thread block per output, split over two blocks (rule 6); the
 //   threads stride over their half of the row (a constant 8 steps each,
 //   unrolled), then halve their partial sums in shared memory with a
-//   barrier per step; thread 0 stores the block's sum in scratch memory,
+//   barrier per step down to one warp, which finishes with shuffles;
+//   thread 0 stores the block's sum in scratch memory,
 //   and the row's last block to finish combines the two;
 // - many outputs (@cols: 8192 column maxima): one thread per output,
 //   neighbouring threads reading neighbouring columns, the fold a loop in
@@ -35,7 +36,8 @@ func.func @rows(%x: tensor<64x4096xf32>) -> tensor<64xf32> {
 // CHECK-NOT: bra
 // CHECK: ld.global.nc.b32 %r{{[0-9]+}}, [[[ROW]]+7168];
 // CHECK-NOT: {{bra|\+8192}}
-// The tree: 128, 64, ..., 1 threads active, a barrier after each step.
+// The tree: 128, 64, 32 threads active in shared memory, a barrier
+// after each step.
 // CHECK: st.shared.b32
 // CHECK-NEXT: bar.sync 0;
 // CHECK-NEXT: setp.gt.u32 %p{{[0-9]+}}, [[T:%r[0-9]+]], 127;
@@ -44,12 +46,21 @@ func.func @rows(%x: tensor<64x4096xf32>) -> tensor<64xf32> {
 // CHECK-NEXT: setp.gt.u32 %p{{[0-9]+}}, [[T]], 63;
 // CHECK: bar.sync 0;
 // CHECK-NEXT: setp.gt.u32 %p{{[0-9]+}}, [[T]], 31;
-// CHECK-COUNT-5: bar.sync 0;
+// CHECK: ld.shared.b32 %r{{[0-9]+}}, [%rd{{[0-9]+}}+128];
+// CHECK: bar.sync 0;
+// Then the first warp finishes with shuffles, lane t taking lane t + 16,
+// 8, 4, 2, 1 (the pairs the shared-memory steps would take), with no
+// barrier.
+// CHECK-NOT: bar.sync
+// CHECK: shfl.sync.down.b32 %r{{[0-9]+}}, %r{{[0-9]+}}, 16, 31, -1;
+// CHECK-NOT: bar.sync
+// CHECK: shfl.sync.down.b32 [[LAST:%r[0-9]+]], [[PART:%r[0-9]+]], 1, 31, -1;
+// CHECK-NOT: bar.sync
 // Thread 0 stores the block's sum in its slot of the scratch memory
 // (after the 64 counters, 256 bytes), fences, and counts the block done;
 // the second block of the row to finish fences again, combines both
 // slots in block order, stores the row's sum and zeroes the counter.
-// CHECK: ld.shared.b32 [[SUM:%r[0-9]+]], [rows_fused_0_shared0];
+// CHECK: add.rn.f32 [[SUM:%r[0-9]+]], [[PART]], [[LAST]];
 // CHECK: st.global.b32 [%rd{{[0-9]+}}+256], [[SUM]];
 // CHECK-NEXT: fence.sc.sys;
 // CHECK: atom.global.add.u32 [[DONE:%r[0-9]+]], [[[COUNTER:%rd[0-9]+]]], 1;

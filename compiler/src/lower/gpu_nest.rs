@@ -17,14 +17,23 @@
 //! folded dimensions (from `threadIdx.x`, by `blockDim.x`), each into its
 //! register accumulators; when the block size divides the folded extent,
 //! the stride loop counts a constant number of steps instead, so that
-//! LLVM unrolls it and each thread has several loads in flight. The partial results then meet in shared memory:
+//! LLVM unrolls it and each thread has several loads in flight. The
+//! partial results then meet in shared memory:
 //!
 //! ```text
 //! shared[tid] = partial                                  barrier
-//! for s = block/2, block/4, ..., 1:
+//! for s = block/2, block/4, ..., 32 (..., 1 unless 32-bit):
 //!     if tid < s: shared[tid] = shared[tid] ⊕ shared[tid + s]   barrier
-//! if tid == 0: store shared[0]
+//! if tid < 32 (32-bit results):
+//!     v = shared[tid]
+//!     for s = 16, 8, ..., 1: v = v ⊕ shfl.down(v, s)   (lane tid + s)
+//! if tid == 0: store v (or shared[0])
 //! ```
+//!
+//! The shuffles pair the same lanes in the same order as the shared-memory
+//! steps they replace, so the result's bits do not change. A split
+//! reduction (rule 6 of [`schedule::gpu`]) then combines its blocks' results
+//! through scratch memory (see `combine_shares`).
 //!
 //! Invariants:
 //! - `block` is a power of two, so the halving tree meets every thread's
@@ -247,7 +256,8 @@ pub(super) fn emit_gpu_fill<'c, 'a>(
 
 /// Combines each thread's `partial` results across a block of `block`
 /// threads in `shared` memory (a tree of halving steps, a barrier after
-/// each), then thread 0 stores the results.
+/// each, down to one warp; 32-bit results finish in that warp with
+/// shuffles, others in shared memory), then thread 0 stores the results.
 #[allow(clippy::too_many_arguments)]
 fn block_reduce<'c, 'a>(
     kernel: &Kernel<'c, 'a, '_>,
@@ -278,8 +288,16 @@ fn block_reduce<'c, 'a>(
         )?;
     }
     barrier()?;
+    // 32-bit partial results finish in one warp with shuffles: the same
+    // pairs combine in the same order as the shared-memory steps would
+    // (lane t takes lane t + s), without a barrier per step.
+    let shuffled = kernel
+        .registers
+        .iter()
+        .all(|(_, _, _, element)| matches!(element, ElementType::F32 | ElementType::I32));
+    let lowest = if shuffled { WARP } else { 1 };
     let mut stride = block / 2;
-    while stride >= 1 {
+    while stride >= lowest {
         let active = top.cmpi(6, ids.thread, top.index(stride)?)?;
         let then = top.if_then(active)?;
         let other = then.value("arith.addi", &[ids.thread, then.index(stride)?], index)?;
@@ -301,6 +319,31 @@ fn block_reduce<'c, 'a>(
         barrier()?;
         stride /= 2;
     }
+    if shuffled {
+        let in_warp = top.cmpi(6, ids.thread, top.index(WARP)?)?;
+        let warp = top.if_then(in_warp)?;
+        let mut values = kernel
+            .registers
+            .iter()
+            .zip(shared)
+            .map(|((op, _, _, element), buffer)| {
+                load_at(&warp, *buffer, ids.thread, *element, check(*op, false, *element))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut offset = WARP.min(block) / 2;
+        while offset >= 1 {
+            for ((_, _, kind, element), value) in kernel.registers.iter().zip(values.iter_mut()) {
+                let theirs = shuffle_down(&warp, *value, offset)?;
+                *value = combine(&warp, *kind, *value, theirs, *element, kernel.status.record, true)?;
+            }
+            offset /= 2;
+        }
+        let first = warp.cmpi(0, ids.thread, warp.index(0)?)?;
+        let then = warp.if_then(first)?;
+        finish_block(kernel, &then, split, &values, ivs)?;
+        then.finish()?;
+        return warp.finish();
+    }
     let first = top.cmpi(0, ids.thread, top.index(0)?)?;
     let then = top.if_then(first)?;
     let results = kernel
@@ -317,11 +360,50 @@ fn block_reduce<'c, 'a>(
             )
         })
         .collect::<Result<Vec<_>, _>>()?;
-    match split {
-        None => kernel.store_registers(&then, ivs, &results)?,
-        Some(split) => combine_shares(kernel, &then, &split, &results, ivs)?,
-    }
+    finish_block(kernel, &then, split, &results, ivs)?;
     then.finish()
+}
+
+/// Threads per warp.
+const WARP: i64 = 32;
+
+/// Thread 0's part once the block's `results` are known: store them, or
+/// hand them to the split's combine.
+fn finish_block<'c, 'a>(
+    kernel: &Kernel<'c, 'a, '_>,
+    then: &Emitter<'c, 'a>,
+    split: Option<Split<'c, 'a>>,
+    results: &[Value<'c, 'a>],
+    ivs: &[Option<Value<'c, 'a>>],
+) -> Result<(), Error> {
+    match split {
+        None => kernel.store_registers(then, ivs, results),
+        Some(split) => combine_shares(kernel, then, &split, results, ivs),
+    }
+}
+
+/// `value` of the lane `offset` above this one in the warp (every lane of
+/// the warp takes part; lanes past the last get their own value back).
+fn shuffle_down<'c, 'a>(
+    at: &Emitter<'c, 'a>,
+    value: Value<'c, 'a>,
+    offset: i64,
+) -> Result<Value<'c, 'a>, Error> {
+    let context = at.context;
+    let i32_type: Type = melior::ir::r#type::IntegerType::new(context, 32).into();
+    let kind = melior::ir::Attribute::parse(context, "#nvvm<shfl_kind down>")
+        .ok_or_else(|| error("the shuffle kind does not parse"))?;
+    let all = at.int(i32_type, -1)?;
+    let offset = at.int(i32_type, offset)?;
+    // No segments (mask 0), lanes clamped to 31.
+    let clamp = at.int(i32_type, WARP - 1)?;
+    at.op(
+        "nvvm.shfl.sync",
+        &[all, value, offset, clamp],
+        &[melior::ir::ValueLike::r#type(&value)],
+        &[("kind", kind)],
+    )?
+    .ok_or_else(|| error("nvvm.shfl.sync"))
 }
 
 /// A split block reduction's block (rule 6 of [`schedule::gpu`]).
