@@ -278,7 +278,8 @@ impl<'c, 'a> Interpreter<'c, 'a> {
         for (i, (want, got)) in signature.inputs.iter().zip(&args).enumerate() {
             if !want.accepts(got) {
                 return Err(Error::Arguments(format!(
-                    "argument {i} of @{name} must be {want}, got {got}"
+                    "argument {i} of @{name} must be {want}, got {}",
+                    got.describe()
                 )));
             }
         }

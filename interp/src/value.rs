@@ -63,6 +63,27 @@ impl Value {
     }
 }
 
+/// Elements an error message shows of a tensor before it names only the
+/// tensor's shape and type.
+pub const DESCRIBED_ELEMENTS: usize = 16;
+
+impl Value {
+    /// The value for an error message: as [`fmt::Display`] writes it, but a
+    /// tensor of more than [`DESCRIBED_ELEMENTS`] elements as its shape,
+    /// type and size only (`4096x1024xf32 (4194304 elements)`), so that a
+    /// refused argument never turns into megabytes of text.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Tensor(t) if t.len() > DESCRIBED_ELEMENTS => format!(
+                "{} ({} elements)",
+                crate::tensor::shape_prefix(t.shape(), t.element_type()),
+                t.len()
+            ),
+            other => other.to_string(),
+        }
+    }
+}
+
 impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -432,6 +432,26 @@ fn argument_errors_name_the_argument() {
 }
 
 #[test]
+fn a_large_refused_argument_is_named_by_its_type_not_its_elements() {
+    let source = r#"func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
+  return %x : tensor<2xf32>
+}"#;
+    let values = vec!["1"; 17].join(" ");
+    let error = run_with(source, &[&format!("17xf32={values}")], &mut StateStore::new()).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "argument 0 of @main must be tensor<2xf32>, got 17xf32 (17 elements)"
+    );
+    // Up to 16 elements are still shown.
+    let values = vec!["1"; 16].join(" ");
+    let error = run_with(source, &[&format!("16xf32={values}")], &mut StateStore::new()).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!("argument 0 of @main must be tensor<2xf32>, got 16xf32={values}")
+    );
+}
+
+#[test]
 fn huge_results_are_an_error_not_an_abort() {
     let source = r#"func.func @main(%x: tensor<2xf32>) -> tensor<100000x100000xf32> {
   %b = "meta.reindex"(%x) {indices = affine_map<(d0, d1) -> (0)>} : (tensor<2xf32>) -> tensor<100000x100000xf32>

@@ -668,8 +668,9 @@ impl HostPlan {
         for (i, (want, got)) in inputs.iter().zip(&args).enumerate() {
             if !want.accepts(got) {
                 return Err(Error::Arguments(format!(
-                    "argument {i} of @{} must be {want}, got {got}",
-                    entry.name
+                    "argument {i} of @{} must be {want}, got {}",
+                    entry.name,
+                    got.describe()
                 ))
                 .into());
             }

@@ -466,7 +466,7 @@ fn check_arguments(module: &Module, name: &str, args: &[DeviceValue]) -> Result<
         };
         if !accepted {
             let described = match got {
-                DeviceValue::Host(value) => value.to_string(),
+                DeviceValue::Host(value) => value.describe(),
                 DeviceValue::Device(tensor) => format!("{tensor:?}"),
             };
             return Err(jitc_interp::Error::Arguments(format!(
