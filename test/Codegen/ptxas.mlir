@@ -4,11 +4,12 @@
 // installs into .venv): no GPU is needed, and a rejected PTX fails the test
 // with ptxas's message.
 // RUN: %ptxas --version | FileCheck %s --check-prefix=VERSION
-// RUN: %python %S/Inputs/ptxas-all.py %ptxas %examples/conv.mlir %examples/indrnn.mlir %examples/instance_norm.mlir %examples/matmul.mlir %examples/mlp.mlir %examples/mlp_step.mlir %examples/rnn.mlir %examples/sigmoid.mlir %examples/softmax.mlir %S/nvptx-reductions.mlir | FileCheck %s
+// RUN: %python %S/Inputs/ptxas-all.py %ptxas %examples/conv.mlir %examples/indrnn.mlir %examples/instance_norm.mlir %examples/matmul.mlir %examples/mlp.mlir %examples/mlp_step.mlir %examples/rnn.mlir %examples/sigmoid.mlir %examples/softmax.mlir %S/nvptx-reductions.mlir %S/nvptx-coarsen.mlir | FileCheck %s
 
 // VERSION: Cuda compilation tools, release 12.9
 
 // CHECK-DAG: ok conv.mlir sm_80 fast: 1 entries
 // CHECK-DAG: ok mlp_step.mlir sm_90 exact:
 // CHECK-DAG: ok nvptx-reductions.mlir sm_90 fast:
-// CHECK: 40 passed, 0 failed
+// CHECK-DAG: ok nvptx-coarsen.mlir sm_90 fast: 3 entries
+// CHECK: 44 passed, 0 failed
