@@ -463,7 +463,7 @@ fn store<'c>(
 /// LLVM's `monotonic` atomic ordering, as the LLVM dialect numbers it:
 /// the claim of the status record needs atomicity, not ordering (the
 /// runtime reads the record after the kernel has finished).
-const MONOTONIC: i64 = 2;
+pub(super) const MONOTONIC: i64 = 2;
 
 /// The check of the `i64` `offset`: reports it when it is outside the
 /// buffer; returns the offset to use (skewed, in tests) and whether it is

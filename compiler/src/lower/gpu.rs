@@ -217,21 +217,26 @@ fn launch(signature: &KernelSignature, gpu: &schedule::GpuSchedule) -> Result<La
     })
 }
 
-/// The parameter types of a kernel's entries: with `scratch`, a last
-/// pointer to the kernel's scratch memory ([`Launch::scratch`]).
-fn parameters<'c>(context: &'c Context, signature: &KernelSignature, scratch: bool) -> Vec<Type<'c>> {
-    let pointer = melior::dialect::llvm::r#type::pointer(context, 0);
-    let i64_type: Type = IntegerType::new(context, 64).into();
+/// Which parameters of a kernel's entries are pointers (the others are
+/// `i64` indices): the inputs, the outputs, the status record and, with
+/// `scratch`, a last pointer to the kernel's scratch memory
+/// ([`Launch::scratch`]).
+fn pointer_parameters(signature: &KernelSignature, scratch: bool) -> impl Iterator<Item = bool> + '_ {
     signature
         .inputs
         .iter()
-        .map(|b| match b {
-            Buffer::Index => i64_type,
-            Buffer::Tensor(..) | Buffer::Dynamic(..) => pointer,
-        })
-        .chain(signature.outputs.iter().map(|_| pointer))
-        .chain([pointer])
-        .chain(scratch.then_some(pointer))
+        .map(|b| !matches!(b, Buffer::Index))
+        .chain(signature.outputs.iter().map(|_| true))
+        .chain([true])
+        .chain(scratch.then_some(true))
+}
+
+/// The parameter types of a kernel's entries.
+fn parameters<'c>(context: &'c Context, signature: &KernelSignature, scratch: bool) -> Vec<Type<'c>> {
+    let pointer = melior::dialect::llvm::r#type::pointer(context, 0);
+    let i64_type: Type = IntegerType::new(context, 64).into();
+    pointer_parameters(signature, scratch)
+        .map(|is_pointer| if is_pointer { pointer } else { i64_type })
         .collect()
 }
 
@@ -249,17 +254,14 @@ fn parameter_attributes<'c>(
     signature: &KernelSignature,
     scratch: bool,
 ) -> Result<Attribute<'c>, Error> {
-    let pointer = "{llvm.noalias, llvm.align = 16 : i64}";
-    let entries: Vec<&str> = signature
-        .inputs
-        .iter()
-        .map(|b| match b {
-            Buffer::Index => "{}",
-            Buffer::Tensor(..) | Buffer::Dynamic(..) => pointer,
+    let entries: Vec<&str> = pointer_parameters(signature, scratch)
+        .map(|is_pointer| {
+            if is_pointer {
+                "{llvm.noalias, llvm.align = 16 : i64}"
+            } else {
+                "{}"
+            }
         })
-        .chain(signature.outputs.iter().map(|_| pointer))
-        .chain([pointer])
-        .chain(scratch.then_some(pointer))
         .collect();
     Attribute::parse(context, &format!("[{}]", entries.join(", ")))
         .ok_or_else(|| Error::Lowering("the parameters' attributes do not parse".into()))

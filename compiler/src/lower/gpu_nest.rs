@@ -50,7 +50,7 @@
 
 use super::{
     MathMode,
-    access::{Arg, Check, Output, Status, load_at, store_at},
+    access::{Arg, Check, MONOTONIC, Output, Status, load_at, store_at},
     emit::{Emitter, error},
     index::delinearize,
     memory_type,
@@ -447,16 +447,11 @@ fn combine_shares<'c, 'a>(
     let i8_type: Type = melior::ir::r#type::IntegerType::new(context, 8).into();
     let i32_type: Type = melior::ir::r#type::IntegerType::new(context, 32).into();
     let i64_type: Type = melior::ir::r#type::IntegerType::new(context, 64).into();
-    let counters = (split.points * 4 + 15) / 16 * 16;
-    let slots_per_reduction = split.points * split.blocks * 8;
+    let counters = schedule::split_counter_bytes(split.points);
+    let slots_per_reduction = split.points * split.blocks * schedule::SPLIT_SLOT_BYTES;
     // The slots of reduction `r`, as a pointer to its element type.
     let slots = |at: &Emitter<'c, 'a>, r: usize| -> Result<Value<'c, 'a>, Error> {
-        let offset = at.index(counters + r as i64 * slots_per_reduction)?;
-        let offset = at.value(
-            "arith.index_cast",
-            &[offset],
-            melior::ir::r#type::IntegerType::new(context, 64).into(),
-        )?;
+        let offset = at.int(i64_type, counters + r as i64 * slots_per_reduction)?;
         super::types::gep(at, split.scratch, offset, i8_type)
     };
     let base = at.value("arith.muli", &[split.point, at.index(split.blocks)?], index)?;
@@ -465,11 +460,7 @@ fn combine_shares<'c, 'a>(
         store_at(at, slots(at, r)?, mine, *result, *element, None)?;
     }
     fence(at)?;
-    let point = at.value(
-        "arith.index_cast",
-        &[split.point],
-        melior::ir::r#type::IntegerType::new(context, 64).into(),
-    )?;
+    let point = at.value("arith.index_cast", &[split.point], i64_type)?;
     let counter = super::types::gep(at, split.scratch, point, i32_type)?;
     let one = at.int(i32_type, 1)?;
     let before = at
@@ -526,7 +517,6 @@ fn fence(at: &Emitter) -> Result<(), Error> {
 
 /// `llvm::AtomicOrdering` and `llvm::AtomicRMWInst::BinOp` values, as the
 /// LLVM dialect's enum attributes take them (as `access` does for
-/// `cmpxchg`).
-const MONOTONIC: i64 = 2;
+/// `cmpxchg`, whose `MONOTONIC` this shares).
 const SEQ_CST: i64 = 7;
 const ATOMIC_ADD: i64 = 1;

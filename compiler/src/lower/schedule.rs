@@ -663,6 +663,18 @@ pub const GPU_TARGET_BLOCKS: i64 = 1024;
 /// so that the combine across blocks stays a small share of the work.
 pub const GPU_SPLIT_MIN_STEPS: i64 = 8;
 
+/// Bytes of a split reduction's slot for one partial result (any element
+/// type fits).
+pub const SPLIT_SLOT_BYTES: i64 = 8;
+
+/// Bytes of a split reduction's counters at the start of its scratch
+/// memory: an i32 per point, rounded up to 16 so the slots after them
+/// stay aligned. The slots of reduction `r` follow at
+/// `split_counter_bytes(points) + r * points * split * SPLIT_SLOT_BYTES`.
+pub fn split_counter_bytes(points: i64) -> i64 {
+    (points * 4 + 15) / 16 * 16
+}
+
 /// How a GPU kernel spreads its domain over threads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GpuStrategy {
@@ -766,7 +778,7 @@ pub fn gpu(body: BlockRef, domain: &[i64], reassociate: bool) -> Result<GpuSched
         Some(folded) if folded.len() == inner.len() => folded.len(),
         _ => 0,
     };
-    let reduces = body_has_reduction(body);
+    let reduces = reductions_in(body) > 0;
     let folded_extent: i64 = inner.iter().map(|&d| domain[d]).product();
     let strided = cpu.order.last().is_some_and(|d| inner.contains(d));
     let strategy =
@@ -789,8 +801,7 @@ pub fn gpu(body: BlockRef, domain: &[i64], reassociate: bool) -> Result<GpuSched
         _ => 1,
     };
     let scratch = if split > 1 {
-        let counters = (points * 4 + 15) / 16 * 16;
-        counters + reductions_in(body) * points * split * 8
+        split_counter_bytes(points) + reductions_in(body) * points * split * SPLIT_SLOT_BYTES
     } else {
         0
     };
@@ -842,15 +853,4 @@ fn reductions_in(body: BlockRef) -> i64 {
         op = current.next_in_block();
     }
     count
-}
-
-fn body_has_reduction(body: BlockRef) -> bool {
-    let mut op = body.first_operation();
-    while let Some(current) = op {
-        if ReindexReduceOp::cast(current).is_some() {
-            return true;
-        }
-        op = current.next_in_block();
-    }
-    false
 }
