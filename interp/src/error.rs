@@ -97,6 +97,19 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {}
 
 impl Error {
+    /// `@function` was given `given` arguments where it takes `takes`.
+    pub fn argument_count(function: &str, takes: usize, given: usize) -> Self {
+        Self::Arguments(format!(
+            "@{function} takes {takes} arguments but {given} were given"
+        ))
+    }
+
+    /// Argument `i` of `@function`, `got` (as `Value::describe` or the
+    /// like words it), is not the type `want` its signature takes.
+    pub fn refused_argument(i: usize, function: &str, want: impl fmt::Display, got: &str) -> Self {
+        Self::Arguments(format!("argument {i} of @{function} must be {want}, got {got}"))
+    }
+
     /// A compiled kernel's failure: at the op of its body that failed when
     /// the kernel names one (as when the interpreter runs the body), else
     /// the error `at_call` makes of the failure's words.

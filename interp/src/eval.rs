@@ -268,21 +268,7 @@ impl<'c, 'a> Interpreter<'c, 'a> {
     ) -> Result<(Vec<Value>, Option<Profile>), Error> {
         RUNS_STARTED.with(|runs| runs.set(runs.get() + 1));
         let signature = self.signature(name)?;
-        if args.len() != signature.inputs.len() {
-            return Err(Error::Arguments(format!(
-                "@{name} takes {} arguments but {} were given",
-                signature.inputs.len(),
-                args.len()
-            )));
-        }
-        for (i, (want, got)) in signature.inputs.iter().zip(&args).enumerate() {
-            if !want.accepts(got) {
-                return Err(Error::Arguments(format!(
-                    "argument {i} of @{name} must be {want}, got {}",
-                    got.describe()
-                )));
-            }
-        }
+        check_arguments(name, &signature.inputs, &args)?;
         let mut run = Run {
             state,
             pending: Vec::new(),
@@ -557,5 +543,23 @@ fn tensor_operand(env: &Env, op: OperationRef, index: usize) -> Result<Arc<Tenso
             op,
             format!("operand {index} is {other}, not a tensor"),
         )),
+    }
+}
+
+/// Checks `args` against the `inputs` of `@function`'s signature: their
+/// number, then each one's type and shape (`?` accepts any size), in the
+/// words every backend uses.
+pub fn check_arguments(function: &str, inputs: &[ValueType], args: &[Value]) -> Result<(), Error> {
+    if args.len() != inputs.len() {
+        return Err(Error::argument_count(function, inputs.len(), args.len()));
+    }
+    match inputs
+        .iter()
+        .zip(args)
+        .enumerate()
+        .find(|(_, (want, got))| !want.accepts(got))
+    {
+        Some((i, (want, got))) => Err(Error::refused_argument(i, function, want, &got.describe())),
+        None => Ok(()),
     }
 }

@@ -28,7 +28,9 @@ mod value;
 
 pub use arith::{ArithOp, prepare as prepare_arith};
 pub use error::Error;
-pub use eval::{Interpreter, KernelRunner, Signature, StateStore, argument_profiles, runs_started};
+pub use eval::{
+    Interpreter, KernelRunner, Signature, StateStore, argument_profiles, check_arguments, runs_started,
+};
 pub use scalar::Scalar;
 pub use tensor::{Buffer, Tensor};
 pub use tensor_ops::{TensorOp, prepare as prepare_tensor};

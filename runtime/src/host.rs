@@ -655,26 +655,7 @@ impl HostPlan {
         profile: Option<Profile>,
     ) -> Result<(Vec<Value>, Option<Profile>), Stop> {
         let entry = &self.functions[0];
-        let inputs = &entry.signature.inputs;
-        if args.len() != inputs.len() {
-            return Err(Error::Arguments(format!(
-                "@{} takes {} arguments but {} were given",
-                entry.name,
-                inputs.len(),
-                args.len()
-            ))
-            .into());
-        }
-        for (i, (want, got)) in inputs.iter().zip(&args).enumerate() {
-            if !want.accepts(got) {
-                return Err(Error::Arguments(format!(
-                    "argument {i} of @{} must be {want}, got {}",
-                    entry.name,
-                    got.describe()
-                ))
-                .into());
-            }
-        }
+        jitc_interp::check_arguments(&entry.name, &entry.signature.inputs, &args)?;
         let mut run = Run {
             state,
             pending: Vec::new(),

@@ -325,7 +325,8 @@ impl CudaModule {
         // One status record per launch, two i64 words each, in mapped
         // host memory.
         let record = std::mem::size_of::<KernelStatus>() / std::mem::size_of::<i64>();
-        let status = self.status_records(record * plan.launches.len().max(1))?;
+        let words = record * plan.launches.len().max(1);
+        let status = self.status_records(words)?;
         let record_bytes = (record * std::mem::size_of::<i64>()) as u64;
         let timing = if self.timing.get() {
             let event = || {
@@ -488,7 +489,7 @@ impl CudaModule {
         if !staged.is_empty() {
             device.copy.synchronize().map_err(failed("synchronize"))?;
         }
-        let words = self.read_status_records(record * plan.launches.len().max(1))?;
+        let words = self.read_status_records(words)?;
         if let Some((start, end)) = &timing {
             let elapsed = start.elapsed_ms(end).map_err(failed("event"))?;
             self.gpu_time

@@ -447,12 +447,7 @@ impl CudaModule {
 fn check_arguments(module: &Module, name: &str, args: &[DeviceValue]) -> Result<(), Error> {
     let signature = Interpreter::new(module).signature(name)?;
     if args.len() != signature.inputs.len() {
-        return Err(jitc_interp::Error::Arguments(format!(
-            "@{name} takes {} arguments but {} were given",
-            signature.inputs.len(),
-            args.len()
-        ))
-        .into());
+        return Err(jitc_interp::Error::argument_count(name, signature.inputs.len(), args.len()).into());
     }
     for (i, (want, got)) in signature.inputs.iter().zip(args).enumerate() {
         // Described only when refused: a tensor's text is its elements,
@@ -469,10 +464,7 @@ fn check_arguments(module: &Module, name: &str, args: &[DeviceValue]) -> Result<
                 DeviceValue::Host(value) => value.describe(),
                 DeviceValue::Device(tensor) => format!("{tensor:?}"),
             };
-            return Err(jitc_interp::Error::Arguments(format!(
-                "argument {i} of @{name} must be {want}, got {described}"
-            ))
-            .into());
+            return Err(jitc_interp::Error::refused_argument(i, name, want, &described).into());
         }
     }
     Ok(())
