@@ -130,6 +130,38 @@ impl CpuTarget {
     }
 }
 
+/// Named CPUs with AVX-512 (`--cpu` without `--features`).
+const AVX512_CPUS: &[&str] = &[
+    "x86-64-v4",
+    "skylake-avx512",
+    "cascadelake",
+    "cooperlake",
+    "cannonlake",
+    "icelake-client",
+    "icelake-server",
+    "tigerlake",
+    "sapphirerapids",
+    "emeraldrapids",
+    "graniterapids",
+    "znver4",
+    "znver5",
+];
+
+impl CpuTarget {
+    /// The width of the target's vector registers in bits: 512 with
+    /// AVX-512 (`+avx512f` among the features, or a CPU that has it),
+    /// else 256.
+    pub fn vector_bits(&self) -> u32 {
+        let (cpu, features) = self.resolved();
+        let avx512 = if features.is_empty() {
+            AVX512_CPUS.contains(&cpu.as_str())
+        } else {
+            features.split(',').any(|f| f == "+avx512f")
+        };
+        if avx512 { 512 } else { 256 }
+    }
+}
+
 /// CPU names `--cpu` accepts besides the host's own. LLVM's C API cannot
 /// tell whether a name is valid, and LLVM aborts on a bad one, so names are
 /// checked here first.
@@ -224,6 +256,7 @@ impl CodegenOptions {
         LowerOptions {
             math: self.math,
             check_bounds: self.check_bounds,
+            vector_bits: self.target.vector_bits(),
             ..LowerOptions::default()
         }
     }
@@ -961,6 +994,7 @@ mod tests {
             check_bounds: true,
             skew,
             libdevice: false,
+            vector_bits: 0,
         };
         let artifact = jit(
             to_llvm_dialect(&context, &module, &options).unwrap(),

@@ -165,6 +165,18 @@ pub fn row_chains(
     Ok(chains)
 }
 
+/// The kernels of the fused `module` that the CPU backend runs as
+/// register-tiled contractions with `options` (schedule rule 6,
+/// `lower::contract`): each kernel's name and its tiles. None in the
+/// bounds-checked mode.
+pub fn contractions(module: &Module, options: &CodegenOptions) -> Vec<(String, String)> {
+    if options.check_bounds {
+        return Vec::new();
+    }
+    let reassociate = options.math == lower::MathMode::Fast;
+    lower::contractions(module, options.target.vector_bits(), reassociate)
+}
+
 /// Fuses `module` in place and merges its equal kernels ([`dedup`]).
 fn fuse_and_merge(context: &Context, module: &mut Module, check_bounds: bool) -> Result<(), Error> {
     timings::phase("fuse", || fuse(context, module))?;

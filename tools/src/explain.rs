@@ -77,21 +77,36 @@ fn explain(context: &Context, args: &ExplainArgs) -> Result<String, String> {
     Ok(text)
 }
 
-/// The row chains the CPU backend makes of the fused kernels, one line
-/// each; nothing when it makes none.
+/// The contractions and row chains the CPU backend makes of the fused
+/// kernels, one line each; nothing when it makes none.
 fn row_chains(context: &Context, args: &ExplainArgs) -> Result<String, String> {
     let mut module = crate::input::load_module(context, &args.file)?;
-    let chains = jitc_compiler::row_chains(context, &mut module, &jitc_compiler::CodegenOptions::default())
-        .map_err(|e| e.to_string())?;
+    let options = jitc_compiler::CodegenOptions::default();
+    let chains = jitc_compiler::row_chains(context, &mut module, &options).map_err(|e| e.to_string())?;
+    let contractions: Vec<_> = jitc_compiler::contractions(&module, &options)
+        .into_iter()
+        .filter(|(name, _)| {
+            args.function.as_ref().is_none_or(|f| {
+                name.strip_prefix(f.as_str())
+                    .is_some_and(|rest| rest.starts_with("_fused_"))
+            })
+        })
+        .collect();
+    let mut text = String::new();
+    if !contractions.is_empty() {
+        text.push_str("contractions on the cpu backend (register tiles, schedule rule 6):\n");
+        for (name, tiles) in contractions {
+            text.push_str(&format!("  @{name}: {tiles}\n"));
+        }
+    }
     let chains: Vec<_> = chains
         .into_iter()
         .filter(|c| args.function.as_ref().is_none_or(|f| *f == c.host))
         .collect();
     if chains.is_empty() {
-        return Ok(String::new());
+        return Ok(text);
     }
-    let mut text =
-        String::from("row chains on the cpu backend (fused past rule 2; --jittor-rules makes none):\n");
+    text.push_str("row chains on the cpu backend (fused past rule 2; --jittor-rules makes none):\n");
     for chain in chains {
         let stages: Vec<String> = chain.stages.iter().map(|s| format!("@{s}")).collect();
         text.push_str(&format!(

@@ -22,7 +22,9 @@
 //!
 //! Algorithm, per kernel:
 //! 1. decide the schedule ([`schedule`]): loop order, split dimension,
-//!    register or memory accumulation, bounds checks and peeling;
+//!    register or memory accumulation, bounds checks and peeling; a
+//!    contraction (a sum of products of two reindexed operands) is
+//!    emitted by `contract` as register tiles instead of steps 3 to 6;
 //! 2. load the data pointers; read index arguments;
 //! 3. fill the results of reductions that accumulate in memory with their
 //!    identity (the part this call owns);
@@ -57,6 +59,8 @@
 //! - `legal`: which kernels can be lowered, for the CPU and the GPU;
 //! - [`schedule`]: the loop order, accumulation, checks and peeling;
 //! - `nest`: the CPU loop nest, fills and register accumulators;
+//! - `contract`: contractions on the CPU, as register tiles of vectors
+//!   (schedule rule 6);
 //! - [`gpu`] and `gpu_nest`: GPU entries, and the nest below a thread
 //!   mapping with shared-memory block reductions;
 //! - `point`: the kernel's ops at one point of the domain;
@@ -67,6 +71,7 @@
 //!   bounds-checked mode), and the IR builder everything above emits with.
 
 mod access;
+mod contract;
 mod emit;
 pub mod gpu;
 mod gpu_nest;
@@ -240,6 +245,11 @@ pub(crate) struct LowerOptions {
     /// On the GPU: libdevice will be linked, so math that needs a math
     /// library (`sin`, `erf`, `pow`, f64 and exact `exp`) is lowered.
     pub(crate) libdevice: bool,
+    /// The width of the CPU's vector registers in bits (512 with AVX-512,
+    /// else 256), which sizes the tiles of contractions (`contract`);
+    /// 0 lowers none of them as tiles (the GPU, and the tests that want
+    /// the loop nest).
+    pub(crate) vector_bits: u32,
     /// Fault injection for the tests of the bounds-checked mode: added to
     /// every checked offset, so that correct code goes out of bounds. 0
     /// everywhere else; nothing outside the crate can set it.
@@ -444,6 +454,29 @@ pub(crate) fn lower<'c>(
     })
 }
 
+/// The kernels of the fused `module` that lower as register-tiled
+/// contractions (`contract`, schedule rule 6) with `vector_bits`-wide
+/// vectors, folds reordered where `reassociate`: each kernel's name and
+/// its tiles.
+pub(crate) fn contractions(module: &Module, vector_bits: u32, reassociate: bool) -> Vec<(String, String)> {
+    kernels(module)
+        .into_iter()
+        .filter(|kernel| !kernel.has_attribute("meta.chain"))
+        .filter_map(|kernel| {
+            let signature = signature(kernel).ok()?;
+            legal::check(kernel).ok()?;
+            if signature.flat || signature.sizes.is_some() {
+                return None;
+            }
+            let domain = kernel.attribute("meta.domain").ok().and_then(i64_array)?;
+            let body = kernel.region(0).ok()?.first_block()?;
+            let schedule = schedule::schedule(body, &domain).ok()?;
+            let plan = contract::plan(body, &domain, &schedule, vector_bits, reassociate)?;
+            Some((signature.name, plan.describe()))
+        })
+        .collect()
+}
+
 fn lower_kernel<'c>(
     context: &'c Context,
     lowered: &Module<'c>,
@@ -633,7 +666,27 @@ fn lower_kernel<'c>(
         Some((bound(1)?, bound(2)?))
     };
     let schedule = schedule::schedule(body, &domain).map_err(Error::Lowering)?;
+    // Rule 6: a contraction runs as register tiles (`contract`).
+    let contraction =
+        (options.vector_bits > 0 && !options.check_bounds && sizes.is_none() && !signature.flat)
+            .then(|| {
+                let reassociate = options.math == MathMode::Fast;
+                contract::plan(body, &domain, &schedule, options.vector_bits, reassociate)
+            })
+            .flatten();
     let emit = |at: &Emitter, outputs: &[access::Output]| {
+        if let (Some(plan), [output]) = (&contraction, outputs) {
+            return contract::emit_contraction(
+                at,
+                plan,
+                &arguments,
+                output,
+                &domain,
+                schedule.split,
+                range,
+                options.math,
+            );
+        }
         nest::emit_kernel(
             at,
             body,

@@ -48,6 +48,15 @@
 //!    one loop of 3,136, which vectorizes with no scalar remainder per
 //!    row of 56. Not across the split dimension, the register boundary,
 //!    a dynamic size or a peeled loop.
+//! 6. **Contractions.** On the CPU, a kernel that is one reduce-add of a
+//!    multiply of two affine reindexes (matmul, convolution) does not use
+//!    the loop order above: `lower::contract` reads from the maps a
+//!    vector dimension (the output's last, along which each operand is
+//!    contiguous or constant) and a row dimension (one along which a
+//!    contiguous operand stays put), and runs register tiles of rows by
+//!    vectors with the folded dimensions innermost, in domain order, so
+//!    each output still folds its products in row-major order. The split
+//!    dimension is still this schedule's.
 
 use jitc_dialect::{
     kinds::{ElementType, ReduceKind},

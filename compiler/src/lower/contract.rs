@@ -1,0 +1,851 @@
+//! Contractions on the CPU (schedule rule 6): a kernel that multiplies two
+//! reindexed operands and sums the products into an output, as matmul
+//! (`C[i,j] = Σ_k A[i,k] B[k,j]`) and convolution (`y[n,o,h,w] = Σ_{i,kh,kw}
+//! x[n,i,h+kh-1,w+kw-1] p[o,i,kh,kw]`) are written in meta-operators, runs
+//! as a register-blocked micro-kernel instead of the scalar loop nest.
+//!
+//! Two dimensions the output keeps are chosen from the maps:
+//! - the **vector** dimension `v`: the output's last index, along which
+//!   each operand is either contiguous (its last index is `v + ...` and no
+//!   other index moves with `v`) or constant (it is broadcast);
+//! - the **row** dimension `r`: another kept dimension along which a
+//!   contiguous operand does not move, so one vector load of it serves
+//!   every row of a tile (matmul's `i`, convolution's `o`).
+//!
+//! A tile is `rows` values of `r` by `vectors` vectors of `lanes` values of
+//! `v`; its `rows x vectors` accumulators stay in vector registers while
+//! the folded dimensions run innermost: in the domain's order, or under
+//! fast math with those that checked indices read outermost, so the
+//! masks of the innermost loop are loop-invariant. Per step,
+//! each operand is loaded once per row it moves with and once per vector
+//! it is contiguous in (a scalar operand is loaded once and broadcast).
+//! The tiles run with `v` outside `r`, so the panel of the operand that
+//! moves with `v` stays in cache while the tiles of `r` stream past it.
+//!
+//! Exactness: under [`MathMode::Exact`] every output folds its products
+//! one at a time in the interpreter's row-major order, from the identity
+//! `0.0`, a multiply then an add, so the result is bit-identical. Under
+//! [`MathMode::Fast`] each step is one fused multiply-add, and the folded
+//! loops may be reordered (the error bound is `docs/semantics.md`'s).
+//!
+//! Edges: the last vector of a tile may run past `v`'s extent (or the
+//! caller's range of it), and an index that is not proven in bounds (a
+//! convolution's padding) must read `overflow_value`. Both are masks: a
+//! vector load becomes `llvm.intr.masked.load` with the overflow value as
+//! its pass-through, lane `l` reading only where every index is in bounds
+//! at `v + l`; a broadcast operand is a clamped scalar load and a select;
+//! the last vector's store is masked. `r`'s remainder runs as tiles of one
+//! row.
+//!
+//! Not contractions (they keep the loop nest): other body shapes, integer
+//! elements, symbols or overflow conditions in a map, an index that is not
+//! affine, an operand that moves with `v` by another stride (a transposed
+//! operand), a dynamic domain, and the bounds-checked mode.
+//!
+//! Example: matmul `4x5x3` (`f32`, 512-bit vectors), one tile of 4 rows
+//! and one masked vector of 16 lanes (5 in use), at `%i0`:
+//!
+//! ```mlir
+//! %acc:4 = scf.for %k = %c0 to %c3 step %c1 iter_args(...) {
+//!   %b = llvm.intr.masked.load %pb, %tail, %zero {alignment = 4 : i32}   // B[k, 0..16)
+//!   %a0 = llvm.load %pa0 : !llvm.ptr -> f32                             // A[i0, k]
+//!   %s0 = llvm.shufflevector ...                                        // splat
+//!   %f0 = math.fma %s0, %b, %acc0 : vector<16xf32>
+//!   ... rows 1 to 3
+//! }
+//! llvm.intr.masked.store %acc#0, %pc0, %tail {alignment = 4 : i32}      // C[i0, 0..16)
+//! ```
+
+use super::{
+    MathMode,
+    access::{Arg, Output, key},
+    emit::{Emitter, error},
+    gep, memory_type,
+    schedule::{Check, Linear, Schedule, linear},
+    value_type,
+};
+use crate::Error;
+use jitc_dialect::{
+    kinds::{BinaryKind, ElementType, ReduceKind},
+    ops::{BinaryOp, ReindexOp, ReindexReduceOp},
+};
+use melior::ir::{Attribute, BlockLike, BlockRef, Type, Value, ValueLike, operation::OperationLike};
+
+/// Vector registers the accumulators of a tile may take: of 32 with
+/// AVX-512 and 16 with AVX2, the rest hold the operands of a step.
+const ACCUMULATORS_512: usize = 24;
+const ACCUMULATORS_256: usize = 12;
+/// The most rows of a tile.
+const MAX_ROWS: usize = 8;
+
+/// One multiplied operand: a reindex of a kernel argument.
+#[derive(Debug, Clone, PartialEq)]
+struct Operand {
+    /// Which kernel argument it reads.
+    argument: usize,
+    /// Its element offset: one coefficient per domain dimension, and a
+    /// constant.
+    offset: Linear,
+    /// Contiguous along `v` (else constant along it).
+    contiguous: bool,
+    /// Moves with `r`.
+    by_row: bool,
+    /// The indices not proven in bounds: their form, the extent they must
+    /// stay below, and whether they move with `v` (lane by lane).
+    checks: Vec<(Linear, i64, bool)>,
+    /// The value read where an index is out of bounds.
+    overflow: f64,
+}
+
+/// A kernel that is a contraction, and how its tiles are cut.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Contraction {
+    element: ElementType,
+    /// The two operands, in the multiply's order.
+    operands: [Operand; 2],
+    /// The vector and row dimensions.
+    v: usize,
+    r: usize,
+    /// The other kept dimensions, in domain order: plain loops outside.
+    outer: Vec<usize>,
+    /// The folded dimensions, in domain order: the fold runs through them.
+    folded: Vec<usize>,
+    /// The output's element offset per domain dimension.
+    output: Vec<i64>,
+    /// Values per vector, vectors per tile row, rows per tile.
+    lanes: usize,
+    vectors: usize,
+    rows: usize,
+}
+
+impl Contraction {
+    /// What `jitc explain` says of it: the dimensions' roles and the tile.
+    pub(super) fn describe(&self) -> String {
+        let names = |dims: &[usize]| {
+            dims.iter()
+                .map(|d| format!("d{d}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut text = format!(
+            "rows d{} x vector d{}, tiles of {} x {} ({} vector{} of {} lanes), folding {}",
+            self.r,
+            self.v,
+            self.rows,
+            self.vectors * self.lanes,
+            self.vectors,
+            if self.vectors == 1 { "" } else { "s" },
+            self.lanes,
+            names(&self.folded)
+        );
+        if !self.outer.is_empty() {
+            text.push_str(&format!(" inside loops over {}", names(&self.outer)));
+        }
+        text
+    }
+}
+
+/// The float a reindex reads out of bounds.
+fn overflow_of(reindex: &ReindexOp) -> f64 {
+    reindex.overflow_value().map_or(0.0, |attribute| {
+        let raw = melior::ir::AttributeLike::to_raw(&attribute);
+        // SAFETY: the verifier checked it is a number of the element type.
+        unsafe {
+            if mlir_sys::mlirAttributeIsAFloat(raw) {
+                mlir_sys::mlirFloatAttrGetValueDouble(raw)
+            } else {
+                mlir_sys::mlirIntegerAttrGetValueInt(raw) as f64
+            }
+        }
+    })
+}
+
+/// Row-major strides of `shape`.
+fn strides(shape: &[i64]) -> Vec<i64> {
+    let mut strides = vec![1i64; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1].saturating_mul(shape[d + 1]);
+    }
+    strides
+}
+
+/// The contraction `body` is over `domain`, if it is one this module
+/// lowers; `vector_bits` is the width of the target's vector registers.
+pub(super) fn plan(
+    body: BlockRef,
+    domain: &[i64],
+    schedule: &Schedule,
+    vector_bits: u32,
+    reassociate: bool,
+) -> Option<Contraction> {
+    if domain.iter().any(|&d| d <= 0) || !schedule.parallel {
+        return None;
+    }
+    let dims = domain.len();
+    let mut ops = Vec::new();
+    let mut next = body.first_operation();
+    while let Some(op) = next {
+        next = op.next_in_block();
+        ops.push(op);
+    }
+    let terminator = ops.pop()?;
+    if ops.len() != 4 || terminator.operand_count() != 1 {
+        return None;
+    }
+    let reduce = ops.iter().find_map(|op| ReindexReduceOp::cast(*op))?;
+    let multiply = ops.iter().find_map(|op| BinaryOp::cast(*op))?;
+    let result = reduce.result()?;
+    if key(terminator.operand(0).ok()?) != key(result)
+        || reduce.kind()? != ReduceKind::Add
+        || multiply.kind()? != BinaryKind::Mul
+        || reduce.overflow_conditions().is_some()
+        || !reduce.index_operands().is_empty()
+        || key(reduce.input()?) != key(multiply.result()?)
+    {
+        return None;
+    }
+    let element = super::element_of(result)?;
+    let lanes = match element {
+        ElementType::F32 => vector_bits as usize / 32,
+        ElementType::F64 => vector_bits as usize / 64,
+        _ => return None,
+    };
+    // The output: distinct plain dimensions over their whole extents.
+    let map = reduce.indices()?;
+    let (shape, _) = super::types::static_shape(result.r#type())?;
+    if map.result_count() != shape.len() {
+        return None;
+    }
+    let mut kept = Vec::new();
+    for (k, &extent) in shape.iter().enumerate() {
+        let expr = map.result(k).ok()?;
+        if !expr.is_dim()
+            || kept.contains(&expr.dim_position())
+            || domain[expr.dim_position()] != extent as i64
+        {
+            return None;
+        }
+        kept.push(expr.dim_position());
+    }
+    let v = *kept.last()?;
+    let folded: Vec<usize> = (0..dims).filter(|d| !kept.contains(d)).collect();
+    if folded.is_empty() || domain[v] < (lanes as i64) / 2 {
+        return None;
+    }
+    let out_strides = strides(&shape.iter().map(|&n| n as i64).collect::<Vec<_>>());
+    let mut output = vec![0i64; dims];
+    for (k, &d) in kept.iter().enumerate() {
+        output[d] = out_strides[k];
+    }
+    // The operands: reindexes of arguments, affine, checked at most
+    // against their extents.
+    let arguments: Vec<usize> = (0..body.argument_count())
+        .filter_map(|i| body.argument(i).ok().map(|a| key(a.into())))
+        .collect();
+    let mut operands = Vec::new();
+    for value in [multiply.lhs()?, multiply.rhs()?] {
+        let reindex = ops
+            .iter()
+            .filter_map(|op| ReindexOp::cast(*op))
+            .find(|r| r.result().is_some_and(|x| key(x) == key(value)))?;
+        let input = reindex.input()?;
+        let argument = arguments.iter().position(|&a| a == key(input))?;
+        if reindex.overflow_conditions().is_some() || !reindex.index_operands().is_empty() {
+            return None;
+        }
+        let (input_shape, input_element) = super::types::static_shape(input.r#type())?;
+        if input_element != element || input_shape.contains(&0) {
+            return None;
+        }
+        let input_shape: Vec<i64> = input_shape.iter().map(|&n| n as i64).collect();
+        let map = reindex.indices()?;
+        let rank = map.result_count();
+        let forms = (0..rank)
+            .map(|k| map.result(k).ok().and_then(|e| linear(e, dims)))
+            .collect::<Option<Vec<Linear>>>()?;
+        let in_strides = strides(&input_shape);
+        let mut offset = Linear {
+            coefficients: vec![0; dims],
+            constant: 0,
+        };
+        for (form, stride) in forms.iter().zip(&in_strides) {
+            for (c, f) in offset.coefficients.iter_mut().zip(&form.coefficients) {
+                *c = c.checked_add(f.checked_mul(*stride)?)?;
+            }
+            offset.constant = offset.constant.checked_add(form.constant.checked_mul(*stride)?)?;
+        }
+        // Along `v`: the last index moves by 1 and no other does, or none
+        // moves.
+        let moves: Vec<bool> = forms.iter().map(|f| f.coefficients[v] != 0).collect();
+        let contiguous = match moves.iter().position(|&m| m) {
+            None => false,
+            Some(k) if k + 1 == rank && forms[k].coefficients[v] == 1 => true,
+            Some(_) => return None,
+        };
+        let checks = schedule.checks_of(reindex.operation())?;
+        let mut checked = Vec::new();
+        for (k, check) in checks.indices.iter().enumerate() {
+            match check {
+                Check::Proven => {}
+                Check::Affine(form) => checked.push((form.clone(), input_shape[k], moves[k])),
+                Check::Always => return None,
+            }
+        }
+        operands.push(Operand {
+            argument,
+            by_row: false,
+            offset,
+            contiguous,
+            checks: checked,
+            overflow: overflow_of(&reindex),
+        });
+    }
+    // The row dimension: a kept one a contiguous operand does not move
+    // with; the longest, then the later.
+    let r = kept
+        .iter()
+        .copied()
+        .filter(|&d| d != v)
+        .filter(|&d| {
+            operands
+                .iter()
+                .any(|o| o.contiguous && o.offset.coefficients[d] == 0)
+        })
+        .max_by_key(|&d| (domain[d], d))?;
+    for operand in &mut operands {
+        operand.by_row = operand.offset.coefficients[r] != 0;
+    }
+    let (max_vectors, accumulators) = if vector_bits >= 512 {
+        (4, ACCUMULATORS_512)
+    } else {
+        (2, ACCUMULATORS_256)
+    };
+    let vectors = (domain[v] as usize).div_ceil(lanes).clamp(1, max_vectors);
+    let rows = (accumulators / vectors)
+        .clamp(1, MAX_ROWS)
+        .min(domain[r] as usize);
+    let mut outer = kept
+        .iter()
+        .copied()
+        .filter(|&d| d != v && d != r)
+        .collect::<Vec<_>>();
+    outer.sort_unstable();
+    // Where the fold may be reordered, the folded dimensions that checked
+    // indices read go outside the others, so the masks of a step are the
+    // same through the innermost loop, which LLVM then hoists
+    // (convolution: kh and kw outside the input channels).
+    let mut folded = folded;
+    if reassociate {
+        let checked = |d: &usize| {
+            operands
+                .iter()
+                .any(|o| o.checks.iter().any(|(form, _, _)| form.coefficients[*d] != 0))
+        };
+        folded.sort_by_key(|d| !checked(d));
+    }
+    let [a, b] = <[Operand; 2]>::try_from(operands).ok()?;
+    Some(Contraction {
+        element,
+        operands: [a, b],
+        v,
+        r,
+        outer,
+        folded,
+        output,
+        lanes,
+        vectors,
+        rows,
+    })
+}
+
+/// Builds IR with the vector types of one contraction.
+struct Vectors<'c> {
+    element: ElementType,
+    lanes: usize,
+    /// `vector<lanes x element>`, of `i64` and of `i1`.
+    values: Type<'c>,
+    indices: Type<'c>,
+    masks: Type<'c>,
+}
+
+impl<'c> Vectors<'c> {
+    fn new(context: &'c melior::Context, element: ElementType, lanes: usize) -> Result<Self, Error> {
+        let parse =
+            |text: String| Type::parse(context, &text).ok_or_else(|| error(format!("the type {text}")));
+        let name = match element {
+            ElementType::F64 => "f64",
+            _ => "f32",
+        };
+        Ok(Self {
+            element,
+            lanes,
+            values: parse(format!("vector<{lanes}x{name}>"))?,
+            indices: parse(format!("vector<{lanes}xi64>"))?,
+            masks: parse(format!("vector<{lanes}xi1>"))?,
+        })
+    }
+
+    /// A constant vector of `type` from its `dense` text.
+    fn constant<'a>(
+        &self,
+        at: &Emitter<'c, 'a>,
+        dense: &str,
+        r#type: Type<'c>,
+    ) -> Result<Value<'c, 'a>, Error> {
+        let text = format!("dense<{dense}> : {type}", type = r#type);
+        let attribute =
+            Attribute::parse(at.context, &text).ok_or_else(|| error(format!("the constant {text}")))?;
+        at.op("arith.constant", &[], &[r#type], &[("value", attribute)])?
+            .ok_or_else(|| error("arith.constant"))
+    }
+
+    /// `lanes` copies of the scalar `x`, in a vector of `type`.
+    fn splat<'a>(
+        &self,
+        at: &Emitter<'c, 'a>,
+        x: Value<'c, '_>,
+        r#type: Type<'c>,
+    ) -> Result<Value<'c, 'a>, Error> {
+        let i32_type: Type = melior::ir::r#type::IntegerType::new(at.context, 32).into();
+        let poison = at.value("llvm.mlir.poison", &[], r#type)?;
+        let inserted = at.value("llvm.insertelement", &[poison, x, at.int(i32_type, 0)?], r#type)?;
+        let zeros = vec!["0"; self.lanes].join(", ");
+        let mask = Attribute::parse(at.context, &format!("array<i32: {zeros}>"))
+            .ok_or_else(|| error("a shuffle mask"))?;
+        at.op(
+            "llvm.shufflevector",
+            &[inserted, inserted],
+            &[r#type],
+            &[("mask", mask)],
+        )?
+        .ok_or_else(|| error("llvm.shufflevector"))
+    }
+
+    /// The lane numbers `0, 1, ..., lanes - 1` as `i64`s.
+    fn iota<'a>(&self, at: &Emitter<'c, 'a>) -> Result<Value<'c, 'a>, Error> {
+        let lanes = (0..self.lanes)
+            .map(|l| l.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        self.constant(at, &format!("[{lanes}]"), self.indices)
+    }
+
+    /// The mask of lanes `l` with `0 <= first + l < extent` (`first` an
+    /// `i64`).
+    fn lanes_within<'a>(
+        &self,
+        at: &Emitter<'c, 'a>,
+        first: Value<'c, '_>,
+        extent: Value<'c, '_>,
+    ) -> Result<Value<'c, 'a>, Error> {
+        let lanes = at.value(
+            "arith.addi",
+            &[self.splat(at, first, self.indices)?, self.iota(at)?],
+            self.indices,
+        )?;
+        let predicate = |p: i64| IntegerAttributeOf::predicate(at, p);
+        let zero = self.constant(at, "0", self.indices)?;
+        let low = at
+            .op(
+                "arith.cmpi",
+                &[lanes, zero],
+                &[self.masks],
+                &[("predicate", predicate(5))],
+            )?
+            .ok_or_else(|| error("arith.cmpi"))?;
+        let high = at
+            .op(
+                "arith.cmpi",
+                &[lanes, self.splat(at, extent, self.indices)?],
+                &[self.masks],
+                &[("predicate", predicate(2))],
+            )?
+            .ok_or_else(|| error("arith.cmpi"))?;
+        at.value("arith.andi", &[low, high], self.masks)
+    }
+
+    fn alignment<'a>(&self, at: &Emitter<'c, 'a>) -> Attribute<'c> {
+        let bytes = if self.element == ElementType::F64 { 8 } else { 4 };
+        melior::ir::attribute::IntegerAttribute::new(
+            melior::ir::r#type::IntegerType::new(at.context, 32).into(),
+            bytes,
+        )
+        .into()
+    }
+}
+
+/// Integer attributes the vector code needs.
+struct IntegerAttributeOf;
+
+impl IntegerAttributeOf {
+    /// An `arith.cmpi` predicate number.
+    fn predicate<'c>(at: &Emitter<'c, '_>, predicate: i64) -> Attribute<'c> {
+        melior::ir::attribute::IntegerAttribute::new(
+            melior::ir::r#type::IntegerType::new(at.context, 64).into(),
+            predicate,
+        )
+        .into()
+    }
+}
+
+/// The `index` value `form` takes at `ivs` (every dimension it uses must
+/// have one), plus `shift`.
+fn evaluate<'c, 'a>(
+    at: &Emitter<'c, 'a>,
+    form: &Linear,
+    ivs: &[Option<Value<'c, 'a>>],
+    shift: i64,
+) -> Result<Value<'c, 'a>, Error> {
+    let index = Type::index(at.context);
+    let mut value = at.index(form.constant + shift)?;
+    for (d, &c) in form.coefficients.iter().enumerate() {
+        if c == 0 {
+            continue;
+        }
+        let iv = ivs[d].ok_or_else(|| error("a contraction dimension has no loop"))?;
+        let term = if c == 1 {
+            iv
+        } else {
+            at.value("arith.muli", &[iv, at.index(c)?], index)?
+        };
+        value = at.value("arith.addi", &[value, term], index)?;
+    }
+    Ok(value)
+}
+
+/// Emits `plan` for the kernel: its loops, tiles and stores. `range` is the
+/// caller's `[begin, end)` of the split dimension `split`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn emit_contraction<'c, 'a>(
+    top: &Emitter<'c, 'a>,
+    plan: &Contraction,
+    arguments: &[(Value<'c, '_>, Arg<'c, 'a>)],
+    output: &Output<'c, 'a>,
+    domain: &[i64],
+    split: usize,
+    range: Option<(Value<'c, 'a>, Value<'c, 'a>)>,
+    math: MathMode,
+) -> Result<(), Error> {
+    let vectors = Vectors::new(top.context, plan.element, plan.lanes)?;
+    let pointers = plan
+        .operands
+        .iter()
+        .map(|o| match arguments.get(o.argument) {
+            Some((_, Arg::Tensor { pointer, .. })) => Ok(*pointer),
+            _ => Err(error("a contraction operand is not a tensor argument")),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let bounds = |at: &Emitter<'c, 'a>, d: usize| -> Result<(Value<'c, 'a>, Value<'c, 'a>), Error> {
+        match range {
+            Some(range) if d == split => Ok(range),
+            _ => Ok((at.index(0)?, at.index(domain[d])?)),
+        }
+    };
+    let index = Type::index(top.context);
+    let mut ivs: Vec<Option<Value<'c, 'a>>> = vec![None; domain.len()];
+    let mut at = *top;
+    let mut bodies = Vec::new();
+    for &d in &plan.outer {
+        let (lower, upper) = bounds(&at, d)?;
+        let (body, iv) = at.for_range(lower, upper)?;
+        ivs[d] = Some(iv);
+        bodies.push(body);
+        at = body;
+    }
+    // The tiles of `v`, then of `r` inside them.
+    let width = (plan.lanes * plan.vectors) as i64;
+    let (v_low, v_high) = bounds(&at, plan.v)?;
+    let (columns, v0, _, _) = at.for_step(v_low, v_high, at.index(width)?, &[])?;
+    ivs[plan.v] = Some(v0);
+    // The last vector may pass `v`'s end: its lanes are masked unless every
+    // tile is whole.
+    let tail = (plan.v == split && range.is_some()) || domain[plan.v] % width != 0;
+    let (r_low, r_high) = bounds(&columns, plan.r)?;
+    let rows = plan.rows as i64;
+    let span = columns.value("arith.subi", &[r_high, r_low], index)?;
+    let whole = columns.value("arith.divui", &[span, columns.index(rows)?], index)?;
+    let whole = columns.value("arith.muli", &[whole, columns.index(rows)?], index)?;
+    let whole = columns.value("arith.addi", &[r_low, whole], index)?;
+    let tile = Tile {
+        plan,
+        vectors: &vectors,
+        pointers: &pointers,
+        output,
+        domain,
+        math,
+        tail: tail.then_some(v_high),
+    };
+    let (full, r0, _, _) = columns.for_step(r_low, whole, columns.index(rows)?, &[])?;
+    ivs[plan.r] = Some(r0);
+    tile.emit(&full, &mut ivs, plan.rows)?;
+    full.finish()?;
+    if plan.rows > 1 {
+        let (rest, r0, _, _) = columns.for_step(whole, r_high, columns.index(1)?, &[])?;
+        ivs[plan.r] = Some(r0);
+        tile.emit(&rest, &mut ivs, 1)?;
+        rest.finish()?;
+    }
+    columns.finish()?;
+    for body in bodies.iter().rev() {
+        body.finish()?;
+    }
+    Ok(())
+}
+
+/// What every tile of one contraction shares.
+struct Tile<'p, 'c, 'a> {
+    plan: &'p Contraction,
+    vectors: &'p Vectors<'c>,
+    pointers: &'p [Value<'c, 'a>],
+    output: &'p Output<'c, 'a>,
+    domain: &'p [i64],
+    math: MathMode,
+    /// Where `v` ends, when the last vector of a tile may pass it.
+    tail: Option<Value<'c, 'a>>,
+}
+
+impl<'c, 'a> Tile<'_, 'c, 'a> {
+    /// One tile of `rows` rows at the tile origin in `ivs` (`r` and `v`
+    /// set): accumulators from the identity, the fold, the stores.
+    fn emit(
+        &self,
+        at: &Emitter<'c, 'a>,
+        ivs: &mut [Option<Value<'c, 'a>>],
+        rows: usize,
+    ) -> Result<(), Error> {
+        let plan = self.plan;
+        let vectors = self.vectors;
+        let i64_type: Type = melior::ir::r#type::IntegerType::new(at.context, 64).into();
+        let index = Type::index(at.context);
+        // Per vector of a row: the mask of lanes before `v`'s end.
+        let tails = match self.tail {
+            Some(end) => {
+                let v0 = ivs[plan.v].ok_or_else(|| error("no vector index"))?;
+                let end = at.value("arith.index_cast", &[end], i64_type)?;
+                (0..plan.vectors)
+                    .map(|n| {
+                        let first =
+                            at.value("arith.addi", &[v0, at.index((n * plan.lanes) as i64)?], index)?;
+                        let first = at.value("arith.index_cast", &[first], i64_type)?;
+                        let left = at.value("arith.subi", &[end, first], i64_type)?;
+                        vectors.lanes_within(at, at.int(i64_type, 0)?, left).map(Some)
+                    })
+                    .collect::<Result<Vec<_>, _>>()?
+            }
+            None => vec![None; plan.vectors],
+        };
+        let identity = vectors.constant(at, "0.0", vectors.values)?;
+        let inits = vec![identity; rows * plan.vectors];
+        let results = self.fold(at, ivs, 0, inits, rows, &tails)?;
+        // Store the accumulators.
+        for m in 0..rows {
+            for (n, tail) in tails.iter().enumerate() {
+                let shift = (m as i64) * plan.output[plan.r] + (n * plan.lanes) as i64;
+                let form = Linear {
+                    coefficients: plan.output.clone(),
+                    constant: 0,
+                };
+                let offset = evaluate(at, &form, ivs, shift)?;
+                let offset = at.value("arith.index_cast", &[offset], i64_type)?;
+                let address = gep(
+                    at,
+                    self.output.pointer,
+                    offset,
+                    memory_type(at.context, plan.element),
+                )?;
+                let value = results[m * plan.vectors + n];
+                match tail {
+                    Some(mask) => {
+                        at.op(
+                            "llvm.intr.masked.store",
+                            &[value, address, *mask],
+                            &[],
+                            &[("alignment", vectors.alignment(at))],
+                        )?;
+                    }
+                    None => {
+                        at.op(
+                            "llvm.store",
+                            &[value, address],
+                            &[],
+                            &[("alignment", alignment64(at, plan.element))],
+                        )?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The folded loop `level` and those inside it, carrying the
+    /// accumulators; returns them after the loop.
+    fn fold(
+        &self,
+        at: &Emitter<'c, 'a>,
+        ivs: &mut [Option<Value<'c, 'a>>],
+        level: usize,
+        accumulators: Vec<Value<'c, 'a>>,
+        rows: usize,
+        tails: &[Option<Value<'c, 'a>>],
+    ) -> Result<Vec<Value<'c, 'a>>, Error> {
+        let plan = self.plan;
+        let d = plan.folded[level];
+        let (body, iv, inside, results) =
+            at.for_carried(at.index(0)?, at.index(self.domain[d])?, &accumulators)?;
+        ivs[d] = Some(iv);
+        let next = if level + 1 < plan.folded.len() {
+            self.fold(&body, ivs, level + 1, inside, rows, tails)?
+        } else {
+            self.step(&body, ivs, inside, rows, tails)?
+        };
+        body.yield_values(&next)?;
+        Ok(results)
+    }
+
+    /// One step of the fold: load the operands, multiply, accumulate.
+    fn step(
+        &self,
+        at: &Emitter<'c, 'a>,
+        ivs: &[Option<Value<'c, 'a>>],
+        accumulators: Vec<Value<'c, 'a>>,
+        rows: usize,
+        tails: &[Option<Value<'c, 'a>>],
+    ) -> Result<Vec<Value<'c, 'a>>, Error> {
+        let plan = self.plan;
+        // values[o][m][n]: operand o at row m, vector n (one row or vector
+        // when it does not move with them).
+        let mut values = Vec::new();
+        for (o, operand) in plan.operands.iter().enumerate() {
+            let row_count = if operand.by_row { rows } else { 1 };
+            let vector_count = if operand.contiguous { plan.vectors } else { 1 };
+            let mut per_row = Vec::new();
+            for m in 0..row_count {
+                let mut per_vector = Vec::new();
+                for (n, tail) in tails.iter().enumerate().take(vector_count) {
+                    per_vector.push(self.load(at, ivs, o, m as i64, (n * plan.lanes) as i64, *tail)?);
+                }
+                per_row.push(per_vector);
+            }
+            values.push(per_row);
+        }
+        let mut next = Vec::with_capacity(accumulators.len());
+        for m in 0..rows {
+            for n in 0..plan.vectors {
+                let pick = |o: usize| {
+                    let per_row = &values[o];
+                    let row = &per_row[m.min(per_row.len() - 1)];
+                    row[n.min(row.len() - 1)]
+                };
+                let (a, b) = (pick(0), pick(1));
+                let acc = accumulators[m * plan.vectors + n];
+                let t = self.vectors.values;
+                next.push(match self.math {
+                    MathMode::Fast => at.value("math.fma", &[a, b, acc], t)?,
+                    MathMode::Exact => {
+                        let product = at.value("arith.mulf", &[a, b], t)?;
+                        at.value("arith.addf", &[acc, product], t)?
+                    }
+                });
+            }
+        }
+        Ok(next)
+    }
+
+    /// Operand `o` at row `m` and lane shift `shift` of the tile origin, as
+    /// a vector: a (masked) vector load when it is contiguous along `v`, a
+    /// broadcast scalar otherwise; `overflow_value` where an index is out
+    /// of bounds.
+    fn load(
+        &self,
+        at: &Emitter<'c, 'a>,
+        ivs: &[Option<Value<'c, 'a>>],
+        o: usize,
+        m: i64,
+        shift: i64,
+        tail: Option<Value<'c, 'a>>,
+    ) -> Result<Value<'c, 'a>, Error> {
+        let plan = self.plan;
+        let operand = &plan.operands[o];
+        let vectors = self.vectors;
+        let i64_type: Type = melior::ir::r#type::IntegerType::new(at.context, 64).into();
+        let element = value_type(at.context, plan.element);
+        // The shift of an index or offset form at this row and lane.
+        let moved = |form: &Linear| form.coefficients[plan.r] * m + form.coefficients[plan.v] * shift;
+        let offset = evaluate(at, &operand.offset, ivs, moved(&operand.offset))?;
+        let offset = at.value("arith.index_cast", &[offset], i64_type)?;
+        // Conditions on the indices: per lane for those moving with `v`,
+        // scalar for the others.
+        let mut lanes: Option<Value> = tail.filter(|_| operand.contiguous);
+        let mut scalar: Option<Value> = None;
+        for (form, extent, moves) in &operand.checks {
+            let value = evaluate(at, form, ivs, moved(form))?;
+            let value = at.value("arith.index_cast", &[value], i64_type)?;
+            let extent = at.int(i64_type, *extent)?;
+            if *moves {
+                let within = vectors.lanes_within(at, value, extent)?;
+                lanes = Some(match lanes {
+                    Some(mask) => at.value("arith.andi", &[mask, within], vectors.masks)?,
+                    None => within,
+                });
+            } else {
+                let low = at.cmpi(5, value, at.int(i64_type, 0)?)?;
+                let high = at.cmpi(2, value, extent)?;
+                let within = at.value("arith.andi", &[low, high], at.i1())?;
+                scalar = Some(at.and_maybe(scalar, within)?);
+            }
+        }
+        let memory = memory_type(at.context, plan.element);
+        let overflow = at.float(element, operand.overflow)?;
+        if !operand.contiguous {
+            let offset = match scalar {
+                Some(inside) => at.select(inside, offset, at.int(i64_type, 0)?)?,
+                None => offset,
+            };
+            let address = gep(at, self.pointers[o], offset, memory)?;
+            let mut x = at.value("llvm.load", &[address], element)?;
+            if let Some(inside) = scalar {
+                x = at.select(inside, x, overflow)?;
+            }
+            return vectors.splat(at, x, vectors.values);
+        }
+        if let Some(inside) = scalar {
+            let all = vectors.splat(at, inside, vectors.masks)?;
+            lanes = Some(match lanes {
+                Some(mask) => at.value("arith.andi", &[mask, all], vectors.masks)?,
+                None => all,
+            });
+        }
+        let address = gep(at, self.pointers[o], offset, memory)?;
+        match lanes {
+            Some(mask) => {
+                let through = vectors.splat(at, overflow, vectors.values)?;
+                at.op(
+                    "llvm.intr.masked.load",
+                    &[address, mask, through],
+                    &[vectors.values],
+                    &[("alignment", vectors.alignment(at))],
+                )?
+                .ok_or_else(|| error("llvm.intr.masked.load"))
+            }
+            None => at
+                .op(
+                    "llvm.load",
+                    &[address],
+                    &[vectors.values],
+                    &[("alignment", alignment64(at, plan.element))],
+                )?
+                .ok_or_else(|| error("llvm.load")),
+        }
+    }
+}
+
+/// The `alignment` attribute of an element-aligned `llvm.load`/`llvm.store`
+/// of a vector (an `i64`; without it LLVM assumes the vector's own).
+fn alignment64<'c>(at: &Emitter<'c, '_>, element: ElementType) -> Attribute<'c> {
+    let bytes = if element == ElementType::F64 { 8 } else { 4 };
+    melior::ir::attribute::IntegerAttribute::new(
+        melior::ir::r#type::IntegerType::new(at.context, 64).into(),
+        bytes,
+    )
+    .into()
+}

@@ -1,0 +1,293 @@
+//! Contractions (schedule rule 6, `lower::contract`): kernels that sum
+//! products of two reindexed operands run as register tiles. Random
+//! matmuls (plain, transposed, batched, f64), convolutions (padded,
+//! strided, with a nonzero padding value) and a large matmul split across
+//! threads agree with the interpreter: bit for bit in exact math, and in
+//! fast math (a fused multiply-add per step) within the bound
+//! `docs/semantics.md` states, `2 γ(n) Σ|a_i b_i|` per output. Each case
+//! also says whether it must be a contraction, so the rule is checked to
+//! apply exactly where its doc says.
+
+use jitc_compiler::{CodegenOptions, DiagnosticCollector, MathMode, new_context, parse_module};
+use jitc_interp::{Interpreter, StateStore, Tensor, Value};
+use jitc_runtime::CpuModule;
+use jitc_test_support::{Match, Rng, random};
+
+/// `tensor<AxBx...xE>`.
+fn tensor(shape: &[usize], element: &str) -> String {
+    let dims: String = shape.iter().map(|d| format!("{d}x")).collect();
+    format!("tensor<{dims}{element}>")
+}
+
+/// A contraction `y = Σ a[map_a] * b[map_b]` over `domain`, `y` indexed by
+/// `map_y`; `padding` is the overflow value of `a`'s reindex.
+struct Case {
+    domain: Vec<usize>,
+    a: (Vec<usize>, String),
+    b: (Vec<usize>, String),
+    y: (Vec<usize>, String),
+    element: &'static str,
+    padding: Option<f64>,
+}
+
+impl Case {
+    fn source(&self) -> String {
+        let dims: Vec<String> = (0..self.domain.len()).map(|d| format!("d{d}")).collect();
+        let map = |results: &str| format!("affine_map<({}) -> ({results})>", dims.join(", "));
+        let e = self.element;
+        let (ta, tb, ty, td) = (
+            tensor(&self.a.0, e),
+            tensor(&self.b.0, e),
+            tensor(&self.y.0, e),
+            tensor(&self.domain, e),
+        );
+        let padding = self
+            .padding
+            .map(|p| format!(", overflow_value = {p:?} : {e}"))
+            .unwrap_or_default();
+        format!(
+            r#"func.func @main(%a: {ta}, %b: {tb}) -> {ty} {{
+  %aa = "meta.reindex"(%a) {{indices = {ma}{padding}}} : ({ta}) -> {td}
+  %bb = "meta.reindex"(%b) {{indices = {mb}}} : ({tb}) -> {td}
+  %p = "meta.binary"(%aa, %bb) {{kind = "mul"}} : ({td}, {td}) -> {td}
+  %y = "meta.reindex_reduce"(%p) {{kind = "add", indices = {my}}} : ({td}) -> {ty}
+  return %y : {ty}
+}}"#,
+            ma = map(&self.a.1),
+            mb = map(&self.b.1),
+            my = map(&self.y.1),
+        )
+    }
+}
+
+/// An f64 tensor of `shape` with the values of [`random`].
+fn random_f64(shape: &[usize], seed: u64) -> Tensor {
+    let mut rng = Rng(seed);
+    let n: usize = shape.iter().product();
+    let values: Vec<String> = (0..n)
+        .map(|_| format!("{}", (rng.below(201) as f64 - 100.0) / 37.0))
+        .collect();
+    let prefix: String = shape.iter().map(|d| format!("{d}x")).collect();
+    Tensor::parse_literal(&format!("{prefix}f64={}", values.join(" "))).unwrap()
+}
+
+/// The elements of a tensor result as f64s.
+fn elements(values: &[Value]) -> Vec<f64> {
+    let [Value::Tensor(t)] = values else {
+        panic!("one tensor result expected")
+    };
+    (0..t.len())
+        .map(|i| match t.get(i) {
+            jitc_interp::Scalar::F32(x) => f64::from(x),
+            jitc_interp::Scalar::F64(x) => x,
+            other => panic!("a float result expected, not {other:?}"),
+        })
+        .collect()
+}
+
+/// The interpreter's result on the magnitudes of `inputs`: `Σ|a_i b_i|`
+/// per output (the padding value is not negative).
+fn magnitudes(oracle: &melior::ir::Module, inputs: &[Value]) -> Vec<f64> {
+    let absolute: Vec<Value> = inputs
+        .iter()
+        .map(|v| {
+            let Value::Tensor(t) = v else { unreachable!() };
+            let values: Vec<String> = (0..t.len())
+                .map(|i| match t.get(i) {
+                    jitc_interp::Scalar::F32(x) => x.abs().to_string(),
+                    jitc_interp::Scalar::F64(x) => x.abs().to_string(),
+                    other => panic!("a float input expected, not {other:?}"),
+                })
+                .collect();
+            let name = t.type_name();
+            let prefix = &name["tensor<".len()..name.len() - 1];
+            Value::tensor(Tensor::parse_literal(&format!("{prefix}={}", values.join(" "))).unwrap())
+        })
+        .collect();
+    elements(
+        &Interpreter::new(oracle)
+            .run("main", absolute, &mut StateStore::new())
+            .unwrap(),
+    )
+}
+
+/// Compiles `case` with `math`, runs it on random inputs from `seed` and
+/// compares with the interpreter; returns whether its kernel was a
+/// contraction.
+fn check(what: &str, case: &Case, seed: u64, math: MathMode) -> bool {
+    let source = case.source();
+    let context = new_context().unwrap();
+    let collector = DiagnosticCollector::attach(&context);
+    let oracle =
+        parse_module(&context, &source).unwrap_or_else(|| panic!("{what}: {:?}\n{source}", collector.take()));
+    let mut module = parse_module(&context, &source).unwrap();
+    let options = CodegenOptions {
+        math,
+        ..CodegenOptions::default()
+    };
+    let compiled = CpuModule::compile_with(&context, &mut module, &options).unwrap();
+    assert!(compiled.interpreted_kernels().is_empty(), "{what}");
+    let contracted = !jitc_compiler::contractions(&module, &options).is_empty();
+    let inputs: Vec<Value> = [(&case.a.0, seed), (&case.b.0, seed ^ 0x5a5a)]
+        .into_iter()
+        .map(|(shape, seed)| {
+            Value::tensor(if case.element == "f64" {
+                random_f64(shape, seed)
+            } else {
+                random(shape, seed)
+            })
+        })
+        .collect();
+    let expected = Interpreter::new(&oracle)
+        .run("main", inputs.clone(), &mut StateStore::new())
+        .unwrap();
+    let actual = compiled
+        .run(&module, "main", inputs.clone(), &mut StateStore::new())
+        .unwrap();
+    if math == MathMode::Exact {
+        assert!(
+            Match::Identical.values(&expected, &actual),
+            "{what} (exact)\n{source}"
+        );
+        return contracted;
+    }
+    // Fast: within 2 γ(n) Σ|a_i b_i| of the interpreter, n the products
+    // per output.
+    let n = case.domain.iter().product::<usize>() / case.y.0.iter().product::<usize>().max(1);
+    let u = if case.element == "f64" {
+        f64::EPSILON / 2.0
+    } else {
+        f64::from(f32::EPSILON) / 2.0
+    };
+    let gamma = n as f64 * u / (1.0 - n as f64 * u);
+    let bounds = magnitudes(&oracle, &inputs);
+    for (i, ((e, a), s)) in elements(&expected)
+        .iter()
+        .zip(elements(&actual))
+        .zip(bounds)
+        .enumerate()
+    {
+        assert!(
+            (e - a).abs() <= 2.0 * gamma * s,
+            "{what} (fast): element {i} is {a}, the interpreter's {e}, more than 2γ({n}) x {s} apart\n{source}"
+        );
+    }
+    contracted
+}
+
+fn matmul(m: usize, n: usize, k: usize, element: &'static str) -> Case {
+    Case {
+        domain: vec![m, n, k],
+        a: (vec![m, k], "d0, d2".into()),
+        b: (vec![k, n], "d2, d1".into()),
+        y: (vec![m, n], "d0, d1".into()),
+        element,
+        padding: None,
+    }
+}
+
+#[test]
+fn random_matmuls_match_the_interpreter() {
+    let mut rng = Rng(0x7e11);
+    let mut contracted = 0;
+    for round in 0..24 {
+        let (m, n, k) = (1 + rng.below(40), 1 + rng.below(90), 1 + rng.below(50));
+        let element = if round % 5 == 4 { "f64" } else { "f32" };
+        let case = match round % 4 {
+            // C = A B.
+            0 | 1 => matmul(m, n, k, element),
+            // C = Aᵀ B: A is read down a column, still broadcast along j.
+            2 => Case {
+                a: (vec![k, m], "d2, d0".into()),
+                ..matmul(m, n, k, element)
+            },
+            // A batch of them.
+            _ => Case {
+                domain: vec![3, m, n, k],
+                a: (vec![3, m, k], "d0, d1, d3".into()),
+                b: (vec![3, k, n], "d0, d3, d2".into()),
+                y: (vec![3, m, n], "d0, d1, d2".into()),
+                element,
+                padding: None,
+            },
+        };
+        let what = format!("round {round}: {:?} {element}", case.domain);
+        let seed = rng.below(1 << 30) as u64;
+        let tiled = check(&what, &case, seed, MathMode::Exact);
+        assert_eq!(tiled, check(&what, &case, seed, MathMode::Fast), "{what}");
+        // The vector dimension must fill half a vector of the narrowest
+        // (AVX2) tiles at least: 4 f32 or 2 f64 lanes.
+        if n >= 4 {
+            assert!(tiled, "{what}: not a contraction");
+        }
+        contracted += usize::from(tiled);
+    }
+    assert!(contracted >= 12, "only {contracted} of 24 were contractions");
+}
+
+#[test]
+fn a_transposed_right_operand_keeps_the_loop_nest() {
+    // B read as B[j, k]: it moves along j by a stride of k, so it is not
+    // contiguous along the vector dimension, and the kernel keeps the loop
+    // nest.
+    let case = Case {
+        b: (vec![24, 17], "d1, d2".into()),
+        ..matmul(9, 24, 17, "f32")
+    };
+    for math in [MathMode::Exact, MathMode::Fast] {
+        assert!(!check("Bᵀ", &case, 7, math));
+    }
+}
+
+#[test]
+fn random_convolutions_match_the_interpreter() {
+    let mut rng = Rng(0xc0de);
+    for round in 0..12 {
+        let (n, c, o) = (1 + rng.below(2), 1 + rng.below(5), 1 + rng.below(11));
+        let (h, w) = (1 + rng.below(9), 3 + rng.below(40));
+        let (kh, kw) = (1 + rng.below(3), 1 + rng.below(3));
+        let stride = if round % 4 == 3 { 2 } else { 1 };
+        let pad = rng.below(2);
+        let padding = [0.0, 1.5][round % 2];
+        // Output extents of a padded, strided convolution.
+        let (oh, ow) = ((h + 2 * pad - kh) / stride + 1, (w + 2 * pad - kw) / stride + 1);
+        let (sh, sw) = if stride == 1 {
+            ("d2".to_owned(), "d3".to_owned())
+        } else {
+            ("d2 * 2".to_owned(), "d3 * 2".to_owned())
+        };
+        let case = Case {
+            domain: vec![n, o, oh, ow, c, kh, kw],
+            a: (
+                vec![n, c, h, w],
+                format!("d0, d4, {sh} + d5 - {pad}, {sw} + d6 - {pad}"),
+            ),
+            b: (vec![o, c, kh, kw], "d1, d4, d5, d6".into()),
+            y: (vec![n, o, oh, ow], "d0, d1, d2, d3".into()),
+            element: "f32",
+            padding: Some(padding),
+        };
+        let what = format!(
+            "round {round}: x {:?} w {:?} stride {stride} pad {pad}",
+            case.a.0, case.b.0
+        );
+        let seed = rng.below(1 << 30) as u64;
+        let tiled = check(&what, &case, seed, MathMode::Exact);
+        assert_eq!(tiled, check(&what, &case, seed, MathMode::Fast), "{what}");
+        // Stride 2 moves x by 2 along w: not contiguous, so a loop nest.
+        if stride == 2 {
+            assert!(!tiled, "{what}");
+        } else if ow >= 4 {
+            assert!(tiled, "{what}: not a contraction");
+        }
+    }
+}
+
+#[test]
+fn a_matmul_split_across_threads_matches_the_interpreter() {
+    // Large enough to be split; 157 rows leave a remainder of tiles in
+    // every part, and 70 columns a masked last vector.
+    let case = matmul(157, 70, 64, "f32");
+    assert!(check("157x70x64", &case, 11, MathMode::Exact));
+    assert!(check("157x70x64", &case, 11, MathMode::Fast));
+}

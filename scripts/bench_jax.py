@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""JAX (XLA:CPU) on the contraction workloads of `cargo bench -p jitc-runtime --bench cpu`.
+
+A peer for the conv/matmul figures in docs/benchmarks.md. JAX is not a
+dependency of jitc; run it from a venv of its own:
+
+    python3 -m venv /tmp/peers && /tmp/peers/bin/pip install 'jax[cpu]'
+    /tmp/peers/bin/python scripts/bench_jax.py
+
+Measured the way `jitc bench` measures: inputs already in memory (f32,
+uniform in [-0.5, 0.5)), the wall clock of one jitted call followed by
+`block_until_ready()`, output allocation included; the median and minimum
+of 20 calls after 3 warm-up calls (compiling is not timed). XLA uses every
+core of the machine, as `jitc bench` does by default.
+
+The workloads are the bench's: the Listing 1 convolution, x (8,64,56,56),
+w (64,64,3,3), padding 1, as `lax.conv_general_dilated` (NCHW, OIHW), and
+a 1024^3 matmul as `a @ b`, both at `Precision.HIGHEST` (f32 throughout).
+"""
+
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+
+def timed(function, *arguments, calls=20, warmup=3):
+    for _ in range(warmup):
+        function(*arguments).block_until_ready()
+    samples = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        function(*arguments).block_until_ready()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples) * 1e3, min(samples) * 1e3
+
+
+def main():
+    rng = np.random.default_rng(0)
+    uniform = lambda *shape: jnp.asarray(rng.random(shape, dtype=np.float32) - 0.5)
+    highest = lax.Precision.HIGHEST
+
+    conv = jax.jit(
+        lambda x, w: lax.conv_general_dilated(
+            x, w, (1, 1), ((1, 1), (1, 1)), dimension_numbers=("NCHW", "OIHW", "NCHW"), precision=highest
+        )
+    )
+    matmul = jax.jit(lambda a, b: jnp.matmul(a, b, precision=highest))
+    workloads = [
+        ("conv (8,64,56,56)x(64,64,3,3), pad 1", conv, (uniform(8, 64, 56, 56), uniform(64, 64, 3, 3)), 2 * 8 * 64 * 56 * 56 * 64 * 9),
+        ("matmul 1024^3", matmul, (uniform(1024, 1024), uniform(1024, 1024)), 2 * 1024**3),
+    ]
+    print(f"JAX {jax.__version__}, devices {jax.devices()}")
+    print("| workload | median (ms) | min (ms) | GFLOP/s at the median |")
+    print("|---|---:|---:|---:|")
+    for name, function, arguments, flops in workloads:
+        median, least = timed(function, *arguments)
+        print(f"| {name} | {median:.2f} | {least:.2f} | {flops / median / 1e6:.0f} |")
+
+
+if __name__ == "__main__":
+    main()
