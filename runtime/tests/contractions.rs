@@ -291,3 +291,44 @@ fn a_matmul_split_across_threads_matches_the_interpreter() {
     assert!(check("157x70x64", &case, 11, MathMode::Exact));
     assert!(check("157x70x64", &case, 11, MathMode::Fast));
 }
+
+#[test]
+fn an_operand_indexed_by_a_symbol_matches_the_interpreter() {
+    // The RNN's input projection: step `t` of a sequence (an `index`
+    // argument, a symbol of the map) times a weight. A `t` outside the
+    // sequence reads the padding value, as the interpreter does.
+    let source = r#"func.func @main(%xs: tensor<5x6x20xf32>, %w: tensor<20x24xf32>, %t: index) -> tensor<6x24xf32> {
+  %xb = "meta.reindex"(%xs, %t) {indices = affine_map<(i, j, k)[t] -> (t, i, k)>, overflow_value = 0.5 : f32}
+        : (tensor<5x6x20xf32>, index) -> tensor<6x24x20xf32>
+  %wb = "meta.reindex"(%w) {indices = affine_map<(i, j, k) -> (k, j)>} : (tensor<20x24xf32>) -> tensor<6x24x20xf32>
+  %p = "meta.binary"(%xb, %wb) {kind = "mul"} : (tensor<6x24x20xf32>, tensor<6x24x20xf32>) -> tensor<6x24x20xf32>
+  %y = "meta.reindex_reduce"(%p) {kind = "add", indices = affine_map<(i, j, k) -> (i, j)>}
+       : (tensor<6x24x20xf32>) -> tensor<6x24xf32>
+  return %y : tensor<6x24xf32>
+}"#;
+    let context = new_context().unwrap();
+    let oracle = parse_module(&context, source).unwrap();
+    let mut module = parse_module(&context, source).unwrap();
+    let options = CodegenOptions {
+        math: MathMode::Exact,
+        ..CodegenOptions::default()
+    };
+    let compiled = CpuModule::compile_with(&context, &mut module, &options).unwrap();
+    assert!(compiled.interpreted_kernels().is_empty());
+    assert_eq!(jitc_compiler::contractions(&module, &options).len(), 1);
+    let (xs, w) = (random(&[5, 6, 20], 3), random(&[20, 24], 4));
+    for t in [0, 3, 4, 5, -1, i64::MAX] {
+        let inputs = vec![
+            Value::tensor(xs.clone()),
+            Value::tensor(w.clone()),
+            Value::Index(t),
+        ];
+        let expected = Interpreter::new(&oracle)
+            .run("main", inputs.clone(), &mut StateStore::new())
+            .unwrap();
+        let actual = compiled
+            .run(&module, "main", inputs, &mut StateStore::new())
+            .unwrap();
+        assert!(Match::Identical.values(&expected, &actual), "t = {t}");
+    }
+}

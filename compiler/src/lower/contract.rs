@@ -37,10 +37,12 @@
 //! the last vector's store is masked. `r`'s remainder runs as tiles of one
 //! row.
 //!
-//! Not contractions (they keep the loop nest): other body shapes, integer
-//! elements, symbols or overflow conditions in a map, an index that is not
-//! affine, an operand that moves with `v` by another stride (a transposed
-//! operand), a dynamic domain, and the bounds-checked mode.
+//! A map's symbol (an `index` argument) may be a whole index, as the
+//! RNN's `xs[t, i, k]` is: it is checked like padding. Not contractions
+//! (they keep the loop nest): other body shapes, integer elements, other
+//! uses of symbols, overflow conditions, an index that is not affine, an
+//! operand that moves with `v` by another stride (a transposed operand),
+//! a dynamic domain, and the bounds-checked mode.
 //!
 //! Example: matmul `4x5x3` (`f32`, 512-bit vectors), one tile of 4 rows
 //! and one masked vector of 16 lanes (5 in use), at `%i0`:
@@ -83,8 +85,10 @@ const MAX_ROWS: usize = 8;
 struct Operand {
     /// Which kernel argument it reads.
     argument: usize,
-    /// Its element offset: one coefficient per domain dimension, and a
-    /// constant.
+    /// The kernel arguments (`index`es) its map's symbols are, in order.
+    symbols: Vec<usize>,
+    /// Its element offset: one coefficient per domain dimension, then one
+    /// per symbol, and a constant.
     offset: Linear,
     /// Contiguous along `v` (else constant along it).
     contiguous: bool,
@@ -250,9 +254,16 @@ pub(super) fn plan(
             .find(|r| r.result().is_some_and(|x| key(x) == key(value)))?;
         let input = reindex.input()?;
         let argument = arguments.iter().position(|&a| a == key(input))?;
-        if reindex.overflow_conditions().is_some() || !reindex.index_operands().is_empty() {
+        if reindex.overflow_conditions().is_some() {
             return None;
         }
+        // Symbols are index arguments (the result's shape is static, so
+        // every index operand is a symbol).
+        let symbols = reindex
+            .index_operands()
+            .into_iter()
+            .map(|s| arguments.iter().position(|&a| a == key(s)))
+            .collect::<Option<Vec<usize>>>()?;
         let (input_shape, input_element) = super::types::static_shape(input.r#type())?;
         if input_element != element || input_shape.contains(&0) {
             return None;
@@ -260,12 +271,31 @@ pub(super) fn plan(
         let input_shape: Vec<i64> = input_shape.iter().map(|&n| n as i64).collect();
         let map = reindex.indices()?;
         let rank = map.result_count();
+        let width = dims + symbols.len();
+        // Each index's form over the dimensions and symbols. A symbol may
+        // only be a whole index (the RNN's `xs[t, i, k]`): then it is
+        // checked against its extent and nothing can overflow; any other
+        // use keeps the loop nest, whose index arithmetic reports
+        // overflow as the interpreter does.
         let forms = (0..rank)
-            .map(|k| map.result(k).ok().and_then(|e| linear(e, dims)))
+            .map(|k| {
+                let expr = map.result(k).ok()?;
+                if expr.is_symbol() {
+                    let mut coefficients = vec![0; width];
+                    *coefficients.get_mut(dims + expr.symbol_position())? = 1;
+                    return Some(Linear {
+                        coefficients,
+                        constant: 0,
+                    });
+                }
+                let mut form = linear(expr, dims)?;
+                form.coefficients.resize(width, 0);
+                Some(form)
+            })
             .collect::<Option<Vec<Linear>>>()?;
         let in_strides = strides(&input_shape);
         let mut offset = Linear {
-            coefficients: vec![0; dims],
+            coefficients: vec![0; width],
             constant: 0,
         };
         for (form, stride) in forms.iter().zip(&in_strides) {
@@ -287,12 +317,17 @@ pub(super) fn plan(
         for (k, check) in checks.indices.iter().enumerate() {
             match check {
                 Check::Proven => {}
-                Check::Affine(form) => checked.push((form.clone(), input_shape[k], moves[k])),
+                // A plain symbol is checked `Always` by the schedule.
+                Check::Always if forms[k].coefficients[..dims].iter().all(|&c| c == 0) => {
+                    checked.push((forms[k].clone(), input_shape[k], false))
+                }
+                Check::Affine(_) => checked.push((forms[k].clone(), input_shape[k], moves[k])),
                 Check::Always => return None,
             }
         }
         operands.push(Operand {
             argument,
+            symbols,
             by_row: false,
             offset,
             contiguous,
@@ -489,11 +524,13 @@ impl IntegerAttributeOf {
 }
 
 /// The `index` value `form` takes at `ivs` (every dimension it uses must
-/// have one), plus `shift`.
+/// have one) and `symbols` (its coefficients past the dimensions), plus
+/// `shift`.
 fn evaluate<'c, 'a>(
     at: &Emitter<'c, 'a>,
     form: &Linear,
     ivs: &[Option<Value<'c, 'a>>],
+    symbols: &[Value<'c, 'a>],
     shift: i64,
 ) -> Result<Value<'c, 'a>, Error> {
     let index = Type::index(at.context);
@@ -502,7 +539,12 @@ fn evaluate<'c, 'a>(
         if c == 0 {
             continue;
         }
-        let iv = ivs[d].ok_or_else(|| error("a contraction dimension has no loop"))?;
+        let iv = match ivs.get(d) {
+            Some(iv) => iv.ok_or_else(|| error("a contraction dimension has no loop"))?,
+            None => *symbols
+                .get(d - ivs.len())
+                .ok_or_else(|| error("a contraction symbol has no value"))?,
+        };
         let term = if c == 1 {
             iv
         } else {
@@ -533,6 +575,19 @@ pub(super) fn emit_contraction<'c, 'a>(
         .map(|o| match arguments.get(o.argument) {
             Some((_, Arg::Tensor { pointer, .. })) => Ok(*pointer),
             _ => Err(error("a contraction operand is not a tensor argument")),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let symbols = plan
+        .operands
+        .iter()
+        .map(|o| {
+            o.symbols
+                .iter()
+                .map(|&i| match arguments.get(i) {
+                    Some((_, Arg::Index(value))) => Ok(*value),
+                    _ => Err(error("a contraction symbol is not an index argument")),
+                })
+                .collect::<Result<Vec<_>, _>>()
         })
         .collect::<Result<Vec<_>, _>>()?;
     let bounds = |at: &Emitter<'c, 'a>, d: usize| -> Result<(Value<'c, 'a>, Value<'c, 'a>), Error> {
@@ -570,6 +625,7 @@ pub(super) fn emit_contraction<'c, 'a>(
         plan,
         vectors: &vectors,
         pointers: &pointers,
+        symbols: &symbols,
         output,
         domain,
         math,
@@ -597,6 +653,8 @@ struct Tile<'p, 'c, 'a> {
     plan: &'p Contraction,
     vectors: &'p Vectors<'c>,
     pointers: &'p [Value<'c, 'a>],
+    /// Per operand, the values of its map's symbols.
+    symbols: &'p [Vec<Value<'c, 'a>>],
     output: &'p Output<'c, 'a>,
     domain: &'p [i64],
     math: MathMode,
@@ -645,7 +703,7 @@ impl<'c, 'a> Tile<'_, 'c, 'a> {
                     coefficients: plan.output.clone(),
                     constant: 0,
                 };
-                let offset = evaluate(at, &form, ivs, shift)?;
+                let offset = evaluate(at, &form, ivs, &[], shift)?;
                 let offset = at.value("arith.index_cast", &[offset], i64_type)?;
                 let address = gep(
                     at,
@@ -771,14 +829,15 @@ impl<'c, 'a> Tile<'_, 'c, 'a> {
         let element = value_type(at.context, plan.element);
         // The shift of an index or offset form at this row and lane.
         let moved = |form: &Linear| form.coefficients[plan.r] * m + form.coefficients[plan.v] * shift;
-        let offset = evaluate(at, &operand.offset, ivs, moved(&operand.offset))?;
+        let symbols = &self.symbols[o];
+        let offset = evaluate(at, &operand.offset, ivs, symbols, moved(&operand.offset))?;
         let offset = at.value("arith.index_cast", &[offset], i64_type)?;
         // Conditions on the indices: per lane for those moving with `v`,
         // scalar for the others.
         let mut lanes: Option<Value> = tail.filter(|_| operand.contiguous);
         let mut scalar: Option<Value> = None;
         for (form, extent, moves) in &operand.checks {
-            let value = evaluate(at, form, ivs, moved(form))?;
+            let value = evaluate(at, form, ivs, symbols, moved(form))?;
             let value = at.value("arith.index_cast", &[value], i64_type)?;
             let extent = at.int(i64_type, *extent)?;
             if *moves {
