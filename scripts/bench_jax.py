@@ -15,7 +15,10 @@ core of the machine, as `jitc bench` does by default.
 
 The workloads are the bench's: the Listing 1 convolution, x (8,64,56,56),
 w (64,64,3,3), padding 1, as `lax.conv_general_dilated` (NCHW, OIHW), and
-a 1024^3 matmul as `a @ b`, both at `Precision.HIGHEST` (f32 throughout).
+a 1024^3 matmul as `a @ b`, both at `Precision.HIGHEST` (f32 throughout);
+and the programs of examples/mlp_step.mlir (one SGD step of a 784-512-10
+MLP at batch 256, gradients by `jax.grad`) and of the host bench's RNN (32
+steps of `h = tanh(x_t W + h U)`, B16 H256, as `lax.scan`).
 """
 
 import statistics
@@ -52,6 +55,43 @@ def main():
     workloads = [
         ("conv (8,64,56,56)x(64,64,3,3), pad 1", conv, (uniform(8, 64, 56, 56), uniform(64, 64, 3, 3)), 2 * 8 * 64 * 56 * 56 * 64 * 9),
         ("matmul 1024^3", matmul, (uniform(1024, 1024), uniform(1024, 1024)), 2 * 1024**3),
+    ]
+
+    def loss(params, x, y):
+        w1, b1, w2, b2 = params
+        h = jnp.maximum(jnp.matmul(x, w1, precision=highest) + b1, 0.0)
+        logits = jnp.matmul(h, w2, precision=highest) + b2
+        return -jnp.mean(jnp.sum(y * jax.nn.log_softmax(logits), axis=1))
+
+    @jax.jit
+    def mlp_step(x, y, w1, b1, w2, b2, lr):
+        value, grads = jax.value_and_grad(loss)((w1, b1, w2, b2), x, y)
+        return (value, *(p - lr * g for p, g in zip((w1, b1, w2, b2), grads)))
+
+    @jax.jit
+    def rnn(xs, w, u, h0):
+        def step(h, x):
+            h = jnp.tanh(jnp.matmul(x, w, precision=highest) + jnp.matmul(h, u, precision=highest))
+            return h, None
+
+        return lax.scan(step, h0, xs)[0]
+
+    labels = np.zeros((256, 10), np.float32)
+    labels[np.arange(256), rng.integers(0, 10, 256)] = 1.0
+    mlp_arguments = (
+        uniform(256, 784),
+        jnp.asarray(labels),
+        uniform(784, 512) * 0.05,
+        jnp.zeros(512, jnp.float32),
+        uniform(512, 10) * 0.05,
+        jnp.zeros(10, jnp.float32),
+        jnp.float32(0.1),
+    )
+    mlp_flops = 2 * 256 * 784 * 512 * 3 + 2 * 256 * 512 * 10 * 3
+    rnn_arguments = (uniform(32, 16, 256) * 0.1, uniform(256, 256) * 0.1, uniform(256, 256) * 0.1, jnp.zeros((16, 256)))
+    workloads += [
+        ("MLP 784-512-10 step, batch 256", lambda *a: mlp_step(*a)[0], mlp_arguments, mlp_flops),
+        ("RNN, 32 steps, B16 H256", rnn, rnn_arguments, 32 * 2 * 2 * 16 * 256 * 256),
     ]
     print(f"JAX {jax.__version__}, devices {jax.devices()}")
     print("| workload | median (ms) | min (ms) | GFLOP/s at the median |")

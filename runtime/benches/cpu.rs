@@ -7,7 +7,8 @@
 //! 2. times each workload through `CpuModule` (fuse, compile, run):
 //!    compile time cold, and again from the kernel cache (a fresh context
 //!    parsing the same source: key, lookup and parsing the cached fused IR),
-//!    then the median and minimum of several calls after a warm-up.
+//!    then the median and minimum of seven calls after a warm-up, and for
+//!    the compute-bound conv and matmul, GFLOP/s at the median.
 //!    The last column is the median of the same workload compiled with
 //!    `jittor_rules` (Jittor's fusion alone, no row chains) in the same
 //!    run. Timings include allocating the outputs (from the buffer pool after
@@ -69,6 +70,7 @@ fn main() {
         "of triad",
         "jittor (ms)"
     );
+    let mut contractions = Vec::new();
     for workload in workloads() {
         let context = new_context().expect("context");
         let _collector = DiagnosticCollector::attach(&context);
@@ -91,11 +93,7 @@ fn main() {
             .map(|s| Tensor::splat(s.clone(), Scalar::F32(0.5)))
             .collect();
         let bytes_in: usize = inputs.iter().map(|t| t.len() * 4).sum();
-        let repetitions = if workload.name.starts_with("conv") || workload.name.starts_with("matmul") {
-            3
-        } else {
-            8
-        };
+        let repetitions = 8;
         // Median and minimum call time, and the bytes of the results.
         let time = |compiled: &CpuModule, module: &melior::ir::Module| {
             let mut samples = Vec::new();
@@ -144,5 +142,13 @@ fn main() {
             100.0 * gbs / all_cores,
             jittor.as_secs_f64() * 1e3
         );
+        if workload.flops > 0 {
+            contractions.push((workload.name, workload.flops as f64 / median.as_secs_f64() / 1e9));
+        }
+    }
+    // Compute-bound workloads: GB/s says little; their rate of
+    // floating-point operations does (compare with scripts/fma-peak.c).
+    for (name, gflops) in contractions {
+        println!("{name}: {gflops:.0} GFLOP/s at the median");
     }
 }

@@ -214,5 +214,12 @@ fn main() {
             100.0 * gpu_gbs / copy,
             median(from_host).as_secs_f64() * 1e3
         );
+        if workload.flops > 0 {
+            println!(
+                "  {}: {:.0} GFLOP/s at the kernel's median",
+                workload.name,
+                workload.flops as f64 / gpu_median.as_secs_f64() / 1e9
+            );
+        }
     }
 }

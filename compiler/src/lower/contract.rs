@@ -34,8 +34,8 @@
 //! vector load becomes `llvm.intr.masked.load` with the overflow value as
 //! its pass-through, lane `l` reading only where every index is in bounds
 //! at `v + l`; a broadcast operand is a clamped scalar load and a select;
-//! the last vector's store is masked. `r`'s remainder runs as tiles of one
-//! row.
+//! the last vector's store is masked. `r`'s remainder runs as tiles of the
+//! powers of two below `rows`.
 //!
 //! A map's symbol (an `index` argument) may be a whole index, as the
 //! RNN's `xs[t, i, k]` is: it is checked like padding. Not contractions
@@ -616,11 +616,6 @@ pub(super) fn emit_contraction<'c, 'a>(
     // tile is whole.
     let tail = (plan.v == split && range.is_some()) || domain[plan.v] % width != 0;
     let (r_low, r_high) = bounds(&columns, plan.r)?;
-    let rows = plan.rows as i64;
-    let span = columns.value("arith.subi", &[r_high, r_low], index)?;
-    let whole = columns.value("arith.divui", &[span, columns.index(rows)?], index)?;
-    let whole = columns.value("arith.muli", &[whole, columns.index(rows)?], index)?;
-    let whole = columns.value("arith.addi", &[r_low, whole], index)?;
     let tile = Tile {
         plan,
         vectors: &vectors,
@@ -631,21 +626,41 @@ pub(super) fn emit_contraction<'c, 'a>(
         math,
         tail: tail.then_some(v_high),
     };
-    let (full, r0, _, _) = columns.for_step(r_low, whole, columns.index(rows)?, &[])?;
-    ivs[plan.r] = Some(r0);
-    tile.emit(&full, &mut ivs, plan.rows)?;
-    full.finish()?;
-    if plan.rows > 1 {
-        let (rest, r0, _, _) = columns.for_step(whole, r_high, columns.index(1)?, &[])?;
+    // Whole tiles, then the rows left in tiles of the powers of two below
+    // (a pair of rows costs about what a whole tile does per row, where a
+    // single row waits on its loads).
+    let mut start = r_low;
+    for rows in tile_heights(plan.rows) {
+        let step = columns.index(rows as i64)?;
+        let span = columns.value("arith.subi", &[r_high, start], index)?;
+        let count = columns.value("arith.divui", &[span, step], index)?;
+        let covered = columns.value("arith.muli", &[count, step], index)?;
+        let end = columns.value("arith.addi", &[start, covered], index)?;
+        let (tiles, r0, _, _) = columns.for_step(start, end, step, &[])?;
         ivs[plan.r] = Some(r0);
-        tile.emit(&rest, &mut ivs, 1)?;
-        rest.finish()?;
+        tile.emit(&tiles, &mut ivs, rows)?;
+        tiles.finish()?;
+        start = end;
     }
     columns.finish()?;
     for body in bodies.iter().rev() {
         body.finish()?;
     }
     Ok(())
+}
+
+/// The heights of the tiles of `r`, tallest first: `rows`, then the
+/// powers of two below it, down to 1.
+fn tile_heights(rows: usize) -> Vec<usize> {
+    let mut heights = vec![rows];
+    let mut height = rows.next_power_of_two();
+    while height > 1 {
+        height /= 2;
+        if height < rows {
+            heights.push(height);
+        }
+    }
+    heights
 }
 
 /// What every tile of one contraction shares.
@@ -907,4 +922,17 @@ fn alignment64<'c>(at: &Emitter<'c, '_>, element: ElementType) -> Attribute<'c> 
         bytes,
     )
     .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tile_heights;
+
+    #[test]
+    fn remainders_take_the_powers_of_two_below_the_tile() {
+        assert_eq!(tile_heights(6), [6, 4, 2, 1]);
+        assert_eq!(tile_heights(8), [8, 4, 2, 1]);
+        assert_eq!(tile_heights(3), [3, 2, 1]);
+        assert_eq!(tile_heights(1), [1]);
+    }
 }

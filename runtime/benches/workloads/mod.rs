@@ -18,6 +18,9 @@ pub struct Workload {
     pub source: String,
     /// The shapes of `@main`'s arguments.
     pub inputs: Vec<Vec<usize>>,
+    /// Floating-point operations per call of a compute-bound workload (a
+    /// multiply-add counts two); 0 for the memory-bound ones.
+    pub flops: u64,
 }
 
 /// The workloads of the CPU issue, shared by the CPU and CUDA benches.
@@ -126,36 +129,43 @@ pub fn workloads() -> Vec<Workload> {
             name: "add, 16M f32",
             source: add(1 << 24),
             inputs: vec![vec![1 << 24], vec![1 << 24]],
+            flops: 0,
         },
         Workload {
             name: "sigmoid, 16M f32",
             source: sigmoid(1 << 24),
             inputs: vec![vec![1 << 24]],
+            flops: 0,
         },
         Workload {
             name: "softmax, 4096x1024",
             source: softmax(4096, 1024),
             inputs: vec![vec![4096, 1024]],
+            flops: 0,
         },
         Workload {
             name: "instance norm",
             source: instance_norm,
             inputs: vec![vec![32, 64, 56, 56]],
+            flops: 0,
         },
         Workload {
             name: "layer norm + GELU",
             source: layer_norm_gelu(8192, 1024),
             inputs: vec![vec![8192, 1024]],
+            flops: 0,
         },
         Workload {
             name: "conv 8x64x56x56",
             source: conv,
             inputs: vec![vec![8, 64, 56, 56], vec![64, 64, 3, 3]],
+            flops: 2 * 8 * 64 * 56 * 56 * 64 * 9,
         },
         Workload {
             name: "matmul 1024^3",
             source: matmul,
             inputs: vec![vec![1024, 1024], vec![1024, 1024]],
+            flops: 2 << 30,
         },
     ]
 }
