@@ -10,6 +10,8 @@
 // RUN: jitc compile %s --emit asm --cpu x86-64-v4 | FileCheck %s --check-prefix=ASM
 // RUN: jitc explain %s | FileCheck %s --check-prefix=EXPLAIN
 // RUN: jitc explain %s --function conv | FileCheck %s --check-prefix=ONE
+// RUN: jitc compile %s --emit mlir --cpu x86-64-v4 | FileCheck %s --check-prefix=DOT
+// RUN: jitc compile %s --emit mlir --cpu x86-64-v4 --math exact | FileCheck %s --check-prefix=NODOT
 
 // 512-bit vectors: 16 lanes; 40 columns take 3 vectors, which leaves
 // registers for 8 rows. The accumulators are carried by the k loop.
@@ -47,9 +49,24 @@
 // Fast math folds the window (d5, d6), which the padding checks read,
 // outside the input channels (d4); exact math keeps the domain's order.
 // EXPLAIN-NEXT: @conv_fused_0: rows d1 x vector d3, tiles of {{.*}}, folding d5, d6, d4 inside loops over d0, d2
+// EXPLAIN-NEXT: @nt_fused_0: dot form: rows d0 x columns d1 in tiles of {{[0-9]+}} x {{[0-9]+}}, summing {{[0-9]+}}-lane vectors along d2
 // ONE: contractions on the cpu backend
 // ONE-NOT: @main_fused_0
 // ONE: @conv_fused_0
+
+// A transposed operand (B read as B[j, k]) is strided along j. Under fast
+// math both operands are contiguous along k, so each output sums its
+// products in a vector along k, masked past k's end (40 = 2 x 16 + 8),
+// and adds the vector up at the end; exact math keeps the loop nest.
+// DOT-LABEL: func.func @nt_fused_0(
+// DOT: scf.for {{.*}} step %c16{{.*}} iter_args
+// DOT: math.fma {{.*}} : vector<16xf32>
+// DOT: llvm.intr.masked.load
+// DOT: arith.select {{.*}} : vector<16xi1>, vector<16xf32>
+// DOT: llvm.intr.vector.reduce.fadd{{.*}}fastmath<reassoc>
+// NODOT-LABEL: func.func @nt_fused_0(
+// NODOT-NOT: vector<16xf32>
+// NODOT: return
 
 func.func @main(%a: tensor<32x24xf32>, %b: tensor<24x40xf32>) -> tensor<32x40xf32> {
   %aa = "meta.reindex"(%a) {indices = affine_map<(i, j, k) -> (i, k)>} : (tensor<32x24xf32>) -> tensor<32x40x24xf32>
@@ -72,4 +89,13 @@ func.func @conv(%x: tensor<1x4x12x20xf32>, %w: tensor<8x4x3x3xf32>) -> tensor<1x
   %y = "meta.reindex_reduce"(%yy) {kind = "add", indices = affine_map<(n, o, h, w, i, kh, kw) -> (n, o, h, w)>}
        : (tensor<1x8x12x20x4x3x3xf32>) -> tensor<1x8x12x20xf32>
   return %y : tensor<1x8x12x20xf32>
+}
+
+func.func @nt(%a: tensor<12x40xf32>, %b: tensor<20x40xf32>) -> tensor<12x20xf32> {
+  %aa = "meta.reindex"(%a) {indices = affine_map<(i, j, k) -> (i, k)>} : (tensor<12x40xf32>) -> tensor<12x20x40xf32>
+  %bb = "meta.reindex"(%b) {indices = affine_map<(i, j, k) -> (j, k)>} : (tensor<20x40xf32>) -> tensor<12x20x40xf32>
+  %p = "meta.binary"(%aa, %bb) {kind = "mul"} : (tensor<12x20x40xf32>, tensor<12x20x40xf32>) -> tensor<12x20x40xf32>
+  %c = "meta.reindex_reduce"(%p) {kind = "add", indices = affine_map<(i, j, k) -> (i, j)>}
+       : (tensor<12x20x40xf32>) -> tensor<12x20xf32>
+  return %c : tensor<12x20xf32>
 }

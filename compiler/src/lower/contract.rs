@@ -37,12 +37,23 @@
 //! the last vector's store is masked. `r`'s remainder runs as tiles of the
 //! powers of two below `rows`.
 //!
+//! The dot form ([`Form::Dot`]): under fast math, an operand that moves
+//! along `v` by a stride (a transposed operand, as `dy W^T` in a
+//! backward pass) does not stop the kernel when both operands are
+//! contiguous (or constant) along a folded dimension. That dimension
+//! becomes the vector one: each output of a tile of rows by columns
+//! keeps a vector of partial sums along it, the last vector masked
+//! (lanes past the end selected away, so an infinite operand cannot add
+//! a NaN), and the vector is added up (`llvm.intr.vector.reduce.fadd`)
+//! and stored once.
+//!
 //! A map's symbol (an `index` argument) may be a whole index, as the
 //! RNN's `xs[t, i, k]` is: it is checked like padding. Not contractions
 //! (they keep the loop nest): other body shapes, integer elements, other
 //! uses of symbols, overflow conditions, an index that is not affine, an
-//! operand that moves with `v` by another stride (a transposed operand),
-//! a dynamic domain, and the bounds-checked mode.
+//! operand that moves with `v` by another stride (a transposed operand)
+//! under exact math or with no dot form, a dynamic domain, and the
+//! bounds-checked mode.
 //!
 //! Example: matmul `4x5x3` (`f32`, 512-bit vectors), one tile of 4 rows
 //! and one masked vector of 16 lanes (5 in use), at `%i0`:
@@ -90,15 +101,32 @@ struct Operand {
     /// Its element offset: one coefficient per domain dimension, then one
     /// per symbol, and a constant.
     offset: Linear,
+    /// Each index's form over the dimensions and symbols.
+    forms: Vec<Linear>,
     /// Contiguous along `v` (else constant along it).
     contiguous: bool,
     /// Moves with `r`.
     by_row: bool,
+    /// Moves with the column dimension of a dot form.
+    by_column: bool,
     /// The indices not proven in bounds: their form, the extent they must
     /// stay below, and whether they move with `v` (lane by lane).
     checks: Vec<(Linear, i64, bool)>,
     /// The value read where an index is out of bounds.
     overflow: f64,
+}
+
+/// The two ways a contraction is tiled.
+#[derive(Debug, Clone, PartialEq)]
+enum Form {
+    /// Rows of `r` by vectors along `v`, the output's last dimension.
+    Tiles,
+    /// Under fast math, when an operand is strided along the output's last
+    /// dimension (a transposed operand, `dy W^T`) but both are contiguous
+    /// along a folded one: `v` is that folded dimension, each output of a
+    /// tile of rows of `r` by `columns` of `column` sums its products in a
+    /// vector along `v`, and the vector is added up at the end.
+    Dot { column: Option<usize>, columns: usize },
 }
 
 /// A kernel that is a contraction, and how its tiles are cut.
@@ -116,6 +144,8 @@ pub(super) struct Contraction {
     folded: Vec<usize>,
     /// The output's element offset per domain dimension.
     output: Vec<i64>,
+    /// How the tiles are cut.
+    form: Form,
     /// Values per vector, vectors per tile row, rows per tile.
     lanes: usize,
     vectors: usize,
@@ -131,17 +161,33 @@ impl Contraction {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let mut text = format!(
-            "rows d{} x vector d{}, tiles of {} x {} ({} vector{} of {} lanes), folding {}",
-            self.r,
-            self.v,
-            self.rows,
-            self.vectors * self.lanes,
-            self.vectors,
-            if self.vectors == 1 { "" } else { "s" },
-            self.lanes,
-            names(&self.folded)
-        );
+        let mut text = match &self.form {
+            Form::Tiles => format!(
+                "rows d{} x vector d{}, tiles of {} x {} ({} vector{} of {} lanes), folding {}",
+                self.r,
+                self.v,
+                self.rows,
+                self.vectors * self.lanes,
+                self.vectors,
+                if self.vectors == 1 { "" } else { "s" },
+                self.lanes,
+                names(&self.folded)
+            ),
+            Form::Dot { column, columns } => format!(
+                "dot form: rows d{}{} in tiles of {} x {}, summing {}-lane vectors along d{}{}",
+                self.r,
+                column.map_or(String::new(), |c| format!(" x columns d{c}")),
+                self.rows,
+                columns,
+                self.lanes,
+                self.v,
+                if self.folded.is_empty() {
+                    String::new()
+                } else {
+                    format!(" inside {}", names(&self.folded))
+                }
+            ),
+        };
         if !self.outer.is_empty() {
             text.push_str(&format!(" inside loops over {}", names(&self.outer)));
         }
@@ -233,7 +279,7 @@ pub(super) fn plan(
     }
     let v = *kept.last()?;
     let folded: Vec<usize> = (0..dims).filter(|d| !kept.contains(d)).collect();
-    if folded.is_empty() || domain[v] < (lanes as i64) / 2 {
+    if folded.is_empty() {
         return None;
     }
     let out_strides = strides(&shape.iter().map(|&n| n as i64).collect::<Vec<_>>());
@@ -304,14 +350,7 @@ pub(super) fn plan(
             }
             offset.constant = offset.constant.checked_add(form.constant.checked_mul(*stride)?)?;
         }
-        // Along `v`: the last index moves by 1 and no other does, or none
-        // moves.
         let moves: Vec<bool> = forms.iter().map(|f| f.coefficients[v] != 0).collect();
-        let contiguous = match moves.iter().position(|&m| m) {
-            None => false,
-            Some(k) if k + 1 == rank && forms[k].coefficients[v] == 1 => true,
-            Some(_) => return None,
-        };
         let checks = schedule.checks_of(reindex.operation())?;
         let mut checked = Vec::new();
         for (k, check) in checks.indices.iter().enumerate() {
@@ -329,11 +368,34 @@ pub(super) fn plan(
             argument,
             symbols,
             by_row: false,
+            by_column: false,
             offset,
-            contiguous,
+            forms,
+            contiguous: false,
             checks: checked,
             overflow: overflow_of(&reindex),
         });
+    }
+    // Along `v`, each operand is contiguous or constant, and `v` fills
+    // half a vector at least; otherwise, under fast math, the dot form.
+    let ways: Option<Vec<bool>> = operands.iter().map(|o| along(&o.forms, v)).collect();
+    let Some(ways) = ways.filter(|_| domain[v] >= (lanes as i64) / 2) else {
+        if !reassociate {
+            return None;
+        }
+        return dot(
+            element,
+            operands,
+            domain,
+            &kept,
+            folded,
+            output,
+            vector_bits,
+            lanes,
+        );
+    };
+    for (operand, contiguous) in operands.iter_mut().zip(ways) {
+        operand.contiguous = contiguous;
     }
     // The row dimension: a kept one a contiguous operand does not move
     // with; the longest, then the later.
@@ -387,8 +449,96 @@ pub(super) fn plan(
         outer,
         folded,
         output,
+        form: Form::Tiles,
         lanes,
         vectors,
+        rows,
+    })
+}
+
+/// Whether an access whose indices have `forms` is contiguous along
+/// dimension `d` (its last index moves by 1 and no other moves: `Some(true)`)
+/// or constant along it (`Some(false)`); `None` when it moves otherwise.
+fn along(forms: &[Linear], d: usize) -> Option<bool> {
+    match forms.iter().position(|f| f.coefficients[d] != 0) {
+        None => Some(false),
+        Some(k) if k + 1 == forms.len() && forms[k].coefficients[d] == 1 => Some(true),
+        Some(_) => None,
+    }
+}
+
+/// The dot form of a contraction (see [`Form::Dot`]), if it has one:
+/// a folded dimension both operands are contiguous or constant along
+/// (the last such, one at least contiguous) that is two vectors long at
+/// least (shorter, adding up each output's vector costs more than the
+/// loop nest: the MLP's `dz2 W2^T` folds 10), no checked index, a row
+/// dimension one operand moves with and the other not, and a column
+/// dimension the other way round, when there is one.
+#[allow(clippy::too_many_arguments)]
+fn dot(
+    element: ElementType,
+    mut operands: Vec<Operand>,
+    domain: &[i64],
+    kept: &[usize],
+    folded: Vec<usize>,
+    output: Vec<i64>,
+    vector_bits: u32,
+    lanes: usize,
+) -> Option<Contraction> {
+    if operands.iter().any(|o| !o.checks.is_empty()) {
+        return None;
+    }
+    let v = *folded.iter().rev().find(|&&d| {
+        let ways: Option<Vec<bool>> = operands.iter().map(|o| along(&o.forms, d)).collect();
+        ways.is_some_and(|w| w.contains(&true)) && domain[d] >= 2 * lanes as i64
+    })?;
+    for operand in &mut operands {
+        operand.contiguous = along(&operand.forms, v)?;
+    }
+    let moves = |o: usize, d: usize| operands[o].offset.coefficients[d] != 0;
+    let only = |o: usize| {
+        kept.iter()
+            .copied()
+            .filter(move |&d| moves(o, d) && !moves(1 - o, d))
+            .max_by_key(|&d| (domain[d], d))
+    };
+    let (r, column) = match (only(0), only(1)) {
+        (Some(r), column) => (r, column),
+        (None, Some(r)) => (r, None),
+        (None, None) => return None,
+    };
+    for operand in &mut operands {
+        operand.by_row = operand.offset.coefficients[r] != 0;
+        operand.by_column = column.is_some_and(|c| operand.offset.coefficients[c] != 0);
+    }
+    // Accumulators, plus a load per row and per column, in the registers.
+    let (rows, columns) = match (vector_bits >= 512, column.is_some()) {
+        (true, true) => (4, 4),
+        (false, true) => (3, 3),
+        (true, false) => (8, 1),
+        (false, false) => (6, 1),
+    };
+    let rows = rows.min(domain[r] as usize);
+    let columns = column.map_or(1, |c| columns.min(domain[c] as usize));
+    let mut outer: Vec<usize> = kept
+        .iter()
+        .copied()
+        .filter(|&d| d != r && Some(d) != column)
+        .collect();
+    outer.sort_unstable();
+    let folded = folded.into_iter().filter(|&d| d != v).collect();
+    let [a, b] = <[Operand; 2]>::try_from(operands).ok()?;
+    Some(Contraction {
+        element,
+        operands: [a, b],
+        v,
+        r,
+        outer,
+        folded,
+        output,
+        form: Form::Dot { column, columns },
+        lanes,
+        vectors: 1,
         rows,
     })
 }
@@ -607,6 +757,21 @@ pub(super) fn emit_contraction<'c, 'a>(
         bodies.push(body);
         at = body;
     }
+    if let Form::Dot { column, columns } = plan.form {
+        let tile = DotTile {
+            plan,
+            vectors: &vectors,
+            pointers: &pointers,
+            symbols: &symbols,
+            output,
+            domain,
+        };
+        tile.grid(&at, &mut ivs, column, columns, &bounds)?;
+        for body in bodies.iter().rev() {
+            body.finish()?;
+        }
+        return Ok(());
+    }
     // The tiles of `v`, then of `r` inside them.
     let width = (plan.lanes * plan.vectors) as i64;
     let (v_low, v_high) = bounds(&at, plan.v)?;
@@ -647,6 +812,269 @@ pub(super) fn emit_contraction<'c, 'a>(
         body.finish()?;
     }
     Ok(())
+}
+
+/// The bounds of a dimension's loop: the caller's range for the split
+/// dimension, the whole extent otherwise.
+type Bounds<'b, 'c, 'a> =
+    dyn Fn(&Emitter<'c, 'a>, usize) -> Result<(Value<'c, 'a>, Value<'c, 'a>), Error> + 'b;
+
+/// Emits a loop from `low` over the whole steps of `step` that fit before
+/// `high`; returns its body (to be finished), its index and where it ends.
+fn whole_steps<'c, 'a>(
+    at: &Emitter<'c, 'a>,
+    low: Value<'c, 'a>,
+    high: Value<'c, 'a>,
+    step: usize,
+) -> Result<(Emitter<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>), Error> {
+    let index = Type::index(at.context);
+    let step = at.index(step as i64)?;
+    let span = at.value("arith.subi", &[high, low], index)?;
+    let count = at.value("arith.divui", &[span, step], index)?;
+    let covered = at.value("arith.muli", &[count, step], index)?;
+    let end = at.value("arith.addi", &[low, covered], index)?;
+    let (body, iv, _, _) = at.for_step(low, end, step, &[])?;
+    Ok((body, iv, end))
+}
+
+/// What every tile of a contraction in the dot form shares.
+struct DotTile<'p, 'c, 'a> {
+    plan: &'p Contraction,
+    vectors: &'p Vectors<'c>,
+    pointers: &'p [Value<'c, 'a>],
+    symbols: &'p [Vec<Value<'c, 'a>>],
+    output: &'p Output<'c, 'a>,
+    domain: &'p [i64],
+}
+
+impl<'c, 'a> DotTile<'_, 'c, 'a> {
+    /// The tiles of the column dimension (when there is one), each with
+    /// the tiles of `r` inside, whole ones first, then the remainders in
+    /// the powers of two below.
+    fn grid(
+        &self,
+        at: &Emitter<'c, 'a>,
+        ivs: &mut [Option<Value<'c, 'a>>],
+        column: Option<usize>,
+        columns: usize,
+        bounds: &Bounds<'_, 'c, 'a>,
+    ) -> Result<(), Error> {
+        let Some(c) = column else {
+            return self.rows(at, ivs, 1, bounds);
+        };
+        let (mut start, high) = bounds(at, c)?;
+        for width in tile_heights(columns) {
+            let (body, c0, end) = whole_steps(at, start, high, width)?;
+            ivs[c] = Some(c0);
+            self.rows(&body, ivs, width, bounds)?;
+            body.finish()?;
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// The tiles of `r` for tiles `width` columns wide.
+    fn rows(
+        &self,
+        at: &Emitter<'c, 'a>,
+        ivs: &mut [Option<Value<'c, 'a>>],
+        width: usize,
+        bounds: &Bounds<'_, 'c, 'a>,
+    ) -> Result<(), Error> {
+        let plan = self.plan;
+        let (mut start, high) = bounds(at, plan.r)?;
+        for height in tile_heights(plan.rows) {
+            let (body, r0, end) = whole_steps(at, start, high, height)?;
+            ivs[plan.r] = Some(r0);
+            self.emit(&body, ivs, height, width)?;
+            body.finish()?;
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// One tile of `height` rows by `width` columns: a vector accumulator
+    /// per output, the fold, each vector added up and stored.
+    fn emit(
+        &self,
+        at: &Emitter<'c, 'a>,
+        ivs: &mut [Option<Value<'c, 'a>>],
+        height: usize,
+        width: usize,
+    ) -> Result<(), Error> {
+        let plan = self.plan;
+        let vectors = self.vectors;
+        let zero = vectors.constant(at, "0.0", vectors.values)?;
+        let sums = self.fold(at, ivs, 0, vec![zero; height * width], height, width)?;
+        let Form::Dot { column, .. } = plan.form else {
+            return Err(error("a dot tile of another form"));
+        };
+        let element = value_type(at.context, plan.element);
+        let flags = Attribute::parse(at.context, "#llvm.fastmath<reassoc>")
+            .ok_or_else(|| error("fast-math flags"))?;
+        let i64_type: Type = melior::ir::r#type::IntegerType::new(at.context, 64).into();
+        let start = at.float(element, 0.0)?;
+        for m in 0..height {
+            for n in 0..width {
+                let sum = at
+                    .op(
+                        "llvm.intr.vector.reduce.fadd",
+                        &[start, sums[m * width + n]],
+                        &[element],
+                        &[("fastmathFlags", flags)],
+                    )?
+                    .ok_or_else(|| error("llvm.intr.vector.reduce.fadd"))?;
+                let shift = m as i64 * plan.output[plan.r] + column.map_or(0, |c| n as i64 * plan.output[c]);
+                let form = Linear {
+                    coefficients: plan.output.clone(),
+                    constant: 0,
+                };
+                let offset = evaluate(at, &form, ivs, &[], shift)?;
+                let offset = at.value("arith.index_cast", &[offset], i64_type)?;
+                let address = gep(
+                    at,
+                    self.output.pointer,
+                    offset,
+                    memory_type(at.context, plan.element),
+                )?;
+                at.op("llvm.store", &[sum, address], &[], &[])?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The other folded dimensions from `level` on, then the vector loop
+    /// along `v` (whole vectors, then a masked last one), carrying the
+    /// accumulators; returns them after.
+    fn fold(
+        &self,
+        at: &Emitter<'c, 'a>,
+        ivs: &mut [Option<Value<'c, 'a>>],
+        level: usize,
+        accumulators: Vec<Value<'c, 'a>>,
+        height: usize,
+        width: usize,
+    ) -> Result<Vec<Value<'c, 'a>>, Error> {
+        let plan = self.plan;
+        if let Some(&d) = plan.folded.get(level) {
+            let (body, iv, inside, results) =
+                at.for_carried(at.index(0)?, at.index(self.domain[d])?, &accumulators)?;
+            ivs[d] = Some(iv);
+            let next = self.fold(&body, ivs, level + 1, inside, height, width)?;
+            body.yield_values(&next)?;
+            return Ok(results);
+        }
+        let lanes = plan.lanes as i64;
+        let extent = self.domain[plan.v];
+        let whole = extent / lanes * lanes;
+        let (body, k0, inside, results) =
+            at.for_step(at.index(0)?, at.index(whole)?, at.index(lanes)?, &accumulators)?;
+        ivs[plan.v] = Some(k0);
+        let next = self.step(&body, ivs, inside, height, width, None)?;
+        body.yield_values(&next)?;
+        if whole == extent {
+            return Ok(results);
+        }
+        // The last vector: lanes past the extent add nothing (selected
+        // away, so an infinite operand cannot make a NaN of them).
+        ivs[plan.v] = Some(at.index(whole)?);
+        let used = (0..plan.lanes)
+            .map(|l| {
+                if (l as i64) < extent - whole {
+                    "true"
+                } else {
+                    "false"
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mask = self
+            .vectors
+            .constant(at, &format!("[{used}]"), self.vectors.masks)?;
+        self.step(at, ivs, results, height, width, Some(mask))
+    }
+
+    /// One step along `v`: load each operand once per row or column it
+    /// moves with (a vector where it is contiguous along `v`, a broadcast
+    /// where it is constant), multiply-add into the accumulators.
+    fn step(
+        &self,
+        at: &Emitter<'c, 'a>,
+        ivs: &[Option<Value<'c, 'a>>],
+        accumulators: Vec<Value<'c, 'a>>,
+        height: usize,
+        width: usize,
+        mask: Option<Value<'c, 'a>>,
+    ) -> Result<Vec<Value<'c, 'a>>, Error> {
+        let plan = self.plan;
+        let vectors = self.vectors;
+        let Form::Dot { column, .. } = plan.form else {
+            return Err(error("a dot tile of another form"));
+        };
+        let i64_type: Type = melior::ir::r#type::IntegerType::new(at.context, 64).into();
+        let memory = memory_type(at.context, plan.element);
+        let element = value_type(at.context, plan.element);
+        let zero = vectors.constant(at, "0.0", vectors.values)?;
+        let mut values = Vec::new();
+        for (o, operand) in plan.operands.iter().enumerate() {
+            let rows = if operand.by_row { height } else { 1 };
+            let columns = if operand.by_column { width } else { 1 };
+            let mut loaded = Vec::new();
+            for m in 0..rows {
+                for n in 0..columns {
+                    let coefficients = &operand.offset.coefficients;
+                    let shift =
+                        m as i64 * coefficients[plan.r] + column.map_or(0, |c| n as i64 * coefficients[c]);
+                    let offset = evaluate(at, &operand.offset, ivs, &self.symbols[o], shift)?;
+                    let offset = at.value("arith.index_cast", &[offset], i64_type)?;
+                    let address = gep(at, self.pointers[o], offset, memory)?;
+                    let value = match (operand.contiguous, mask) {
+                        (true, Some(mask)) => at
+                            .op(
+                                "llvm.intr.masked.load",
+                                &[address, mask, zero],
+                                &[vectors.values],
+                                &[("alignment", vectors.alignment(at))],
+                            )?
+                            .ok_or_else(|| error("llvm.intr.masked.load"))?,
+                        (true, None) => at
+                            .op(
+                                "llvm.load",
+                                &[address],
+                                &[vectors.values],
+                                &[("alignment", alignment64(at, plan.element))],
+                            )?
+                            .ok_or_else(|| error("llvm.load"))?,
+                        (false, _) => {
+                            let x = at.value("llvm.load", &[address], element)?;
+                            vectors.splat(at, x, vectors.values)?
+                        }
+                    };
+                    loaded.push(value);
+                }
+            }
+            values.push((loaded, columns));
+        }
+        let mut next = Vec::with_capacity(accumulators.len());
+        for m in 0..height {
+            for n in 0..width {
+                let pick = |o: usize| {
+                    let (loaded, columns) = &values[o];
+                    let row = if plan.operands[o].by_row { m } else { 0 };
+                    let col = if plan.operands[o].by_column { n } else { 0 };
+                    loaded[row * columns + col]
+                };
+                let acc = accumulators[m * width + n];
+                let t = vectors.values;
+                let sum = at.value("math.fma", &[pick(0), pick(1), acc], t)?;
+                next.push(match mask {
+                    Some(mask) => at.select(mask, sum, acc)?,
+                    None => sum,
+                });
+            }
+        }
+        Ok(next)
+    }
 }
 
 /// The heights of the tiles of `r`, tallest first: `rows`, then the
