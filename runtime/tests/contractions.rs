@@ -395,3 +395,20 @@ fn an_operand_indexed_by_a_symbol_matches_the_interpreter() {
         assert!(Match::Identical.values(&expected, &actual), "t = {t}");
     }
 }
+
+#[test]
+fn a_long_fold_packs_its_operand_in_blocks_and_matches_the_interpreter() {
+    // K = 600: two blocks of 256 and one of 88, each output going on from
+    // what the blocks before left; 70 columns leave a masked last vector
+    // (packed as zeros), and 37 rows leave remainder tiles.
+    let case = matmul(37, 70, 600, "f32");
+    for math in [MathMode::Exact, MathMode::Fast] {
+        assert!(check("37x70x600", &case, 5, math));
+    }
+    let context = new_context().unwrap();
+    let mut module = parse_module(&context, &case.source()).unwrap();
+    let options = CodegenOptions::default();
+    CpuModule::compile_with(&context, &mut module, &options).unwrap();
+    let tiles = jitc_compiler::contractions(&module, &options);
+    assert!(tiles[0].1.contains("packed in blocks of 256"), "{tiles:?}");
+}

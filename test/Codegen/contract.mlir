@@ -11,6 +11,7 @@
 // RUN: jitc explain %s | FileCheck %s --check-prefix=EXPLAIN
 // RUN: jitc explain %s --function conv | FileCheck %s --check-prefix=ONE
 // RUN: jitc compile %s --emit mlir --cpu x86-64-v4 | FileCheck %s --check-prefix=DOT
+// RUN: jitc compile %s --emit mlir --cpu x86-64-v4 | FileCheck %s --check-prefix=PACK
 // RUN: jitc compile %s --emit mlir --cpu x86-64-v4 --math exact | FileCheck %s --check-prefix=NODOT
 
 // 512-bit vectors: 16 lanes; 40 columns take 3 vectors, which leaves
@@ -49,10 +50,22 @@
 // Fast math folds the window (d5, d6), which the padding checks read,
 // outside the input channels (d4); exact math keeps the domain's order.
 // EXPLAIN-NEXT: @conv_fused_0: rows d1 x vector d3, tiles of {{.*}}, folding d5, d6, d4 inside loops over d0, d2
+// EXPLAIN-NEXT: @packed_fused_0: rows d0 x vector d1, {{.*}}, folding d2, packed in blocks of 256
 // EXPLAIN-NEXT: @nt_fused_0: dot form: rows d0 x columns d1 in tiles of {{[0-9]+}} x {{[0-9]+}}, summing {{[0-9]+}}-lane vectors along d2
 // ONE: contractions on the cpu backend
 // ONE-NOT: @main_fused_0
 // ONE: @conv_fused_0
+
+// A fold of 512 steps or more packs B: one block of 256 rows at a time is
+// copied into a 64-byte aligned stack buffer, which the tiles read with
+// aligned loads; each block after the first goes on from the output.
+// PACK-LABEL: func.func @packed_fused_0(
+// PACK: llvm.alloca {{.*}} {alignment = 64 : i64} : (i64) -> !llvm.ptr
+// PACK: scf.for {{.*}} step %c256
+// PACK: llvm.store {{.*}} {alignment = 64 : i64} : vector<16xf32>, !llvm.ptr
+// PACK: arith.select {{.*}} : vector<16xf32>
+// PACK: llvm.load {{.*}} {alignment = 64 : i64} : !llvm.ptr -> vector<16xf32>
+// PACK: math.fma
 
 // A transposed operand (B read as B[j, k]) is strided along j. Under fast
 // math both operands are contiguous along k, so each output sums its
@@ -89,6 +102,15 @@ func.func @conv(%x: tensor<1x4x12x20xf32>, %w: tensor<8x4x3x3xf32>) -> tensor<1x
   %y = "meta.reindex_reduce"(%yy) {kind = "add", indices = affine_map<(n, o, h, w, i, kh, kw) -> (n, o, h, w)>}
        : (tensor<1x8x12x20x4x3x3xf32>) -> tensor<1x8x12x20xf32>
   return %y : tensor<1x8x12x20xf32>
+}
+
+func.func @packed(%a: tensor<8x600xf32>, %b: tensor<600x64xf32>) -> tensor<8x64xf32> {
+  %aa = "meta.reindex"(%a) {indices = affine_map<(i, j, k) -> (i, k)>} : (tensor<8x600xf32>) -> tensor<8x64x600xf32>
+  %bb = "meta.reindex"(%b) {indices = affine_map<(i, j, k) -> (k, j)>} : (tensor<600x64xf32>) -> tensor<8x64x600xf32>
+  %p = "meta.binary"(%aa, %bb) {kind = "mul"} : (tensor<8x64x600xf32>, tensor<8x64x600xf32>) -> tensor<8x64x600xf32>
+  %c = "meta.reindex_reduce"(%p) {kind = "add", indices = affine_map<(i, j, k) -> (i, j)>}
+       : (tensor<8x64x600xf32>) -> tensor<8x64xf32>
+  return %c : tensor<8x64xf32>
 }
 
 func.func @nt(%a: tensor<12x40xf32>, %b: tensor<20x40xf32>) -> tensor<12x20xf32> {

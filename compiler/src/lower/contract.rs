@@ -21,6 +21,13 @@
 //! it is contiguous in (a scalar operand is loaded once and broadcast).
 //! The tiles run with `v` outside `r`, so the panel of the operand that
 //! moves with `v` stays in cache while the tiles of `r` stream past it.
+//! A long fold (matmul's `K` of 512 or more) packs that panel: one block
+//! of 256 steps at a time is copied into a 64-byte aligned buffer on the
+//! stack, the tiles of `r` fold through the block, and each block after
+//! the first goes on from the partial sums the one before stored (the
+//! same order of additions). Read in place, the panel's rows lie a row of
+//! the operand apart, which for widths of a power of two crowds them into
+//! a few cache sets: 2048^3 ran at half the speed of 1024^3.
 //!
 //! Exactness: under [`MathMode::Exact`] every output folds its products
 //! one at a time in the interpreter's row-major order, from the identity
@@ -90,6 +97,11 @@ const ACCUMULATORS_512: usize = 24;
 const ACCUMULATORS_256: usize = 12;
 /// The most rows of a tile.
 const MAX_ROWS: usize = 8;
+/// A fold at least this long packs its vector operand ([`Contraction::pack`]).
+const PACK_MIN_DEPTH: i64 = 512;
+/// Steps of the fold per packed block: 256 rows of 64 f32 are 64 KiB,
+/// which stay in L2 while the row tiles stream past.
+const PACK_DEPTH: i64 = 256;
 
 /// One multiplied operand: a reindex of a kernel argument.
 #[derive(Debug, Clone, PartialEq)]
@@ -146,6 +158,14 @@ pub(super) struct Contraction {
     output: Vec<i64>,
     /// How the tiles are cut.
     form: Form,
+    /// Tiles with one folded dimension, whose contiguous operand does not
+    /// move with `r` and is read in bounds (matmul's `B`), and a fold of
+    /// [`PACK_MIN_DEPTH`] steps or more: that operand is copied, one block
+    /// of [`PACK_DEPTH`] steps at a time, into a contiguous buffer that the
+    /// tiles read (packing). Read in place, the rows of a block lie a row of
+    /// `B` apart, which for widths of a power of two maps them onto a few
+    /// cache sets. The operand's number.
+    pack: Option<usize>,
     /// Values per vector, vectors per tile row, rows per tile.
     lanes: usize,
     vectors: usize,
@@ -162,17 +182,23 @@ impl Contraction {
                 .join(", ")
         };
         let mut text = match &self.form {
-            Form::Tiles => format!(
-                "rows d{} x vector d{}, tiles of {} x {} ({} vector{} of {} lanes), folding {}",
-                self.r,
-                self.v,
-                self.rows,
-                self.vectors * self.lanes,
-                self.vectors,
-                if self.vectors == 1 { "" } else { "s" },
-                self.lanes,
-                names(&self.folded)
-            ),
+            Form::Tiles => {
+                format!(
+                    "rows d{} x vector d{}, tiles of {} x {} ({} vector{} of {} lanes), folding {}",
+                    self.r,
+                    self.v,
+                    self.rows,
+                    self.vectors * self.lanes,
+                    self.vectors,
+                    if self.vectors == 1 { "" } else { "s" },
+                    self.lanes,
+                    names(&self.folded)
+                ) + &if self.pack.is_some() {
+                    format!(", packed in blocks of {PACK_DEPTH}")
+                } else {
+                    String::new()
+                }
+            }
             Form::Dot { column, columns } => format!(
                 "dot form: rows d{}{} in tiles of {} x {}, summing {}-lane vectors along d{}{}",
                 self.r,
@@ -440,6 +466,13 @@ pub(super) fn plan(
         };
         folded.sort_by_key(|d| !checked(d));
     }
+    let pack = (folded.len() == 1 && domain[folded[0]] >= PACK_MIN_DEPTH)
+        .then(|| {
+            operands
+                .iter()
+                .position(|o| o.contiguous && !o.by_row && o.checks.is_empty())
+        })
+        .flatten();
     let [a, b] = <[Operand; 2]>::try_from(operands).ok()?;
     Some(Contraction {
         element,
@@ -450,6 +483,7 @@ pub(super) fn plan(
         folded,
         output,
         form: Form::Tiles,
+        pack,
         lanes,
         vectors,
         rows,
@@ -537,6 +571,7 @@ fn dot(
         folded,
         output,
         form: Form::Dot { column, columns },
+        pack: None,
         lanes,
         vectors: 1,
         rows,
@@ -649,6 +684,18 @@ impl<'c> Vectors<'c> {
         at.value("arith.andi", &[low, high], self.masks)
     }
 
+    /// The `alignment` of a load or store of a whole vector of a packed
+    /// buffer (an `i64`): the vector's size, as the buffer is aligned to 64
+    /// bytes and holds whole vectors.
+    fn packed_alignment<'a>(&self, at: &Emitter<'c, 'a>) -> Attribute<'c> {
+        let bytes = self.lanes as i64 * if self.element == ElementType::F64 { 8 } else { 4 };
+        melior::ir::attribute::IntegerAttribute::new(
+            melior::ir::r#type::IntegerType::new(at.context, 64).into(),
+            bytes,
+        )
+        .into()
+    }
+
     fn alignment<'a>(&self, at: &Emitter<'c, 'a>) -> Attribute<'c> {
         let bytes = if self.element == ElementType::F64 { 8 } else { 4 };
         melior::ir::attribute::IntegerAttribute::new(
@@ -719,6 +766,36 @@ pub(super) fn emit_contraction<'c, 'a>(
     math: MathMode,
 ) -> Result<(), Error> {
     let vectors = Vectors::new(top.context, plan.element, plan.lanes)?;
+    let i64_type: Type = melior::ir::r#type::IntegerType::new(top.context, 64).into();
+    // The packed block's buffer, before any loop, so it dominates them.
+    let buffer = match plan.pack {
+        Some(_) => {
+            let bytes = PACK_DEPTH
+                * (plan.vectors * plan.lanes) as i64
+                * if plan.element == ElementType::F64 { 8 } else { 4 };
+            let pointer = melior::dialect::llvm::r#type::pointer(top.context, 0);
+            let i8_type: Type = melior::ir::r#type::IntegerType::new(top.context, 8).into();
+            let buffer = top
+                .op(
+                    "llvm.alloca",
+                    &[top.int(i64_type, bytes)?],
+                    &[pointer],
+                    &[
+                        (
+                            "elem_type",
+                            melior::ir::attribute::TypeAttribute::new(i8_type).into(),
+                        ),
+                        (
+                            "alignment",
+                            melior::ir::attribute::IntegerAttribute::new(i64_type, 64).into(),
+                        ),
+                    ],
+                )?
+                .ok_or_else(|| error("llvm.alloca"))?;
+            Some(buffer)
+        }
+        None => None,
+    };
     let pointers = plan
         .operands
         .iter()
@@ -780,8 +857,7 @@ pub(super) fn emit_contraction<'c, 'a>(
     // The last vector may pass `v`'s end: its lanes are masked unless every
     // tile is whole.
     let tail = (plan.v == split && range.is_some()) || domain[plan.v] % width != 0;
-    let (r_low, r_high) = bounds(&columns, plan.r)?;
-    let tile = Tile {
+    let mut tile = Tile {
         plan,
         vectors: &vectors,
         pointers: &pointers,
@@ -790,22 +866,72 @@ pub(super) fn emit_contraction<'c, 'a>(
         domain,
         math,
         tail: tail.then_some(v_high),
+        packed: None,
     };
+    // With packing, the fold runs in blocks: each block copies its steps of
+    // the operand into the buffer, then every row tile folds through them.
+    let (mut within, mut block) = (columns, None);
+    if let (Some(operand), Some(buffer)) = (plan.pack, buffer) {
+        let k = plan.folded[0];
+        let depth = domain[k];
+
+        let (blocks, low, _, _) = columns.for_step(
+            columns.index(0)?,
+            columns.index(depth)?,
+            columns.index(PACK_DEPTH)?,
+            &[],
+        )?;
+        let end = blocks.value("arith.addi", &[low, blocks.index(PACK_DEPTH)?], index)?;
+        let high = blocks.value("arith.minsi", &[end, blocks.index(depth)?], index)?;
+        let first = blocks.cmpi(0, low, blocks.index(0)?)?;
+        // Copy the block: vector `n` of step `s` at `(s * vectors + n) *
+        // lanes`; lanes past `v`'s end read 0.
+        let (copy, kk) = blocks.for_range(low, high)?;
+        ivs[k] = Some(kk);
+        let tails = tile.tails(&copy, &ivs)?;
+        let step = copy.value("arith.subi", &[kk, low], index)?;
+        let row = copy.value(
+            "arith.muli",
+            &[step, copy.index((plan.vectors * plan.lanes) as i64)?],
+            index,
+        )?;
+        for (n, mask) in tails.iter().enumerate() {
+            let value = tile.load(&copy, &ivs, operand, 0, (n * plan.lanes) as i64, *mask)?;
+            let at_vector = copy.value("arith.addi", &[row, copy.index((n * plan.lanes) as i64)?], index)?;
+            let offset = copy.value("arith.index_cast", &[at_vector], i64_type)?;
+            let address = gep(&copy, buffer, offset, memory_type(top.context, plan.element))?;
+            copy.op(
+                "llvm.store",
+                &[value, address],
+                &[],
+                &[("alignment", vectors.packed_alignment(&copy))],
+            )?;
+        }
+        copy.finish()?;
+        tile.packed = Some(Packed {
+            operand,
+            buffer,
+            low,
+            high,
+            first,
+        });
+        within = blocks;
+        block = Some(blocks);
+    }
+    let (r_low, r_high) = bounds(&within, plan.r)?;
     // Whole tiles, then the rows left in tiles of the powers of two below
     // (a pair of rows costs about what a whole tile does per row, where a
     // single row waits on its loads).
     let mut start = r_low;
     for rows in tile_heights(plan.rows) {
-        let step = columns.index(rows as i64)?;
-        let span = columns.value("arith.subi", &[r_high, start], index)?;
-        let count = columns.value("arith.divui", &[span, step], index)?;
-        let covered = columns.value("arith.muli", &[count, step], index)?;
-        let end = columns.value("arith.addi", &[start, covered], index)?;
-        let (tiles, r0, _, _) = columns.for_step(start, end, step, &[])?;
+        let (tiles, r0, end) = whole_steps(&within, start, r_high, rows)?;
         ivs[plan.r] = Some(r0);
         tile.emit(&tiles, &mut ivs, rows)?;
         tiles.finish()?;
         start = end;
+    }
+    if let Some(blocks) = block {
+        blocks.finish()?;
     }
     columns.finish()?;
     for body in bodies.iter().rev() {
@@ -1103,6 +1229,23 @@ struct Tile<'p, 'c, 'a> {
     math: MathMode,
     /// Where `v` ends, when the last vector of a tile may pass it.
     tail: Option<Value<'c, 'a>>,
+    /// The packed block the tiles read, when the operand is packed.
+    packed: Option<Packed<'c, 'a>>,
+}
+
+/// One packed block of a contraction's operand ([`Contraction::pack`]).
+#[derive(Clone, Copy)]
+struct Packed<'c, 'a> {
+    /// The operand packed.
+    operand: usize,
+    /// The buffer: `vectors` vectors per step of the block, in order.
+    buffer: Value<'c, 'a>,
+    /// The block's steps of the folded dimension, `[low, high)`.
+    low: Value<'c, 'a>,
+    high: Value<'c, 'a>,
+    /// Whether this is the first block (accumulators start from the
+    /// identity; later blocks go on from the output).
+    first: Value<'c, 'a>,
 }
 
 impl<'c, 'a> Tile<'_, 'c, 'a> {
@@ -1116,44 +1259,42 @@ impl<'c, 'a> Tile<'_, 'c, 'a> {
     ) -> Result<(), Error> {
         let plan = self.plan;
         let vectors = self.vectors;
-        let i64_type: Type = melior::ir::r#type::IntegerType::new(at.context, 64).into();
-        let index = Type::index(at.context);
-        // Per vector of a row: the mask of lanes before `v`'s end.
-        let tails = match self.tail {
-            Some(end) => {
-                let v0 = ivs[plan.v].ok_or_else(|| error("no vector index"))?;
-                let end = at.value("arith.index_cast", &[end], i64_type)?;
-                (0..plan.vectors)
-                    .map(|n| {
-                        let first =
-                            at.value("arith.addi", &[v0, at.index((n * plan.lanes) as i64)?], index)?;
-                        let first = at.value("arith.index_cast", &[first], i64_type)?;
-                        let left = at.value("arith.subi", &[end, first], i64_type)?;
-                        vectors.lanes_within(at, at.int(i64_type, 0)?, left).map(Some)
-                    })
-                    .collect::<Result<Vec<_>, _>>()?
-            }
-            None => vec![None; plan.vectors],
-        };
+        let tails = self.tails(at, ivs)?;
         let identity = vectors.constant(at, "0.0", vectors.values)?;
-        let inits = vec![identity; rows * plan.vectors];
+        let mut inits = vec![identity; rows * plan.vectors];
+        if let Some(packed) = self.packed {
+            // After the first block, each output goes on from what the
+            // blocks before left in it: the same order of additions.
+            for m in 0..rows {
+                for (n, tail) in tails.iter().enumerate() {
+                    let address = self.output_address(at, ivs, m, n)?;
+                    let so_far = match tail {
+                        Some(mask) => at
+                            .op(
+                                "llvm.intr.masked.load",
+                                &[address, *mask, identity],
+                                &[vectors.values],
+                                &[("alignment", vectors.alignment(at))],
+                            )?
+                            .ok_or_else(|| error("llvm.intr.masked.load"))?,
+                        None => at
+                            .op(
+                                "llvm.load",
+                                &[address],
+                                &[vectors.values],
+                                &[("alignment", alignment64(at, plan.element))],
+                            )?
+                            .ok_or_else(|| error("llvm.load"))?,
+                    };
+                    inits[m * plan.vectors + n] = at.select(packed.first, identity, so_far)?;
+                }
+            }
+        }
         let results = self.fold(at, ivs, 0, inits, rows, &tails)?;
         // Store the accumulators.
         for m in 0..rows {
             for (n, tail) in tails.iter().enumerate() {
-                let shift = (m as i64) * plan.output[plan.r] + (n * plan.lanes) as i64;
-                let form = Linear {
-                    coefficients: plan.output.clone(),
-                    constant: 0,
-                };
-                let offset = evaluate(at, &form, ivs, &[], shift)?;
-                let offset = at.value("arith.index_cast", &[offset], i64_type)?;
-                let address = gep(
-                    at,
-                    self.output.pointer,
-                    offset,
-                    memory_type(at.context, plan.element),
-                )?;
+                let address = self.output_address(at, ivs, m, n)?;
                 let value = results[m * plan.vectors + n];
                 match tail {
                     Some(mask) => {
@@ -1178,6 +1319,58 @@ impl<'c, 'a> Tile<'_, 'c, 'a> {
         Ok(())
     }
 
+    /// Per vector of a row: the mask of lanes before `v`'s end, when the
+    /// last vector may pass it.
+    fn tails(
+        &self,
+        at: &Emitter<'c, 'a>,
+        ivs: &[Option<Value<'c, 'a>>],
+    ) -> Result<Vec<Option<Value<'c, 'a>>>, Error> {
+        let plan = self.plan;
+        let i64_type: Type = melior::ir::r#type::IntegerType::new(at.context, 64).into();
+        let index = Type::index(at.context);
+        let Some(end) = self.tail else {
+            return Ok(vec![None; plan.vectors]);
+        };
+        let v0 = ivs[plan.v].ok_or_else(|| error("no vector index"))?;
+        let end = at.value("arith.index_cast", &[end], i64_type)?;
+        (0..plan.vectors)
+            .map(|n| {
+                let first = at.value("arith.addi", &[v0, at.index((n * plan.lanes) as i64)?], index)?;
+                let first = at.value("arith.index_cast", &[first], i64_type)?;
+                let left = at.value("arith.subi", &[end, first], i64_type)?;
+                self.vectors
+                    .lanes_within(at, at.int(i64_type, 0)?, left)
+                    .map(Some)
+            })
+            .collect()
+    }
+
+    /// The address of row `m`, vector `n` of the tile's output.
+    fn output_address(
+        &self,
+        at: &Emitter<'c, 'a>,
+        ivs: &[Option<Value<'c, 'a>>],
+        m: usize,
+        n: usize,
+    ) -> Result<Value<'c, 'a>, Error> {
+        let plan = self.plan;
+        let i64_type: Type = melior::ir::r#type::IntegerType::new(at.context, 64).into();
+        let shift = (m as i64) * plan.output[plan.r] + (n * plan.lanes) as i64;
+        let form = Linear {
+            coefficients: plan.output.clone(),
+            constant: 0,
+        };
+        let offset = evaluate(at, &form, ivs, &[], shift)?;
+        let offset = at.value("arith.index_cast", &[offset], i64_type)?;
+        gep(
+            at,
+            self.output.pointer,
+            offset,
+            memory_type(at.context, plan.element),
+        )
+    }
+
     /// The folded loop `level` and those inside it, carrying the
     /// accumulators; returns them after the loop.
     fn fold(
@@ -1191,8 +1384,11 @@ impl<'c, 'a> Tile<'_, 'c, 'a> {
     ) -> Result<Vec<Value<'c, 'a>>, Error> {
         let plan = self.plan;
         let d = plan.folded[level];
-        let (body, iv, inside, results) =
-            at.for_carried(at.index(0)?, at.index(self.domain[d])?, &accumulators)?;
+        let (low, high) = match self.packed {
+            Some(packed) => (packed.low, packed.high),
+            None => (at.index(0)?, at.index(self.domain[d])?),
+        };
+        let (body, iv, inside, results) = at.for_carried(low, high, &accumulators)?;
         ivs[d] = Some(iv);
         let next = if level + 1 < plan.folded.len() {
             self.fold(&body, ivs, level + 1, inside, rows, tails)?
@@ -1270,6 +1466,28 @@ impl<'c, 'a> Tile<'_, 'c, 'a> {
         let vectors = self.vectors;
         let i64_type: Type = melior::ir::r#type::IntegerType::new(at.context, 64).into();
         let element = value_type(at.context, plan.element);
+        if let Some(packed) = self.packed.filter(|p| p.operand == o) {
+            // Vector `shift / lanes` of this step of the packed block.
+            let index = Type::index(at.context);
+            let k = ivs[plan.folded[0]].ok_or_else(|| error("no folded index"))?;
+            let step = at.value("arith.subi", &[k, packed.low], index)?;
+            let first = at.value(
+                "arith.muli",
+                &[step, at.index((plan.vectors * plan.lanes) as i64)?],
+                index,
+            )?;
+            let at_vector = at.value("arith.addi", &[first, at.index(shift)?], index)?;
+            let offset = at.value("arith.index_cast", &[at_vector], i64_type)?;
+            let address = gep(at, packed.buffer, offset, memory_type(at.context, plan.element))?;
+            return at
+                .op(
+                    "llvm.load",
+                    &[address],
+                    &[vectors.values],
+                    &[("alignment", vectors.packed_alignment(at))],
+                )?
+                .ok_or_else(|| error("llvm.load"));
+        }
         // The shift of an index or offset form at this row and lane.
         let moved = |form: &Linear| form.coefficients[plan.r] * m + form.coefficients[plan.v] * shift;
         let symbols = &self.symbols[o];
