@@ -3,7 +3,9 @@
 //! Run with `cargo bench -p jitc-runtime --bench cpu`. In one run it
 //! 1. measures memory bandwidth with a STREAM-style triad
 //!    (`a[i] = b[i] + s * c[i]`, 3 x 64 MiB of f64, single thread, and
-//!    with both cores);
+//!    with both cores), and the FMA peak: independent chains of fused
+//!    multiply-adds on the widest vectors, on every core (as
+//!    `scripts/fma-peak.c` does in C);
 //! 2. times each workload through `CpuModule` (fuse, compile, run):
 //!    compile time cold, and again from the kernel cache (a fresh context
 //!    parsing the same source: key, lookup and parsing the cached fused IR),
@@ -52,6 +54,93 @@ fn triad(threads: usize) -> f64 {
     (3 * n * 8) as f64 / median(samples).as_secs_f64() / 1e9
 }
 
+/// Independent FMA chains per thread: more than the FMA latency times
+/// the FMA ports, so the loop is bound by FMA throughput alone.
+const CHAINS: usize = 12;
+/// Steps of every chain per measurement.
+const FMA_STEPS: usize = 4_000_000;
+
+/// One thread's chains on 512-bit vectors.
+///
+/// # Safety
+/// The CPU must have AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn fma_chains_512() -> f32 {
+    use std::arch::{asm, x86_64::*};
+    let (mut a, b) = (_mm512_set1_ps(0.999_999), _mm512_set1_ps(1e-7));
+    let mut acc = [_mm512_set1_ps(1.0); CHAINS];
+    for _ in 0..FMA_STEPS {
+        // Once per step, so the multiplier is not known to the compiler
+        // (and stays in its register).
+        // SAFETY: an empty asm block that only names a register.
+        unsafe { asm!("/* {0} */", inout(zmm_reg) a, options(pure, nomem, nostack)) };
+        for chain in &mut acc {
+            *chain = _mm512_fmadd_ps(*chain, a, b);
+        }
+    }
+    acc.iter().map(|&v| _mm512_reduce_add_ps(v)).sum()
+}
+
+/// One thread's chains on 256-bit vectors.
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn fma_chains_256() -> f32 {
+    use std::arch::{asm, x86_64::*};
+    let (mut a, b) = (_mm256_set1_ps(0.999_999), _mm256_set1_ps(1e-7));
+    let mut acc = [_mm256_set1_ps(1.0); CHAINS];
+    for _ in 0..FMA_STEPS {
+        // SAFETY: as in `fma_chains_512`.
+        unsafe { asm!("/* {0} */", inout(ymm_reg) a, options(pure, nomem, nostack)) };
+        for chain in &mut acc {
+            *chain = _mm256_fmadd_ps(*chain, a, b);
+        }
+    }
+    // Every lane of every chain is used: the high half added to the low.
+    acc.iter()
+        .map(|&v| {
+            let half = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
+            let pair = _mm_add_ps(half, _mm_movehl_ps(half, half));
+            _mm_cvtss_f32(_mm_add_ss(pair, _mm_shuffle_ps::<1>(pair, pair)))
+        })
+        .sum()
+}
+
+/// The FMA peak in GFLOP/s over `threads` threads, on the widest vectors
+/// the CPU has (the width `CpuTarget::vector_bits` gives the tiles); the
+/// median of 5. `None` without FMA.
+#[cfg(target_arch = "x86_64")]
+fn fma_peak(threads: usize) -> Option<f64> {
+    let (chains, lanes): (unsafe fn() -> f32, usize) = if std::arch::is_x86_feature_detected!("avx512f") {
+        (fma_chains_512, 16)
+    } else if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        (fma_chains_256, 8)
+    } else {
+        return None;
+    };
+    let mut samples = Vec::new();
+    for _ in 0..5 {
+        let start = Instant::now();
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                // SAFETY: the feature was detected above.
+                scope.spawn(move || std::hint::black_box(unsafe { chains() }));
+            }
+        });
+        samples.push(start.elapsed());
+    }
+    let flops = (threads * FMA_STEPS * CHAINS * lanes * 2) as f64;
+    Some(flops / median(samples).as_secs_f64() / 1e9)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn fma_peak(_threads: usize) -> Option<f64> {
+    None
+}
+
 fn main() {
     let cores = jitc_runtime::cpu::thread_count();
     let all_cores = triad(cores);
@@ -59,6 +148,11 @@ fn main() {
         "memory bandwidth (STREAM triad): 1 thread {:.1} GB/s, {cores} threads {all_cores:.1} GB/s",
         triad(1)
     );
+    let peak = fma_peak(cores);
+    match peak {
+        Some(peak) => println!("FMA peak: {peak:.1} GFLOP/s on {cores} threads"),
+        None => println!("FMA peak: not measured (no AVX2/FMA)"),
+    }
     println!(
         "{:<22} {:>12} {:>11} {:>12} {:>10} {:>9} {:>9} {:>14}",
         "workload",
@@ -147,8 +241,14 @@ fn main() {
         }
     }
     // Compute-bound workloads: GB/s says little; their rate of
-    // floating-point operations does (compare with scripts/fma-peak.c).
+    // floating-point operations against the FMA peak does.
     for (name, gflops) in contractions {
-        println!("{name}: {gflops:.0} GFLOP/s at the median");
+        match peak {
+            Some(peak) => println!(
+                "{name}: {gflops:.0} GFLOP/s at the median, {:.0}% of the FMA peak",
+                100.0 * gflops / peak
+            ),
+            None => println!("{name}: {gflops:.0} GFLOP/s at the median"),
+        }
     }
 }

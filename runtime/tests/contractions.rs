@@ -9,7 +9,7 @@
 //! also says whether it must be a contraction, so the rule is checked to
 //! apply exactly where its doc says.
 
-use jitc_compiler::{CodegenOptions, DiagnosticCollector, MathMode, new_context, parse_module};
+use jitc_compiler::{CodegenOptions, CpuTarget, DiagnosticCollector, MathMode, new_context, parse_module};
 use jitc_interp::{Interpreter, StateStore, Tensor, Value};
 use jitc_runtime::CpuModule;
 use jitc_test_support::{Match, Rng, random};
@@ -112,10 +112,24 @@ fn magnitudes(oracle: &melior::ir::Module, inputs: &[Value]) -> Vec<f64> {
     )
 }
 
+/// An i32 tensor of `shape` with values in [-20, 20].
+fn random_i32(shape: &[usize], seed: u64) -> Tensor {
+    let mut rng = Rng(seed);
+    let n: usize = shape.iter().product();
+    let values: Vec<String> = (0..n).map(|_| (rng.below(41) as i64 - 20).to_string()).collect();
+    let prefix: String = shape.iter().map(|d| format!("{d}x")).collect();
+    Tensor::parse_literal(&format!("{prefix}i32={}", values.join(" "))).unwrap()
+}
+
 /// Compiles `case` with `math`, runs it on random inputs from `seed` and
 /// compares with the interpreter; returns whether its kernel was a
 /// contraction.
 fn check(what: &str, case: &Case, seed: u64, math: MathMode) -> bool {
+    check_on(what, case, seed, math, CpuTarget::default())
+}
+
+/// [`check`], compiled for `target`.
+fn check_on(what: &str, case: &Case, seed: u64, math: MathMode, target: CpuTarget) -> bool {
     let source = case.source();
     let context = new_context().unwrap();
     let collector = DiagnosticCollector::attach(&context);
@@ -124,6 +138,7 @@ fn check(what: &str, case: &Case, seed: u64, math: MathMode) -> bool {
     let mut module = parse_module(&context, &source).unwrap();
     let options = CodegenOptions {
         math,
+        target,
         ..CodegenOptions::default()
     };
     let compiled = CpuModule::compile_with(&context, &mut module, &options).unwrap();
@@ -132,10 +147,10 @@ fn check(what: &str, case: &Case, seed: u64, math: MathMode) -> bool {
     let inputs: Vec<Value> = [(&case.a.0, seed), (&case.b.0, seed ^ 0x5a5a)]
         .into_iter()
         .map(|(shape, seed)| {
-            Value::tensor(if case.element == "f64" {
-                random_f64(shape, seed)
-            } else {
-                random(shape, seed)
+            Value::tensor(match case.element {
+                "f64" => random_f64(shape, seed),
+                "i32" => random_i32(shape, seed),
+                _ => random(shape, seed),
             })
         })
         .collect();
@@ -310,28 +325,45 @@ fn random_convolutions_match_the_interpreter() {
         let (h, w) = (1 + rng.below(9), 3 + rng.below(40));
         let (kh, kw) = (1 + rng.below(3), 1 + rng.below(3));
         let stride = if round % 4 == 3 { 2 } else { 1 };
+        let dilation = if round % 3 == 1 { 2 } else { 1 };
+        // A flipped window: the weight read from its far corner.
+        let flipped = round % 5 == 2;
         let pad = rng.below(2);
         let padding = [0.0, 1.5][round % 2];
-        // Output extents of a padded, strided convolution.
-        let (oh, ow) = ((h + 2 * pad - kh) / stride + 1, (w + 2 * pad - kw) / stride + 1);
+        // Output extents of a padded, strided, dilated convolution (at
+        // least 1: the window may then reach past the padding, and read
+        // the padding value there).
+        let extent =
+            |x: usize, k: usize| ((x + 2 * pad).saturating_sub(dilation * (k - 1) + 1) / stride + 1).max(1);
+        let (oh, ow) = (extent(h, kh), extent(w, kw));
         let (sh, sw) = if stride == 1 {
             ("d2".to_owned(), "d3".to_owned())
         } else {
             ("d2 * 2".to_owned(), "d3 * 2".to_owned())
         };
+        let (wh, ww) = if dilation == 1 {
+            ("d5".to_owned(), "d6".to_owned())
+        } else {
+            ("d5 * 2".to_owned(), "d6 * 2".to_owned())
+        };
+        let weight = if flipped {
+            format!("d1, d4, {} - d5, {} - d6", kh - 1, kw - 1)
+        } else {
+            "d1, d4, d5, d6".to_owned()
+        };
         let case = Case {
             domain: vec![n, o, oh, ow, c, kh, kw],
             a: (
                 vec![n, c, h, w],
-                format!("d0, d4, {sh} + d5 - {pad}, {sw} + d6 - {pad}"),
+                format!("d0, d4, {sh} + {wh} - {pad}, {sw} + {ww} - {pad}"),
             ),
-            b: (vec![o, c, kh, kw], "d1, d4, d5, d6".into()),
+            b: (vec![o, c, kh, kw], weight),
             y: (vec![n, o, oh, ow], "d0, d1, d2, d3".into()),
             element: "f32",
             padding: Some(padding),
         };
         let what = format!(
-            "round {round}: x {:?} w {:?} stride {stride} pad {pad}",
+            "round {round}: x {:?} w {:?} stride {stride} dilation {dilation} flipped {flipped} pad {pad}",
             case.a.0, case.b.0
         );
         let seed = rng.below(1 << 30) as u64;
@@ -340,9 +372,24 @@ fn random_convolutions_match_the_interpreter() {
         // Stride 2 moves x by 2 along w: not contiguous, so a loop nest.
         if stride == 2 {
             assert!(!tiled, "{what}");
-        } else if ow >= 4 {
+        } else if ow >= 8 {
             assert!(tiled, "{what}: not a contraction");
         }
+    }
+}
+
+#[test]
+fn integer_and_one_sized_contractions_match_the_interpreter() {
+    // Integer sums keep the loop nest (exact in any order, but not
+    // tiled); 1-sized dimensions, as rows, columns or fold, tile or not
+    // as their widths say, and agree either way.
+    let integer = matmul(5, 20, 7, "i32");
+    assert!(!check("5x20x7 i32", &integer, 3, MathMode::Exact));
+    for (m, n, k) in [(1, 40, 9), (9, 1, 40), (9, 40, 1), (1, 1, 1)] {
+        let case = matmul(m, n, k, "f32");
+        let what = format!("{m}x{n}x{k}");
+        check(&what, &case, 4, MathMode::Exact);
+        check(&what, &case, 4, MathMode::Fast);
     }
 }
 
@@ -411,4 +458,44 @@ fn a_long_fold_packs_its_operand_in_blocks_and_matches_the_interpreter() {
     CpuModule::compile_with(&context, &mut module, &options).unwrap();
     let tiles = jitc_compiler::contractions(&module, &options);
     assert!(tiles[0].1.contains("packed in blocks of 256"), "{tiles:?}");
+}
+
+#[test]
+fn avx2_tiles_match_the_interpreter() {
+    // Compiled for x86-64-v3 (256-bit vectors: 8 lanes, tiles of 6 x 16),
+    // which this machine runs whether it has AVX-512 or not: matmuls with
+    // remainders in both directions, a padded convolution, a transposed
+    // operand (the dot form) and a packed fold.
+    let avx2 = || CpuTarget {
+        cpu: Some("x86-64-v3".into()),
+        features: None,
+    };
+    assert_eq!(avx2().vector_bits(), 256);
+    let conv = Case {
+        domain: vec![1, 5, 6, 21, 3, 3, 3],
+        a: (vec![1, 3, 6, 21], "d0, d4, d2 + d5 - 1, d3 + d6 - 1".into()),
+        b: (vec![5, 3, 3, 3], "d1, d4, d5, d6".into()),
+        y: (vec![1, 5, 6, 21], "d0, d1, d2, d3".into()),
+        element: "f32",
+        padding: Some(0.0),
+    };
+    let transposed = Case {
+        b: (vec![19, 40], "d1, d2".into()),
+        ..matmul(11, 19, 40, "f32")
+    };
+    let cases = [
+        ("13x21x9", matmul(13, 21, 9, "f32"), true),
+        ("7x12x30 f64", matmul(7, 12, 30, "f64"), true),
+        ("conv", conv, true),
+        ("11x19x40 Bᵀ", transposed, false),
+        ("9x20x520", matmul(9, 20, 520, "f32"), true),
+    ];
+    for (what, case, exact_tiles) in cases {
+        assert_eq!(
+            check_on(what, &case, 9, MathMode::Exact, avx2()),
+            exact_tiles,
+            "{what}"
+        );
+        assert!(check_on(what, &case, 9, MathMode::Fast, avx2()), "{what}");
+    }
 }

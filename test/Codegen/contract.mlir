@@ -8,6 +8,7 @@
 // RUN: jitc compile %s --emit mlir --cpu x86-64-v3 | FileCheck %s --check-prefix=AVX2
 // RUN: jitc compile %s --emit mlir --cpu x86-64-v4 --math exact | FileCheck %s --check-prefix=EXACT
 // RUN: jitc compile %s --emit asm --cpu x86-64-v4 | FileCheck %s --check-prefix=ASM
+// RUN: jitc compile %s --emit asm --cpu x86-64-v3 | FileCheck %s --check-prefix=ASM2
 // RUN: jitc explain %s | FileCheck %s --check-prefix=EXPLAIN
 // RUN: jitc explain %s --function conv | FileCheck %s --check-prefix=ONE
 // RUN: jitc compile %s --emit mlir --cpu x86-64-v4 | FileCheck %s --check-prefix=DOT
@@ -42,8 +43,12 @@
 // EXACT: arith.mulf {{.*}} : vector<16xf32>
 // EXACT: arith.addf {{.*}} : vector<16xf32>
 
+// The micro-kernel's FMAs, on zmm registers with AVX-512 and ymm with
+// AVX2.
 // ASM-LABEL: main_fused_0:
 // ASM: vfmadd{{.*}}%zmm
+// ASM2-LABEL: main_fused_0:
+// ASM2: vfmadd{{.*}}%ymm
 
 // EXPLAIN: contractions on the cpu backend (register tiles, schedule rule 6):
 // EXPLAIN-NEXT: @main_fused_0: rows d0 x vector d1, tiles of {{[0-9]+}} x {{[0-9]+}} ({{.*}}), folding d2
