@@ -130,23 +130,6 @@ impl CpuTarget {
     }
 }
 
-/// Named CPUs with AVX-512 (`--cpu` without `--features`).
-const AVX512_CPUS: &[&str] = &[
-    "x86-64-v4",
-    "skylake-avx512",
-    "cascadelake",
-    "cooperlake",
-    "cannonlake",
-    "icelake-client",
-    "icelake-server",
-    "tigerlake",
-    "sapphirerapids",
-    "emeraldrapids",
-    "graniterapids",
-    "znver4",
-    "znver5",
-];
-
 impl CpuTarget {
     /// The width of the target's vector registers in bits: 512 with
     /// AVX-512 (`+avx512f` among the features, or a CPU that has it),
@@ -154,7 +137,7 @@ impl CpuTarget {
     pub fn vector_bits(&self) -> u32 {
         let (cpu, features) = self.resolved();
         let avx512 = if features.is_empty() {
-            AVX512_CPUS.contains(&cpu.as_str())
+            CPUS.iter().any(|&(name, avx512)| name == cpu && avx512)
         } else {
             features.split(',').any(|f| f == "+avx512f")
         };
@@ -162,40 +145,46 @@ impl CpuTarget {
     }
 }
 
-/// CPU names `--cpu` accepts besides the host's own. LLVM's C API cannot
-/// tell whether a name is valid, and LLVM aborts on a bad one, so names are
-/// checked here first.
-pub const KNOWN_CPUS: &[&str] = &[
-    "x86-64",
-    "x86-64-v2",
-    "x86-64-v3",
-    "x86-64-v4",
-    "nehalem",
-    "westmere",
-    "sandybridge",
-    "ivybridge",
-    "haswell",
-    "broadwell",
-    "skylake",
-    "skylake-avx512",
-    "cascadelake",
-    "cooperlake",
-    "cannonlake",
-    "icelake-client",
-    "icelake-server",
-    "tigerlake",
-    "alderlake",
-    "raptorlake",
-    "meteorlake",
-    "sapphirerapids",
-    "emeraldrapids",
-    "graniterapids",
-    "znver1",
-    "znver2",
-    "znver3",
-    "znver4",
-    "znver5",
+/// CPU names `--cpu` accepts besides the host's own, each with whether it
+/// has AVX-512 (which sizes contraction tiles: `CpuTarget::vector_bits`).
+/// LLVM's C API cannot tell whether a name is valid, and LLVM aborts on a
+/// bad one, so names are checked here first.
+const CPUS: &[(&str, bool)] = &[
+    ("x86-64", false),
+    ("x86-64-v2", false),
+    ("x86-64-v3", false),
+    ("x86-64-v4", true),
+    ("nehalem", false),
+    ("westmere", false),
+    ("sandybridge", false),
+    ("ivybridge", false),
+    ("haswell", false),
+    ("broadwell", false),
+    ("skylake", false),
+    ("skylake-avx512", true),
+    ("cascadelake", true),
+    ("cooperlake", true),
+    ("cannonlake", true),
+    ("icelake-client", true),
+    ("icelake-server", true),
+    ("tigerlake", true),
+    ("alderlake", false),
+    ("raptorlake", false),
+    ("meteorlake", false),
+    ("sapphirerapids", true),
+    ("emeraldrapids", true),
+    ("graniterapids", true),
+    ("znver1", false),
+    ("znver2", false),
+    ("znver3", false),
+    ("znver4", true),
+    ("znver5", true),
 ];
+
+/// The CPU names `--cpu` accepts besides the host's own.
+pub fn known_cpus() -> impl Iterator<Item = &'static str> {
+    CPUS.iter().map(|&(name, _)| name)
+}
 
 /// The target machine for `target` (the host's by default).
 pub fn target_machine(target: &CpuTarget) -> Result<TargetMachine, Error> {
@@ -211,10 +200,10 @@ fn loadable_target_machine(target: &CpuTarget) -> Result<TargetMachine, Error> {
 fn machine(target: &CpuTarget, reloc: RelocMode, code_model: CodeModel) -> Result<TargetMachine, Error> {
     if let Some(cpu) = &target.cpu {
         let host = TargetMachine::get_host_cpu_name().to_string();
-        if !KNOWN_CPUS.contains(&cpu.as_str()) && *cpu != host {
+        if !known_cpus().any(|name| name == cpu) && *cpu != host {
             return Err(Error::Codegen(format!(
                 "unknown CPU '{cpu}'; use this machine's ('{host}') or one of {}",
-                KNOWN_CPUS.join(", ")
+                known_cpus().collect::<Vec<_>>().join(", ")
             )));
         }
     }

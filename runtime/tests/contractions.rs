@@ -112,6 +112,37 @@ fn magnitudes(oracle: &melior::ir::Module, inputs: &[Value]) -> Vec<f64> {
     )
 }
 
+/// `source` parsed twice: the interpreter's copy, and one compiled with
+/// `options` (every kernel native).
+fn compile<'c>(
+    context: &'c melior::Context,
+    source: &str,
+    options: &CodegenOptions,
+) -> (melior::ir::Module<'c>, melior::ir::Module<'c>, CpuModule) {
+    let collector = DiagnosticCollector::attach(context);
+    let oracle = parse_module(context, source).unwrap_or_else(|| panic!("{:?}\n{source}", collector.take()));
+    let mut module = parse_module(context, source).unwrap();
+    let compiled = CpuModule::compile_with(context, &mut module, options).unwrap();
+    assert!(compiled.interpreted_kernels().is_empty(), "{source}");
+    (oracle, module, compiled)
+}
+
+/// The interpreter's results on `inputs`, and the compiled code's.
+fn run_both(
+    oracle: &melior::ir::Module,
+    module: &melior::ir::Module,
+    compiled: &CpuModule,
+    inputs: Vec<Value>,
+) -> (Vec<Value>, Vec<Value>) {
+    let expected = Interpreter::new(oracle)
+        .run("main", inputs.clone(), &mut StateStore::new())
+        .unwrap();
+    let actual = compiled
+        .run(module, "main", inputs, &mut StateStore::new())
+        .unwrap();
+    (expected, actual)
+}
+
 /// An i32 tensor of `shape` with values in [-20, 20].
 fn random_i32(shape: &[usize], seed: u64) -> Tensor {
     let mut rng = Rng(seed);
@@ -132,17 +163,12 @@ fn check(what: &str, case: &Case, seed: u64, math: MathMode) -> bool {
 fn check_on(what: &str, case: &Case, seed: u64, math: MathMode, target: CpuTarget) -> bool {
     let source = case.source();
     let context = new_context().unwrap();
-    let collector = DiagnosticCollector::attach(&context);
-    let oracle =
-        parse_module(&context, &source).unwrap_or_else(|| panic!("{what}: {:?}\n{source}", collector.take()));
-    let mut module = parse_module(&context, &source).unwrap();
     let options = CodegenOptions {
         math,
         target,
         ..CodegenOptions::default()
     };
-    let compiled = CpuModule::compile_with(&context, &mut module, &options).unwrap();
-    assert!(compiled.interpreted_kernels().is_empty(), "{what}");
+    let (oracle, module, compiled) = compile(&context, &source, &options);
     let contracted = !jitc_compiler::contractions(&module, &options).is_empty();
     let inputs: Vec<Value> = [(&case.a.0, seed), (&case.b.0, seed ^ 0x5a5a)]
         .into_iter()
@@ -154,12 +180,7 @@ fn check_on(what: &str, case: &Case, seed: u64, math: MathMode, target: CpuTarge
             })
         })
         .collect();
-    let expected = Interpreter::new(&oracle)
-        .run("main", inputs.clone(), &mut StateStore::new())
-        .unwrap();
-    let actual = compiled
-        .run(&module, "main", inputs.clone(), &mut StateStore::new())
-        .unwrap();
+    let (expected, actual) = run_both(&oracle, &module, &compiled, inputs.clone());
     if math == MathMode::Exact {
         assert!(
             Match::Identical.values(&expected, &actual),
@@ -294,22 +315,15 @@ fn the_dot_forms_last_vector_adds_nothing_past_the_fold() {
   return %y : tensor<3x8xf32>
 }"#;
     let context = new_context().unwrap();
-    let oracle = parse_module(&context, source).unwrap();
-    let mut module = parse_module(&context, source).unwrap();
     let options = CodegenOptions::default();
-    let compiled = CpuModule::compile_with(&context, &mut module, &options).unwrap();
+    let (oracle, module, compiled) = compile(&context, source, &options);
     let tiles = jitc_compiler::contractions(&module, &options);
     assert!(tiles.iter().any(|(_, t)| t.starts_with("dot form")), "{tiles:?}");
     let a = Tensor::parse_literal("3xf32=inf 1 -2").unwrap();
     let values: Vec<String> = (0..320).map(|i| format!("{}", 0.5 + (i % 7) as f32)).collect();
     let b = Tensor::parse_literal(&format!("8x40xf32={}", values.join(" "))).unwrap();
     let inputs = vec![Value::tensor(a), Value::tensor(b)];
-    let expected = Interpreter::new(&oracle)
-        .run("main", inputs.clone(), &mut StateStore::new())
-        .unwrap();
-    let actual = compiled
-        .run(&module, "main", inputs, &mut StateStore::new())
-        .unwrap();
+    let (expected, actual) = run_both(&oracle, &module, &compiled, inputs);
     assert!(
         elements(&actual)[..8].iter().all(|&x| x == f64::INFINITY),
         "{actual:?}"
@@ -417,14 +431,11 @@ fn an_operand_indexed_by_a_symbol_matches_the_interpreter() {
   return %y : tensor<6x24xf32>
 }"#;
     let context = new_context().unwrap();
-    let oracle = parse_module(&context, source).unwrap();
-    let mut module = parse_module(&context, source).unwrap();
     let options = CodegenOptions {
         math: MathMode::Exact,
         ..CodegenOptions::default()
     };
-    let compiled = CpuModule::compile_with(&context, &mut module, &options).unwrap();
-    assert!(compiled.interpreted_kernels().is_empty());
+    let (oracle, module, compiled) = compile(&context, source, &options);
     assert_eq!(jitc_compiler::contractions(&module, &options).len(), 1);
     let (xs, w) = (random(&[5, 6, 20], 3), random(&[20, 24], 4));
     for t in [0, 3, 4, 5, -1, i64::MAX] {
@@ -433,12 +444,7 @@ fn an_operand_indexed_by_a_symbol_matches_the_interpreter() {
             Value::tensor(w.clone()),
             Value::Index(t),
         ];
-        let expected = Interpreter::new(&oracle)
-            .run("main", inputs.clone(), &mut StateStore::new())
-            .unwrap();
-        let actual = compiled
-            .run(&module, "main", inputs, &mut StateStore::new())
-            .unwrap();
+        let (expected, actual) = run_both(&oracle, &module, &compiled, inputs);
         assert!(Match::Identical.values(&expected, &actual), "t = {t}");
     }
 }

@@ -922,14 +922,16 @@ pub(super) fn emit_contraction<'c, 'a>(
     // Whole tiles, then the rows left in tiles of the powers of two below
     // (a pair of rows costs about what a whole tile does per row, where a
     // single row waits on its loads).
-    let mut start = r_low;
-    for rows in tile_heights(plan.rows) {
-        let (tiles, r0, end) = whole_steps(&within, start, r_high, rows)?;
-        ivs[plan.r] = Some(r0);
-        tile.emit(&tiles, &mut ivs, rows)?;
-        tiles.finish()?;
-        start = end;
-    }
+    in_tiles(
+        &within,
+        r_low,
+        r_high,
+        &tile_heights(plan.rows),
+        |body, r0, rows| {
+            ivs[plan.r] = Some(r0);
+            tile.emit(body, &mut ivs, rows)
+        },
+    )?;
     if let Some(blocks) = block {
         blocks.finish()?;
     }
@@ -945,22 +947,30 @@ pub(super) fn emit_contraction<'c, 'a>(
 type Bounds<'b, 'c, 'a> =
     dyn Fn(&Emitter<'c, 'a>, usize) -> Result<(Value<'c, 'a>, Value<'c, 'a>), Error> + 'b;
 
-/// Emits a loop from `low` over the whole steps of `step` that fit before
-/// `high`; returns its body (to be finished), its index and where it ends.
-fn whole_steps<'c, 'a>(
+/// Covers `[low, high)` with tiles of `sizes`, largest first: a loop over
+/// the whole tiles of each size that fit in what the sizes before left,
+/// `tile` emitting one tile at its first index.
+fn in_tiles<'c, 'a>(
     at: &Emitter<'c, 'a>,
     low: Value<'c, 'a>,
     high: Value<'c, 'a>,
-    step: usize,
-) -> Result<(Emitter<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>), Error> {
+    sizes: &[usize],
+    mut tile: impl FnMut(&Emitter<'c, 'a>, Value<'c, 'a>, usize) -> Result<(), Error>,
+) -> Result<(), Error> {
     let index = Type::index(at.context);
-    let step = at.index(step as i64)?;
-    let span = at.value("arith.subi", &[high, low], index)?;
-    let count = at.value("arith.divui", &[span, step], index)?;
-    let covered = at.value("arith.muli", &[count, step], index)?;
-    let end = at.value("arith.addi", &[low, covered], index)?;
-    let (body, iv, _, _) = at.for_step(low, end, step, &[])?;
-    Ok((body, iv, end))
+    let mut start = low;
+    for &size in sizes {
+        let step = at.index(size as i64)?;
+        let span = at.value("arith.subi", &[high, start], index)?;
+        let count = at.value("arith.divui", &[span, step], index)?;
+        let covered = at.value("arith.muli", &[count, step], index)?;
+        let end = at.value("arith.addi", &[start, covered], index)?;
+        let (body, first, _, _) = at.for_step(start, end, step, &[])?;
+        tile(&body, first, size)?;
+        body.finish()?;
+        start = end;
+    }
+    Ok(())
 }
 
 /// What every tile of a contraction in the dot form shares.
@@ -988,15 +998,11 @@ impl<'c, 'a> DotTile<'_, 'c, 'a> {
         let Some(c) = column else {
             return self.rows(at, ivs, 1, bounds);
         };
-        let (mut start, high) = bounds(at, c)?;
-        for width in tile_heights(columns) {
-            let (body, c0, end) = whole_steps(at, start, high, width)?;
+        let (low, high) = bounds(at, c)?;
+        in_tiles(at, low, high, &tile_heights(columns), |body, c0, width| {
             ivs[c] = Some(c0);
-            self.rows(&body, ivs, width, bounds)?;
-            body.finish()?;
-            start = end;
-        }
-        Ok(())
+            self.rows(body, ivs, width, bounds)
+        })
     }
 
     /// The tiles of `r` for tiles `width` columns wide.
@@ -1008,15 +1014,11 @@ impl<'c, 'a> DotTile<'_, 'c, 'a> {
         bounds: &Bounds<'_, 'c, 'a>,
     ) -> Result<(), Error> {
         let plan = self.plan;
-        let (mut start, high) = bounds(at, plan.r)?;
-        for height in tile_heights(plan.rows) {
-            let (body, r0, end) = whole_steps(at, start, high, height)?;
+        let (low, high) = bounds(at, plan.r)?;
+        in_tiles(at, low, high, &tile_heights(plan.rows), |body, r0, height| {
             ivs[plan.r] = Some(r0);
-            self.emit(&body, ivs, height, width)?;
-            body.finish()?;
-            start = end;
-        }
-        Ok(())
+            self.emit(body, ivs, height, width)
+        })
     }
 
     /// One tile of `height` rows by `width` columns: a vector accumulator
