@@ -7,7 +7,8 @@
 //! fast math (a fused multiply-add per step) within the bound
 //! `docs/semantics.md` states, `2 γ(n) Σ|a_i b_i|` per output. Each case
 //! also says whether it must be a contraction, so the rule is checked to
-//! apply exactly where its doc says.
+//! apply exactly where its doc says. A property test draws matmul shapes
+//! and forms at random and shrinks any failure to the smallest.
 
 use jitc_compiler::{CodegenOptions, CpuTarget, DiagnosticCollector, MathMode, new_context, parse_module};
 use jitc_interp::{Interpreter, StateStore, Tensor, Value};
@@ -503,5 +504,46 @@ fn avx2_tiles_match_the_interpreter() {
             "{what}"
         );
         assert!(check_on(what, &case, 9, MathMode::Fast, avx2()), "{what}");
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 32, ..Default::default() })]
+
+    /// Any matmul-shaped contraction, in any of its forms (plain, Aᵀ, Bᵀ,
+    /// batched) and float type, agrees with the interpreter in both math
+    /// modes (shrinking to the smallest shape that does not).
+    #[test]
+    fn any_matmul_form_matches_the_interpreter(
+        m in 1usize..24,
+        n in 1usize..72,
+        k in 1usize..48,
+        form in 0usize..4,
+        f64 in proptest::bool::ANY,
+        seed in 1u64..1 << 30,
+    ) {
+        let element = if f64 { "f64" } else { "f32" };
+        let case = match form {
+            0 => matmul(m, n, k, element),
+            1 => Case {
+                a: (vec![k, m], "d2, d0".into()),
+                ..matmul(m, n, k, element)
+            },
+            2 => Case {
+                b: (vec![n, k], "d1, d2".into()),
+                ..matmul(m, n, k, element)
+            },
+            _ => Case {
+                domain: vec![2, m, n, k],
+                a: (vec![2, m, k], "d0, d1, d3".into()),
+                b: (vec![2, k, n], "d0, d3, d2".into()),
+                y: (vec![2, m, n], "d0, d1, d2".into()),
+                element,
+                padding: None,
+            },
+        };
+        let what = format!("{m}x{n}x{k} form {form} {element}");
+        check(&what, &case, seed, MathMode::Exact);
+        check(&what, &case, seed, MathMode::Fast);
     }
 }
