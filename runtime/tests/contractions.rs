@@ -547,3 +547,18 @@ proptest::proptest! {
         check(&what, &case, seed, MathMode::Fast);
     }
 }
+
+#[test]
+fn an_index_with_a_huge_constant_keeps_the_loop_nest() {
+    // A's column index is k + 2^62, always past A's end: every product
+    // reads the padding value 0.5. The constant is too large for the
+    // tiles' compile-time shifts, so the kernel keeps the loop nest, and
+    // both agree with the interpreter.
+    let case = Case {
+        a: (vec![9, 12], "d0, d2 + 4611686018427387904".into()),
+        padding: Some(0.5),
+        ..matmul(9, 40, 12, "f32")
+    };
+    assert!(!check("k + 2^62", &case, 6, MathMode::Exact));
+    assert!(!check("k + 2^62", &case, 6, MathMode::Fast));
+}

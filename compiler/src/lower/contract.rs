@@ -81,7 +81,7 @@ use super::{
     access::{Arg, Output, key},
     emit::{Emitter, error},
     gep, memory_type,
-    schedule::{Check, Linear, Schedule, linear},
+    schedule::{Check, Linear, Schedule, linear, range},
     value_type,
 };
 use crate::Error;
@@ -97,6 +97,10 @@ const ACCUMULATORS_512: usize = 24;
 const ACCUMULATORS_256: usize = 12;
 /// The most rows of a tile.
 const MAX_ROWS: usize = 8;
+/// The largest coefficient or constant of an index form a contraction
+/// takes, so that shifting a form by a row and lane in the compiler cannot
+/// overflow.
+const MAX_TERM: u64 = 1 << 40;
 /// A fold at least this long packs its vector operand ([`Contraction::pack`]).
 const PACK_MIN_DEPTH: i64 = 512;
 /// Steps of the fold per packed block: 256 rows of 64 f32 are 64 KiB,
@@ -360,7 +364,16 @@ pub(super) fn plan(
                         constant: 0,
                     });
                 }
+                // An index whose arithmetic could leave i64 somewhere in
+                // the domain keeps the loop nest, which reports that as
+                // the interpreter does; the tiles compute with wrapping
+                // `index` arithmetic.
+                range(expr, domain)?;
                 let mut form = linear(expr, dims)?;
+                let small = |c: &i64| c.unsigned_abs() <= MAX_TERM;
+                if !form.coefficients.iter().all(small) || !small(&form.constant) {
+                    return None;
+                }
                 form.coefficients.resize(width, 0);
                 Some(form)
             })
@@ -731,7 +744,8 @@ fn evaluate<'c, 'a>(
     shift: i64,
 ) -> Result<Value<'c, 'a>, Error> {
     let index = Type::index(at.context);
-    let mut value = at.index(form.constant + shift)?;
+    // Wrapping, as the `index` arithmetic it stands for.
+    let mut value = at.index(form.constant.wrapping_add(shift))?;
     for (d, &c) in form.coefficients.iter().enumerate() {
         if c == 0 {
             continue;
@@ -1052,7 +1066,9 @@ impl<'c, 'a> DotTile<'_, 'c, 'a> {
                         &[("fastmathFlags", flags)],
                     )?
                     .ok_or_else(|| error("llvm.intr.vector.reduce.fadd"))?;
-                let shift = m as i64 * plan.output[plan.r] + column.map_or(0, |c| n as i64 * plan.output[c]);
+                let shift = (m as i64)
+                    .wrapping_mul(plan.output[plan.r])
+                    .wrapping_add(column.map_or(0, |c| (n as i64).wrapping_mul(plan.output[c])));
                 let form = Linear {
                     coefficients: plan.output.clone(),
                     constant: 0,
@@ -1151,8 +1167,9 @@ impl<'c, 'a> DotTile<'_, 'c, 'a> {
             for m in 0..rows {
                 for n in 0..columns {
                     let coefficients = &operand.offset.coefficients;
-                    let shift =
-                        m as i64 * coefficients[plan.r] + column.map_or(0, |c| n as i64 * coefficients[c]);
+                    let shift = (m as i64)
+                        .wrapping_mul(coefficients[plan.r])
+                        .wrapping_add(column.map_or(0, |c| (n as i64).wrapping_mul(coefficients[c])));
                     let offset = evaluate(at, &operand.offset, ivs, &self.symbols[o], shift)?;
                     let offset = at.value("arith.index_cast", &[offset], i64_type)?;
                     let address = gep(at, self.pointers[o], offset, memory)?;
@@ -1358,7 +1375,9 @@ impl<'c, 'a> Tile<'_, 'c, 'a> {
     ) -> Result<Value<'c, 'a>, Error> {
         let plan = self.plan;
         let i64_type: Type = melior::ir::r#type::IntegerType::new(at.context, 64).into();
-        let shift = (m as i64) * plan.output[plan.r] + (n * plan.lanes) as i64;
+        let shift = (m as i64)
+            .wrapping_mul(plan.output[plan.r])
+            .wrapping_add((n * plan.lanes) as i64);
         let form = Linear {
             coefficients: plan.output.clone(),
             constant: 0,
@@ -1491,7 +1510,11 @@ impl<'c, 'a> Tile<'_, 'c, 'a> {
                 .ok_or_else(|| error("llvm.load"));
         }
         // The shift of an index or offset form at this row and lane.
-        let moved = |form: &Linear| form.coefficients[plan.r] * m + form.coefficients[plan.v] * shift;
+        let moved = |form: &Linear| {
+            form.coefficients[plan.r]
+                .wrapping_mul(m)
+                .wrapping_add(form.coefficients[plan.v].wrapping_mul(shift))
+        };
         let symbols = &self.symbols[o];
         let offset = evaluate(at, &operand.offset, ivs, symbols, moved(&operand.offset))?;
         let offset = at.value("arith.index_cast", &[offset], i64_type)?;
