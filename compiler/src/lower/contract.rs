@@ -57,23 +57,24 @@
 //! A map's symbol (an `index` argument) may be a whole index, as the
 //! RNN's `xs[t, i, k]` is: it is checked like padding. Not contractions
 //! (they keep the loop nest): other body shapes, integer elements, other
-//! uses of symbols, overflow conditions, an index that is not affine, an
-//! operand that moves with `v` by another stride (a transposed operand)
-//! under exact math or with no dot form, a dynamic domain, and the
+//! uses of symbols, overflow conditions, an index that is not affine or
+//! whose arithmetic could leave i64, an operand that moves with `v` by
+//! another stride (a transposed operand) or a `v` shorter than half a
+//! vector, under exact math or with no dot form, a dynamic domain, and the
 //! bounds-checked mode.
 //!
-//! Example: matmul `4x5x3` (`f32`, 512-bit vectors), one tile of 4 rows
-//! and one masked vector of 16 lanes (5 in use), at `%i0`:
+//! Example: matmul `4x5x3` (`f32`, 256-bit vectors), one tile of 4 rows
+//! and one masked vector of 8 lanes (5 in use), at `%i0`:
 //!
 //! ```mlir
 //! %acc:4 = scf.for %k = %c0 to %c3 step %c1 iter_args(...) {
-//!   %b = llvm.intr.masked.load %pb, %tail, %zero {alignment = 4 : i32}   // B[k, 0..16)
+//!   %b = llvm.intr.masked.load %pb, %tail, %zero {alignment = 4 : i32}   // B[k, 0..8)
 //!   %a0 = llvm.load %pa0 : !llvm.ptr -> f32                             // A[i0, k]
 //!   %s0 = llvm.shufflevector ...                                        // splat
-//!   %f0 = math.fma %s0, %b, %acc0 : vector<16xf32>
+//!   %f0 = math.fma %s0, %b, %acc0 : vector<8xf32>
 //!   ... rows 1 to 3
 //! }
-//! llvm.intr.masked.store %acc#0, %pc0, %tail {alignment = 4 : i32}      // C[i0, 0..16)
+//! llvm.intr.masked.store %acc#0, %pc0, %tail {alignment = 4 : i32}      // C[i0, 0..8)
 //! ```
 
 use super::{
@@ -151,12 +152,14 @@ pub(super) struct Contraction {
     element: ElementType,
     /// The two operands, in the multiply's order.
     operands: [Operand; 2],
-    /// The vector and row dimensions.
+    /// The vector and row dimensions (in the dot form, `v` is folded).
     v: usize,
     r: usize,
     /// The other kept dimensions, in domain order: plain loops outside.
     outer: Vec<usize>,
-    /// The folded dimensions, in domain order: the fold runs through them.
+    /// The folded dimensions in the order the fold runs them: the
+    /// domain's, or under fast math those that checked indices read
+    /// first; in the dot form, all but `v`, outside it.
     folded: Vec<usize>,
     /// The output's element offset per domain dimension.
     output: Vec<i64>,
