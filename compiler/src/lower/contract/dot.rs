@@ -10,7 +10,7 @@ use super::super::{
 };
 use super::{
     plan::{Contraction, Form},
-    vectors::{Bounds, Vectors, alignment64, evaluate, in_tiles, tile_heights},
+    vectors::{Bounds, Vectors, evaluate, in_tiles, tile_heights},
 };
 use crate::Error;
 use melior::ir::{Attribute, Type, Value};
@@ -201,27 +201,11 @@ impl<'c, 'a> DotTile<'_, 'c, 'a> {
                     let offset = evaluate(at, &operand.offset, ivs, &self.symbols[o], shift)?;
                     let offset = at.value("arith.index_cast", &[offset], i64_type)?;
                     let address = gep(at, self.pointers[o], offset, memory)?;
-                    let value = match (operand.contiguous, mask) {
-                        (true, Some(mask)) => at
-                            .op(
-                                "llvm.intr.masked.load",
-                                &[address, mask, zero],
-                                &[vectors.values],
-                                &[("alignment", vectors.alignment(at))],
-                            )?
-                            .ok_or_else(|| error("llvm.intr.masked.load"))?,
-                        (true, None) => at
-                            .op(
-                                "llvm.load",
-                                &[address],
-                                &[vectors.values],
-                                &[("alignment", alignment64(at, plan.element))],
-                            )?
-                            .ok_or_else(|| error("llvm.load"))?,
-                        (false, _) => {
-                            let x = at.value("llvm.load", &[address], element)?;
-                            vectors.splat(at, x, vectors.values)?
-                        }
+                    let value = if operand.contiguous {
+                        vectors.load(at, address, mask.map(|mask| (mask, zero)))?
+                    } else {
+                        let x = at.value("llvm.load", &[address], element)?;
+                        vectors.splat(at, x, vectors.values)?
                     };
                     loaded.push(value);
                 }

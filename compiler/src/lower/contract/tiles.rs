@@ -69,24 +69,7 @@ impl<'c, 'a> Tile<'_, 'c, 'a> {
             for m in 0..rows {
                 for (n, tail) in tails.iter().enumerate() {
                     let address = self.output_address(at, ivs, m, n)?;
-                    let so_far = match tail {
-                        Some(mask) => at
-                            .op(
-                                "llvm.intr.masked.load",
-                                &[address, *mask, identity],
-                                &[vectors.values],
-                                &[("alignment", vectors.alignment(at))],
-                            )?
-                            .ok_or_else(|| error("llvm.intr.masked.load"))?,
-                        None => at
-                            .op(
-                                "llvm.load",
-                                &[address],
-                                &[vectors.values],
-                                &[("alignment", alignment64(at, plan.element))],
-                            )?
-                            .ok_or_else(|| error("llvm.load"))?,
-                    };
+                    let so_far = vectors.load(at, address, tail.map(|mask| (mask, identity)))?;
                     inits[m * plan.vectors + n] = at.select(packed.first, identity, so_far)?;
                 }
             }
@@ -343,25 +326,10 @@ impl<'c, 'a> Tile<'_, 'c, 'a> {
             });
         }
         let address = gep(at, self.pointers[o], offset, memory)?;
-        match lanes {
-            Some(mask) => {
-                let through = vectors.splat(at, overflow, vectors.values)?;
-                at.op(
-                    "llvm.intr.masked.load",
-                    &[address, mask, through],
-                    &[vectors.values],
-                    &[("alignment", vectors.alignment(at))],
-                )?
-                .ok_or_else(|| error("llvm.intr.masked.load"))
-            }
-            None => at
-                .op(
-                    "llvm.load",
-                    &[address],
-                    &[vectors.values],
-                    &[("alignment", alignment64(at, plan.element))],
-                )?
-                .ok_or_else(|| error("llvm.load")),
-        }
+        let through = match lanes {
+            Some(mask) => Some((mask, vectors.splat(at, overflow, vectors.values)?)),
+            None => None,
+        };
+        vectors.load(at, address, through)
     }
 }

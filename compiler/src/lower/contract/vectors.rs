@@ -121,6 +121,26 @@ impl<'c> Vectors<'c> {
         at.value("arith.andi", &[low, high], self.masks)
     }
 
+    /// A vector at `address` (element-aligned): the lanes of `mask` only,
+    /// the others from the vector `through`, when there is a mask.
+    pub(super) fn load<'a>(
+        &self,
+        at: &Emitter<'c, 'a>,
+        address: Value<'c, 'a>,
+        mask: Option<(Value<'c, 'a>, Value<'c, 'a>)>,
+    ) -> Result<Value<'c, 'a>, Error> {
+        let (name, operands, alignment) = match mask {
+            Some((mask, through)) => (
+                "llvm.intr.masked.load",
+                vec![address, mask, through],
+                self.alignment(at),
+            ),
+            None => ("llvm.load", vec![address], alignment64(at, self.element)),
+        };
+        at.op(name, &operands, &[self.values], &[("alignment", alignment)])?
+            .ok_or_else(|| error(name))
+    }
+
     /// The `alignment` of a load or store of a whole vector of a packed
     /// buffer (an `i64`): the vector's size, as the buffer is aligned to 64
     /// bytes and holds whole vectors.
