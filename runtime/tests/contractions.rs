@@ -264,15 +264,15 @@ fn random_matmuls_match_the_interpreter() {
 }
 
 #[test]
-fn transposed_operands_take_the_dot_form_under_fast_math() {
+fn transposed_operands_are_gathered_into_the_packed_panel() {
     // B read as B[j, k] moves along j by a stride of k: not contiguous
-    // along the output's last dimension. Exact math keeps the loop nest;
-    // fast math sums along k in vectors (the dot form). Random shapes of
-    // A Bᵀ in f32 and f64, and of a[i] B[j, k] (an operand constant along
-    // k, broadcast).
+    // along the output's last dimension. It is gathered, lane by lane,
+    // into the packed panel the tiles read, in either math mode. Random
+    // shapes of A Bᵀ in f32 and f64, and of a[i] B[j, k] (an operand
+    // constant along k, broadcast).
     let mut rng = Rng(0xd07);
     for round in 0..12 {
-        let (m, n, k) = (1 + rng.below(30), 4 + rng.below(40), 1 + rng.below(70));
+        let (m, n, k) = (1 + rng.below(30), 8 + rng.below(40), 1 + rng.below(70));
         let case = match round % 3 {
             0 => Case {
                 b: (vec![n, k], "d1, d2".into()),
@@ -291,28 +291,56 @@ fn transposed_operands_take_the_dot_form_under_fast_math() {
         };
         let what = format!("round {round}: {:?} {}", case.domain, case.element);
         let seed = rng.below(1 << 30) as u64;
+        assert!(check(&what, &case, seed, MathMode::Exact), "{what}: not gathered");
+        assert!(check(&what, &case, seed, MathMode::Fast), "{what}: not gathered");
+    }
+}
+
+/// y[i, j] = Σ_{k1, k2} a[i, k1, k2] b[j, k1, k2]: b strided along j, and
+/// a fold of two dimensions, which packing does not take.
+fn two_folds(m: usize, n: usize, k1: usize, k2: usize) -> Case {
+    Case {
+        domain: vec![m, n, k1, k2],
+        a: (vec![m, k1, k2], "d0, d2, d3".into()),
+        b: (vec![n, k1, k2], "d1, d2, d3".into()),
+        y: (vec![m, n], "d0, d1".into()),
+        element: "f32",
+        padding: None,
+    }
+}
+
+#[test]
+fn strided_operands_over_two_folds_take_the_dot_form_under_fast_math() {
+    // Exact math keeps the loop nest; fast math sums along k2 in vectors
+    // (the dot form) where k2 is two vectors long at least.
+    let mut rng = Rng(0xd08);
+    for round in 0..8 {
+        let (m, n) = (1 + rng.below(20), 1 + rng.below(30));
+        let (k1, k2) = (1 + rng.below(4), 1 + rng.below(70));
+        let case = two_folds(m, n, k1, k2);
+        let what = format!("round {round}: {:?}", case.domain);
+        let seed = rng.below(1 << 30) as u64;
         assert!(!check(&what, &case, seed, MathMode::Exact), "{what}");
-        // Two vectors along k at least (16 lanes with AVX-512).
-        if k >= 32 {
-            assert!(check(&what, &case, seed, MathMode::Fast), "{what}: no dot form");
-        } else {
-            check(&what, &case, seed, MathMode::Fast);
+        let tiled = check(&what, &case, seed, MathMode::Fast);
+        // Two vectors along k2 at least (16 lanes with AVX-512).
+        if k2 >= 32 {
+            assert!(tiled, "{what}: no dot form");
         }
     }
 }
 
 #[test]
 fn the_dot_forms_last_vector_adds_nothing_past_the_fold() {
-    // y[i, j] = Σ_k a[i] B[j, k] with a[0] infinite and B positive: the
-    // sums of row 0 are +inf. The last vector along k (40 = 32 + 8) has
-    // lanes past k's extent, where B reads 0; inf * 0 would be a NaN if
-    // those lanes were added.
-    let source = r#"func.func @main(%a: tensor<3xf32>, %b: tensor<8x40xf32>) -> tensor<3x8xf32> {
-  %aa = "meta.reindex"(%a) {indices = affine_map<(i, j, k) -> (i)>} : (tensor<3xf32>) -> tensor<3x8x40xf32>
-  %bb = "meta.reindex"(%b) {indices = affine_map<(i, j, k) -> (j, k)>} : (tensor<8x40xf32>) -> tensor<3x8x40xf32>
-  %p = "meta.binary"(%aa, %bb) {kind = "mul"} : (tensor<3x8x40xf32>, tensor<3x8x40xf32>) -> tensor<3x8x40xf32>
-  %y = "meta.reindex_reduce"(%p) {kind = "add", indices = affine_map<(i, j, k) -> (i, j)>}
-       : (tensor<3x8x40xf32>) -> tensor<3x8xf32>
+    // y[i, j] = Σ_{k1, k2} a[i] B[j, k1, k2] with a[0] infinite and B
+    // positive: the sums of row 0 are +inf. The last vector along k2
+    // (40 = 32 + 8) has lanes past k2's extent, where B reads 0; inf * 0
+    // would be a NaN if those lanes were added.
+    let source = r#"func.func @main(%a: tensor<3xf32>, %b: tensor<8x2x40xf32>) -> tensor<3x8xf32> {
+  %aa = "meta.reindex"(%a) {indices = affine_map<(i, j, k, l) -> (i)>} : (tensor<3xf32>) -> tensor<3x8x2x40xf32>
+  %bb = "meta.reindex"(%b) {indices = affine_map<(i, j, k, l) -> (j, k, l)>} : (tensor<8x2x40xf32>) -> tensor<3x8x2x40xf32>
+  %p = "meta.binary"(%aa, %bb) {kind = "mul"} : (tensor<3x8x2x40xf32>, tensor<3x8x2x40xf32>) -> tensor<3x8x2x40xf32>
+  %y = "meta.reindex_reduce"(%p) {kind = "add", indices = affine_map<(i, j, k, l) -> (i, j)>}
+       : (tensor<3x8x2x40xf32>) -> tensor<3x8xf32>
   return %y : tensor<3x8xf32>
 }"#;
     let context = new_context().unwrap();
@@ -321,8 +349,8 @@ fn the_dot_forms_last_vector_adds_nothing_past_the_fold() {
     let tiles = jitc_compiler::contractions(&module, &options);
     assert!(tiles.iter().any(|(_, t)| t.starts_with("dot form")), "{tiles:?}");
     let a = Tensor::parse_literal("3xf32=inf 1 -2").unwrap();
-    let values: Vec<String> = (0..320).map(|i| format!("{}", 0.5 + (i % 7) as f32)).collect();
-    let b = Tensor::parse_literal(&format!("8x40xf32={}", values.join(" "))).unwrap();
+    let values: Vec<String> = (0..640).map(|i| format!("{}", 0.5 + (i % 7) as f32)).collect();
+    let b = Tensor::parse_literal(&format!("8x2x40xf32={}", values.join(" "))).unwrap();
     let inputs = vec![Value::tensor(a), Value::tensor(b)];
     let (expected, actual) = run_both(&oracle, &module, &compiled, inputs);
     assert!(
@@ -472,7 +500,7 @@ fn avx2_tiles_match_the_interpreter() {
     // Compiled for x86-64-v3 (256-bit vectors: 8 lanes, tiles of 6 x 16),
     // which this machine runs whether it has AVX-512 or not: matmuls with
     // remainders in both directions, a padded convolution, a transposed
-    // operand (the dot form) and a packed fold.
+    // operand (gathered), the dot form and a packed fold.
     let avx2 = || CpuTarget {
         cpu: Some("x86-64-v3".into()),
         features: None,
@@ -494,7 +522,8 @@ fn avx2_tiles_match_the_interpreter() {
         ("13x21x9", matmul(13, 21, 9, "f32"), true),
         ("7x12x30 f64", matmul(7, 12, 30, "f64"), true),
         ("conv", conv, true),
-        ("11x19x40 Bᵀ", transposed, false),
+        ("11x19x40 Bᵀ", transposed, true),
+        ("two folds", two_folds(5, 11, 2, 40), false),
         ("9x20x520", matmul(9, 20, 520, "f32"), true),
     ];
     for (what, case, exact_tiles) in cases {

@@ -12,6 +12,8 @@
 // RUN: jitc explain %s | FileCheck %s --check-prefix=EXPLAIN
 // RUN: jitc explain %s --function conv | FileCheck %s --check-prefix=ONE
 // RUN: jitc compile %s --emit mlir --cpu x86-64-v4 | FileCheck %s --check-prefix=DOT
+// RUN: jitc compile %s --emit mlir --cpu x86-64-v4 | FileCheck %s --check-prefix=GATHER
+// RUN: jitc compile %s --emit mlir --cpu x86-64-v4 --math exact | FileCheck %s --check-prefix=GATHER-EXACT
 // RUN: jitc compile %s --emit mlir --cpu x86-64-v4 | FileCheck %s --check-prefix=PACK
 // RUN: jitc compile %s --emit mlir --cpu x86-64-v4 --math exact | FileCheck %s --check-prefix=NODOT
 
@@ -56,7 +58,8 @@
 // outside the input channels (d4); exact math keeps the domain's order.
 // EXPLAIN-NEXT: @conv_fused_0: rows d1 x vector d3, tiles of {{.*}}, folding d5, d6, d4 inside loops over d0, d2
 // EXPLAIN-NEXT: @packed_fused_0: rows d0 x vector d1, {{.*}}, folding d2, packed in blocks of 256
-// EXPLAIN-NEXT: @nt_fused_0: dot form: rows d0 x columns d1 in tiles of {{[0-9]+}} x {{[0-9]+}}, summing {{[0-9]+}}-lane vectors along d2
+// EXPLAIN-NEXT: @nt_fused_0: rows d0 x vector d1, {{.*}}, folding d2, d1 gathered into packed blocks of 256
+// EXPLAIN-NEXT: @two_folds_fused_0: dot form: rows d0 x columns d1 in tiles of {{[0-9]+}} x {{[0-9]+}}, summing {{[0-9]+}}-lane vectors along d3 inside d2
 // ONE: contractions on the cpu backend
 // ONE-NOT: @main_fused_0
 // ONE: @conv_fused_0
@@ -72,17 +75,33 @@
 // PACK: llvm.load {{.*}} {alignment = 64 : i64} : !llvm.ptr -> vector<16xf32>
 // PACK: math.fma
 
-// A transposed operand (B read as B[j, k]) is strided along j. Under fast
-// math both operands are contiguous along k, so each output sums its
-// products in a vector along k, masked past k's end (40 = 2 x 16 + 8),
-// and adds the vector up at the end; exact math keeps the loop nest.
-// DOT-LABEL: func.func @nt_fused_0(
+// A transposed operand (B read as B[j, k]) is strided along j: it is
+// gathered lane by lane into the packed panel (each lane's steps in
+// order), which the tiles read as usual, in either math mode.
+// GATHER-LABEL: func.func @nt_fused_0(
+// GATHER: llvm.alloca
+// GATHER: scf.for {{.*}} step %c256
+// GATHER: scf.for
+// GATHER: scf.for
+// GATHER: llvm.load {{.*}} : !llvm.ptr -> f32
+// GATHER: llvm.store {{.*}} : f32, !llvm.ptr
+// GATHER: math.fma {{.*}} : vector<16xf32>
+// GATHER-EXACT-LABEL: func.func @nt_fused_0(
+// GATHER-EXACT: llvm.alloca
+// GATHER-EXACT: arith.mulf {{.*}} : vector<16xf32>
+
+// Over a fold of two dimensions, a strided operand is not gathered;
+// under fast math the dot form sums each output's products in a vector
+// along the last fold, both operands contiguous in it, masked past its
+// end (40 = 2 x 16 + 8), and adds the vector up at the end; exact math
+// keeps the loop nest.
+// DOT-LABEL: func.func @two_folds_fused_0(
 // DOT: scf.for {{.*}} step %c16{{.*}} iter_args
 // DOT: math.fma {{.*}} : vector<16xf32>
 // DOT: llvm.intr.masked.load
 // DOT: arith.select {{.*}} : vector<16xi1>, vector<16xf32>
 // DOT: llvm.intr.vector.reduce.fadd{{.*}}fastmath<reassoc>
-// NODOT-LABEL: func.func @nt_fused_0(
+// NODOT-LABEL: func.func @two_folds_fused_0(
 // NODOT-NOT: vector<16xf32>
 // NODOT: return
 
@@ -124,5 +143,14 @@ func.func @nt(%a: tensor<12x40xf32>, %b: tensor<20x40xf32>) -> tensor<12x20xf32>
   %p = "meta.binary"(%aa, %bb) {kind = "mul"} : (tensor<12x20x40xf32>, tensor<12x20x40xf32>) -> tensor<12x20x40xf32>
   %c = "meta.reindex_reduce"(%p) {kind = "add", indices = affine_map<(i, j, k) -> (i, j)>}
        : (tensor<12x20x40xf32>) -> tensor<12x20xf32>
+  return %c : tensor<12x20xf32>
+}
+
+func.func @two_folds(%a: tensor<12x2x40xf32>, %b: tensor<20x2x40xf32>) -> tensor<12x20xf32> {
+  %aa = "meta.reindex"(%a) {indices = affine_map<(i, j, k, l) -> (i, k, l)>} : (tensor<12x2x40xf32>) -> tensor<12x20x2x40xf32>
+  %bb = "meta.reindex"(%b) {indices = affine_map<(i, j, k, l) -> (j, k, l)>} : (tensor<20x2x40xf32>) -> tensor<12x20x2x40xf32>
+  %p = "meta.binary"(%aa, %bb) {kind = "mul"} : (tensor<12x20x2x40xf32>, tensor<12x20x2x40xf32>) -> tensor<12x20x2x40xf32>
+  %c = "meta.reindex_reduce"(%p) {kind = "add", indices = affine_map<(i, j, k, l) -> (i, j)>}
+       : (tensor<12x20x2x40xf32>) -> tensor<12x20xf32>
   return %c : tensor<12x20xf32>
 }

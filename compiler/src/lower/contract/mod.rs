@@ -27,7 +27,11 @@
 //! the first goes on from the partial sums the one before stored (the
 //! same order of additions). Read in place, the panel's rows lie a row of
 //! the operand apart, which for widths of a power of two crowds them into
-//! a few cache sets: 2048^3 ran at half the speed of 1024^3.
+//! a few cache sets: 2048^3 ran at half the speed of 1024^3. An operand
+//! strided along `v` (a transposed one, `B[j, k]`) over a fold of one
+//! dimension is always packed, gathered lane by lane into the block (each
+//! lane's steps in order, contiguous in the operand), so the tiles read it
+//! as they read any panel, in either math mode.
 //!
 //! Exactness: under [`MathMode::Exact`] every output folds its products
 //! one at a time in the interpreter's row-major order, from the identity
@@ -45,8 +49,8 @@
 //! powers of two below `rows`.
 //!
 //! The dot form ([`plan::Form::Dot`]): under fast math, an operand that moves
-//! along `v` by a stride (a transposed operand, as `dy W^T` in a
-//! backward pass) does not stop the kernel when both operands are
+//! along `v` by a stride and cannot be gathered (a fold of several
+//! dimensions) does not stop the kernel when both operands are
 //! contiguous (or constant) along a folded dimension. That dimension
 //! becomes the vector one: each output of a tile of rows by columns
 //! keeps a vector of partial sums along it, the last vector masked
@@ -59,7 +63,7 @@
 //! (they keep the loop nest): other body shapes, integer elements, other
 //! uses of symbols, overflow conditions, an index that is not affine or
 //! whose arithmetic could leave i64, an operand that moves with `v` by
-//! another stride (a transposed operand) or a `v` shorter than half a
+//! another stride and cannot be gathered, or a `v` shorter than half a
 //! vector, under exact math or with no dot form, a dynamic domain, and the
 //! bounds-checked mode.
 //!
@@ -93,7 +97,7 @@ use super::{
     MathMode,
     access::{Arg, Output},
     emit::{Emitter, error},
-    gep, memory_type,
+    gep, memory_type, value_type,
 };
 use crate::Error;
 use dot::DotTile;
@@ -101,7 +105,7 @@ use jitc_dialect::kinds::ElementType;
 use melior::ir::{Type, Value};
 use plan::{Form, PACK_DEPTH};
 use tiles::{Packed, Tile};
-use vectors::{Vectors, in_tiles, tile_heights};
+use vectors::{Vectors, evaluate, in_tiles, tile_heights};
 
 /// Emits `plan` for the kernel: its loops, tiles and stores. `range` is the
 /// caller's `[begin, end)` of the split dimension `split`.
@@ -237,16 +241,48 @@ pub(super) fn emit_contraction<'c, 'a>(
         let first = blocks.cmpi(0, low, blocks.index(0)?)?;
         // Copy the block: vector `n` of step `s` at `(s * vectors + n) *
         // lanes`; lanes past `v`'s end read 0.
+        let width = (plan.vectors * plan.lanes) as i64;
+        if plan.gathered {
+            // A transposed operand, lane by lane, each lane's steps in
+            // order (contiguous in the operand), each lane past `v`'s end
+            // (or the caller's range of it) 0.
+            let (lanes, lane) = blocks.for_range(blocks.index(0)?, blocks.index(width)?)?;
+            let v0 = ivs[plan.v].ok_or_else(|| error("no vector index"))?;
+            let vl = lanes.value("arith.addi", &[v0, lane], index)?;
+            let inside = lanes.cmpi(2, vl, v_high)?;
+            let (steps, kk) = lanes.for_range(low, high)?;
+            let mut at_lane = ivs.clone();
+            at_lane[plan.v] = Some(vl);
+            at_lane[k] = Some(kk);
+            let from = evaluate(
+                &steps,
+                &plan.operands[operand].offset,
+                &at_lane,
+                &symbols[operand],
+                0,
+            )?;
+            let from = steps.select(inside, from, steps.index(0)?)?;
+            let from = steps.value("arith.index_cast", &[from], i64_type)?;
+            let memory = memory_type(top.context, plan.element);
+            let source = gep(&steps, pointers[operand], from, memory)?;
+            let element = value_type(top.context, plan.element);
+            let x = steps.value("llvm.load", &[source], element)?;
+            let x = steps.select(inside, x, steps.float(element, 0.0)?)?;
+            let step = steps.value("arith.subi", &[kk, low], index)?;
+            let to = steps.value("arith.muli", &[step, steps.index(width)?], index)?;
+            let to = steps.value("arith.addi", &[to, lane], index)?;
+            let to = steps.value("arith.index_cast", &[to], i64_type)?;
+            let target = gep(&steps, buffer, to, memory)?;
+            steps.op("llvm.store", &[x, target], &[], &[])?;
+            steps.finish()?;
+            lanes.finish()?;
+        }
         let (copy, kk) = blocks.for_range(low, high)?;
         ivs[k] = Some(kk);
         let tails = tile.tails(&copy, &ivs)?;
         let step = copy.value("arith.subi", &[kk, low], index)?;
-        let row = copy.value(
-            "arith.muli",
-            &[step, copy.index((plan.vectors * plan.lanes) as i64)?],
-            index,
-        )?;
-        for (n, mask) in tails.iter().enumerate() {
+        let row = copy.value("arith.muli", &[step, copy.index(width)?], index)?;
+        for (n, mask) in tails.iter().enumerate().filter(|_| !plan.gathered) {
             let value = tile.load(&copy, &ivs, operand, 0, (n * plan.lanes) as i64, *mask)?;
             let at_vector = copy.value("arith.addi", &[row, copy.index((n * plan.lanes) as i64)?], index)?;
             let offset = copy.value("arith.index_cast", &[at_vector], i64_type)?;

@@ -94,6 +94,10 @@ pub(crate) struct Contraction {
     /// `B` apart, which for widths of a power of two maps them onto a few
     /// cache sets. The operand's number.
     pub(super) pack: Option<usize>,
+    /// The packed operand is strided along `v` (a transposed operand): the
+    /// copy into each block gathers it lane by lane. Any fold depth packs
+    /// it, in either math mode.
+    pub(super) gathered: bool,
     /// Values per vector, vectors per tile row, rows per tile.
     pub(super) lanes: usize,
     pub(super) vectors: usize,
@@ -121,7 +125,9 @@ impl Contraction {
                     if self.vectors == 1 { "" } else { "s" },
                     self.lanes,
                     names(&self.folded)
-                ) + &if self.pack.is_some() {
+                ) + &if self.gathered {
+                    format!(", d{} gathered into packed blocks of {PACK_DEPTH}", self.v)
+                } else if self.pack.is_some() {
                     format!(", packed in blocks of {PACK_DEPTH}")
                 } else {
                     String::new()
@@ -340,8 +346,20 @@ pub(crate) fn plan(
         });
     }
     // Along `v`, each operand is contiguous or constant, and `v` fills
-    // half a vector at least; otherwise, under fast math, the dot form.
-    let ways: Option<Vec<bool>> = operands.iter().map(|o| along(&o.forms, v)).collect();
+    // half a vector at least. One operand strided along `v` (a transposed
+    // one) may be gathered into the packed panel instead, when the fold is
+    // one dimension and it is read in bounds; otherwise, under fast math,
+    // the dot form.
+    let mut ways: Vec<Option<bool>> = operands.iter().map(|o| along(&o.forms, v)).collect();
+    let strided: Vec<usize> = (0..2).filter(|&o| ways[o].is_none()).collect();
+    let gathered = match strided[..] {
+        [o] if folded.len() == 1 && operands[o].checks.is_empty() => {
+            ways[o] = Some(true);
+            Some(o)
+        }
+        _ => None,
+    };
+    let ways: Option<Vec<bool>> = ways.into_iter().collect();
     let Some(ways) = ways.filter(|_| domain[v] >= (lanes as i64) / 2) else {
         if !reassociate {
             return None;
@@ -361,15 +379,16 @@ pub(crate) fn plan(
         operand.contiguous = contiguous;
     }
     // The row dimension: a kept one a contiguous operand does not move
-    // with; the longest, then the later.
+    // with (the gathered one, when there is one); the longest, then the
+    // later.
     let r = kept
         .iter()
         .copied()
         .filter(|&d| d != v)
         .filter(|&d| {
-            operands
-                .iter()
-                .any(|o| o.contiguous && o.offset.coefficients[d] == 0)
+            operands.iter().enumerate().any(|(o, operand)| {
+                operand.contiguous && operand.offset.coefficients[d] == 0 && gathered.is_none_or(|g| g == o)
+            })
         })
         .max_by_key(|&d| (domain[d], d))?;
     for operand in &mut operands {
@@ -403,13 +422,16 @@ pub(crate) fn plan(
         };
         folded.sort_by_key(|d| !checked(d));
     }
-    let pack = (folded.len() == 1 && domain[folded[0]] >= PACK_MIN_DEPTH)
-        .then(|| {
-            operands
-                .iter()
-                .position(|o| o.contiguous && !o.by_row && o.checks.is_empty())
-        })
-        .flatten();
+    let pack = match gathered {
+        Some(o) => Some(o),
+        None => (folded.len() == 1 && domain[folded[0]] >= PACK_MIN_DEPTH)
+            .then(|| {
+                operands
+                    .iter()
+                    .position(|o| o.contiguous && !o.by_row && o.checks.is_empty())
+            })
+            .flatten(),
+    };
     let [a, b] = <[Operand; 2]>::try_from(operands).ok()?;
     Some(Contraction {
         element,
@@ -421,6 +443,7 @@ pub(crate) fn plan(
         output,
         form: Form::Tiles,
         pack,
+        gathered: gathered.is_some(),
         lanes,
         vectors,
         rows,
@@ -509,6 +532,7 @@ fn dot(
         output,
         form: Form::Dot { column, columns },
         pack: None,
+        gathered: false,
         lanes,
         vectors: 1,
         rows,
