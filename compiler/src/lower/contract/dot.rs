@@ -2,27 +2,21 @@
 //! vector of partial sums along a folded dimension, added up at the end.
 
 use super::super::{
-    access::Output,
     emit::{Emitter, error},
     gep, memory_type,
     schedule::Linear,
     value_type,
 };
 use super::{
-    plan::{Contraction, Form},
-    vectors::{Bounds, Vectors, evaluate, in_tiles, tile_heights},
+    plan::Form,
+    vectors::{Bounds, Reads, evaluate, in_tiles, tile_heights},
 };
 use crate::Error;
 use melior::ir::{Attribute, Type, Value};
 
 /// What every tile of a contraction in the dot form shares.
 pub(super) struct DotTile<'p, 'c, 'a> {
-    pub(super) plan: &'p Contraction,
-    pub(super) vectors: &'p Vectors<'c>,
-    pub(super) pointers: &'p [Value<'c, 'a>],
-    pub(super) symbols: &'p [Vec<Value<'c, 'a>>],
-    pub(super) output: &'p Output<'c, 'a>,
-    pub(super) domain: &'p [i64],
+    pub(super) reads: Reads<'p, 'c, 'a>,
 }
 
 impl<'c, 'a> DotTile<'_, 'c, 'a> {
@@ -55,7 +49,7 @@ impl<'c, 'a> DotTile<'_, 'c, 'a> {
         width: usize,
         bounds: &Bounds<'_, 'c, 'a>,
     ) -> Result<(), Error> {
-        let plan = self.plan;
+        let plan = self.reads.plan;
         let (low, high) = bounds(at, plan.r)?;
         in_tiles(at, low, high, &tile_heights(plan.rows), |body, r0, height| {
             ivs[plan.r] = Some(r0);
@@ -72,8 +66,8 @@ impl<'c, 'a> DotTile<'_, 'c, 'a> {
         height: usize,
         width: usize,
     ) -> Result<(), Error> {
-        let plan = self.plan;
-        let vectors = self.vectors;
+        let plan = self.reads.plan;
+        let vectors = self.reads.vectors;
         let zero = vectors.constant(at, "0.0", vectors.values)?;
         let sums = self.fold(at, ivs, 0, vec![zero; height * width], height, width)?;
         let Form::Dot { column, .. } = plan.form else {
@@ -105,7 +99,7 @@ impl<'c, 'a> DotTile<'_, 'c, 'a> {
                 let offset = at.value("arith.index_cast", &[offset], i64_type)?;
                 let address = gep(
                     at,
-                    self.output.pointer,
+                    self.reads.output.pointer,
                     offset,
                     memory_type(at.context, plan.element),
                 )?;
@@ -127,17 +121,17 @@ impl<'c, 'a> DotTile<'_, 'c, 'a> {
         height: usize,
         width: usize,
     ) -> Result<Vec<Value<'c, 'a>>, Error> {
-        let plan = self.plan;
+        let plan = self.reads.plan;
         if let Some(&d) = plan.folded.get(level) {
             let (body, iv, inside, results) =
-                at.for_carried(at.index(0)?, at.index(self.domain[d])?, &accumulators)?;
+                at.for_carried(at.index(0)?, at.index(self.reads.domain[d])?, &accumulators)?;
             ivs[d] = Some(iv);
             let next = self.fold(&body, ivs, level + 1, inside, height, width)?;
             body.yield_values(&next)?;
             return Ok(results);
         }
         let lanes = plan.lanes as i64;
-        let extent = self.domain[plan.v];
+        let extent = self.reads.domain[plan.v];
         let whole = extent / lanes * lanes;
         let (body, k0, inside, results) =
             at.for_step(at.index(0)?, at.index(whole)?, at.index(lanes)?, &accumulators)?;
@@ -161,8 +155,9 @@ impl<'c, 'a> DotTile<'_, 'c, 'a> {
             .collect::<Vec<_>>()
             .join(", ");
         let mask = self
+            .reads
             .vectors
-            .constant(at, &format!("[{used}]"), self.vectors.masks)?;
+            .constant(at, &format!("[{used}]"), self.reads.vectors.masks)?;
         self.step(at, ivs, results, height, width, Some(mask))
     }
 
@@ -178,8 +173,8 @@ impl<'c, 'a> DotTile<'_, 'c, 'a> {
         width: usize,
         mask: Option<Value<'c, 'a>>,
     ) -> Result<Vec<Value<'c, 'a>>, Error> {
-        let plan = self.plan;
-        let vectors = self.vectors;
+        let plan = self.reads.plan;
+        let vectors = self.reads.vectors;
         let Form::Dot { column, .. } = plan.form else {
             return Err(error("a dot tile of another form"));
         };
@@ -198,9 +193,9 @@ impl<'c, 'a> DotTile<'_, 'c, 'a> {
                     let shift = (m as i64)
                         .wrapping_mul(coefficients[plan.r])
                         .wrapping_add(column.map_or(0, |c| (n as i64).wrapping_mul(coefficients[c])));
-                    let offset = evaluate(at, &operand.offset, ivs, &self.symbols[o], shift)?;
+                    let offset = evaluate(at, &operand.offset, ivs, &self.reads.symbols[o], shift)?;
                     let offset = at.value("arith.index_cast", &[offset], i64_type)?;
-                    let address = gep(at, self.pointers[o], offset, memory)?;
+                    let address = gep(at, self.reads.pointers[o], offset, memory)?;
                     let value = if operand.contiguous {
                         vectors.load(at, address, mask.map(|mask| (mask, zero)))?
                     } else {

@@ -105,7 +105,7 @@ use jitc_dialect::kinds::ElementType;
 use melior::ir::{Type, Value};
 use plan::{Form, PACK_DEPTH};
 use tiles::{Packed, Tile};
-use vectors::{Vectors, evaluate, in_tiles, tile_heights};
+use vectors::{Reads, Vectors, evaluate, in_tiles, tile_heights};
 
 /// Emits `plan` for the kernel: its loops, tiles and stores. `range` is the
 /// caller's `[begin, end)` of the split dimension `split`.
@@ -189,15 +189,16 @@ pub(super) fn emit_contraction<'c, 'a>(
         bodies.push(body);
         at = body;
     }
+    let reads = Reads {
+        plan,
+        vectors: &vectors,
+        pointers: &pointers,
+        symbols: &symbols,
+        output,
+        domain,
+    };
     if let Form::Dot { column, columns } = plan.form {
-        let tile = DotTile {
-            plan,
-            vectors: &vectors,
-            pointers: &pointers,
-            symbols: &symbols,
-            output,
-            domain,
-        };
+        let tile = DotTile { reads };
         tile.grid(&at, &mut ivs, column, columns, &bounds)?;
         for body in bodies.iter().rev() {
             body.finish()?;
@@ -213,12 +214,7 @@ pub(super) fn emit_contraction<'c, 'a>(
     // tile is whole.
     let tail = (plan.v == split && range.is_some()) || domain[plan.v] % width != 0;
     let mut tile = Tile {
-        plan,
-        vectors: &vectors,
-        pointers: &pointers,
-        symbols: &symbols,
-        output,
-        domain,
+        reads,
         math,
         tail: tail.then_some(v_high),
         packed: None,

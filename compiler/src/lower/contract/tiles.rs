@@ -5,28 +5,18 @@
 
 use super::super::{
     MathMode,
-    access::Output,
     emit::{Emitter, error},
     gep, memory_type,
     schedule::Linear,
     value_type,
 };
-use super::{
-    plan::Contraction,
-    vectors::{Vectors, alignment64, evaluate},
-};
+use super::vectors::{Reads, alignment64, evaluate};
 use crate::Error;
 use melior::ir::{Type, Value};
 
 /// What every tile of one contraction shares.
 pub(super) struct Tile<'p, 'c, 'a> {
-    pub(super) plan: &'p Contraction,
-    pub(super) vectors: &'p Vectors<'c>,
-    pub(super) pointers: &'p [Value<'c, 'a>],
-    /// Per operand, the values of its map's symbols.
-    pub(super) symbols: &'p [Vec<Value<'c, 'a>>],
-    pub(super) output: &'p Output<'c, 'a>,
-    pub(super) domain: &'p [i64],
+    pub(super) reads: Reads<'p, 'c, 'a>,
     pub(super) math: MathMode,
     /// Where `v` ends, when the last vector of a tile may pass it.
     pub(super) tail: Option<Value<'c, 'a>>,
@@ -58,8 +48,8 @@ impl<'c, 'a> Tile<'_, 'c, 'a> {
         ivs: &mut [Option<Value<'c, 'a>>],
         rows: usize,
     ) -> Result<(), Error> {
-        let plan = self.plan;
-        let vectors = self.vectors;
+        let plan = self.reads.plan;
+        let vectors = self.reads.vectors;
         let tails = self.tails(at, ivs)?;
         let identity = vectors.constant(at, "0.0", vectors.values)?;
         let mut inits = vec![identity; rows * plan.vectors];
@@ -110,7 +100,7 @@ impl<'c, 'a> Tile<'_, 'c, 'a> {
         at: &Emitter<'c, 'a>,
         ivs: &[Option<Value<'c, 'a>>],
     ) -> Result<Vec<Option<Value<'c, 'a>>>, Error> {
-        let plan = self.plan;
+        let plan = self.reads.plan;
         let i64_type: Type = melior::ir::r#type::IntegerType::new(at.context, 64).into();
         let index = Type::index(at.context);
         let Some(end) = self.tail else {
@@ -123,7 +113,8 @@ impl<'c, 'a> Tile<'_, 'c, 'a> {
                 let first = at.value("arith.addi", &[v0, at.index((n * plan.lanes) as i64)?], index)?;
                 let first = at.value("arith.index_cast", &[first], i64_type)?;
                 let left = at.value("arith.subi", &[end, first], i64_type)?;
-                self.vectors
+                self.reads
+                    .vectors
                     .lanes_within(at, at.int(i64_type, 0)?, left)
                     .map(Some)
             })
@@ -138,7 +129,7 @@ impl<'c, 'a> Tile<'_, 'c, 'a> {
         m: usize,
         n: usize,
     ) -> Result<Value<'c, 'a>, Error> {
-        let plan = self.plan;
+        let plan = self.reads.plan;
         let i64_type: Type = melior::ir::r#type::IntegerType::new(at.context, 64).into();
         let shift = (m as i64)
             .wrapping_mul(plan.output[plan.r])
@@ -151,7 +142,7 @@ impl<'c, 'a> Tile<'_, 'c, 'a> {
         let offset = at.value("arith.index_cast", &[offset], i64_type)?;
         gep(
             at,
-            self.output.pointer,
+            self.reads.output.pointer,
             offset,
             memory_type(at.context, plan.element),
         )
@@ -168,11 +159,11 @@ impl<'c, 'a> Tile<'_, 'c, 'a> {
         rows: usize,
         tails: &[Option<Value<'c, 'a>>],
     ) -> Result<Vec<Value<'c, 'a>>, Error> {
-        let plan = self.plan;
+        let plan = self.reads.plan;
         let d = plan.folded[level];
         let (low, high) = match self.packed {
             Some(packed) => (packed.low, packed.high),
-            None => (at.index(0)?, at.index(self.domain[d])?),
+            None => (at.index(0)?, at.index(self.reads.domain[d])?),
         };
         let (body, iv, inside, results) = at.for_carried(low, high, &accumulators)?;
         ivs[d] = Some(iv);
@@ -194,7 +185,7 @@ impl<'c, 'a> Tile<'_, 'c, 'a> {
         rows: usize,
         tails: &[Option<Value<'c, 'a>>],
     ) -> Result<Vec<Value<'c, 'a>>, Error> {
-        let plan = self.plan;
+        let plan = self.reads.plan;
         // values[o][m][n]: operand o at row m, vector n (one row or vector
         // when it does not move with them).
         let mut values = Vec::new();
@@ -221,7 +212,7 @@ impl<'c, 'a> Tile<'_, 'c, 'a> {
                 };
                 let (a, b) = (pick(0), pick(1));
                 let acc = accumulators[m * plan.vectors + n];
-                let t = self.vectors.values;
+                let t = self.reads.vectors.values;
                 next.push(match self.math {
                     MathMode::Fast => at.value("math.fma", &[a, b, acc], t)?,
                     MathMode::Exact => {
@@ -247,9 +238,9 @@ impl<'c, 'a> Tile<'_, 'c, 'a> {
         shift: i64,
         tail: Option<Value<'c, 'a>>,
     ) -> Result<Value<'c, 'a>, Error> {
-        let plan = self.plan;
+        let plan = self.reads.plan;
         let operand = &plan.operands[o];
-        let vectors = self.vectors;
+        let vectors = self.reads.vectors;
         let i64_type: Type = melior::ir::r#type::IntegerType::new(at.context, 64).into();
         let element = value_type(at.context, plan.element);
         if let Some(packed) = self.packed.filter(|p| p.operand == o) {
@@ -280,7 +271,7 @@ impl<'c, 'a> Tile<'_, 'c, 'a> {
                 .wrapping_mul(m)
                 .wrapping_add(form.coefficients[plan.v].wrapping_mul(shift))
         };
-        let symbols = &self.symbols[o];
+        let symbols = &self.reads.symbols[o];
         let offset = evaluate(at, &operand.offset, ivs, symbols, moved(&operand.offset))?;
         let offset = at.value("arith.index_cast", &[offset], i64_type)?;
         // Conditions on the indices: per lane for those moving with `v`,
@@ -311,7 +302,7 @@ impl<'c, 'a> Tile<'_, 'c, 'a> {
                 Some(inside) => at.select(inside, offset, at.int(i64_type, 0)?)?,
                 None => offset,
             };
-            let address = gep(at, self.pointers[o], offset, memory)?;
+            let address = gep(at, self.reads.pointers[o], offset, memory)?;
             let mut x = at.value("llvm.load", &[address], element)?;
             if let Some(inside) = scalar {
                 x = at.select(inside, x, overflow)?;
@@ -325,7 +316,7 @@ impl<'c, 'a> Tile<'_, 'c, 'a> {
                 None => all,
             });
         }
-        let address = gep(at, self.pointers[o], offset, memory)?;
+        let address = gep(at, self.reads.pointers[o], offset, memory)?;
         let through = match lanes {
             Some(mask) => Some((mask, vectors.splat(at, overflow, vectors.values)?)),
             None => None,

@@ -4,9 +4,11 @@
 //! sizes.
 
 use super::super::{
+    access::Output,
     emit::{Emitter, error},
     schedule::Linear,
 };
+use super::plan::Contraction;
 use crate::Error;
 use jitc_dialect::kinds::ElementType;
 use melior::ir::{Attribute, Type, Value};
@@ -208,6 +210,19 @@ pub(super) fn evaluate<'c, 'a>(
         value = at.value("arith.addi", &[value, term], index)?;
     }
     Ok(value)
+}
+
+/// What every tile of one contraction reads, in either form: the plan,
+/// its vector types, each operand's data pointer and symbol values, the
+/// output and the domain.
+pub(super) struct Reads<'p, 'c, 'a> {
+    pub(super) plan: &'p Contraction,
+    pub(super) vectors: &'p Vectors<'c>,
+    pub(super) pointers: &'p [Value<'c, 'a>],
+    /// Per operand, the values of its map's symbols.
+    pub(super) symbols: &'p [Vec<Value<'c, 'a>>],
+    pub(super) output: &'p Output<'c, 'a>,
+    pub(super) domain: &'p [i64],
 }
 
 /// The bounds of a dimension's loop: the caller's range for the split
