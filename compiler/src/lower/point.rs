@@ -164,6 +164,22 @@ fn symbols_of<'c, 'a>(
         .collect()
 }
 
+/// The value `reindex` reads out of bounds, as a float and as an integer
+/// (one of them is the number, the other 0): its `overflow_value`, or 0.
+pub(super) fn overflow_value(reindex: &ReindexOp) -> (f64, i64) {
+    reindex.overflow_value().map_or((0.0, 0), |attribute| {
+        let raw = melior::ir::AttributeLike::to_raw(&attribute);
+        // SAFETY: the verifier checked it is a number of the element type.
+        unsafe {
+            if mlir_sys::mlirAttributeIsAFloat(raw) {
+                (mlir_sys::mlirFloatAttrGetValueDouble(raw), 0)
+            } else {
+                (0.0, mlir_sys::mlirIntegerAttrGetValueInt(raw))
+            }
+        }
+    })
+}
+
 /// Emits one op; returns its element value, `None` for reductions.
 pub(super) fn emit_op<'c, 'a>(
     body: &mut Body<'c, 'a, '_>,
@@ -213,21 +229,8 @@ pub(super) fn emit_op<'c, 'a>(
             };
             let (pointer, shape, element, dynamic) = (*pointer, shape.clone(), *element, dynamic.clone());
             let symbols = symbols_of(body, op, reindex.index_operands())?;
-            let overflow = match reindex.overflow_value() {
-                Some(attribute) => {
-                    let raw = melior::ir::AttributeLike::to_raw(&attribute);
-                    // SAFETY: the verifier checked it is a number of `element`.
-                    let (value, integer) = unsafe {
-                        if mlir_sys::mlirAttributeIsAFloat(raw) {
-                            (mlir_sys::mlirFloatAttrGetValueDouble(raw), 0)
-                        } else {
-                            (0.0, mlir_sys::mlirIntegerAttrGetValueInt(raw))
-                        }
-                    };
-                    constant(&at, element, value, integer)?
-                }
-                None => constant(&at, element, 0.0, 0)?,
-            };
+            let (value, integer) = overflow_value(&reindex);
+            let overflow = constant(&at, element, value, integer)?;
             // An empty input is read nowhere (a dynamic one is checked at
             // run time instead: its static shape holds 0 for each dynamic
             // dimension).

@@ -52,11 +52,12 @@
 //!    multiply of two affine reindexes (matmul, convolution) does not use
 //!    the loop order above: `lower::contract` reads from the maps a
 //!    vector dimension (the output's last, along which each operand is
-//!    contiguous or constant) and a row dimension (one along which a
-//!    contiguous operand stays put), and runs register tiles of rows by
-//!    vectors with the folded dimensions innermost, in domain order, so
-//!    each output still folds its products in row-major order. The split
-//!    dimension is still this schedule's.
+//!    contiguous or constant, or a transposed operand is gathered into a
+//!    packed panel) and a row dimension (one along which a contiguous
+//!    operand stays put), and runs register tiles of rows by vectors with
+//!    the folded dimensions innermost: in domain order under exact math,
+//!    so each output still folds its products in row-major order. The
+//!    split dimension is still this schedule's.
 
 use jitc_dialect::{
     kinds::{ElementType, ReduceKind},
@@ -590,7 +591,7 @@ pub fn partial(body: BlockRef, domain: &[i64], reassociate: bool) -> Vec<ReduceK
 
 /// Row-major strides of `shape`, in elements; `None` when a size is
 /// dynamic (negative) or the strides overflow.
-fn strides(shape: &[i64]) -> Option<Vec<i64>> {
+pub(super) fn strides(shape: &[i64]) -> Option<Vec<i64>> {
     let mut strides = vec![0; shape.len()];
     let mut stride = 1i64;
     for (k, &extent) in shape.iter().enumerate().rev() {

@@ -3,9 +3,7 @@
 
 use super::super::{
     emit::{Emitter, error},
-    gep, memory_type,
-    schedule::Linear,
-    value_type,
+    gep, memory_type, value_type,
 };
 use super::{
     plan::Form,
@@ -76,7 +74,6 @@ impl<'c, 'a> DotTile<'_, 'c, 'a> {
         let element = value_type(at.context, plan.element);
         let flags = Attribute::parse(at.context, "#llvm.fastmath<reassoc>")
             .ok_or_else(|| error("fast-math flags"))?;
-        let i64_type: Type = melior::ir::r#type::IntegerType::new(at.context, 64).into();
         let start = at.float(element, 0.0)?;
         for m in 0..height {
             for n in 0..width {
@@ -91,18 +88,7 @@ impl<'c, 'a> DotTile<'_, 'c, 'a> {
                 let shift = (m as i64)
                     .wrapping_mul(plan.output[plan.r])
                     .wrapping_add(column.map_or(0, |c| (n as i64).wrapping_mul(plan.output[c])));
-                let form = Linear {
-                    coefficients: plan.output.clone(),
-                    constant: 0,
-                };
-                let offset = evaluate(at, &form, ivs, &[], shift)?;
-                let offset = at.value("arith.index_cast", &[offset], i64_type)?;
-                let address = gep(
-                    at,
-                    self.reads.output.pointer,
-                    offset,
-                    memory_type(at.context, plan.element),
-                )?;
+                let address = self.reads.output_address(at, ivs, shift)?;
                 at.op("llvm.store", &[sum, address], &[], &[])?;
             }
         }

@@ -101,7 +101,6 @@ use super::{
 };
 use crate::Error;
 use dot::DotTile;
-use jitc_dialect::kinds::ElementType;
 use melior::ir::{Type, Value};
 use plan::{Form, PACK_DEPTH};
 use tiles::{Packed, Tile};
@@ -125,9 +124,7 @@ pub(super) fn emit_contraction<'c, 'a>(
     // The packed block's buffer, before any loop, so it dominates them.
     let buffer = match plan.pack {
         Some(_) => {
-            let bytes = PACK_DEPTH
-                * (plan.vectors * plan.lanes) as i64
-                * if plan.element == ElementType::F64 { 8 } else { 4 };
+            let bytes = PACK_DEPTH * (plan.vectors * plan.lanes * plan.element.byte_width()) as i64;
             let pointer = melior::dialect::llvm::r#type::pointer(top.context, 0);
             let i8_type: Type = melior::ir::r#type::IntegerType::new(top.context, 8).into();
             let buffer = top
@@ -221,7 +218,7 @@ pub(super) fn emit_contraction<'c, 'a>(
     };
     // With packing, the fold runs in blocks: each block copies its steps of
     // the operand into the buffer, then every row tile folds through them.
-    let (mut within, mut block) = (columns, None);
+    let mut block = None;
     if let (Some(operand), Some(buffer)) = (plan.pack, buffer) {
         let k = plan.folded[0];
         let depth = domain[k];
@@ -236,7 +233,7 @@ pub(super) fn emit_contraction<'c, 'a>(
         let high = blocks.value("arith.minsi", &[end, blocks.index(depth)?], index)?;
         let first = blocks.cmpi(0, low, blocks.index(0)?)?;
         // Copy the block: vector `n` of step `s` at `(s * vectors + n) *
-        // lanes`; lanes past `v`'s end read 0.
+        // lanes`; lanes past `v`'s end hold 0.
         let width = (plan.vectors * plan.lanes) as i64;
         if plan.gathered {
             // A transposed operand, lane by lane, each lane's steps in
@@ -272,25 +269,28 @@ pub(super) fn emit_contraction<'c, 'a>(
             steps.op("llvm.store", &[x, target], &[], &[])?;
             steps.finish()?;
             lanes.finish()?;
+        } else {
+            // A vector at a time, the last one masked past `v`'s end.
+            let (copy, kk) = blocks.for_range(low, high)?;
+            ivs[k] = Some(kk);
+            let tails = tile.tails(&copy, &ivs)?;
+            let step = copy.value("arith.subi", &[kk, low], index)?;
+            let row = copy.value("arith.muli", &[step, copy.index(width)?], index)?;
+            for (n, mask) in tails.iter().enumerate() {
+                let value = tile.load(&copy, &ivs, operand, 0, (n * plan.lanes) as i64, *mask)?;
+                let at_vector =
+                    copy.value("arith.addi", &[row, copy.index((n * plan.lanes) as i64)?], index)?;
+                let offset = copy.value("arith.index_cast", &[at_vector], i64_type)?;
+                let address = gep(&copy, buffer, offset, memory_type(top.context, plan.element))?;
+                copy.op(
+                    "llvm.store",
+                    &[value, address],
+                    &[],
+                    &[("alignment", vectors.packed_alignment(&copy))],
+                )?;
+            }
+            copy.finish()?;
         }
-        let (copy, kk) = blocks.for_range(low, high)?;
-        ivs[k] = Some(kk);
-        let tails = tile.tails(&copy, &ivs)?;
-        let step = copy.value("arith.subi", &[kk, low], index)?;
-        let row = copy.value("arith.muli", &[step, copy.index(width)?], index)?;
-        for (n, mask) in tails.iter().enumerate().filter(|_| !plan.gathered) {
-            let value = tile.load(&copy, &ivs, operand, 0, (n * plan.lanes) as i64, *mask)?;
-            let at_vector = copy.value("arith.addi", &[row, copy.index((n * plan.lanes) as i64)?], index)?;
-            let offset = copy.value("arith.index_cast", &[at_vector], i64_type)?;
-            let address = gep(&copy, buffer, offset, memory_type(top.context, plan.element))?;
-            copy.op(
-                "llvm.store",
-                &[value, address],
-                &[],
-                &[("alignment", vectors.packed_alignment(&copy))],
-            )?;
-        }
-        copy.finish()?;
         tile.packed = Some(Packed {
             operand,
             buffer,
@@ -298,9 +298,9 @@ pub(super) fn emit_contraction<'c, 'a>(
             high,
             first,
         });
-        within = blocks;
         block = Some(blocks);
     }
+    let within = block.unwrap_or(columns);
     let (r_low, r_high) = bounds(&within, plan.r)?;
     // Whole tiles, then the rows left in tiles of the powers of two below
     // (a pair of rows costs about what a whole tile does per row, where a

@@ -5,7 +5,8 @@
 
 use super::super::{
     access::key,
-    schedule::{Check, Linear, Schedule, linear, range},
+    point::overflow_value,
+    schedule::{Check, Linear, Schedule, linear, range, strides},
 };
 use jitc_dialect::{
     kinds::{BinaryKind, ElementType, ReduceKind},
@@ -60,10 +61,11 @@ pub(super) enum Form {
     /// Rows of `r` by vectors along `v`, the output's last dimension.
     Tiles,
     /// Under fast math, when an operand is strided along the output's last
-    /// dimension (a transposed operand, `dy W^T`) but both are contiguous
-    /// along a folded one: `v` is that folded dimension, each output of a
-    /// tile of rows of `r` by `columns` of `column` sums its products in a
-    /// vector along `v`, and the vector is added up at the end.
+    /// dimension and cannot be gathered into a packed panel (the fold has
+    /// several dimensions) but both are contiguous along a folded one: `v`
+    /// is that folded dimension, each output of a tile of rows of `r` by
+    /// `columns` of `column` sums its products in a vector along `v`, and
+    /// the vector is added up at the end.
     Dot { column: Option<usize>, columns: usize },
 }
 
@@ -155,30 +157,6 @@ impl Contraction {
     }
 }
 
-/// The float a reindex reads out of bounds.
-fn overflow_of(reindex: &ReindexOp) -> f64 {
-    reindex.overflow_value().map_or(0.0, |attribute| {
-        let raw = melior::ir::AttributeLike::to_raw(&attribute);
-        // SAFETY: the verifier checked it is a number of the element type.
-        unsafe {
-            if mlir_sys::mlirAttributeIsAFloat(raw) {
-                mlir_sys::mlirFloatAttrGetValueDouble(raw)
-            } else {
-                mlir_sys::mlirIntegerAttrGetValueInt(raw) as f64
-            }
-        }
-    })
-}
-
-/// Row-major strides of `shape`.
-fn strides(shape: &[i64]) -> Vec<i64> {
-    let mut strides = vec![1i64; shape.len()];
-    for d in (0..shape.len().saturating_sub(1)).rev() {
-        strides[d] = strides[d + 1].saturating_mul(shape[d + 1]);
-    }
-    strides
-}
-
 /// The contraction `body` is over `domain`, if it is one this module
 /// lowers; `vector_bits` is the width of the target's vector registers.
 pub(crate) fn plan(
@@ -242,7 +220,7 @@ pub(crate) fn plan(
     if folded.is_empty() {
         return None;
     }
-    let out_strides = strides(&shape.iter().map(|&n| n as i64).collect::<Vec<_>>());
+    let out_strides = strides(&shape.iter().map(|&n| n as i64).collect::<Vec<_>>())?;
     let mut output = vec![0i64; dims];
     for (k, &d) in kept.iter().enumerate() {
         output[d] = out_strides[k];
@@ -308,7 +286,7 @@ pub(crate) fn plan(
                 Some(form)
             })
             .collect::<Option<Vec<Linear>>>()?;
-        let in_strides = strides(&input_shape);
+        let in_strides = strides(&input_shape)?;
         let mut offset = Linear {
             coefficients: vec![0; width],
             constant: 0,
@@ -342,7 +320,8 @@ pub(crate) fn plan(
             forms,
             contiguous: false,
             checks: checked,
-            overflow: overflow_of(&reindex),
+            // A float: the operands are f32 or f64.
+            overflow: overflow_value(&reindex).0,
         });
     }
     // Along `v`, each operand is contiguous or constant, and `v` fills

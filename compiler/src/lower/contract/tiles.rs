@@ -10,7 +10,7 @@ use super::super::{
     schedule::Linear,
     value_type,
 };
-use super::vectors::{Reads, alignment64, evaluate};
+use super::vectors::{Reads, evaluate};
 use crate::Error;
 use melior::ir::{Type, Value};
 
@@ -69,25 +69,7 @@ impl<'c, 'a> Tile<'_, 'c, 'a> {
         for m in 0..rows {
             for (n, tail) in tails.iter().enumerate() {
                 let address = self.output_address(at, ivs, m, n)?;
-                let value = results[m * plan.vectors + n];
-                match tail {
-                    Some(mask) => {
-                        at.op(
-                            "llvm.intr.masked.store",
-                            &[value, address, *mask],
-                            &[],
-                            &[("alignment", vectors.alignment(at))],
-                        )?;
-                    }
-                    None => {
-                        at.op(
-                            "llvm.store",
-                            &[value, address],
-                            &[],
-                            &[("alignment", alignment64(at, plan.element))],
-                        )?;
-                    }
-                }
+                vectors.store(at, results[m * plan.vectors + n], address, *tail)?;
             }
         }
         Ok(())
@@ -130,22 +112,10 @@ impl<'c, 'a> Tile<'_, 'c, 'a> {
         n: usize,
     ) -> Result<Value<'c, 'a>, Error> {
         let plan = self.reads.plan;
-        let i64_type: Type = melior::ir::r#type::IntegerType::new(at.context, 64).into();
         let shift = (m as i64)
             .wrapping_mul(plan.output[plan.r])
             .wrapping_add((n * plan.lanes) as i64);
-        let form = Linear {
-            coefficients: plan.output.clone(),
-            constant: 0,
-        };
-        let offset = evaluate(at, &form, ivs, &[], shift)?;
-        let offset = at.value("arith.index_cast", &[offset], i64_type)?;
-        gep(
-            at,
-            self.reads.output.pointer,
-            offset,
-            memory_type(at.context, plan.element),
-        )
+        self.reads.output_address(at, ivs, shift)
     }
 
     /// The folded loop `level` and those inside it, carrying the

@@ -6,6 +6,7 @@
 use super::super::{
     access::Output,
     emit::{Emitter, error},
+    gep, memory_type,
     schedule::Linear,
 };
 use super::plan::Contraction;
@@ -31,10 +32,7 @@ impl<'c> Vectors<'c> {
     ) -> Result<Self, Error> {
         let parse =
             |text: String| Type::parse(context, &text).ok_or_else(|| error(format!("the type {text}")));
-        let name = match element {
-            ElementType::F64 => "f64",
-            _ => "f32",
-        };
+        let name = element.name();
         Ok(Self {
             element,
             lanes,
@@ -102,7 +100,7 @@ impl<'c> Vectors<'c> {
             &[self.splat(at, first, self.indices)?, self.iota(at)?],
             self.indices,
         )?;
-        let predicate = |p: i64| IntegerAttributeOf::predicate(at, p);
+        let predicate = |p: i64| integer(at, 64, p);
         let zero = self.constant(at, "0", self.indices)?;
         let low = at
             .op(
@@ -137,46 +135,70 @@ impl<'c> Vectors<'c> {
                 vec![address, mask, through],
                 self.alignment(at),
             ),
-            None => ("llvm.load", vec![address], alignment64(at, self.element)),
+            None => ("llvm.load", vec![address], self.element_alignment(at)),
         };
         at.op(name, &operands, &[self.values], &[("alignment", alignment)])?
             .ok_or_else(|| error(name))
+    }
+
+    /// Stores the vector `value` at `address` (element-aligned): the lanes
+    /// of `mask` only, when there is one.
+    pub(super) fn store<'a>(
+        &self,
+        at: &Emitter<'c, 'a>,
+        value: Value<'c, 'a>,
+        address: Value<'c, 'a>,
+        mask: Option<Value<'c, 'a>>,
+    ) -> Result<(), Error> {
+        match mask {
+            Some(mask) => at.op(
+                "llvm.intr.masked.store",
+                &[value, address, mask],
+                &[],
+                &[("alignment", self.alignment(at))],
+            )?,
+            None => at.op(
+                "llvm.store",
+                &[value, address],
+                &[],
+                &[("alignment", self.element_alignment(at))],
+            )?,
+        };
+        Ok(())
+    }
+
+    /// The element size in bytes.
+    fn bytes(&self) -> i64 {
+        self.element.byte_width() as i64
     }
 
     /// The `alignment` of a load or store of a whole vector of a packed
     /// buffer (an `i64`): the vector's size, as the buffer is aligned to 64
     /// bytes and holds whole vectors.
     pub(super) fn packed_alignment<'a>(&self, at: &Emitter<'c, 'a>) -> Attribute<'c> {
-        let bytes = self.lanes as i64 * if self.element == ElementType::F64 { 8 } else { 4 };
-        melior::ir::attribute::IntegerAttribute::new(
-            melior::ir::r#type::IntegerType::new(at.context, 64).into(),
-            bytes,
-        )
-        .into()
+        integer(at, 64, self.lanes as i64 * self.bytes())
     }
 
-    pub(super) fn alignment<'a>(&self, at: &Emitter<'c, 'a>) -> Attribute<'c> {
-        let bytes = if self.element == ElementType::F64 { 8 } else { 4 };
-        melior::ir::attribute::IntegerAttribute::new(
-            melior::ir::r#type::IntegerType::new(at.context, 32).into(),
-            bytes,
-        )
-        .into()
+    /// The `alignment` of a masked load or store (an `i32`): one element.
+    fn alignment<'a>(&self, at: &Emitter<'c, 'a>) -> Attribute<'c> {
+        integer(at, 32, self.bytes())
+    }
+
+    /// The `alignment` of an element-aligned `llvm.load`/`llvm.store` of a
+    /// vector (an `i64`; without it LLVM assumes the vector's own).
+    fn element_alignment<'a>(&self, at: &Emitter<'c, 'a>) -> Attribute<'c> {
+        integer(at, 64, self.bytes())
     }
 }
 
-/// Integer attributes the vector code needs.
-struct IntegerAttributeOf;
-
-impl IntegerAttributeOf {
-    /// An `arith.cmpi` predicate number.
-    fn predicate<'c>(at: &Emitter<'c, '_>, predicate: i64) -> Attribute<'c> {
-        melior::ir::attribute::IntegerAttribute::new(
-            melior::ir::r#type::IntegerType::new(at.context, 64).into(),
-            predicate,
-        )
-        .into()
-    }
+/// An integer attribute of `bits` bits: a predicate number or an
+/// alignment.
+fn integer<'c>(at: &Emitter<'c, '_>, bits: u32, value: i64) -> Attribute<'c> {
+    melior::ir::attribute::IntegerAttribute::new(
+        melior::ir::r#type::IntegerType::new(at.context, bits).into(),
+        value,
+    )
+    .into()
 }
 
 /// The `index` value `form` takes at `ivs` (every dimension it uses must
@@ -225,6 +247,31 @@ pub(super) struct Reads<'p, 'c, 'a> {
     pub(super) domain: &'p [i64],
 }
 
+impl<'c, 'a> Reads<'_, 'c, 'a> {
+    /// The address of the output at the indices `ivs`, moved by `shift`
+    /// elements.
+    pub(super) fn output_address(
+        &self,
+        at: &Emitter<'c, 'a>,
+        ivs: &[Option<Value<'c, 'a>>],
+        shift: i64,
+    ) -> Result<Value<'c, 'a>, Error> {
+        let i64_type: Type = melior::ir::r#type::IntegerType::new(at.context, 64).into();
+        let form = Linear {
+            coefficients: self.plan.output.clone(),
+            constant: 0,
+        };
+        let offset = evaluate(at, &form, ivs, &[], shift)?;
+        let offset = at.value("arith.index_cast", &[offset], i64_type)?;
+        gep(
+            at,
+            self.output.pointer,
+            offset,
+            memory_type(at.context, self.plan.element),
+        )
+    }
+}
+
 /// The bounds of a dimension's loop: the caller's range for the split
 /// dimension, the whole extent otherwise.
 pub(super) type Bounds<'b, 'c, 'a> =
@@ -268,17 +315,6 @@ pub(super) fn tile_heights(rows: usize) -> Vec<usize> {
         }
     }
     heights
-}
-
-/// The `alignment` attribute of an element-aligned `llvm.load`/`llvm.store`
-/// of a vector (an `i64`; without it LLVM assumes the vector's own).
-pub(super) fn alignment64<'c>(at: &Emitter<'c, '_>, element: ElementType) -> Attribute<'c> {
-    let bytes = if element == ElementType::F64 { 8 } else { 4 };
-    melior::ir::attribute::IntegerAttribute::new(
-        melior::ir::r#type::IntegerType::new(at.context, 64).into(),
-        bytes,
-    )
-    .into()
 }
 
 #[cfg(test)]
