@@ -241,7 +241,8 @@ pub struct CodegenOptions {
 }
 
 impl CodegenOptions {
-    fn lowering(&self) -> LowerOptions {
+    /// The lowering's part of these options.
+    pub(crate) fn lowering(&self) -> LowerOptions {
         LowerOptions {
             math: self.math,
             check_bounds: self.check_bounds,

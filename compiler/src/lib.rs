@@ -167,14 +167,10 @@ pub fn row_chains(
 
 /// The kernels of the fused `module` that the CPU backend runs as
 /// register-tiled contractions with `options` (schedule rule 6,
-/// `lower::contract`): each kernel's name and its tiles. None in the
-/// bounds-checked mode.
-pub fn contractions(module: &Module, options: &CodegenOptions) -> Vec<(String, String)> {
-    if options.check_bounds {
-        return Vec::new();
-    }
-    let reassociate = options.math == lower::MathMode::Fast;
-    lower::contractions(module, options.target.vector_bits(), reassociate)
+/// `lower::contract`): each kernel's name, its tiles, and the functions
+/// that run it. None in the bounds-checked mode.
+pub fn contractions(module: &Module, options: &CodegenOptions) -> Vec<(String, String, Vec<String>)> {
+    lower::contractions(module, &options.lowering())
 }
 
 /// Fuses `module` in place and merges its equal kernels ([`dedup`]).

@@ -347,7 +347,10 @@ fn the_dot_forms_last_vector_adds_nothing_past_the_fold() {
     let options = CodegenOptions::default();
     let (oracle, module, compiled) = compile(&context, source, &options);
     let tiles = jitc_compiler::contractions(&module, &options);
-    assert!(tiles.iter().any(|(_, t)| t.starts_with("dot form")), "{tiles:?}");
+    assert!(
+        tiles.iter().any(|(_, t, _)| t.starts_with("dot form")),
+        "{tiles:?}"
+    );
     let a = Tensor::parse_literal("3xf32=inf 1 -2").unwrap();
     let values: Vec<String> = (0..640).map(|i| format!("{}", 0.5 + (i % 7) as f32)).collect();
     let b = Tensor::parse_literal(&format!("8x2x40xf32={}", values.join(" "))).unwrap();

@@ -11,6 +11,7 @@
 // RUN: jitc compile %s --emit asm --cpu x86-64-v3 | FileCheck %s --check-prefix=ASM2
 // RUN: jitc explain %s | FileCheck %s --check-prefix=EXPLAIN
 // RUN: jitc explain %s --function conv | FileCheck %s --check-prefix=ONE
+// RUN: jitc explain %s --function twin | FileCheck %s --check-prefix=TWIN
 // RUN: jitc compile %s --emit mlir --cpu x86-64-v4 | FileCheck %s --check-prefix=DOT
 // RUN: jitc compile %s --emit mlir --cpu x86-64-v4 | FileCheck %s --check-prefix=GATHER
 // RUN: jitc compile %s --emit mlir --cpu x86-64-v4 --math exact | FileCheck %s --check-prefix=GATHER-EXACT
@@ -153,4 +154,19 @@ func.func @two_folds(%a: tensor<12x2x40xf32>, %b: tensor<20x2x40xf32>) -> tensor
   %c = "meta.reindex_reduce"(%p) {kind = "add", indices = affine_map<(i, j, k, l) -> (i, j)>}
        : (tensor<12x20x2x40xf32>) -> tensor<12x20xf32>
   return %c : tensor<12x20xf32>
+}
+
+// The same matmul in another function: its kernel is merged with @main's
+// (equal kernels compile once), and `explain --function twin` still lists
+// it, found by its call, not by its name.
+// TWIN: contractions on the cpu backend
+// TWIN-NEXT: @main_fused_0: rows d0 x vector d1
+// TWIN-NOT: @conv_fused_0
+func.func @twin(%a: tensor<32x24xf32>, %b: tensor<24x40xf32>) -> tensor<32x40xf32> {
+  %aa = "meta.reindex"(%a) {indices = affine_map<(i, j, k) -> (i, k)>} : (tensor<32x24xf32>) -> tensor<32x40x24xf32>
+  %bb = "meta.reindex"(%b) {indices = affine_map<(i, j, k) -> (k, j)>} : (tensor<24x40xf32>) -> tensor<32x40x24xf32>
+  %p = "meta.binary"(%aa, %bb) {kind = "mul"} : (tensor<32x40x24xf32>, tensor<32x40x24xf32>) -> tensor<32x40x24xf32>
+  %c = "meta.reindex_reduce"(%p) {kind = "add", indices = affine_map<(i, j, k) -> (i, j)>}
+       : (tensor<32x40x24xf32>) -> tensor<32x40xf32>
+  return %c : tensor<32x40xf32>
 }

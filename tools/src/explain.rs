@@ -69,7 +69,7 @@ fn explain(context: &Context, args: &ExplainArgs) -> Result<String, String> {
     };
     let mut text = plans::explain(&module, args.function.as_deref(), args.fanout_limit, format)?;
     if args.format == Format::Text {
-        text.push_str(&row_chains(context, args)?);
+        text.push_str(&cpu_kernels(context, args)?);
     }
     if args.host && args.format == Format::Text {
         text.push_str(&host_schedules(context, args)?);
@@ -79,23 +79,18 @@ fn explain(context: &Context, args: &ExplainArgs) -> Result<String, String> {
 
 /// The contractions and row chains the CPU backend makes of the fused
 /// kernels, one line each; nothing when it makes none.
-fn row_chains(context: &Context, args: &ExplainArgs) -> Result<String, String> {
+fn cpu_kernels(context: &Context, args: &ExplainArgs) -> Result<String, String> {
     let mut module = crate::input::load_module(context, &args.file)?;
     let options = jitc_compiler::CodegenOptions::default();
     let chains = jitc_compiler::row_chains(context, &mut module, &options).map_err(|e| e.to_string())?;
     let contractions: Vec<_> = jitc_compiler::contractions(&module, &options)
         .into_iter()
-        .filter(|(name, _)| {
-            args.function.as_ref().is_none_or(|f| {
-                name.strip_prefix(f.as_str())
-                    .is_some_and(|rest| rest.starts_with("_fused_"))
-            })
-        })
+        .filter(|(_, _, hosts)| args.function.as_ref().is_none_or(|f| hosts.contains(f)))
         .collect();
     let mut text = String::new();
     if !contractions.is_empty() {
         text.push_str("contractions on the cpu backend (register tiles, schedule rule 6):\n");
-        for (name, tiles) in contractions {
+        for (name, tiles, _) in contractions {
             text.push_str(&format!("  @{name}: {tiles}\n"));
         }
     }

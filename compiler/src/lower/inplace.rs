@@ -174,7 +174,7 @@ fn dies_at(value: Value, call: OperationRef) -> bool {
 }
 
 /// Calls `visit` on every `func.call` nested in `op`.
-fn visit_calls(op: OperationRef, visit: &mut dyn FnMut(OperationRef)) {
+pub(super) fn visit_calls(op: OperationRef, visit: &mut dyn FnMut(OperationRef)) {
     if op.name().as_string_ref().as_str() == Ok("func.call") {
         visit(op);
     }

@@ -455,26 +455,77 @@ pub(crate) fn lower<'c>(
 }
 
 /// The kernels of the fused `module` that lower as register-tiled
-/// contractions (`contract`, schedule rule 6) with `vector_bits`-wide
-/// vectors, folds reordered where `reassociate`: each kernel's name and
-/// its tiles.
-pub(crate) fn contractions(module: &Module, vector_bits: u32, reassociate: bool) -> Vec<(String, String)> {
+/// contractions (`contract`, schedule rule 6) with `options`: each
+/// kernel's name, its tiles, and the functions that run it (calling it,
+/// or a row chain that calls it).
+pub(crate) fn contractions(module: &Module, options: &LowerOptions) -> Vec<(String, String, Vec<String>)> {
+    // Who calls whom, and whether the caller is itself a kernel (a row
+    // chain).
+    let functions = jitc_dialect::ops::functions(module.body());
+    let mut callers: HashMap<String, Vec<(&str, bool)>> = HashMap::new();
+    for (name, function) in &functions {
+        inplace::visit_calls(*function, &mut |call| {
+            if let Ok(callee) = call.attribute("callee") {
+                let callee = callee.to_string().trim_start_matches('@').to_owned();
+                callers
+                    .entry(callee)
+                    .or_default()
+                    .push((name.as_str(), function.has_attribute("meta.fused")));
+            }
+        });
+    }
+    let hosts = |kernel: &str| -> Vec<String> {
+        let mut hosts: Vec<String> = Vec::new();
+        for &(caller, fused) in callers.get(kernel).into_iter().flatten() {
+            let through: Vec<&str> = if fused {
+                callers
+                    .get(caller)
+                    .into_iter()
+                    .flatten()
+                    .map(|&(c, _)| c)
+                    .collect()
+            } else {
+                vec![caller]
+            };
+            for host in through {
+                if !hosts.iter().any(|h| h == host) {
+                    hosts.push(host.to_owned());
+                }
+            }
+        }
+        hosts
+    };
     kernels(module)
         .into_iter()
         .filter(|kernel| !kernel.has_attribute("meta.chain"))
         .filter_map(|kernel| {
             let signature = signature(kernel).ok()?;
             legal::check(kernel).ok()?;
-            if signature.flat || signature.sizes.is_some() {
-                return None;
-            }
             let domain = kernel.attribute("meta.domain").ok().and_then(i64_array)?;
             let body = kernel.region(0).ok()?.first_block()?;
             let schedule = schedule::schedule(body, &domain).ok()?;
-            let plan = contract::plan(body, &domain, &schedule, vector_bits, reassociate)?;
-            Some((signature.name, plan.describe()))
+            let plan = contraction(options, &signature, body, &domain, &schedule)?;
+            let hosts = hosts(&signature.name);
+            Some((signature.name, plan.describe(), hosts))
         })
         .collect()
+}
+
+/// The contraction the kernel whose body is `body` is, when `options`
+/// lower it as register tiles (rule 6): the CPU (`vector_bits` set),
+/// outside the bounds-checked mode, over a static domain.
+fn contraction(
+    options: &LowerOptions,
+    signature: &KernelSignature,
+    body: BlockRef,
+    domain: &[i64],
+    schedule: &schedule::Schedule,
+) -> Option<contract::Contraction> {
+    if options.vector_bits == 0 || options.check_bounds || signature.flat || signature.sizes.is_some() {
+        return None;
+    }
+    let reassociate = options.math == MathMode::Fast;
+    contract::plan(body, domain, schedule, options.vector_bits, reassociate)
 }
 
 fn lower_kernel<'c>(
@@ -667,13 +718,7 @@ fn lower_kernel<'c>(
     };
     let schedule = schedule::schedule(body, &domain).map_err(Error::Lowering)?;
     // Rule 6: a contraction runs as register tiles (`contract`).
-    let contraction =
-        (options.vector_bits > 0 && !options.check_bounds && sizes.is_none() && !signature.flat)
-            .then(|| {
-                let reassociate = options.math == MathMode::Fast;
-                contract::plan(body, &domain, &schedule, options.vector_bits, reassociate)
-            })
-            .flatten();
+    let contraction = contraction(options, signature, body, &domain, &schedule);
     let emit = |at: &Emitter, outputs: &[access::Output]| {
         if let (Some(plan), [output]) = (&contraction, outputs) {
             return contract::emit_contraction(
