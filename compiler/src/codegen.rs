@@ -247,6 +247,7 @@ impl CodegenOptions {
             math: self.math,
             check_bounds: self.check_bounds,
             vector_bits: self.target.vector_bits(),
+            streaming: cfg!(target_arch = "x86_64"),
             ..LowerOptions::default()
         }
     }
@@ -510,11 +511,96 @@ fn jit(lowered: crate::lower::Lowered, target: &CpuTarget) -> Result<CpuArtifact
     Ok(artifact)
 }
 
-/// Runs LLVM's `default<O3>` on `module` for `machine`.
+/// Runs LLVM's `default<O3>` on `module` for `machine`, then makes the
+/// stores of streamed results non-temporal (x86).
 fn optimize(module: &LlvmModule, machine: &TargetMachine) -> Result<(), Error> {
     module
         .run_passes("default<O3>", machine, PassBuilderOptions::create())
-        .map_err(|e| Error::Codegen(e.to_string()))
+        .map_err(|e| Error::Codegen(e.to_string()))?;
+    streaming_stores(module, machine)
+}
+
+/// On x86, after the loops are vectorized: each store marked as a streamed
+/// result's (`lower::stream`) that writes a whole vector of at least 16
+/// bytes at an address aligned to its size becomes non-temporal
+/// (`vmovntps`), and a function with such a store fences them
+/// (`sfence`) before each of its returns, so a thread that reads the result
+/// after the kernel returns sees it. Other marked stores (scalar
+/// remainders, unaligned vectors, which x86 would split into scalar
+/// non-temporal stores) stay as they are.
+fn streaming_stores(module: &LlvmModule, machine: &TargetMachine) -> Result<(), Error> {
+    use inkwell::{
+        intrinsics::Intrinsic,
+        types::AnyType,
+        values::{BasicMetadataValueEnum, InstructionOpcode, Operand},
+    };
+    if !module
+        .get_triple()
+        .as_str()
+        .to_string_lossy()
+        .starts_with("x86_64")
+    {
+        return Ok(());
+    }
+    let context = module.get_context();
+    let (tbaa, nontemporal) = (context.get_kind_id("tbaa"), context.get_kind_id("nontemporal"));
+    let flag = context.metadata_node(&[context.i32_type().const_int(1, false).into()]);
+    let data = machine.get_target_data();
+    // The tag's base type is named `STREAM_TBAA`.
+    let marked = |tag: inkwell::values::MetadataValue| {
+        let Some(BasicMetadataValueEnum::MetadataValue(base)) =
+            tag.get_node_values().and_then(|v| v.first().copied())
+        else {
+            return false;
+        };
+        matches!(
+            base.get_node_values().and_then(|v| v.first().copied()),
+            Some(BasicMetadataValueEnum::MetadataValue(name))
+                if name.get_string_value() == Some(crate::lower::stream::STREAM_TBAA.as_bytes())
+        )
+    };
+    let failed = |what: &str| Error::Codegen(format!("streaming stores: {what}"));
+    let builder = context.create_builder();
+    for function in module.get_functions() {
+        let mut returns = Vec::new();
+        let mut streams = false;
+        for block in function.get_basic_blocks() {
+            let mut next = block.get_first_instruction();
+            while let Some(instruction) = next {
+                next = instruction.get_next_instruction();
+                match instruction.get_opcode() {
+                    InstructionOpcode::Return => returns.push(instruction),
+                    InstructionOpcode::Store if instruction.get_metadata(tbaa).is_some_and(marked) => {
+                        let Some(Operand::Value(value)) = instruction.get_operand(0) else {
+                            continue;
+                        };
+                        let r#type = value.get_type();
+                        let bytes = data.get_store_size(&r#type.as_any_type_enum());
+                        let aligned = instruction.get_alignment().is_ok_and(|a| u64::from(a) >= bytes);
+                        if r#type.is_vector_type() && bytes >= 16 && aligned {
+                            instruction
+                                .set_metadata(flag, nontemporal)
+                                .map_err(|e| failed(&e.to_string()))?;
+                            streams = true;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if streams {
+            let sfence = Intrinsic::find("llvm.x86.sse.sfence")
+                .and_then(|i| i.get_declaration(module, &[]))
+                .ok_or_else(|| failed("no llvm.x86.sse.sfence"))?;
+            for ret in returns {
+                builder.position_before(&ret);
+                builder
+                    .build_call(sfence, &[], "")
+                    .map_err(|e| failed(&e.to_string()))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The stack of each thread that compiles a share of the kernels.
@@ -985,6 +1071,7 @@ mod tests {
             skew,
             libdevice: false,
             vector_bits: 0,
+            streaming: false,
         };
         let artifact = jit(
             to_llvm_dialect(&context, &module, &options).unwrap(),

@@ -241,3 +241,40 @@ fn a_stage_that_may_divide_by_zero_is_not_chained() {
     let x = Value::tensor(random(&[8, 16], 3));
     assert!(check("float division", &source, x, &exact(false)));
 }
+
+/// Results of 8 MiB or more that the host function returns are written
+/// with non-temporal stores (`lower::stream`), from both threads' parts of
+/// a chain and of a plain kernel: the values are the interpreter's, bit
+/// for bit, with and without row chains, and the stores are there.
+#[test]
+fn streamed_results_match_the_interpreter() {
+    let case = Case {
+        shape: vec![2048, 1024],
+        reduce: "d0".into(),
+        out: vec![2048],
+        first: "max",
+        second: "add",
+        element: "f32",
+    };
+    let source = case.source();
+    let x = Value::tensor(random(&case.shape, 0x057e_a3ed));
+    for jittor_rules in [false, true] {
+        let options = exact(jittor_rules);
+        check(
+            &format!("streamed softmax, jittor_rules {jittor_rules}"),
+            &source,
+            x.clone(),
+            &options,
+        );
+        let context = new_context().unwrap();
+        let mut module = parse_module(&context, &source).unwrap();
+        let compiled = CpuModule::compile_with(&context, &mut module, &options).unwrap();
+        if cfg!(target_arch = "x86_64") {
+            assert!(
+                compiled.llvm_ir().contains("!nontemporal"),
+                "jittor_rules {jittor_rules}: no streaming store"
+            );
+            assert!(compiled.llvm_ir().contains("@llvm.x86.sse.sfence"));
+        }
+    }
+}

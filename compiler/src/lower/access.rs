@@ -83,7 +83,7 @@ use jitc_dialect::{
     verify::{location_line, op_name},
 };
 use melior::ir::{
-    OperationRef, Type, Value, ValueLike,
+    Attribute, OperationRef, Type, Value, ValueLike,
     attribute::{DenseI64ArrayAttribute, IntegerAttribute},
     operation::OperationLike,
 };
@@ -121,6 +121,9 @@ pub(super) struct Output<'c, 'a> {
     pub(super) shape: Vec<usize>,
     pub(super) element: ElementType,
     pub(super) dynamic: Option<Dynamic<'c, 'a>>,
+    /// The `tbaa` attribute that marks its stores as streaming
+    /// (`super::stream`), when it streams.
+    pub(super) stream: Option<Attribute<'c>>,
 }
 
 impl<'c, 'a> Output<'c, 'a> {
@@ -131,6 +134,7 @@ impl<'c, 'a> Output<'c, 'a> {
             shape,
             element,
             dynamic: None,
+            stream: None,
         }
     }
 
@@ -407,6 +411,20 @@ pub(super) fn store_at<'c>(
     element: ElementType,
     check: Option<Check<'c, '_>>,
 ) -> Result<(), Error> {
+    store_marked(at, pointer, offset, value, element, check, None)
+}
+
+/// [`store_at`], the store carrying the `tbaa` attribute `mark` when
+/// there is one (a streamed result's, `super::stream`).
+pub(super) fn store_marked<'c>(
+    at: &Emitter<'c, '_>,
+    pointer: Value<'c, '_>,
+    offset: Value<'c, '_>,
+    value: Value<'c, '_>,
+    element: ElementType,
+    check: Option<Check<'c, '_>>,
+    mark: Option<Attribute<'c>>,
+) -> Result<(), Error> {
     let offset = to_i64(at, offset)?;
     let value = if element == ElementType::I1 {
         at.value("arith.extui", &[value], memory(at.context, element))?
@@ -414,12 +432,12 @@ pub(super) fn store_at<'c>(
         value.into_value_ref()
     };
     let Some(check) = check else {
-        return store(at, pointer, offset, value, element);
+        return store(at, pointer, offset, value, element, mark);
     };
     let (offset, ok) = guard(at, &check, offset)?;
     let Some(ok) = ok else { return Ok(()) };
     let inside = at.if_then(ok)?;
-    store(&inside, pointer, offset, value, element)?;
+    store(&inside, pointer, offset, value, element, mark)?;
     inside.finish()
 }
 
@@ -455,9 +473,14 @@ fn store<'c>(
     offset: Value<'c, '_>,
     value: Value<'c, '_>,
     element: ElementType,
+    mark: Option<Attribute<'c>>,
 ) -> Result<(), Error> {
     let address = emit_gep(at, pointer, offset, memory(at.context, element))?;
-    at.op("llvm.store", &[value, address], &[], &[]).map(|_| ())
+    match mark {
+        Some(tbaa) => at.op("llvm.store", &[value, address], &[], &[("tbaa", tbaa)]),
+        None => at.op("llvm.store", &[value, address], &[], &[]),
+    }
+    .map(|_| ())
 }
 
 /// LLVM's `monotonic` atomic ordering, as the LLVM dialect numbers it:

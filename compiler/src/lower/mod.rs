@@ -67,6 +67,7 @@
 //! - `index`: affine indices, bounds checks and the peeled interior;
 //! - `scalar` and `poly`: element-wise and reduction semantics, and the
 //!   polynomial f32 `exp`, `log` and `tanh`;
+//! - [`stream`]: which results are written with non-temporal stores;
 //! - `access` and `emit`: buffer loads and stores (and their checks in the
 //!   bounds-checked mode), and the IR builder everything above emits with.
 
@@ -85,6 +86,7 @@ pub mod rows;
 mod scalar;
 pub mod schedule;
 pub mod shapes;
+pub mod stream;
 mod types;
 
 use crate::Error;
@@ -250,6 +252,9 @@ pub(crate) struct LowerOptions {
     /// 0 lowers none of them as tiles (the GPU, and the tests that want
     /// the loop nest).
     pub(crate) vector_bits: u32,
+    /// x86: large results that leave the host function are written with
+    /// non-temporal stores (`stream`).
+    pub(crate) streaming: bool,
     /// Fault injection for the tests of the bounds-checked mode: added to
     /// every checked offset, so that correct code goes out of bounds. 0
     /// everywhere else; nothing outside the crate can set it.
@@ -442,7 +447,7 @@ pub(crate) fn lower<'c>(
         }
         let accesses = Accesses::default();
         let checked = options.check_bounds.then_some(&accesses);
-        lower_kernel(context, &lowered, kernel, &signature, checked, options)?;
+        lower_kernel(context, module, &lowered, kernel, &signature, checked, options)?;
         signature.accesses = accesses.into_vec();
         signatures.push(signature);
     }
@@ -528,8 +533,10 @@ fn contraction(
     contract::plan(body, domain, schedule, options.vector_bits, reassociate)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn lower_kernel<'c>(
     context: &'c Context,
+    module: &Module<'c>,
     lowered: &Module<'c>,
     kernel: OperationRef<'c, '_>,
     signature: &KernelSignature,
@@ -686,6 +693,7 @@ fn lower_kernel<'c>(
                             extents: mine.to_vec(),
                             r#type: dynamic_type_text(shape, *element),
                         }),
+                        stream: None,
                     })
                 }
                 _ => Err(Error::Lowering(
@@ -745,6 +753,77 @@ fn lower_kernel<'c>(
             options.math,
         )
     };
+    // Streamed results (`stream`): one more nest, run when each of their
+    // addresses is a multiple of 64, whose stores are marked.
+    let streamed: Vec<usize> = match (&contraction, options.check_bounds, options.streaming) {
+        (None, false, true) => {
+            let bytes: Vec<Option<usize>> = signature
+                .outputs
+                .iter()
+                .map(|output| match output {
+                    Buffer::Tensor(shape, element) => {
+                        Some(shape.iter().product::<usize>() * element.byte_width())
+                    }
+                    _ => None,
+                })
+                .collect();
+            stream::streaming(module, &signature.name, &bytes)
+                .iter()
+                .enumerate()
+                .filter_map(|(j, &s)| s.then_some(j))
+                .collect()
+        }
+        _ => Vec::new(),
+    };
+    let emit_streaming = |at: &Emitter, outputs: &[access::Output]| -> Result<(), Error> {
+        if streamed.is_empty() {
+            return emit(at, outputs);
+        }
+        let mark = stream::stream_tag(context)
+            .ok_or_else(|| Error::Lowering("the streaming mark does not parse".into()))?;
+        let mut aligned = at.int(at.i1(), 1)?;
+        for &j in &streamed {
+            let address = at.value("llvm.ptrtoint", &[outputs[j].pointer], i64_type)?;
+            let low = at.value("arith.andi", &[address, at.int(i64_type, 63)?], i64_type)?;
+            let zero = at.cmpi(0, low, at.int(i64_type, 0)?)?;
+            aligned = at.value("arith.andi", &[aligned, zero], at.i1())?;
+        }
+        let marked: Vec<access::Output> = outputs
+            .iter()
+            .enumerate()
+            .map(|(k, output)| access::Output {
+                pointer: output.pointer,
+                shape: output.shape.clone(),
+                element: output.element,
+                dynamic: output.dynamic.clone(),
+                stream: streamed.contains(&k).then_some(mark),
+            })
+            .collect();
+        let then = at.if_then(aligned)?;
+        // Said again as `align` assumptions, which LLVM's alignment
+        // inference reads (not the branch condition, and InstCombine drops
+        // an `assume` of a condition a branch already implies).
+        let sizes = Attribute::parse(context, "array<i32: 2>");
+        let tags = Attribute::parse(context, "[\"align\"]");
+        let (Some(sizes), Some(tags)) = (sizes, tags) else {
+            return Err(Error::Lowering("an `align` operand bundle does not parse".into()));
+        };
+        let (yes, sixty_four) = (then.int(then.i1(), 1)?, then.int(i64_type, 64)?);
+        for &j in &streamed {
+            then.op(
+                "llvm.intr.assume",
+                &[yes, outputs[j].pointer, sixty_four],
+                &[],
+                &[("op_bundle_sizes", sizes), ("op_bundle_tags", tags)],
+            )?;
+        }
+        emit(&then, &marked)?;
+        then.finish()?;
+        let misaligned = at.value("arith.xori", &[aligned, at.int(at.i1(), 1)?], at.i1())?;
+        let otherwise = at.if_then(misaligned)?;
+        emit(&otherwise, outputs)?;
+        otherwise.finish()
+    };
     match signature.in_place {
         // Two nests: one that reads and writes argument `i`'s buffer
         // through one pointer, run when the caller passed it as result
@@ -762,16 +841,17 @@ fn lower_kernel<'c>(
                     shape: output.shape.clone(),
                     element: output.element,
                     dynamic: output.dynamic.clone(),
+                    stream: None,
                 })
                 .collect();
             let then = top.if_then(shared)?;
             emit(&then, &in_place)?;
             then.finish()?;
             let otherwise = top.if_then(apart)?;
-            emit(&otherwise, &outputs)?;
+            emit_streaming(&otherwise, &outputs)?;
             otherwise.finish()?;
         }
-        None => emit(&top, &outputs)?,
+        None => emit_streaming(&top, &outputs)?,
     }
     top.op("func.return", &[], &[], &[])?;
 

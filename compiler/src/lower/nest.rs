@@ -49,7 +49,7 @@
 
 use super::{
     MathMode,
-    access::{Arg, Output, Status, key, store_at},
+    access::{Arg, Output, Status, key, store_at, store_marked},
     emit::{Emitter, error},
     index::{self, row_major},
     point::{Body, emit_op},
@@ -460,13 +460,14 @@ impl<'c, 'a, 'k> Kernel<'c, 'a, 'k> {
                 if let Some(&j) = self.output_of.get(&key(result)) {
                     let output = &self.outputs[j];
                     let check = output.check(&self.status, *op, true, j);
-                    store_at(
+                    store_marked(
                         &body.at,
                         output.pointer,
                         body.linear,
                         value,
                         output.element,
                         check,
+                        output.stream,
                     )?;
                 }
             }

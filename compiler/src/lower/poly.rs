@@ -11,7 +11,8 @@
 //! - no branches and no calls: every op is `arith`, or `math.floor`,
 //!   `math.absf` and `math.copysign`, which become instructions;
 //! - no `fma`, which would become a libm call on a CPU without FMA: each
-//!   polynomial step is a multiply and an add;
+//!   polynomial step is a multiply and an add, both marked `contract`, so
+//!   LLVM fuses them into one FMA instruction where the target has one;
 //! - inputs and results are `f32`; [`super::scalar`] uses these only for
 //!   f32 under [`super::MathMode::Fast`].
 //!
@@ -33,14 +34,33 @@ use super::Emitter;
 use crate::Error;
 use melior::ir::{Type, Value, ValueLike};
 
-/// `p[0]*x^(n-1) + ... + p[n-1]` by Horner's rule, in plain multiplies and
-/// adds (an `fma` would become a libm call on CPUs without FMA).
+/// `a * b + c` as a multiply and an add marked `contract`: one FMA where
+/// the target has it (one rounding instead of two), and the two
+/// instructions where it does not (an `fma` op would become a libm call
+/// there).
+pub(super) fn mul_add<'c, 'a>(
+    at: &Emitter<'c, 'a>,
+    a: Value<'c, 'a>,
+    b: Value<'c, 'a>,
+    c: Value<'c, 'a>,
+) -> Result<Value<'c, 'a>, Error> {
+    let t = a.r#type();
+    let flags = melior::ir::Attribute::parse(at.context, "#arith.fastmath<contract>")
+        .ok_or_else(|| super::emit::error("fast-math flags"))?;
+    let contracted = |name: &str, operands: &[Value<'c, 'a>]| {
+        at.op(name, operands, &[t], &[("fastmath", flags)])?
+            .ok_or_else(|| super::emit::error(name))
+    };
+    let product = contracted("arith.mulf", &[a, b])?;
+    contracted("arith.addf", &[product, c])
+}
+
+/// `p[0]*x^(n-1) + ... + p[n-1]` by Horner's rule, one [`mul_add`] a step.
 fn horner<'c, 'a>(at: &Emitter<'c, 'a>, x: Value<'c, 'a>, p: &[f64]) -> Result<Value<'c, 'a>, Error> {
     let t = x.r#type();
     let mut y = at.float(t, p[0])?;
     for &c in &p[1..] {
-        y = at.value("arith.mulf", &[y, x], t)?;
-        y = at.value("arith.addf", &[y, at.float(t, c)?], t)?;
+        y = mul_add(at, y, x, at.float(t, c)?)?;
     }
     Ok(y)
 }
@@ -54,16 +74,19 @@ pub(super) fn exp_f32<'c, 'a>(at: &Emitter<'c, 'a>, x: Value<'c, 'a>) -> Result<
     let t = x.r#type();
     let i32_type: Type = melior::ir::r#type::IntegerType::new(at.context, 32).into();
     let c = |v: f64| at.float(t, v);
-    // maxnum/minnum ignore NaN, so the clamped value is finite.
-    let clamped = at.value("arith.minnumf", &[x, c(88.8)?], t)?;
-    let clamped = at.value("arith.maxnumf", &[clamped, c(-104.0)?], t)?;
-    let scaled = at.value("arith.mulf", &[clamped, c(std::f64::consts::LOG2_E)?], t)?;
-    let scaled = at.value("arith.addf", &[scaled, c(0.5)?], t)?;
+    // A compare and a select each way (one `vminps`/`vmaxps` on x86, where
+    // `minnumf`/`maxnumf` need NaN fix-ups): a NaN compares false and
+    // becomes a bound, so the clamped value is finite; the NaN is put back
+    // at the end.
+    let below = at.cmpf(4, x, c(88.8)?)?;
+    let clamped = at.select(below, x, c(88.8)?)?;
+    let above = at.cmpf(2, clamped, c(-104.0)?)?;
+    let clamped = at.select(above, clamped, c(-104.0)?)?;
+    let scaled = mul_add(at, clamped, c(std::f64::consts::LOG2_E)?, c(0.5)?)?;
     let n = at.value("math.floor", &[scaled], t)?;
-    let high = at.value("arith.mulf", &[n, c(0.693359375)?], t)?;
-    let low = at.value("arith.mulf", &[n, c(-2.12194440e-4)?], t)?;
-    let r = at.value("arith.subf", &[clamped, high], t)?;
-    let r = at.value("arith.subf", &[r, low], t)?;
+    // r = x - n ln2, the high part of ln2 first (n times it is exact).
+    let r = mul_add(at, n, c(-0.693359375)?, clamped)?;
+    let r = mul_add(at, n, c(2.12194440e-4)?, r)?;
     let p = horner(
         at,
         r,
@@ -77,8 +100,7 @@ pub(super) fn exp_f32<'c, 'a>(at: &Emitter<'c, 'a>, x: Value<'c, 'a>) -> Result<
         ],
     )?;
     let r2 = at.value("arith.mulf", &[r, r], t)?;
-    let y = at.value("arith.mulf", &[p, r2], t)?;
-    let y = at.value("arith.addf", &[y, r], t)?;
+    let y = mul_add(at, p, r2, r)?;
     let y = at.value("arith.addf", &[y, c(1.0)?], t)?;
     // n is in [-150, 128]: split it in two halves that are each a normal
     // exponent.
