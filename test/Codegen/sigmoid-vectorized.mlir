@@ -1,11 +1,14 @@
 // The sigmoid kernel's inner loop is vectorized: exp is the straight-line
 // polynomial (no libm call), so the whole body runs on 8 x f32 (AVX2) or
-// 16 x f32 (AVX-512). With --math exact, exp stays a libm call
-// per element (LLVM scalarizes llvm.exp.v8f32 into expf calls).
+// 16 x f32 (AVX-512). With AVX-512, exp's 2^n is one llvm.ldexp
+// (vscalefps); without, two multiplies by exponent fields. With --math
+// exact, exp stays a libm call per element (LLVM scalarizes
+// llvm.exp.v8f32 into expf calls).
 // RUN: jitc compile %s --emit llvm --cpu x86-64-v3 | FileCheck %s --check-prefix=LLVM
 // RUN: jitc compile %s --emit asm --cpu x86-64-v3 | FileCheck %s --check-prefix=ASM
 // RUN: jitc compile %s --emit asm --cpu x86-64 --target-features=+avx512f,+evex512 | FileCheck %s --check-prefix=AVX512
 // RUN: jitc compile %s --emit asm --cpu x86-64-v3 --math exact | FileCheck %s --check-prefix=LIBM
+// RUN: jitc compile %s --emit asm --cpu x86-64-v3 | FileCheck %s --check-prefix=NOSCALEF
 
 // LLVM-LABEL: define void @main_fused_0(
 // LLVM-NOT: call {{.*}}@expf
@@ -24,8 +27,11 @@
 // ASM-NOT: call
 // ASM: retq
 
+// NOSCALEF-NOT: vscalef
+
 // AVX512-LABEL: main_fused_0:
 // AVX512: vrndscaleps {{.*}}%zmm
+// AVX512: vscalefps {{.*}}%zmm
 // AVX512: vdivps {{.*}}%zmm
 
 // LIBM: movabsq $expf

@@ -107,6 +107,7 @@ pub(super) fn emit_gpu_kernel<'c, 'a>(
         schedule,
         None,
         math,
+        false,
     )?;
     let index = Type::index(top.context);
     let extents: Vec<i64> = gpu.threads.iter().map(|&d| domain[d]).collect();

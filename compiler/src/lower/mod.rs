@@ -751,6 +751,7 @@ fn lower_kernel<'c>(
             &schedule,
             range,
             options.math,
+            options.vector_bits >= 512,
         )
     };
     // Streamed results (`stream`): one more nest, run when each of their

@@ -83,6 +83,10 @@ pub(super) struct Kernel<'c, 'a, 'k> {
     /// element type.
     pub(super) registers: Vec<(OperationRef<'c, 'k>, usize, ReduceKind, ElementType)>,
     math: MathMode,
+    /// The target scales by a power of two in one instruction (AVX-512's
+    /// `vscalefps`): the polynomial `exp` applies its `2^n` with
+    /// `llvm.ldexp` instead of two exponent-field multiplies.
+    scalef: bool,
 }
 
 /// Emits the whole kernel: identity fills, the loop nest and its body, as
@@ -99,6 +103,7 @@ pub(super) fn emit_kernel<'c, 'a>(
     schedule: &Schedule,
     range: Option<(Value<'c, 'a>, Value<'c, 'a>)>,
     math: MathMode,
+    scalef: bool,
 ) -> Result<(), Error> {
     if domain.iter().any(|&d| d < 0) && sizes.is_none() {
         return Err(error("a dynamic domain without its sizes"));
@@ -113,6 +118,7 @@ pub(super) fn emit_kernel<'c, 'a>(
         schedule,
         range,
         math,
+        scalef,
     )?;
     for (reduce, j, kind) in in_memory {
         // Reductions in memory start from their identity.
@@ -143,6 +149,7 @@ impl<'c, 'a, 'k> Kernel<'c, 'a, 'k> {
         schedule: &'k Schedule,
         range: Option<(Value<'c, 'a>, Value<'c, 'a>)>,
         math: MathMode,
+        scalef: bool,
     ) -> Result<(Self, Vec<InMemory<'c, 'k>>), Error> {
         let mut ops = Vec::new();
         let mut next = kernel_body.first_operation();
@@ -188,6 +195,7 @@ impl<'c, 'a, 'k> Kernel<'c, 'a, 'k> {
             range,
             registers,
             math,
+            scalef,
         };
         Ok((kernel, in_memory))
     }
@@ -449,6 +457,7 @@ impl<'c, 'a, 'k> Kernel<'c, 'a, 'k> {
             interior,
             accumulators,
             math: self.math,
+            scalef: self.scalef,
         };
         for op in &self.ops {
             let result = op.result(0).ok().map(Value::from);

@@ -81,6 +81,9 @@ pub(super) struct Body<'c, 'a, 'k> {
     pub(super) accumulators: Vec<Value<'c, 'a>>,
     /// How closely float arithmetic follows the interpreter.
     pub(super) math: MathMode,
+    /// AVX-512's one-instruction scaling by `2^n` is there (see
+    /// `super::nest::Kernel`).
+    pub(super) scalef: bool,
 }
 
 impl<'c, 'a> Body<'c, 'a, '_> {
@@ -336,7 +339,7 @@ pub(super) fn emit_op<'c, 'a>(
             );
             let x = body.scalar(input, op)?;
             let kind = unary.kind().ok_or_else(|| error("unary kind"))?;
-            unary_op(&at, kind, x, from, to, body.math).map(Some)
+            unary_op(&at, kind, x, from, to, body.math, body.scalef).map(Some)
         }
         "meta.binary" => {
             let binary = BinaryOp::cast(op).ok_or_else(|| error("binary"))?;

@@ -28,7 +28,8 @@
 //! `ln2` is split into a high part exact in a few bits and a low
 //! correction (Cody-Waite), so `n ln2` loses nothing; `2^n` is applied as
 //! two exponent-field scalings, so results in the subnormal range and past
-//! the largest float come out right.
+//! the largest float come out right, or, where the target has AVX-512, as
+//! one `llvm.ldexp` (`vscalefps`, one rounding).
 
 use super::Emitter;
 use crate::Error;
@@ -70,7 +71,11 @@ fn horner<'c, 'a>(at: &Emitter<'c, 'a>, x: Value<'c, 'a>, p: &[f64]) -> Result<V
 /// `x = n ln2 + r` with `|r| <= ln2/2`, `e^x = 2^n e^r`, and `2^n` applied
 /// as two exponent-field scalings so results that underflow to subnormals
 /// and overflow to infinity come out right. NaN is passed through.
-pub(super) fn exp_f32<'c, 'a>(at: &Emitter<'c, 'a>, x: Value<'c, 'a>) -> Result<Value<'c, 'a>, Error> {
+pub(super) fn exp_f32<'c, 'a>(
+    at: &Emitter<'c, 'a>,
+    x: Value<'c, 'a>,
+    scalef: bool,
+) -> Result<Value<'c, 'a>, Error> {
     let t = x.r#type();
     let i32_type: Type = melior::ir::r#type::IntegerType::new(at.context, 32).into();
     let c = |v: f64| at.float(t, v);
@@ -102,9 +107,15 @@ pub(super) fn exp_f32<'c, 'a>(at: &Emitter<'c, 'a>, x: Value<'c, 'a>) -> Result<
     let r2 = at.value("arith.mulf", &[r, r], t)?;
     let y = mul_add(at, p, r2, r)?;
     let y = at.value("arith.addf", &[y, c(1.0)?], t)?;
+    let n = at.value("arith.fptosi", &[n], i32_type)?;
+    if scalef {
+        // One rounding, subnormal results and overflow included.
+        let y = at.value("llvm.intr.ldexp", &[y, n], t)?;
+        let is_nan = at.cmpf(14, x, x)?;
+        return at.select(is_nan, x, y);
+    }
     // n is in [-150, 128]: split it in two halves that are each a normal
     // exponent.
-    let n = at.value("arith.fptosi", &[n], i32_type)?;
     let half = at.value("arith.shrsi", &[n, at.int(i32_type, 1)?], i32_type)?;
     let rest = at.value("arith.subi", &[n, half], i32_type)?;
     let power = |e: Value<'c, 'a>| -> Result<Value<'c, 'a>, Error> {
@@ -189,7 +200,11 @@ pub(super) fn log_f32<'c, 'a>(at: &Emitter<'c, 'a>, x: Value<'c, 'a>) -> Result<
 
 /// `tanh x` for f32: an odd polynomial below 0.625 (Cephes `tanhf`), and
 /// `1 - 2 / (e^(2|x|) + 1)` with the sign of `x` above.
-pub(super) fn tanh_f32<'c, 'a>(at: &Emitter<'c, 'a>, x: Value<'c, 'a>) -> Result<Value<'c, 'a>, Error> {
+pub(super) fn tanh_f32<'c, 'a>(
+    at: &Emitter<'c, 'a>,
+    x: Value<'c, 'a>,
+    scalef: bool,
+) -> Result<Value<'c, 'a>, Error> {
     let t = x.r#type();
     let c = |v: f64| at.float(t, v);
     let z = at.value("arith.mulf", &[x, x], t)?;
@@ -209,7 +224,7 @@ pub(super) fn tanh_f32<'c, 'a>(at: &Emitter<'c, 'a>, x: Value<'c, 'a>) -> Result
     let small = at.value("arith.addf", &[small, x], t)?;
     let magnitude = at.value("math.absf", &[x], t)?;
     let doubled = at.value("arith.addf", &[magnitude, magnitude], t)?;
-    let e = exp_f32(at, doubled)?;
+    let e = exp_f32(at, doubled, scalef)?;
     let denominator = at.value("arith.addf", &[e, c(1.0)?], t)?;
     let quotient = at.value("arith.divf", &[c(2.0)?, denominator], t)?;
     let large = at.value("arith.subf", &[c(1.0)?, quotient], t)?;

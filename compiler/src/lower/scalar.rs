@@ -96,6 +96,7 @@ pub(super) fn unary_op<'c, 'a>(
     from: ElementType,
     to: ElementType,
     math_mode: MathMode,
+    scalef: bool,
 ) -> Result<Value<'c, 'a>, Error> {
     let t = x.r#type();
     let math = |name: &str| at.value(name, &[x], t);
@@ -106,7 +107,7 @@ pub(super) fn unary_op<'c, 'a>(
         UnaryKind::Neg => at.value("arith.subi", &[constant(at, from, 0.0, 0)?, x], t),
         UnaryKind::Abs if from.is_float() => math("math.absf"),
         UnaryKind::Abs => math("math.absi"),
-        UnaryKind::Exp if polynomial => exp_f32(at, x),
+        UnaryKind::Exp if polynomial => exp_f32(at, x, scalef),
         UnaryKind::Exp => math("math.exp"),
         UnaryKind::Log if polynomial => log_f32(at, x),
         UnaryKind::Log => math("math.log"),
@@ -117,13 +118,13 @@ pub(super) fn unary_op<'c, 'a>(
         }
         UnaryKind::Sin => math("math.sin"),
         UnaryKind::Cos => math("math.cos"),
-        UnaryKind::Tanh if polynomial => tanh_f32(at, x),
+        UnaryKind::Tanh if polynomial => tanh_f32(at, x, scalef),
         UnaryKind::Tanh => math("math.tanh"),
         UnaryKind::Erf => math("math.erf"),
         UnaryKind::Sigmoid => {
             let negated = math("arith.negf")?;
             let e = if polynomial {
-                exp_f32(at, negated)?
+                exp_f32(at, negated, scalef)?
             } else {
                 at.value("math.exp", &[negated], t)?
             };
