@@ -82,9 +82,8 @@ pub struct CompileArgs {
 /// `--math` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum MathArg {
-    /// Vectorizable: polynomial f32 exp/log/tanh/sigmoid (1-3 ulps from libm),
-    /// reassociated float sums kept in registers, and division by a row's
-    /// divisor through its reciprocal (within 1 ulp).
+    /// Vectorizable: polynomial f32 exp/log/tanh/sigmoid (1-3 ulps from libm)
+    /// and reassociated float sums kept in registers.
     Fast,
     /// Bit-identical to the interpreter: libm calls, strictly ordered
     /// reductions; hot loops may stay scalar.

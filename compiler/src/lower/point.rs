@@ -41,13 +41,12 @@ use super::{
     access::{Arg, Check, Output, Status, key, load_at, store_at},
     emit::{Emitter, error},
     index,
-    poly::mul_add,
     scalar::{binary_op, combine, constant, unary_op},
     schedule::Schedule,
 };
 use crate::Error;
 use jitc_dialect::{
-    kinds::{BinaryKind, ElementType},
+    kinds::ElementType,
     ops::{BinaryOp, ReindexOp, ReindexReduceOp, UnaryOp},
     verify::op_name,
 };
@@ -351,13 +350,6 @@ pub(super) fn emit_op<'c, 'a>(
             let (a, b) = (body.scalar(lhs, op)?, body.scalar(rhs, op)?);
             let kind = binary.kind().ok_or_else(|| error("binary kind"))?;
             let line = jitc_dialect::verify::location_line(op.location());
-            if kind == BinaryKind::Div
-                && matches!(element, ElementType::F32 | ElementType::F64)
-                && body.math == MathMode::Fast
-                && row_invariant(body.schedule, rhs, 0)
-            {
-                return scaled_reciprocal_division(&at, a, b).map(Some);
-            }
             binary_op(&at, kind, a, b, element, body.status.record, line).map(Some)
         }
         "meta.ternary" => {
@@ -368,74 +360,4 @@ pub(super) fn emit_op<'c, 'a>(
         }
         other => Err(error(format!("'{other}' is not lowered"))),
     }
-}
-
-/// Whether `value` is the same at every point of the kernel's innermost
-/// loop, so that LLVM computes it once per row: a constant, a
-/// `meta.reindex` whose map reads none of the innermost loop's dimensions,
-/// or element-wise math of such values.
-fn row_invariant(schedule: &Schedule, value: Value, depth: usize) -> bool {
-    let inner = &schedule.order[schedule.order.len().saturating_sub(schedule.collapse.max(1))..];
-    let Some(op) = crate::rewrite::defining_op(value) else {
-        // A kernel argument is read at the point itself.
-        return false;
-    };
-    match op_name(op).as_str() {
-        "arith.constant" => true,
-        "meta.reindex" => ReindexOp::cast(op).and_then(|r| r.indices()).is_some_and(|map| {
-            (0..map.result_count()).all(|k| {
-                map.result(k)
-                    .is_ok_and(|e| inner.iter().all(|&d| !e.is_function_of_dim(d)))
-            })
-        }),
-        "meta.unary" | "meta.binary" | "meta.ternary" if depth < 16 => {
-            op.operands().all(|v| row_invariant(schedule, v, depth + 1))
-        }
-        _ => false,
-    }
-}
-
-/// `a / b` for a divisor `b` that is the same along the innermost loop,
-/// under `--math fast`: from the reciprocal of `b`, which is invariant and
-/// hoisted out of the loop, so the loop multiplies where it would divide
-/// (a vector division takes several times a multiply's throughput).
-///
-/// `b` is first scaled by a power of two `f` into `[2^-100, 2^100]` (`2^64`
-/// below, `2^-64` above), so `r = 1 / (b f)` is a normal number. Then, as
-/// Markstein's division does: `q = a r`, the residual `e = a - q (b f)`
-/// (exact with an FMA), `q' = q + e r`, and the quotient `q' f`. With FMAs
-/// this is IEEE division's quotient, bit for bit, wherever `|a|` is in
-/// `[2^-100, 2^100]` and the quotient is normal; nearer the ends of the
-/// range the residual may underflow, and the quotient is within 1 ulp
-/// (`runtime/tests/approximations.rs` measures both). Where the correction
-/// is NaN (`a` or `b` infinite, `b` zero, `q` infinite) or the residual
-/// zero, `q f` is the quotient, with IEEE division's zeros, infinities and
-/// NaNs.
-fn scaled_reciprocal_division<'c, 'a>(
-    at: &Emitter<'c, 'a>,
-    a: Value<'c, 'a>,
-    b: Value<'c, 'a>,
-) -> Result<Value<'c, 'a>, Error> {
-    let t = b.r#type();
-    let c = |v: f64| at.float(t, v);
-    let magnitude = at.value("math.absf", &[b], t)?;
-    // `olt` and `ogt` are false for NaN, which keeps the factor 1.
-    let tiny = at.cmpf(4, magnitude, c(2f64.powi(-100))?)?;
-    let huge = at.cmpf(2, magnitude, c(2f64.powi(100))?)?;
-    let factor = at.select(huge, c(2f64.powi(-64))?, c(1.0)?)?;
-    let factor = at.select(tiny, c(2f64.powi(64))?, factor)?;
-    let scaled = at.value("arith.mulf", &[b, factor], t)?;
-    let reciprocal = at.value("arith.divf", &[c(1.0)?, scaled], t)?;
-    let q = at.value("arith.mulf", &[a, reciprocal], t)?;
-    let minus_q = at.value("arith.negf", &[q], t)?;
-    let residual = mul_add(at, minus_q, scaled, a)?;
-    let corrected = mul_add(at, residual, reciprocal, q)?;
-    // `q` where the correction is NaN (`a` or `b` infinite, `b` zero, or
-    // `q` overflowed) or the residual is 0 (`q` is exact, and keeps the
-    // sign of a zero quotient, which `q + 0 r` may not).
-    let exact = at.cmpf(1, residual, c(0.0)?)?;
-    let failed = at.cmpf(14, corrected, corrected)?;
-    let special = at.value("arith.ori", &[exact, failed], at.i1())?;
-    let quotient = at.select(special, q, corrected)?;
-    at.value("arith.mulf", &[quotient, factor], t)
 }

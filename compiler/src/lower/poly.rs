@@ -39,7 +39,7 @@ use melior::ir::{Type, Value, ValueLike};
 /// the target has it (one rounding instead of two), and the two
 /// instructions where it does not (an `fma` op would become a libm call
 /// there).
-pub(super) fn mul_add<'c, 'a>(
+fn mul_add<'c, 'a>(
     at: &Emitter<'c, 'a>,
     a: Value<'c, 'a>,
     b: Value<'c, 'a>,

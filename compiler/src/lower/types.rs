@@ -64,10 +64,7 @@ pub enum MathMode {
     /// polynomial approximations (within 1-3 ulps of libm; see
     /// `docs/semantics.md`), and float `add`/`mul` reductions that
     /// accumulate in registers may be reassociated, so the loop vectorizer
-    /// can keep partial sums; a division by a divisor that is the same
-    /// along the innermost loop goes through its reciprocal (IEEE's
-    /// quotient away from the ends of the range, else within 1 ulp).
-    /// Everything else is exact.
+    /// can keep partial sums. Everything else is exact.
     #[default]
     Fast,
     /// Bit-identical to the interpreter: libm calls and reductions folded
