@@ -116,6 +116,7 @@ pub(super) struct Dynamic<'c, 'a> {
 /// A kernel result: its data pointer, shape and element type, and what is
 /// known of it at run time only when it has dynamic dimensions (the static
 /// `shape` then holds 0 for each of them).
+#[derive(Clone)]
 pub(super) struct Output<'c, 'a> {
     pub(super) pointer: Value<'c, 'a>,
     pub(super) shape: Vec<usize>,

@@ -793,11 +793,8 @@ fn lower_kernel<'c>(
             .iter()
             .enumerate()
             .map(|(k, output)| access::Output {
-                pointer: output.pointer,
-                shape: output.shape.clone(),
-                element: output.element,
-                dynamic: output.dynamic.clone(),
                 stream: streamed.contains(&k).then_some(mark),
+                ..output.clone()
             })
             .collect();
         let then = at.if_then(aligned)?;
@@ -839,10 +836,7 @@ fn lower_kernel<'c>(
                 .enumerate()
                 .map(|(k, output)| access::Output {
                     pointer: if k == j { pointers[i] } else { output.pointer },
-                    shape: output.shape.clone(),
-                    element: output.element,
-                    dynamic: output.dynamic.clone(),
-                    stream: None,
+                    ..output.clone()
                 })
                 .collect();
             let then = top.if_then(shared)?;
