@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """JAX (XLA:CPU) on the contraction workloads of `cargo bench -p jitc-runtime --bench cpu`.
 
-A peer for the conv/matmul figures in docs/benchmarks.md. JAX is not a
+A peer for the conv/matmul figures in docs/benchmarks.md, and for the
+memory-bound four (softmax, instance norm, layer norm + GELU, sigmoid). JAX is not a
 dependency of jitc; run it from a venv of its own:
 
     python3 -m venv /tmp/peers && /tmp/peers/bin/pip install 'jax[cpu]'
@@ -93,12 +94,33 @@ def main():
         ("MLP 784-512-10 step, batch 256", lambda *a: mlp_step(*a)[0], mlp_arguments, mlp_flops),
         ("RNN, 32 steps, B16 H256", rnn, rnn_arguments, 32 * 2 * 2 * 16 * 256 * 256),
     ]
+    # The memory-bound four of the cpu bench, as its programs write them.
+    softmax = jax.jit(lambda x: jnp.exp(x - x.max(axis=1, keepdims=True)) / jnp.exp(x - x.max(axis=1, keepdims=True)).sum(axis=1, keepdims=True))
+
+    def instance_norm(x):
+        mean = x.mean(axis=(0, 2, 3), keepdims=True)
+        var = (x * x).mean(axis=(0, 2, 3), keepdims=True) - mean * mean
+        return (x - mean) / jnp.sqrt(var + 1e-5)
+
+    def layer_norm_gelu(x):
+        d = x - x.mean(axis=1, keepdims=True)
+        y = d / jnp.sqrt((d * d).mean(axis=1, keepdims=True) + 1e-5)
+        return 0.5 * y * (1.0 + jnp.tanh(0.7978845608028654 * (y + 0.044715 * y * y * y)))
+
+    sigmoid = jax.jit(lambda x: jnp.exp(x) / (jnp.exp(x) + 1.0))
+    workloads += [
+        ("softmax (4096,1024)", softmax, (uniform(4096, 1024),), 0),
+        ("instance norm (32,64,56,56)", jax.jit(instance_norm), (uniform(32, 64, 56, 56),), 0),
+        ("layer norm + tanh-GELU (8192,1024)", jax.jit(layer_norm_gelu), (uniform(8192, 1024),), 0),
+        ("sigmoid, 16M f32", sigmoid, (uniform(1 << 24),), 0),
+    ]
     print(f"JAX {jax.__version__}, devices {jax.devices()}")
     print("| workload | median (ms) | min (ms) | GFLOP/s at the median |")
     print("|---|---:|---:|---:|")
     for name, function, arguments, flops in workloads:
         median, least = timed(function, *arguments)
-        print(f"| {name} | {median:.2f} | {least:.2f} | {flops / median / 1e6:.0f} |")
+        rate = f"{flops / median / 1e6:.0f}" if flops else "-"
+        print(f"| {name} | {median:.2f} | {least:.2f} | {rate} |")
 
 
 if __name__ == "__main__":
