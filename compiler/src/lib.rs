@@ -173,6 +173,17 @@ pub fn contractions(module: &Module, options: &CodegenOptions) -> Vec<(String, S
     lower::contractions(module, &options.lowering())
 }
 
+/// The results of the fused `module`'s kernels that the CPU backend
+/// writes with non-temporal stores with `options` (x86; `lower::stream`):
+/// each kernel's name, the result's number and bytes, and the functions
+/// that run the kernel.
+pub fn streamed_results(
+    module: &Module,
+    options: &CodegenOptions,
+) -> Vec<(String, usize, usize, Vec<String>)> {
+    lower::streamed_results(module, &options.lowering())
+}
+
 /// Fuses `module` in place and merges its equal kernels ([`dedup`]).
 fn fuse_and_merge(context: &Context, module: &mut Module, check_bounds: bool) -> Result<(), Error> {
     timings::phase("fuse", || fuse(context, module))?;

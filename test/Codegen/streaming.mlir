@@ -9,6 +9,16 @@
 // RUN: jitc compile %s --emit mlir --cpu x86-64-v4 | FileCheck %s --check-prefix=MLIR
 // RUN: jitc compile %s --emit llvm --cpu x86-64-v4 | FileCheck %s --check-prefix=LLVM
 // RUN: jitc compile %s --emit asm --cpu x86-64-v4 | FileCheck %s --check-prefix=ASM
+// RUN: jitc explain %s | FileCheck %s --check-prefix=EXPLAIN
+// RUN: jitc explain %s --function transposed | FileCheck %s --check-prefix=ONE
+
+// EXPLAIN: streamed results on the cpu backend (non-temporal stores: 8 MiB or more, returned):
+// EXPLAIN-NEXT: @softmax_fused_2 result 0: 8388608 bytes
+// EXPLAIN-NEXT: @transposed_fused_1 result 0: 8388608 bytes
+// EXPLAIN-NOT: @small_fused
+// ONE: streamed results on the cpu backend
+// ONE-NOT: @softmax_fused_2
+// ONE: @transposed_fused_1 result 0
 
 // MLIR: #[[ROOT:.*]] = #llvm.tbaa_root<id = "jitc">
 // MLIR: #[[TYPE:.*]] = #llvm.tbaa_type_desc<id = "jitc streaming result", members = {<#[[ROOT]], 0>}>

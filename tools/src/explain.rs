@@ -12,6 +12,9 @@ use std::{path::PathBuf, process::ExitCode};
 /// fusion (the cost the fuser minimizes), and every edge left unfused with
 /// the rule that kept it apart. `--format dot` draws the same plan for
 /// Graphviz (`jitc explain f.mlir --format dot | dot -Tsvg > plan.svg`).
+/// The text then lists what the CPU backend makes of the kernels: the
+/// contractions it runs as register tiles, the results it writes with
+/// non-temporal stores, and the row chains.
 ///
 /// Exit status: 0 on success, 1 on any error.
 #[derive(Debug, Args)]
@@ -77,8 +80,8 @@ fn explain(context: &Context, args: &ExplainArgs) -> Result<String, String> {
     Ok(text)
 }
 
-/// The contractions and row chains the CPU backend makes of the fused
-/// kernels, one line each; nothing when it makes none.
+/// The contractions, streamed results and row chains the CPU backend
+/// makes of the fused kernels, one line each; nothing when it makes none.
 fn cpu_kernels(context: &Context, args: &ExplainArgs) -> Result<String, String> {
     let mut module = crate::input::load_module(context, &args.file)?;
     let options = jitc_compiler::CodegenOptions::default();
@@ -92,6 +95,18 @@ fn cpu_kernels(context: &Context, args: &ExplainArgs) -> Result<String, String> 
         text.push_str("contractions on the cpu backend (register tiles, schedule rule 6):\n");
         for (name, tiles, _) in contractions {
             text.push_str(&format!("  @{name}: {tiles}\n"));
+        }
+    }
+    let streamed: Vec<_> = jitc_compiler::streamed_results(&module, &options)
+        .into_iter()
+        .filter(|(_, _, _, hosts)| args.function.as_ref().is_none_or(|f| hosts.contains(f)))
+        .collect();
+    if !streamed.is_empty() {
+        text.push_str(
+            "streamed results on the cpu backend (non-temporal stores: 8 MiB or more, returned):\n",
+        );
+        for (name, j, bytes, _) in streamed {
+            text.push_str(&format!("  @{name} result {j}: {bytes} bytes\n"));
         }
     }
     let chains: Vec<_> = chains

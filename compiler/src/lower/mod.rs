@@ -464,42 +464,7 @@ pub(crate) fn lower<'c>(
 /// kernel's name, its tiles, and the functions that run it (calling it,
 /// or a row chain that calls it).
 pub(crate) fn contractions(module: &Module, options: &LowerOptions) -> Vec<(String, String, Vec<String>)> {
-    // Who calls whom, and whether the caller is itself a kernel (a row
-    // chain).
-    let functions = jitc_dialect::ops::functions(module.body());
-    let mut callers: HashMap<String, Vec<(&str, bool)>> = HashMap::new();
-    for (name, function) in &functions {
-        inplace::visit_calls(*function, &mut |call| {
-            if let Ok(callee) = call.attribute("callee") {
-                let callee = callee.to_string().trim_start_matches('@').to_owned();
-                callers
-                    .entry(callee)
-                    .or_default()
-                    .push((name.as_str(), function.has_attribute("meta.fused")));
-            }
-        });
-    }
-    let hosts = |kernel: &str| -> Vec<String> {
-        let mut hosts: Vec<String> = Vec::new();
-        for &(caller, fused) in callers.get(kernel).into_iter().flatten() {
-            let through: Vec<&str> = if fused {
-                callers
-                    .get(caller)
-                    .into_iter()
-                    .flatten()
-                    .map(|&(c, _)| c)
-                    .collect()
-            } else {
-                vec![caller]
-            };
-            for host in through {
-                if !hosts.iter().any(|h| h == host) {
-                    hosts.push(host.to_owned());
-                }
-            }
-        }
-        hosts
-    };
+    let hosts = hosts_of(module);
     kernels(module)
         .into_iter()
         .filter(|kernel| !kernel.has_attribute("meta.chain"))
@@ -514,6 +479,111 @@ pub(crate) fn contractions(module: &Module, options: &LowerOptions) -> Vec<(Stri
             Some((signature.name, plan.describe(), hosts))
         })
         .collect()
+}
+
+/// The results of the fused `module`'s kernels that `options` write with
+/// non-temporal stores (`stream`): each kernel's name, the result's
+/// number and bytes, and the functions that run the kernel.
+pub(crate) fn streamed_results(
+    module: &Module,
+    options: &LowerOptions,
+) -> Vec<(String, usize, usize, Vec<String>)> {
+    if !options.streaming || options.check_bounds {
+        return Vec::new();
+    }
+    let hosts = hosts_of(module);
+    let mut streamed = Vec::new();
+    for kernel in kernels(module) {
+        if kernel.has_attribute("meta.chain") {
+            continue;
+        }
+        let Some(signature) = signature(kernel).ok().filter(|_| legal::check(kernel).is_ok()) else {
+            continue;
+        };
+        let (Some(domain), Some(body)) = (
+            kernel.attribute("meta.domain").ok().and_then(i64_array),
+            kernel.region(0).ok().and_then(|r| r.first_block()),
+        ) else {
+            continue;
+        };
+        // A contraction's tiles store as they are (`lower_kernel`).
+        let tiled = schedule::schedule(body, &domain)
+            .ok()
+            .and_then(|schedule| contraction(options, &signature, body, &domain, &schedule))
+            .is_some();
+        if tiled {
+            continue;
+        }
+        let bytes = result_bytes(&signature);
+        for (j, streams) in stream::streaming(module, &signature.name, &bytes)
+            .into_iter()
+            .enumerate()
+        {
+            if streams {
+                streamed.push((
+                    signature.name.clone(),
+                    j,
+                    bytes[j].unwrap_or(0),
+                    hosts(&signature.name),
+                ));
+            }
+        }
+    }
+    streamed
+}
+
+/// The bytes of each result of `signature`: `None` for one that is not a
+/// static tensor.
+fn result_bytes(signature: &KernelSignature) -> Vec<Option<usize>> {
+    signature
+        .outputs
+        .iter()
+        .map(|output| match output {
+            Buffer::Tensor(shape, element) => Some(shape.iter().product::<usize>() * element.byte_width()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The host functions that run each kernel of `module`: those calling it,
+/// and for a kernel a row chain calls, those calling the chain.
+fn hosts_of(module: &Module) -> impl Fn(&str) -> Vec<String> {
+    // Who calls whom, and whether the caller is itself a kernel (a row
+    // chain).
+    let functions = jitc_dialect::ops::functions(module.body());
+    let mut callers: HashMap<String, Vec<(String, bool)>> = HashMap::new();
+    for (name, function) in &functions {
+        inplace::visit_calls(*function, &mut |call| {
+            if let Ok(callee) = call.attribute("callee") {
+                let callee = callee.to_string().trim_start_matches('@').to_owned();
+                callers
+                    .entry(callee)
+                    .or_default()
+                    .push((name.clone(), function.has_attribute("meta.fused")));
+            }
+        });
+    }
+    move |kernel: &str| -> Vec<String> {
+        let mut hosts: Vec<String> = Vec::new();
+        for (caller, fused) in callers.get(kernel).into_iter().flatten() {
+            let through: Vec<&str> = if *fused {
+                callers
+                    .get(caller)
+                    .into_iter()
+                    .flatten()
+                    .map(|(c, _)| c.as_str())
+                    .collect()
+            } else {
+                vec![caller.as_str()]
+            };
+            for host in through {
+                if !hosts.iter().any(|h| h == host) {
+                    hosts.push(host.to_owned());
+                }
+            }
+        }
+        hosts
+    }
 }
 
 /// The contraction the kernel whose body is `body` is, when `options`
@@ -757,23 +827,11 @@ fn lower_kernel<'c>(
     // Streamed results (`stream`): one more nest, run when each of their
     // addresses is a multiple of 64, whose stores are marked.
     let streamed: Vec<usize> = match (&contraction, options.check_bounds, options.streaming) {
-        (None, false, true) => {
-            let bytes: Vec<Option<usize>> = signature
-                .outputs
-                .iter()
-                .map(|output| match output {
-                    Buffer::Tensor(shape, element) => {
-                        Some(shape.iter().product::<usize>() * element.byte_width())
-                    }
-                    _ => None,
-                })
-                .collect();
-            stream::streaming(module, &signature.name, &bytes)
-                .iter()
-                .enumerate()
-                .filter_map(|(j, &s)| s.then_some(j))
-                .collect()
-        }
+        (None, false, true) => stream::streaming(module, &signature.name, &result_bytes(signature))
+            .iter()
+            .enumerate()
+            .filter_map(|(j, &s)| s.then_some(j))
+            .collect(),
         _ => Vec::new(),
     };
     let emit_streaming = |at: &Emitter, outputs: &[access::Output]| -> Result<(), Error> {
