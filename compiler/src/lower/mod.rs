@@ -488,11 +488,8 @@ pub(crate) fn streamed_results(
     module: &Module,
     options: &LowerOptions,
 ) -> Vec<(String, usize, usize, Vec<String>)> {
-    if !options.streaming || options.check_bounds {
-        return Vec::new();
-    }
     let hosts = hosts_of(module);
-    let mut streamed = Vec::new();
+    let mut streamed_results = Vec::new();
     for kernel in kernels(module) {
         if kernel.has_attribute("meta.chain") {
             continue;
@@ -506,30 +503,36 @@ pub(crate) fn streamed_results(
         ) else {
             continue;
         };
-        // A contraction's tiles store as they are (`lower_kernel`).
         let tiled = schedule::schedule(body, &domain)
             .ok()
             .and_then(|schedule| contraction(options, &signature, body, &domain, &schedule))
             .is_some();
-        if tiled {
-            continue;
-        }
         let bytes = result_bytes(&signature);
-        for (j, streams) in stream::streaming(module, &signature.name, &bytes)
-            .into_iter()
-            .enumerate()
-        {
-            if streams {
-                streamed.push((
-                    signature.name.clone(),
-                    j,
-                    bytes[j].unwrap_or(0),
-                    hosts(&signature.name),
-                ));
-            }
+        for j in streamed(module, options, &signature, tiled) {
+            streamed_results.push((
+                signature.name.clone(),
+                j,
+                bytes[j].unwrap_or(0),
+                hosts(&signature.name),
+            ));
         }
     }
-    streamed
+    streamed_results
+}
+
+/// The results of the kernel of `signature` that `options` write with
+/// non-temporal stores (`stream`), by number: none in the bounds-checked
+/// mode, off x86, or for a contraction (`tiled`), whose tiles store as
+/// they are. [`lower_kernel`] and [`streamed_results`] both ask this.
+fn streamed(module: &Module, options: &LowerOptions, signature: &KernelSignature, tiled: bool) -> Vec<usize> {
+    if !options.streaming || options.check_bounds || tiled {
+        return Vec::new();
+    }
+    stream::streaming(module, &signature.name, &result_bytes(signature))
+        .into_iter()
+        .enumerate()
+        .filter_map(|(j, streams)| streams.then_some(j))
+        .collect()
 }
 
 /// The bytes of each result of `signature`: `None` for one that is not a
@@ -826,14 +829,7 @@ fn lower_kernel<'c>(
     };
     // Streamed results (`stream`): one more nest, run when each of their
     // addresses is a multiple of 64, whose stores are marked.
-    let streamed: Vec<usize> = match (&contraction, options.check_bounds, options.streaming) {
-        (None, false, true) => stream::streaming(module, &signature.name, &result_bytes(signature))
-            .iter()
-            .enumerate()
-            .filter_map(|(j, &s)| s.then_some(j))
-            .collect(),
-        _ => Vec::new(),
-    };
+    let streamed = streamed(module, options, signature, contraction.is_some());
     let emit_streaming = |at: &Emitter, outputs: &[access::Output]| -> Result<(), Error> {
         if streamed.is_empty() {
             return emit(at, outputs);
