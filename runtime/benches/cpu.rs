@@ -24,24 +24,36 @@
 
 use jitc_compiler::{CodegenOptions, DiagnosticCollector, new_context, parse_module};
 use jitc_interp::{Scalar, StateStore, Tensor, Value};
-use jitc_runtime::CpuModule;
+use jitc_runtime::{CpuModule, cpu::affinity};
 use std::time::Instant;
 
 mod workloads;
 
 use workloads::{median, workloads};
 
-/// GB/s of the triad over `threads` threads.
+/// GB/s of the triad over `threads` threads, each pinned to a CPU of its
+/// own as the runtime's workers are (where there are enough CPUs); the
+/// median of 11.
 fn triad(threads: usize) -> f64 {
     let n = 8 << 20;
     let (mut a, b, c) = (vec![0.0f64; n], vec![1.0f64; n], vec![2.0f64; n]);
+    let cpus = affinity::allowed_cpus();
     let mut samples = Vec::new();
-    for _ in 0..7 {
+    for _ in 0..11 {
         let start = Instant::now();
         let chunk = n.div_ceil(threads);
         std::thread::scope(|scope| {
-            for ((a, b), c) in a.chunks_mut(chunk).zip(b.chunks(chunk)).zip(c.chunks(chunk)) {
+            for (i, ((a, b), c)) in a
+                .chunks_mut(chunk)
+                .zip(b.chunks(chunk))
+                .zip(c.chunks(chunk))
+                .enumerate()
+            {
+                let cpu = (threads > 1 && cpus.len() >= threads).then(|| cpus[i]);
                 scope.spawn(move || {
+                    if let Some(cpu) = cpu {
+                        affinity::pin_to(cpu);
+                    }
                     for i in 0..a.len() {
                         a[i] = b[i] + 3.0 * c[i];
                     }

@@ -34,6 +34,8 @@ use std::{
     time::Instant,
 };
 
+pub mod affinity;
+
 /// Kernels with fewer domain points than this run on one thread: handing
 /// out work would cost more than the work.
 pub const PARALLEL_MIN_ELEMENTS: usize = 1 << 15;
@@ -78,18 +80,37 @@ unsafe impl Send for Buffers {}
 unsafe impl Sync for Buffers {}
 
 /// The process's worker threads: [`thread_count`] of them, started on
-/// first use and kept for the life of the process (`JITC_NUM_THREADS` is
-/// read once).
+/// first use and kept for the life of the process (`JITC_NUM_THREADS` and
+/// `JITC_PIN_THREADS` are read once). Each is pinned to a CPU of its own
+/// where there are enough (see `affinity`).
 fn workers() -> Option<&'static rayon::ThreadPool> {
     static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
     POOL.get_or_init(|| {
+        let threads = thread_count();
+        let wanted = affinity::wanted(std::env::var("JITC_PIN_THREADS").ok().as_deref());
+        let cpus = affinity::plan(threads, &affinity::allowed_cpus(), wanted);
         rayon::ThreadPoolBuilder::new()
-            .num_threads(thread_count())
+            .num_threads(threads)
             .thread_name(|i| format!("jitc-worker-{i}"))
+            .start_handler(move |i| {
+                // A refused pin leaves the worker where it was: slower at
+                // worst, never wrong.
+                if let Some(cpu) = cpus.as_ref().and_then(|cpus| cpus.get(i)) {
+                    affinity::pin_to(*cpu);
+                }
+            })
             .build()
             .ok()
     })
     .as_ref()
+}
+
+/// The CPUs each worker thread may run on, as each worker reads its own
+/// affinity mask (starting the workers if they have not started): one CPU
+/// each, all different, when they are pinned; empty when the pool could
+/// not be started.
+pub fn worker_cpus() -> Vec<Vec<usize>> {
+    workers().map_or_else(Vec::new, |pool| pool.broadcast(|_| affinity::allowed_cpus()))
 }
 
 /// Runs `[begin, end)` of `function` with its own status record in place
