@@ -512,12 +512,102 @@ fn jit(lowered: crate::lower::Lowered, target: &CpuTarget) -> Result<CpuArtifact
 }
 
 /// Runs LLVM's `default<O3>` on `module` for `machine`, then makes the
-/// stores of streamed results non-temporal (x86).
+/// stores of streamed results non-temporal (x86) and puts the software
+/// prefetches of marked loads in.
 fn optimize(module: &LlvmModule, machine: &TargetMachine) -> Result<(), Error> {
     module
         .run_passes("default<O3>", machine, PassBuilderOptions::create())
         .map_err(|e| Error::Codegen(e.to_string()))?;
-    streaming_stores(module, machine)
+    streaming_stores(module, machine)?;
+    software_prefetches(module, machine)
+}
+
+/// After the loops are vectorized: before each load marked for prefetch
+/// (`lower::prefetch`) that reads a vector of at least 32 bytes, a
+/// prefetch (read, into L2, data) of the address the mark's distance
+/// ahead. Scalar loads (remainders) get none.
+fn software_prefetches(module: &LlvmModule, machine: &TargetMachine) -> Result<(), Error> {
+    use inkwell::{
+        AddressSpace,
+        intrinsics::Intrinsic,
+        types::AnyType,
+        values::{BasicMetadataValueEnum, InstructionOpcode, Operand},
+    };
+    let context = module.get_context();
+    let tbaa = context.get_kind_id("tbaa");
+    let data = machine.get_target_data();
+    // The distance the tag's base type names, when it is a prefetch mark.
+    let distance = |tag: inkwell::values::MetadataValue| -> Option<i64> {
+        let Some(BasicMetadataValueEnum::MetadataValue(base)) = tag.get_node_values()?.first().copied()
+        else {
+            return None;
+        };
+        let Some(BasicMetadataValueEnum::MetadataValue(name)) = base.get_node_values()?.first().copied()
+        else {
+            return None;
+        };
+        std::str::from_utf8(name.get_string_value()?)
+            .ok()?
+            .strip_prefix(crate::lower::prefetch::PREFETCH_TBAA)?
+            .parse()
+            .ok()
+    };
+    let failed = |what: &str| Error::Codegen(format!("software prefetch: {what}"));
+    let builder = context.create_builder();
+    let pointer = context.ptr_type(AddressSpace::default());
+    let mut prefetch = None;
+    for function in module.get_functions() {
+        for block in function.get_basic_blocks() {
+            let mut next = block.get_first_instruction();
+            while let Some(instruction) = next {
+                next = instruction.get_next_instruction();
+                if instruction.get_opcode() != InstructionOpcode::Load {
+                    continue;
+                }
+                let Some(bytes) = instruction.get_metadata(tbaa).and_then(distance) else {
+                    continue;
+                };
+                let r#type = instruction.get_type();
+                let size = data.get_store_size(&r#type.as_any_type_enum());
+                let Some(Operand::Value(address)) = instruction.get_operand(0) else {
+                    continue;
+                };
+                if !r#type.is_vector_type() || size < 32 || !address.is_pointer_value() {
+                    continue;
+                }
+                let declaration = match prefetch {
+                    Some(declaration) => declaration,
+                    None => {
+                        let found = Intrinsic::find("llvm.prefetch")
+                            .and_then(|i| i.get_declaration(module, &[pointer.into()]))
+                            .ok_or_else(|| failed("no llvm.prefetch"))?;
+                        *prefetch.insert(found)
+                    }
+                };
+                builder.position_before(&instruction);
+                let i8_type = context.i8_type();
+                let offset = context.i64_type().const_int(bytes as u64, true);
+                // SAFETY: a byte offset from a pointer the kernel loads
+                // through; a prefetch of an address outside any object
+                // does not fault, and the address is not used otherwise.
+                let ahead =
+                    unsafe { builder.build_gep(i8_type, address.into_pointer_value(), &[offset], "ahead") }
+                        .map_err(|e| failed(&e.to_string()))?;
+                let i32_type = context.i32_type();
+                // Read (0), locality 2 (L2, as `prefetcht1`), data (1).
+                let arguments = [
+                    ahead.into(),
+                    i32_type.const_zero().into(),
+                    i32_type.const_int(2, false).into(),
+                    i32_type.const_int(1, false).into(),
+                ];
+                builder
+                    .build_call(declaration, &arguments, "")
+                    .map_err(|e| failed(&e.to_string()))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// On x86, after the loops are vectorized: each store marked as a streamed

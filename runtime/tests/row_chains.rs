@@ -110,7 +110,7 @@ fn random_normalizations_chained_match_the_interpreter() {
         ("add", "min"),
         ("max", "mul"),
     ];
-    let mut chains = 0;
+    let (mut chains, mut norms) = (0, 0);
     for round in 0..24 {
         let (first, second) = float_kinds[round % float_kinds.len()];
         let integer = round % 6 == 5;
@@ -189,11 +189,13 @@ fn random_normalizations_chained_match_the_interpreter() {
         );
         let chained = check(&what, &source, Value::tensor(x.clone()), &exact(false));
         chains += usize::from(chained);
+        norms += usize::from(chained && round % 4 == 3);
         // The same program by Jittor's rules alone: never a chain.
         assert!(!check(&what, &source, Value::tensor(x), &exact(true)), "{what}");
     }
     eprintln!("{chains} of 24 programs made a chain");
     assert!(chains >= 12, "only {chains} of 24 programs made a chain");
+    assert_eq!(norms, 6, "every instance-norm-shaped program made a chain");
 }
 
 #[test]
@@ -216,6 +218,52 @@ fn a_row_longer_than_the_scratch_is_not_chained() {
     };
     let x = Value::tensor(random(&case.shape, 6));
     assert!(check("short rows", &case.source(), x, &exact(false)));
+}
+
+/// Instance norm's chain runs along the channels the statistics keep: the
+/// element-wise stage, which would split along the batch by itself, is
+/// given the channels (`meta.split`), and a block has as many channels of
+/// `x` as fit `REREAD_BYTES` (`x` is read again by the last stage). Both a
+/// block of several channels and channels larger than the budget (one per
+/// block) give the interpreter's bits.
+#[test]
+fn instance_norm_chains_along_the_channels() {
+    let example = jitc_test_support::example("instance_norm.mlir");
+    // (n, c, h, w), and the channels a block should hold.
+    for (n, c, h, w, block) in [(2, 8, 128, 128, 4), (2, 4, 256, 256, 1), (3, 5, 7, 9, 5)] {
+        let source = example
+            .replace("2x3x4x4x", &format!("{n}x{c}x{h}x{w}x"))
+            .replace("1x3x1x1x", &format!("1x{c}x1x1x"))
+            .replace("dense<32.0>", &format!("dense<{}.0>", n * h * w));
+        let what = format!("instance norm ({n}, {c}, {h}, {w})");
+        let x = Value::tensor(random(&[n, c, h, w], (n * c * h * w) as u64));
+        assert!(check(&what, &source, x, &exact(false)), "{what}: not chained");
+        let context = new_context().unwrap();
+        let mut module = parse_module(&context, &source).unwrap();
+        CpuModule::compile_with(&context, &mut module, &exact(false)).unwrap();
+        let functions = jitc_dialect::ops::functions(module.body());
+        let chain = functions
+            .values()
+            .find(|f| f.has_attribute("meta.chain"))
+            .unwrap_or_else(|| panic!("{what}: no chain"));
+        let integer = |f: &melior::ir::operation::OperationRef, name: &str| {
+            f.attribute(name)
+                .ok()
+                .and_then(|a| melior::ir::attribute::IntegerAttribute::try_from(a).ok())
+                .map(|a| a.value())
+        };
+        assert_eq!(integer(chain, "meta.block"), Some(block), "{what}: block");
+        let given: Vec<i64> = functions
+            .values()
+            .filter(|f| f.has_attribute("meta.stage"))
+            .filter_map(|f| integer(f, "meta.split"))
+            .collect();
+        assert_eq!(
+            given,
+            vec![1],
+            "{what}: the element-wise stage splits along the channels"
+        );
+    }
 }
 
 #[test]

@@ -119,8 +119,12 @@ fn cpu_kernels(context: &Context, args: &ExplainArgs) -> Result<String, String> 
     text.push_str("row chains on the cpu backend (fused past rule 2; --jittor-rules makes none):\n");
     for chain in chains {
         let stages: Vec<String> = chain.stages.iter().map(|s| format!("@{s}")).collect();
+        let reread = match chain.reread_row_bytes {
+            0 => String::new(),
+            bytes => format!("; {bytes} bytes of each row of its inputs are read again from cache"),
+        };
         text.push_str(&format!(
-            "  @{} in @{} runs {} one block of {} of its {} rows at a time: rows of {} bytes stay in cache\n",
+            "  @{} in @{} runs {} one block of {} of its {} rows at a time: rows of {} bytes stay in cache{reread}\n",
             chain.name,
             chain.host,
             stages.join(", "),

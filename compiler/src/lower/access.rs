@@ -383,9 +383,22 @@ pub(super) fn load_at<'c, 'a>(
     element: ElementType,
     check: Option<Check<'c, '_>>,
 ) -> Result<Value<'c, 'a>, Error> {
+    load_marked(at, pointer, offset, element, check, None)
+}
+
+/// [`load_at`], the load carrying the `tbaa` attribute `mark` when there
+/// is one (a load to prefetch for, `super::prefetch`).
+pub(super) fn load_marked<'c, 'a>(
+    at: &Emitter<'c, 'a>,
+    pointer: Value<'c, '_>,
+    offset: Value<'c, '_>,
+    element: ElementType,
+    check: Option<Check<'c, '_>>,
+    mark: Option<Attribute<'c>>,
+) -> Result<Value<'c, 'a>, Error> {
     let offset = to_i64(at, offset)?;
     let Some(check) = check else {
-        return load(at, pointer, offset, element);
+        return load(at, pointer, offset, element, mark);
     };
     let (offset, ok) = guard(at, &check, offset)?;
     let r#type = value_type(at.context, element);
@@ -397,7 +410,7 @@ pub(super) fn load_at<'c, 'a>(
     // An empty buffer has no element to read instead.
     let Some(ok) = ok else { return Ok(zero) };
     let safe = at.select(ok, offset, at.int(offset.r#type(), 0)?)?;
-    let loaded = load(at, pointer, safe, element)?;
+    let loaded = load(at, pointer, safe, element, mark)?;
     at.select(ok, loaded, zero)
 }
 
@@ -457,9 +470,16 @@ fn load<'c, 'a>(
     pointer: Value<'c, '_>,
     offset: Value<'c, '_>,
     element: ElementType,
+    mark: Option<Attribute<'c>>,
 ) -> Result<Value<'c, 'a>, Error> {
     let address = emit_gep(at, pointer, offset, memory(at.context, element))?;
-    let loaded = at.value("llvm.load", &[address], memory(at.context, element))?;
+    let r#type = memory(at.context, element);
+    let loaded = match mark {
+        Some(tbaa) => at
+            .op("llvm.load", &[address], &[r#type], &[("tbaa", tbaa)])?
+            .ok_or_else(|| Error::Lowering("a load without a result".into()))?,
+        None => at.value("llvm.load", &[address], r#type)?,
+    };
     if element == ElementType::I1 {
         at.value("arith.trunci", &[loaded], at.i1())
     } else {

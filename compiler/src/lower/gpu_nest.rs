@@ -55,6 +55,7 @@ use super::{
     index::delinearize,
     memory_type,
     nest::Kernel,
+    point::Tuning,
     scalar::{combine, identity},
     schedule::{self, GpuStrategy},
 };
@@ -107,7 +108,7 @@ pub(super) fn emit_gpu_kernel<'c, 'a>(
         schedule,
         None,
         math,
-        false,
+        Tuning::default(),
     )?;
     let index = Type::index(top.context);
     let extents: Vec<i64> = gpu.threads.iter().map(|&d| domain[d]).collect();

@@ -82,6 +82,7 @@ mod legal;
 mod nest;
 mod point;
 mod poly;
+pub mod prefetch;
 pub mod rows;
 mod scalar;
 pub mod schedule;
@@ -824,7 +825,10 @@ fn lower_kernel<'c>(
             &schedule,
             range,
             options.math,
-            options.vector_bits >= 512,
+            point::Tuning {
+                scalef: options.vector_bits >= 512,
+                prefetch: true,
+            },
         )
     };
     // Streamed results (`stream`): one more nest, run when each of their

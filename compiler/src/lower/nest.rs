@@ -52,7 +52,7 @@ use super::{
     access::{Arg, Output, Status, key, store_at, store_marked},
     emit::{Emitter, error},
     index::{self, row_major},
-    point::{Body, emit_op},
+    point::{Body, Tuning, emit_op},
     scalar::identity,
     schedule::Schedule,
 };
@@ -83,10 +83,7 @@ pub(super) struct Kernel<'c, 'a, 'k> {
     /// element type.
     pub(super) registers: Vec<(OperationRef<'c, 'k>, usize, ReduceKind, ElementType)>,
     math: MathMode,
-    /// The target scales by a power of two in one instruction (AVX-512's
-    /// `vscalefps`): the polynomial `exp` applies its `2^n` with
-    /// `llvm.ldexp` instead of two exponent-field multiplies.
-    scalef: bool,
+    tuning: Tuning,
 }
 
 /// Emits the whole kernel: identity fills, the loop nest and its body, as
@@ -103,7 +100,7 @@ pub(super) fn emit_kernel<'c, 'a>(
     schedule: &Schedule,
     range: Option<(Value<'c, 'a>, Value<'c, 'a>)>,
     math: MathMode,
-    scalef: bool,
+    tuning: Tuning,
 ) -> Result<(), Error> {
     if domain.iter().any(|&d| d < 0) && sizes.is_none() {
         return Err(error("a dynamic domain without its sizes"));
@@ -118,7 +115,7 @@ pub(super) fn emit_kernel<'c, 'a>(
         schedule,
         range,
         math,
-        scalef,
+        tuning,
     )?;
     for (reduce, j, kind) in in_memory {
         // Reductions in memory start from their identity.
@@ -149,7 +146,7 @@ impl<'c, 'a, 'k> Kernel<'c, 'a, 'k> {
         schedule: &'k Schedule,
         range: Option<(Value<'c, 'a>, Value<'c, 'a>)>,
         math: MathMode,
-        scalef: bool,
+        tuning: Tuning,
     ) -> Result<(Self, Vec<InMemory<'c, 'k>>), Error> {
         let mut ops = Vec::new();
         let mut next = kernel_body.first_operation();
@@ -195,7 +192,7 @@ impl<'c, 'a, 'k> Kernel<'c, 'a, 'k> {
             range,
             registers,
             math,
-            scalef,
+            tuning,
         };
         Ok((kernel, in_memory))
     }
@@ -457,7 +454,7 @@ impl<'c, 'a, 'k> Kernel<'c, 'a, 'k> {
             interior,
             accumulators,
             math: self.math,
-            scalef: self.scalef,
+            tuning: self.tuning,
         };
         for op in &self.ops {
             let result = op.result(0).ok().map(Value::from);

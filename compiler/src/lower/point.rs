@@ -38,11 +38,11 @@
 
 use super::{
     MathMode,
-    access::{Arg, Check, Output, Status, key, load_at, store_at},
+    access::{Arg, Check, Output, Status, key, load_at, load_marked, store_at},
     emit::{Emitter, error},
-    index,
+    index, prefetch,
     scalar::{binary_op, combine, constant, unary_op},
-    schedule::Schedule,
+    schedule::{self, Schedule},
 };
 use crate::Error;
 use jitc_dialect::{
@@ -50,8 +50,20 @@ use jitc_dialect::{
     ops::{BinaryOp, ReindexOp, ReindexReduceOp, UnaryOp},
     verify::op_name,
 };
-use melior::ir::{OperationRef, Value, ValueLike, operation::OperationLike};
+use melior::ir::{Attribute, OperationRef, Value, ValueLike, operation::OperationLike};
 use std::collections::HashMap;
+
+/// What the body may use of the target beyond plain LLVM IR.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Tuning {
+    /// The target scales by a power of two in one instruction (AVX-512's
+    /// `vscalefps`): the polynomial `exp` applies its `2^n` with
+    /// `llvm.ldexp` instead of two exponent-field multiplies.
+    pub(super) scalef: bool,
+    /// Loads of short contiguous runs that jump are marked for software
+    /// prefetch (`super::prefetch`; CPU kernels).
+    pub(super) prefetch: bool,
+}
 
 /// The state of the body at one point: the loop indices, what is known of
 /// the kernel's values there, and the register accumulators.
@@ -80,9 +92,8 @@ pub(super) struct Body<'c, 'a, 'k> {
     pub(super) accumulators: Vec<Value<'c, 'a>>,
     /// How closely float arithmetic follows the interpreter.
     pub(super) math: MathMode,
-    /// AVX-512's one-instruction scaling by `2^n` is there (see
-    /// `super::nest::Kernel`).
-    pub(super) scalef: bool,
+    /// What the body may use of the target.
+    pub(super) tuning: Tuning,
 }
 
 impl<'c, 'a> Body<'c, 'a, '_> {
@@ -129,9 +140,25 @@ impl<'c, 'a> Body<'c, 'a, '_> {
             Some(dynamic) => self.status.check_dynamic(op, false, format!("%arg{i}"), dynamic),
             None => self.check_argument(op, i, shape, element),
         };
-        let loaded = load_at(&self.at, pointer, self.linear, element, check)?;
+        // Read at the domain's own row-major offset.
+        let mark = match check {
+            None => self.prefetch_mark(schedule::strides(self.domain), element),
+            Some(_) => None,
+        };
+        let loaded = load_marked(&self.at, pointer, self.linear, element, check, mark)?;
         self.scalars.insert(key(value), loaded);
         Ok(loaded)
+    }
+
+    /// The mark of a load at the element offset `coefficients` (one per
+    /// domain dimension), when it is one to prefetch for
+    /// (`super::prefetch`).
+    fn prefetch_mark(&self, coefficients: Option<Vec<i64>>, element: ElementType) -> Option<Attribute<'c>> {
+        if !self.tuning.prefetch {
+            return None;
+        }
+        let bytes = prefetch::distance(self.schedule, self.domain, &coefficients?, element.byte_width())?;
+        prefetch::prefetch_tag(self.at.context, bytes)
     }
 
     /// The check of a load by `op` of argument `i`, in the bounds-checked
@@ -268,7 +295,14 @@ pub(super) fn emit_op<'c, 'a>(
                 Some(dynamic) => body.status.check_dynamic(op, false, format!("%arg{i}"), dynamic),
                 None => body.check_argument(op, i, &shape, element),
             };
-            let loaded = load_at(&at, pointer, offset, element, check)?;
+            let mark = match (&check, &dynamic) {
+                (None, None) => body.prefetch_mark(
+                    schedule::flat_access(map, &checks.shape, body.domain.len()),
+                    element,
+                ),
+                _ => None,
+            };
+            let loaded = load_marked(&at, pointer, offset, element, check, mark)?;
             match inside {
                 Some(inside) => at.select(inside, loaded, overflow).map(Some),
                 None => Ok(Some(loaded)),
@@ -338,7 +372,7 @@ pub(super) fn emit_op<'c, 'a>(
             );
             let x = body.scalar(input, op)?;
             let kind = unary.kind().ok_or_else(|| error("unary kind"))?;
-            unary_op(&at, kind, x, from, to, body.math, body.scalef).map(Some)
+            unary_op(&at, kind, x, from, to, body.math, body.tuning.scalef).map(Some)
         }
         "meta.binary" => {
             let binary = BinaryOp::cast(op).ok_or_else(|| error("binary"))?;

@@ -13,7 +13,14 @@
 //! consecutive calls of kernels that
 //! - have static shapes, lower on the CPU, and split across threads
 //!   ([`super::schedule::Schedule::parallel`]) along a dimension of the
-//!   same extent, the chain's *rows*;
+//!   same extent, the chain's *rows*. A kernel after the first may be
+//!   split along another dimension than its schedule would choose (one
+//!   every reduction keeps, not the innermost loop): instance norm's
+//!   normalization would split along the batch, and joins the statistics'
+//!   chain along the channels. The chain names that dimension on the
+//!   kernel (`meta.split`, [`super::schedule::SPLIT_ATTRIBUTE`]), which
+//!   its schedule then splits along, outermost; a kernel has one split,
+//!   whichever chains call it;
 //! - cannot stop the run (no integer division, no affine arithmetic on
 //!   symbols): a failure would be met in block order, not in the
 //!   interpreter's order of ops;
@@ -22,13 +29,21 @@
 //!   value, the same for writer and reader) at its own row `r`, so a
 //!   block's rows depend on nothing outside the block;
 //! - and keep at least one value in scratch: a value read only inside the
-//!   chain, with the rows as its outermost dimension, every access to it
+//!   chain, with the rows as its outermost dimension (or after dimensions
+//!   of extent 1 only, as instance norm's `1xCx1x1` statistics), every access to it
 //!   in bounds (a checked access that fails still loads offset 0, which
 //!   for a scratch pointer lies outside the block), whose rows of all such
 //!   values fit [`SCRATCH_BYTES`] (so a block of at least one row does).
 //!   The driver's frame holds the scratch; every function is compiled with
 //!   stack probes, so a frame that large touches the guard page of a
 //!   nearly full stack rather than jumping past it.
+//!
+//! **Blocks.** A block is as many rows as the scratch holds, and no more
+//! than keep the block's rows of the inputs that more than one stage reads
+//! within [`REREAD_BYTES`] (one row at least): the first stage reads them
+//! from memory, the later ones from cache. Softmax's rows of 4 KiB give
+//! blocks of 31 rows (the scratch bounds them); instance norm's channels of
+//! (32, 64, 56, 56), 392 KiB each, give blocks of one channel.
 //!
 //! **What.** The calls become one call of a new function, marked
 //! `meta.fused` and `meta.chain` (the stage kernels, in order), whose body
@@ -74,6 +89,13 @@ use std::collections::{HashMap, HashSet};
 /// the input and the scratch stay in the L2 cache together.
 pub const SCRATCH_BYTES: usize = 128 << 10;
 
+/// Bytes of a block's rows of the inputs more than one stage reads: a
+/// block has no more rows than fit (one at least), so the later stages
+/// find them in the L2 cache (1 MiB per core on the development machine,
+/// 512 KiB or more on any x86 of the last decade). Instance norm's
+/// channels of (32, 64, 56, 56) are 401,408 bytes each: one per block.
+pub const REREAD_BYTES: usize = 512 << 10;
+
 /// How a kernel reads an argument or writes a result, with respect to its
 /// rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,9 +135,14 @@ impl Rows {
     }
 }
 
-/// What a chain needs to know of one kernel.
+/// What a chain needs to know of one kernel, split along one dimension.
 #[derive(Debug, Clone)]
 struct Stage {
+    /// The split dimension.
+    split: usize,
+    /// Whether it is the one the kernel's schedule chooses by itself;
+    /// another is named by `meta.split` when the kernel joins a chain.
+    natural: bool,
     /// Extent of the split dimension.
     rows: i64,
     /// Per argument.
@@ -132,9 +159,38 @@ fn shape_of(value: Value) -> Option<Vec<usize>> {
     super::static_shape(value.r#type()).map(|(shape, _)| shape)
 }
 
-/// The stage view of `kernel`, when it can be part of a chain.
-fn stage(kernel: OperationRef) -> Option<Stage> {
-    let domain = kernel.attribute("meta.domain").ok().and_then(i64_array)?;
+/// The stage views of `kernel`, when it can be part of a chain: split as
+/// its schedule chooses first, then along each other dimension it could
+/// be split along (every reduction keeps it, it is not the innermost loop,
+/// and it has at least 2 points).
+fn stages(kernel: OperationRef) -> Vec<Stage> {
+    let Some(domain) = kernel.attribute("meta.domain").ok().and_then(i64_array) else {
+        return Vec::new();
+    };
+    let Some(body) = kernel.region(0).ok().and_then(|r| r.first_block()) else {
+        return Vec::new();
+    };
+    let Ok(plan) = schedule::schedule(body, &domain) else {
+        return Vec::new();
+    };
+    if !plan.parallel {
+        return Vec::new();
+    }
+    let innermost = plan.order.last().copied();
+    let others = plan
+        .independent
+        .iter()
+        .copied()
+        .filter(|&d| d != plan.split && Some(d) != innermost && domain.get(d).is_some_and(|&n| n >= 2));
+    std::iter::once(plan.split)
+        .chain(others)
+        .filter_map(|split| stage(kernel, &domain, split, split == plan.split))
+        .collect()
+}
+
+/// The stage view of `kernel` split along `split`, when it can be part of
+/// a chain so.
+fn stage(kernel: OperationRef, domain: &[i64], split: usize, natural: bool) -> Option<Stage> {
     if domain.iter().any(|&d| d < 0) || legal::check(kernel).is_err() {
         return None;
     }
@@ -148,9 +204,7 @@ fn stage(kernel: OperationRef) -> Option<Stage> {
         return None;
     }
     let body = kernel.region(0).ok()?.first_block()?;
-    let plan = schedule::schedule(body, &domain).ok()?;
-    let split = plan.split;
-    if !plan.parallel || domain.get(split).is_none_or(|&rows| rows < 2) {
+    if domain.get(split).is_none_or(|&rows| rows < 2) {
         return None;
     }
     let rows = domain[split];
@@ -175,7 +229,7 @@ fn stage(kernel: OperationRef) -> Option<Stage> {
             let mut read: Option<Rows> = None;
             for (user, operand) in uses(argument) {
                 let how = match name_of(user).as_str() {
-                    "meta.reindex" if operand == 0 => along_map(user, split, rows, argument, &domain),
+                    "meta.reindex" if operand == 0 => along_map(user, split, rows, argument, domain),
                     // Index operands of a reindex are scalars.
                     "meta.reindex" => Rows::Whole,
                     // Operands indexed by the domain itself.
@@ -208,7 +262,7 @@ fn stage(kernel: OperationRef) -> Option<Stage> {
                 // the access clamped to offset 0) like a padded read.
                 let conditions = jitc_dialect::ops::ReindexReduceOp::cast(op)
                     .is_some_and(|r| r.overflow_conditions().is_some());
-                let inside = shape_of(value).is_some_and(|shape| in_bounds(map, &shape, &domain));
+                let inside = shape_of(value).is_some_and(|shape| in_bounds(map, &shape, domain));
                 match row {
                     Some(k) if inside && !conditions => Rows::Along(k),
                     Some(k) => Rows::Clamped(k),
@@ -221,6 +275,8 @@ fn stage(kernel: OperationRef) -> Option<Stage> {
         })
         .collect();
     Some(Stage {
+        split,
+        natural,
         rows,
         arguments,
         results,
@@ -287,6 +343,9 @@ pub struct RowChain {
     pub block: i64,
     /// Scratch bytes per row: what never reaches memory.
     pub scratch_row_bytes: usize,
+    /// Bytes per row of the inputs more than one stage reads: read from
+    /// memory by the first, from cache by the others.
+    pub reread_row_bytes: usize,
 }
 
 /// One call of a chain.
@@ -300,7 +359,10 @@ struct Link<'c, 'a> {
 /// of chains (see the module doc); returns the chains made.
 pub(crate) fn chain_rows(context: &Context, module: &Module) -> Result<Vec<RowChain>, Error> {
     let functions = jitc_dialect::ops::functions(module.body());
-    let mut stages: HashMap<String, Option<Stage>> = HashMap::new();
+    let mut views: HashMap<String, Vec<Stage>> = HashMap::new();
+    // The split each kernel of a chain made so far was given: a kernel
+    // called again joins another chain only split the same way.
+    let mut splits: HashMap<String, usize> = HashMap::new();
     let mut taken: HashSet<String> = functions.keys().cloned().collect();
     let mut made = Vec::new();
     let hosts: Vec<(String, OperationRef)> = functions
@@ -314,36 +376,45 @@ pub(crate) fn chain_rows(context: &Context, module: &Module) -> Result<Vec<RowCh
             let mut op = block.first_operation();
             while let Some(current) = op {
                 op = current.next_in_block();
-                let link = (name_of(current) == "func.call")
+                let callee = (name_of(current) == "func.call")
                     .then(|| crate::transforms::inline::callee(current))
-                    .flatten()
-                    .and_then(|callee| {
-                        let kernel = *functions.get(&callee)?;
-                        if !kernel.has_attribute("meta.fused") || kernel.has_attribute("meta.chain") {
-                            return None;
-                        }
-                        let stage = stages
-                            .entry(callee.clone())
-                            .or_insert_with(|| stage(kernel))
-                            .clone()?;
-                        Some(Link {
+                    .flatten();
+                let mut candidates: Vec<Link> = Vec::new();
+                if let Some(callee) = callee
+                    && let Some(kernel) = functions.get(&callee)
+                    && kernel.has_attribute("meta.fused")
+                    && !kernel.has_attribute("meta.chain")
+                {
+                    let views = views.entry(callee.clone()).or_insert_with(|| stages(*kernel));
+                    // One split per kernel: the one a chain gave it
+                    // already, in this chain or an earlier one.
+                    let given = splits
+                        .get(&callee)
+                        .copied()
+                        .or_else(|| chain.iter().find(|l| l.callee == callee).map(|l| l.stage.split));
+                    candidates = views
+                        .iter()
+                        .filter(|v| given.is_none_or(|d| d == v.split))
+                        .map(|v| Link {
                             call: current,
-                            callee,
-                            stage,
+                            callee: callee.clone(),
+                            stage: v.clone(),
                         })
-                    });
-                match link {
-                    Some(link) if extends(&chain, &link) => chain.push(link),
+                        .collect();
+                }
+                match candidates.iter().position(|link| extends(&chain, link)) {
+                    Some(i) => chain.push(candidates.swap_remove(i)),
                     // Any other op, or a call that cannot join, ends the
-                    // chain; such a call may start the next one.
-                    other => {
+                    // chain; such a call may start the next one, split as
+                    // its schedule chooses.
+                    None => {
                         let ended = std::mem::take(&mut chain);
-                        made.extend(close(context, module, &mut taken, &name, ended)?);
-                        chain.extend(other);
+                        made.extend(close(context, module, &mut taken, &mut splits, &name, ended)?);
+                        chain.extend(candidates.into_iter().next());
                     }
                 }
             }
-            made.extend(close(context, module, &mut taken, &name, chain)?);
+            made.extend(close(context, module, &mut taken, &mut splits, &name, chain)?);
         }
     }
     Ok(made)
@@ -408,11 +479,24 @@ fn produced(chain: &[Link], value: Value) -> Option<(usize, usize)> {
     })
 }
 
-/// A value of a chain kept in scratch: its bytes per row.
-fn scratch_row_bytes(value: Value) -> Option<usize> {
+/// The bytes per row of `value`, a tensor of `rows` rows (its row
+/// dimension has only dimensions of extent 1 before it, so row `r` starts
+/// at `r` times this).
+fn row_bytes_of(value: Value, rows: i64) -> Option<usize> {
     let (shape, element) = super::static_shape(value.r#type())?;
-    let row: usize = shape.get(1..)?.iter().product();
-    row.checked_mul(element.byte_width())
+    let elements: usize = shape.iter().product();
+    let rows = usize::try_from(rows).ok().filter(|&r| r > 0)?;
+    elements
+        .is_multiple_of(rows)
+        .then(|| elements / rows)?
+        .checked_mul(element.byte_width())
+}
+
+/// Whether dimension `k` of `value` is its rows, `rows` of them, with only
+/// dimensions of extent 1 before it.
+fn rows_lead(value: Value, k: usize, rows: i64) -> bool {
+    shape_of(value)
+        .is_some_and(|shape| shape.get(k) == Some(&(rows as usize)) && shape[..k].iter().all(|&d| d == 1))
 }
 
 /// Replaces the calls of `chain` (in the host function `host`) with one
@@ -421,6 +505,7 @@ fn close(
     context: &Context,
     module: &Module,
     taken: &mut HashSet<String>,
+    splits: &mut HashMap<String, usize>,
     host: &str,
     chain: Vec<Link>,
 ) -> Result<Option<RowChain>, Error> {
@@ -447,32 +532,50 @@ fn close(
                 || readers
                     .iter()
                     .any(|(user, _)| !calls.contains(&(user.to_raw().ptr as usize)));
-            // Written and read along the outermost dimension, every access
-            // in bounds (a clamped access would touch offset 0, outside
-            // the block's scratch).
-            let read_along_first = chain.iter().all(|reader| {
+            // Written and read along a dimension with only extents of 1
+            // before it (the outermost, in effect), every access in bounds
+            // (a clamped access would touch offset 0, outside the block's
+            // scratch).
+            let written = link.stage.results[j];
+            let read_so = chain.iter().all(|reader| {
                 reader
                     .call
                     .operands()
                     .enumerate()
                     .filter(|(_, v)| key(*v) == key(value))
-                    .all(|(i, _)| reader.stage.arguments.get(i) == Some(&Rows::Along(0)))
+                    .all(|(i, _)| reader.stage.arguments.get(i) == Some(&written))
             });
-            let along_first = link.stage.results[j] == Rows::Along(0)
-                && read_along_first
-                && shape_of(value).and_then(|s| s.first().copied()) == Some(rows as usize);
-            if !outside && along_first && scratch_row_bytes(value).is_some() {
+            let along_first = matches!(written, Rows::Along(k) if rows_lead(value, k, rows)) && read_so;
+            if !outside && along_first && row_bytes_of(value, rows).is_some() {
                 scratch.push(value);
             } else {
                 outputs.push(value);
             }
         }
     }
-    let row_bytes: usize = scratch.iter().filter_map(|v| scratch_row_bytes(*v)).sum();
+    let row_bytes: usize = scratch.iter().filter_map(|v| row_bytes_of(*v, rows)).sum();
     if scratch.is_empty() || row_bytes == 0 || row_bytes > SCRATCH_BYTES {
         return Ok(None);
     }
-    let block_rows = (SCRATCH_BYTES / row_bytes).clamp(1, rows as usize) as i64;
+    // The inputs more than one stage reads along the rows: a block's rows
+    // of them are read from memory once, then again from cache.
+    let reread_row_bytes: usize = inputs
+        .iter()
+        .filter(|input| {
+            let reads: Vec<Option<Rows>> = chain
+                .iter()
+                .filter_map(|link| {
+                    let i = link.call.operands().position(|v| key(v) == key(**input))?;
+                    Some(link.stage.arguments.get(i).copied())
+                })
+                .collect();
+            reads.len() > 1 && reads.iter().all(|r| r.and_then(Rows::dimension).is_some())
+        })
+        .filter_map(|input| row_bytes_of(*input, rows))
+        .sum();
+    let block_rows = (SCRATCH_BYTES / row_bytes)
+        .min(REREAD_BYTES / reread_row_bytes.max(1))
+        .clamp(1, rows as usize) as i64;
 
     // The chain function: the stage calls, on its arguments.
     let location = chain[0].call.location();
@@ -556,8 +659,13 @@ fn close(
     module.body().append_operation(function);
     let functions = jitc_dialect::ops::functions(module.body());
     for link in &chain {
+        splits.insert(link.callee.clone(), link.stage.split);
         if let Some(stage) = functions.get(&link.callee) {
             jitc_dialect::ops::set_attribute(*stage, "meta.stage", Attribute::unit(context));
+            if !link.stage.natural {
+                let split = IntegerAttribute::new(i64_type, link.stage.split as i64);
+                jitc_dialect::ops::set_attribute(*stage, schedule::SPLIT_ATTRIBUTE, split.into());
+            }
         }
     }
 
@@ -592,6 +700,7 @@ fn close(
         rows,
         block: block_rows,
         scratch_row_bytes: row_bytes,
+        reread_row_bytes,
     }))
 }
 
@@ -765,7 +874,8 @@ fn lower_chain<'c>(
             if places.contains_key(&key(value)) {
                 continue;
             }
-            let row = scratch_row_bytes(value).ok_or_else(|| fail("a scratch value of unknown size"))? as i64;
+            let row = row_bytes_of(value, signature.outer)
+                .ok_or_else(|| fail("a scratch value of unknown size"))? as i64;
             let bytes = top.int(i64_type, row.saturating_mul(block_rows))?;
             let alignment = IntegerAttribute::new(i64_type, 64).into();
             let base = top

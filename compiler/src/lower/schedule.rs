@@ -336,6 +336,23 @@ fn shape_of(value: melior::ir::Value) -> Option<Vec<i64>> {
     Some(shape.into_iter().map(|d| d.map_or(-1, |n| n as i64)).collect())
 }
 
+/// The attribute by which a row chain names the split dimension of one of
+/// its stages, when it is not the one [`schedule`] would choose (instance
+/// norm's element-wise stage splits along the channels the statistics
+/// keep, not along the batch). A dimension that cannot be split is
+/// ignored.
+pub const SPLIT_ATTRIBUTE: &str = "meta.split";
+
+/// The split dimension the kernel of `body` was given, if any.
+fn chosen_split(body: BlockRef) -> Option<usize> {
+    let kernel = body.parent_operation()?;
+    let attribute = kernel.attribute(SPLIT_ATTRIBUTE).ok()?;
+    let value = melior::ir::attribute::IntegerAttribute::try_from(attribute)
+        .ok()?
+        .value();
+    usize::try_from(value).ok()
+}
+
 /// The schedule of the kernel whose body is `body`, over `domain`.
 pub fn schedule(body: BlockRef, domain: &[i64]) -> Result<Schedule, String> {
     let dims = domain.len();
@@ -494,8 +511,14 @@ pub fn schedule(body: BlockRef, domain: &[i64]) -> Result<Schedule, String> {
     order.extend((0..dims).filter(|&d| d != innermost && !safe(d)));
     order.push(innermost);
 
-    // 2. Split dimension.
-    let (split, parallel) = match order.iter().copied().find(|&d| size(d) > 1 && safe(d)) {
+    // 2. Split dimension: the first one every reduction keeps, or the
+    // one a row chain chose (`meta.split`, see `rows`), moved outermost.
+    let chosen = chosen_split(body).filter(|&d| d < dims && d != innermost && size(d) > 1 && safe(d));
+    if let Some(d) = chosen {
+        order.retain(|&o| o != d);
+        order.insert(0, d);
+    }
+    let (split, parallel) = match chosen.or_else(|| order.iter().copied().find(|&d| size(d) > 1 && safe(d))) {
         Some(d) => (d, true),
         None => (order[0], false),
     };
@@ -607,7 +630,7 @@ pub(super) fn strides(shape: &[i64]) -> Option<Vec<i64>> {
 /// The element offset of an access through `map` into a tensor of
 /// `shape`, as one coefficient per domain dimension; `None` when an
 /// index is not affine in the dimensions alone or a size is dynamic.
-fn flat_access(map: AffineMap, shape: &[i64], dims: usize) -> Option<Vec<i64>> {
+pub(super) fn flat_access(map: AffineMap, shape: &[i64], dims: usize) -> Option<Vec<i64>> {
     let strides = strides(shape)?;
     let mut total = vec![0i64; dims];
     for (k, stride) in strides.iter().enumerate() {
