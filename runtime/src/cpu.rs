@@ -21,7 +21,6 @@ use melior::{
     Context,
     ir::{Module, operation::OperationPrintingFlags},
 };
-use rayon::prelude::*;
 use std::{
     borrow::Borrow,
     cell::{Cell, RefCell},
@@ -35,6 +34,7 @@ use std::{
 };
 
 pub mod affinity;
+mod team;
 
 /// Kernels with fewer domain points than this run on one thread: handing
 /// out work would cost more than the work.
@@ -46,6 +46,11 @@ pub const PARALLEL_MIN_ELEMENTS: usize = 1 << 15;
 /// shorter kernel runs faster alone (measured: IndRNN's 65,536-point step
 /// kernel takes 2 µs alone and 15 µs split).
 pub const SPLIT_MIN_NANOS: u64 = 50_000;
+
+/// As [`SPLIT_MIN_NANOS`], when a helper is awake (spinning for work after
+/// a kernel it ran, `team`): a split then costs about a microsecond, so
+/// kernels of a few microseconds (an RNN step's contractions) split too.
+pub const SPLIT_AWAKE_MIN_NANOS: u64 = 8_000;
 
 static THREAD_COUNT: OnceLock<usize> = OnceLock::new();
 
@@ -72,6 +77,14 @@ pub fn thread_count() -> usize {
 /// Data pointers handed to worker threads.
 struct Buffers(Vec<*mut u8>);
 
+impl Buffers {
+    /// The pointers (a method, so a closure captures the whole `Sync`
+    /// wrapper rather than its field).
+    fn pointers(&self) -> &[*mut u8] {
+        &self.0
+    }
+}
+
 // SAFETY: the pointers are only dereferenced by kernel code while the
 // buffers they point to are alive (the caller blocks until every part has
 // run), and parts of a parallel kernel write disjoint elements.
@@ -79,38 +92,27 @@ unsafe impl Send for Buffers {}
 // SAFETY: as above; the vector itself is only read.
 unsafe impl Sync for Buffers {}
 
-/// The process's worker threads: [`thread_count`] of them, started on
-/// first use and kept for the life of the process (`JITC_NUM_THREADS` and
-/// `JITC_PIN_THREADS` are read once). Each is pinned to a CPU of its own
-/// where there are enough (see `affinity`).
-fn workers() -> Option<&'static rayon::ThreadPool> {
-    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
-    POOL.get_or_init(|| {
+/// The process's worker team: the calling thread and [`thread_count`] − 1
+/// helpers, started on first use and kept for the life of the process
+/// (`JITC_NUM_THREADS` and `JITC_PIN_THREADS` are read once). Each helper
+/// is pinned to a CPU of its own where there are enough (see `affinity`):
+/// the second allowed CPU, the third, and so on; the caller is not pinned.
+fn team() -> Option<&'static team::Team> {
+    static TEAM: OnceLock<Option<&'static team::Team>> = OnceLock::new();
+    *TEAM.get_or_init(|| {
         let threads = thread_count();
         let wanted = affinity::wanted(std::env::var("JITC_PIN_THREADS").ok().as_deref());
-        let cpus = affinity::plan(threads, &affinity::allowed_cpus(), wanted);
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("jitc-worker-{i}"))
-            .start_handler(move |i| {
-                // A refused pin leaves the worker where it was: slower at
-                // worst, never wrong.
-                if let Some(cpu) = cpus.as_ref().and_then(|cpus| cpus.get(i)) {
-                    affinity::pin_to(*cpu);
-                }
-            })
-            .build()
-            .ok()
+        let cpus = affinity::plan(threads, &affinity::allowed_cpus(), wanted).map(|cpus| cpus[1..].to_vec());
+        team::Team::start(threads.saturating_sub(1), cpus)
     })
-    .as_ref()
 }
 
-/// The CPUs each worker thread may run on, as each worker reads its own
-/// affinity mask (starting the workers if they have not started): one CPU
-/// each, all different, when they are pinned; empty when the pool could
-/// not be started.
+/// The CPUs each helper thread may run on, as each helper read its own
+/// affinity mask (starting the helpers if they have not started): one
+/// CPU each, all different, when they are pinned; empty when there are no
+/// helpers (one thread) or they could not be started.
 pub fn worker_cpus() -> Vec<Vec<usize>> {
-    workers().map_or_else(Vec::new, |pool| pool.broadcast(|_| affinity::allowed_cpus()))
+    team().map_or_else(Vec::new, |team| team.masks())
 }
 
 /// Runs `[begin, end)` of `function` with its own status record in place
@@ -132,19 +134,25 @@ fn run_part(function: KernelFn, pointers: &[*mut u8], begin: i64, end: i64) -> K
 /// first part that failed, or a zero one. Falls back to one call when the
 /// pool could not be started.
 fn run_split(function: KernelFn, pointers: &[*mut u8], outer: i64, parts: usize) -> KernelStatus {
-    let Some(pool) = workers() else {
+    let Some(team) = team() else {
         return run_part(function, pointers, 0, outer);
     };
     let shared = Buffers(pointers.to_vec());
-    let shared = &shared;
-    let statuses: Vec<KernelStatus> = pool.install(|| {
-        part_ranges(outer, parts)
-            .into_par_iter()
-            .filter(|(begin, end)| begin < end)
-            .map(|(begin, end)| run_part(function, &shared.0, begin, end))
-            .collect()
+    let ranges = part_ranges(outer, parts);
+    let statuses: Vec<Mutex<KernelStatus>> = ranges.iter().map(|_| Mutex::new([0; 2])).collect();
+    team.run(ranges.len(), &|p| {
+        let (begin, end) = ranges[p];
+        if begin < end {
+            *statuses[p].lock().unwrap_or_else(|e| e.into_inner()) =
+                run_part(function, shared.pointers(), begin, end);
+        }
     });
-    first_failure(statuses)
+    first_failure(
+        statuses
+            .into_iter()
+            .map(|s| s.into_inner().unwrap_or_else(|e| e.into_inner()))
+            .collect(),
+    )
 }
 
 /// `[0, outer)` cut into `parts` contiguous ranges of equal length but
@@ -184,7 +192,7 @@ fn run_partial(
     outer: i64,
     parts: usize,
 ) -> Result<KernelStatus, String> {
-    let Some(pool) = workers() else {
+    let Some(team) = team() else {
         return Ok(run_part(function, pointers, 0, outer));
     };
     let parts = parts.min(outer.max(1) as usize).max(1);
@@ -207,14 +215,19 @@ fn run_partial(
     let arrays = &arrays;
     // Every part runs, an empty one too: its buffers must hold the
     // identity, which a call over an empty range writes.
-    let statuses: Vec<KernelStatus> = pool.install(|| {
-        part_ranges(outer, parts)
-            .into_par_iter()
-            .enumerate()
-            .map(|(t, (begin, end))| run_part(function, &arrays[t].0, begin, end))
-            .collect()
+    let ranges = part_ranges(outer, parts);
+    let statuses: Vec<Mutex<KernelStatus>> = ranges.iter().map(|_| Mutex::new([0; 2])).collect();
+    team.run(ranges.len(), &|t| {
+        let (begin, end) = ranges[t];
+        *statuses[t].lock().unwrap_or_else(|e| e.into_inner()) =
+            run_part(function, arrays[t].pointers(), begin, end);
     });
-    let failed = first_failure(statuses);
+    let failed = first_failure(
+        statuses
+            .into_iter()
+            .map(|s| s.into_inner().unwrap_or_else(|e| e.into_inner()))
+            .collect(),
+    );
     if failed[0] != 0 {
         return Ok(failed);
     }
@@ -1050,7 +1063,12 @@ impl CpuModule {
             (signature.parallel || partial) && threads > 1 && points >= PARALLEL_MIN_ELEMENTS as u64;
         let speed = self.shared.speeds.get(name).filter(|_| splittable);
         let known = speed.map_or(0, |s| s.load(Ordering::Relaxed));
-        if known != 0 && known.saturating_mul(points) / 1000 >= SPLIT_MIN_NANOS {
+        let threshold = if team().is_some_and(|t| t.awake()) {
+            SPLIT_AWAKE_MIN_NANOS
+        } else {
+            SPLIT_MIN_NANOS
+        };
+        if known != 0 && known.saturating_mul(points) / 1000 >= threshold {
             status = if signature.parallel {
                 run_split(*function, &pointers, outer, threads)
             } else {

@@ -1,5 +1,6 @@
-//! The worker threads are pinned, one to each CPU, when there are enough
-//! CPUs and `JITC_PIN_THREADS` does not say no. Each worker reads its own
+//! The helper threads are pinned, one to each CPU after the first, when
+//! there are enough CPUs and `JITC_PIN_THREADS` does not say no (the
+//! calling thread, the first worker, is left where it is). Each worker reads its own
 //! affinity mask (`jitc_runtime::cpu::worker_cpus`), so these check what
 //! the kernel holds, not what the runtime meant to ask for.
 
@@ -30,8 +31,9 @@ fn pinning_off() -> bool {
 #[test]
 fn workers_are_pinned_as_the_setting_and_the_cpus_allow() {
     let cpus = process_cpus();
+    // The caller is one of the workers: the helpers are the others.
     let workers = worker_cpus();
-    assert_eq!(workers.len(), thread_count());
+    assert_eq!(workers.len(), thread_count() - 1);
     if !pinning_off() && thread_count() > 1 && cpus.len() >= thread_count() {
         let mut pinned: Vec<usize> = workers
             .iter()
@@ -42,7 +44,11 @@ fn workers_are_pinned_as_the_setting_and_the_cpus_allow() {
             .collect();
         pinned.sort();
         pinned.dedup();
-        assert_eq!(pinned.len(), thread_count(), "one CPU per worker: {workers:?}");
+        assert_eq!(
+            pinned.len(),
+            thread_count() - 1,
+            "one CPU per helper: {workers:?}"
+        );
         assert!(
             pinned.iter().all(|cpu| cpus.contains(cpu)),
             "{workers:?} outside {cpus:?}"

@@ -1,22 +1,24 @@
-//! Pinning the worker threads, one to each CPU the process may use.
+//! Pinning the helper threads, one to each CPU the process may use after
+//! the first (the calling thread, which runs parts too, is left where it
+//! is: it belongs to the caller).
 //!
-//! Unpinned, Linux at times keeps both workers of a two-CPU machine on
-//! one CPU for many calls in a row: the second worker wakes behind the
-//! first, which has already started its part, and when the first finishes
-//! it takes the other part too, so a split kernel runs at one-thread speed.
-//! Traced on the development VM (2 vCPUs), softmax over (4096, 1024) ran
-//! both parts on worker 0 in four calls of seven, and the cpu bench's
-//! medians for the row chains equalled their one-thread times. Pinned,
-//! each part starts on its own CPU at once. TVM's runtime pins its workers
-//! for the same reason.
+//! Unpinned, Linux at times kept both workers of a two-CPU machine on one
+//! CPU for many calls in a row: the second woke behind the first, which
+//! had already started its part, and when the first finished it took the
+//! other part too, so a split kernel ran at one-thread speed. Traced on
+//! the development VM (2 vCPUs, with the rayon pool this runtime had
+//! then), softmax over (4096, 1024) ran both parts on one worker in four
+//! calls of seven, and the cpu bench's medians for the row chains
+//! equalled their one-thread times. Pinned, each part started on its own
+//! CPU at once. TVM's runtime pins its workers for the same reason.
 //!
 //! [`allowed_cpus`] and [`pin_to`] are public for code that runs its own
 //! threads beside the workers (the cpu bench pins its STREAM triad's
 //! threads the same way, so the triad and the kernels are measured alike).
 //!
-//! Workers are pinned only where each can have a CPU of its own:
+//! Helpers are pinned only where every worker can have a CPU of its own:
 //! [`super::thread_count`] no more than the CPUs in the affinity mask of
-//! the thread that starts the pool. `JITC_PIN_THREADS=0` turns it off, for
+//! the thread that starts the team. `JITC_PIN_THREADS=0` turns it off, for
 //! a process that shares its CPUs with other busy work.
 
 /// Whether the workers are to be pinned, from the value of
