@@ -1063,12 +1063,21 @@ impl CpuModule {
             (signature.parallel || partial) && threads > 1 && points >= PARALLEL_MIN_ELEMENTS as u64;
         let speed = self.shared.speeds.get(name).filter(|_| splittable);
         let known = speed.map_or(0, |s| s.load(Ordering::Relaxed));
-        let threshold = if team().is_some_and(|t| t.awake()) {
+        let nanos = known.saturating_mul(points) / 1000;
+        let awake = team().is_some_and(|t| t.awake());
+        let threshold = if awake {
             SPLIT_AWAKE_MIN_NANOS
         } else {
             SPLIT_MIN_NANOS
         };
-        if known != 0 && known.saturating_mul(points) / 1000 >= threshold {
+        if known != 0 && !awake && (SPLIT_AWAKE_MIN_NANOS..SPLIT_MIN_NANOS).contains(&nanos) {
+            // Worth splitting only with a helper awake: this call runs
+            // alone, the next ones of the burst find the helpers spinning.
+            if let Some(team) = team() {
+                team.rouse();
+            }
+        }
+        if known != 0 && nanos >= threshold {
             status = if signature.parallel {
                 run_split(*function, &pointers, outer, threads)
             } else {

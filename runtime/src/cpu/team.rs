@@ -23,6 +23,11 @@
 //! consistent operations on both sides, a helper either is counted or sees
 //! the cleared pointer, so no helper touches a job after its call returned.
 //!
+//! **Rousing.** A kernel that would split only if a helper were awake runs
+//! on the caller alone, and the caller rouses the helpers
+//! ([`Team::rouse`]): they spin again for [`SPIN`], so the kernels after
+//! it in a burst split.
+//!
 //! **Sleep.** A helper that has spun [`SPIN`] without a new job counts
 //! itself in `sleepers` and waits on a condition variable, checking the job
 //! number under the mutex; the caller, after publishing a job, takes the
@@ -65,6 +70,10 @@ pub struct Team {
     sleepers: AtomicUsize,
     /// Helpers spinning for a job now.
     spinning: AtomicUsize,
+    /// Bumped to wake sleeping helpers without a job ([`Team::rouse`]).
+    rousings: AtomicU64,
+    /// Times a helper woke from sleep to a rousing rather than a job.
+    roused: AtomicUsize,
     lock: Mutex<()>,
     wake: Condvar,
     /// One caller at a time: concurrent calls from several threads take
@@ -85,6 +94,8 @@ impl Team {
             inside: AtomicUsize::new(0),
             sleepers: AtomicUsize::new(0),
             spinning: AtomicUsize::new(0),
+            rousings: AtomicU64::new(0),
+            roused: AtomicUsize::new(0),
             lock: Mutex::new(()),
             wake: Condvar::new(),
             calls: Mutex::new(()),
@@ -111,6 +122,17 @@ impl Team {
     /// costs no wake-up.
     pub fn awake(&self) -> bool {
         self.spinning.load(SeqCst) > 0
+    }
+
+    /// Wakes the sleeping helpers without a job, so they spin for the next
+    /// one: the caller of a kernel that would split if they were awake
+    /// runs it alone and rouses them for the kernels that follow.
+    pub fn rouse(&self) {
+        self.rousings.fetch_add(1, SeqCst);
+        if self.sleepers.load(SeqCst) > 0 {
+            let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+            self.wake.notify_all();
+        }
     }
 
     /// The CPUs each helper may run on, as it read its own affinity mask
@@ -199,12 +221,19 @@ impl Team {
             }
             self.spinning.fetch_sub(1, SeqCst);
             if self.number.load(SeqCst) == seen {
+                let rousings = self.rousings.load(SeqCst);
                 let mut guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
                 self.sleepers.fetch_add(1, SeqCst);
-                while self.number.load(SeqCst) == seen {
+                while self.number.load(SeqCst) == seen && self.rousings.load(SeqCst) == rousings {
                     guard = self.wake.wait(guard).unwrap_or_else(|e| e.into_inner());
                 }
                 self.sleepers.fetch_sub(1, SeqCst);
+                drop(guard);
+                if self.number.load(SeqCst) == seen {
+                    // Roused: spin for the job to come.
+                    self.roused.fetch_add(1, SeqCst);
+                    continue;
+                }
             }
             seen = self.number.load(SeqCst);
             self.inside.fetch_add(1, SeqCst);
@@ -246,6 +275,31 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_roused_helper_spins_again_without_a_job() {
+        let team = Team::start(1, None).expect("a helper starts");
+        let asleep = |team: &Team| team.sleepers.load(SeqCst) == 1;
+        let within = |what: &dyn Fn() -> bool| {
+            let start = Instant::now();
+            while !what() {
+                assert!(start.elapsed() < Duration::from_secs(5), "timed out");
+                std::thread::yield_now();
+            }
+        };
+        within(&|| asleep(team));
+        assert_eq!(team.roused.load(SeqCst), 0);
+        team.rouse();
+        within(&|| team.roused.load(SeqCst) == 1);
+        // And it sleeps again once it has spun for `SPIN` with no job.
+        within(&|| asleep(team));
+        // A job after that still runs on both.
+        let count = AtomicU32::new(0);
+        team.run(2, &|_| {
+            count.fetch_add(1, SeqCst);
+        });
+        assert_eq!(count.load(SeqCst), 2);
     }
 
     #[test]
