@@ -93,7 +93,8 @@ fn magnitudes(oracle: &melior::ir::Module, inputs: &[Value]) -> Vec<f64> {
     let absolute: Vec<Value> = inputs
         .iter()
         .map(|v| {
-            let Value::Tensor(t) = v else { unreachable!() };
+            // Indices (a step `t`) pass unchanged.
+            let Value::Tensor(t) = v else { return v.clone() };
             let values: Vec<String> = (0..t.len())
                 .map(|i| match t.get(i) {
                     jitc_interp::Scalar::F32(x) => x.abs().to_string(),
@@ -478,6 +479,61 @@ fn an_operand_indexed_by_a_symbol_matches_the_interpreter() {
         ];
         let (expected, actual) = run_both(&oracle, &module, &compiled, inputs);
         assert!(Match::Identical.values(&expected, &actual), "t = {t}");
+    }
+}
+
+/// The same with a sequence of any length (`tensor<?x6x20xf32>`, the
+/// IndRNN's generic form): still a contraction, its step checked against
+/// the length read at run time, for sequences of several lengths and steps
+/// inside and outside each.
+#[test]
+fn an_operand_of_dynamic_length_indexed_by_a_symbol_matches_the_interpreter() {
+    let source = r#"func.func @main(%xs: tensor<?x6x20xf32>, %w: tensor<20x24xf32>, %t: index) -> tensor<6x24xf32> {
+  %xb = "meta.reindex"(%xs, %t) {indices = affine_map<(i, j, k)[t] -> (t, i, k)>, overflow_value = 0.5 : f32}
+        : (tensor<?x6x20xf32>, index) -> tensor<6x24x20xf32>
+  %wb = "meta.reindex"(%w) {indices = affine_map<(i, j, k) -> (k, j)>} : (tensor<20x24xf32>) -> tensor<6x24x20xf32>
+  %p = "meta.binary"(%xb, %wb) {kind = "mul"} : (tensor<6x24x20xf32>, tensor<6x24x20xf32>) -> tensor<6x24x20xf32>
+  %y = "meta.reindex_reduce"(%p) {kind = "add", indices = affine_map<(i, j, k) -> (i, j)>}
+       : (tensor<6x24x20xf32>) -> tensor<6x24xf32>
+  return %y : tensor<6x24xf32>
+}"#;
+    for math in [MathMode::Exact, MathMode::Fast] {
+        let context = new_context().unwrap();
+        let options = CodegenOptions {
+            math,
+            ..CodegenOptions::default()
+        };
+        let (oracle, module, compiled) = compile(&context, source, &options);
+        assert_eq!(
+            jitc_compiler::contractions(&module, &options).len(),
+            1,
+            "{math:?}"
+        );
+        let w = random(&[20, 24], 4);
+        for length in [1, 5, 9] {
+            let xs = random(&[length, 6, 20], length as u64);
+            for t in [0, length as i64 - 1, length as i64, -1, i64::MAX] {
+                let inputs = vec![
+                    Value::tensor(xs.clone()),
+                    Value::tensor(w.clone()),
+                    Value::Index(t),
+                ];
+                let (expected, actual) = run_both(&oracle, &module, &compiled, inputs.clone());
+                let what = format!("{math:?}, length {length}, t = {t}");
+                if math == MathMode::Exact {
+                    assert!(Match::Identical.values(&expected, &actual), "{what}");
+                    continue;
+                }
+                // Within 2 γ(20) Σ|x w| of the interpreter (20 products
+                // per output, reassociated).
+                let u = f64::from(f32::EPSILON) / 2.0;
+                let gamma = 20.0 * u / (1.0 - 20.0 * u);
+                let bounds = magnitudes(&oracle, &inputs);
+                for ((e, a), s) in elements(&expected).iter().zip(elements(&actual)).zip(bounds) {
+                    assert!((e - a).abs() <= 2.0 * gamma * s, "{what}: {a} against {e}");
+                }
+            }
+        }
     }
 }
 

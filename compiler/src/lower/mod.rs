@@ -600,7 +600,9 @@ fn contraction(
     domain: &[i64],
     schedule: &schedule::Schedule,
 ) -> Option<contract::Contraction> {
-    if options.vector_bits == 0 || options.check_bounds || signature.flat || signature.sizes.is_some() {
+    // Sizes read at run time are fine for an operand's leading dimension
+    // (`contract::plan` checks), not for the domain.
+    if options.vector_bits == 0 || options.check_bounds || signature.flat || domain.iter().any(|&d| d < 0) {
         return None;
     }
     let reassociate = options.math == MathMode::Fast;

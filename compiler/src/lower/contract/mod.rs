@@ -59,12 +59,16 @@
 //! and stored once.
 //!
 //! A map's symbol (an `index` argument) may be a whole index, as the
-//! RNN's `xs[t, i, k]` is: it is checked like padding. Not contractions
+//! RNN's `xs[t, i, k]` is: it is checked like padding, against the size
+//! read at run time when that dimension is dynamic (the leading one only:
+//! the IndRNN's `xs` of any length). Not contractions
 //! (they keep the loop nest): other body shapes, integer elements, other
 //! uses of symbols, overflow conditions, an index that is not affine or
 //! whose arithmetic could leave i64, an operand that moves with `v` by
 //! another stride and cannot be gathered, or a `v` shorter than half a
-//! vector, under exact math or with no dot form, a dynamic domain, and the
+//! vector, under exact math or with no dot form, a dynamic domain, an
+//! operand with a dynamic size past its leading dimension or an index
+//! that moves with the domain against a dynamic size, and the
 //! bounds-checked mode.
 //!
 //! The submodules: `plan` decides whether a kernel is a contraction and
@@ -186,11 +190,26 @@ pub(super) fn emit_contraction<'c, 'a>(
         bodies.push(body);
         at = body;
     }
+    let sizes = plan
+        .operands
+        .iter()
+        .map(|o| match arguments.get(o.argument) {
+            Some((
+                _,
+                Arg::Tensor {
+                    dynamic: Some(dynamic),
+                    ..
+                },
+            )) => dynamic.extents.clone(),
+            _ => Vec::new(),
+        })
+        .collect::<Vec<_>>();
     let reads = Reads {
         plan,
         vectors: &vectors,
         pointers: &pointers,
         symbols: &symbols,
+        sizes: &sizes,
         output,
         domain,
     };

@@ -50,9 +50,19 @@ pub(super) struct Operand {
     pub(super) by_column: bool,
     /// The indices not proven in bounds: their form, the extent they must
     /// stay below, and whether they move with `v` (lane by lane).
-    pub(super) checks: Vec<(Linear, i64, bool)>,
+    pub(super) checks: Vec<(Linear, Bound, bool)>,
     /// The value read where an index is out of bounds.
     pub(super) overflow: f64,
+}
+
+/// The extent an index is checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Bound {
+    /// Known when compiling.
+    Fixed(i64),
+    /// The operand's size in this dimension, read when the kernel starts
+    /// (its leading dimension, dynamic: the IndRNN's `xs` of any length).
+    Size(usize),
 }
 
 /// The two ways a contraction is tiled.
@@ -248,11 +258,24 @@ pub(crate) fn plan(
             .into_iter()
             .map(|s| arguments.iter().position(|&a| a == key(s)))
             .collect::<Option<Vec<usize>>>()?;
-        let (input_shape, input_element) = super::super::types::static_shape(input.r#type())?;
-        if input_element != element || input_shape.contains(&0) {
+        // A dynamic size only in the leading dimension, which no stride
+        // depends on: its indices are checked against the size read at
+        // run time.
+        let (input_shape, input_element) = super::super::types::dynamic_shape(input.r#type())?;
+        if input_element != element
+            || input_shape.contains(&Some(0))
+            || input_shape.iter().skip(1).any(Option::is_none)
+        {
             return None;
         }
-        let input_shape: Vec<i64> = input_shape.iter().map(|&n| n as i64).collect();
+        let bounds: Vec<Bound> = input_shape
+            .iter()
+            .enumerate()
+            .map(|(k, n)| n.map_or(Bound::Size(k), |n| Bound::Fixed(n as i64)))
+            .collect();
+        // The leading size stands in as 1 for the strides, which do not
+        // depend on it.
+        let input_shape: Vec<i64> = input_shape.iter().map(|n| n.map_or(1, |n| n as i64)).collect();
         let map = reindex.indices()?;
         let rank = map.result_count();
         let width = dims + symbols.len();
@@ -305,10 +328,14 @@ pub(crate) fn plan(
                 Check::Proven => {}
                 // A plain symbol is checked `Always` by the schedule.
                 Check::Always if forms[k].coefficients[..dims].iter().all(|&c| c == 0) => {
-                    checked.push((forms[k].clone(), input_shape[k], false))
+                    checked.push((forms[k].clone(), bounds[k], false))
                 }
-                Check::Affine(_) => checked.push((forms[k].clone(), input_shape[k], moves[k])),
-                Check::Always => return None,
+                // A dynamic size is checked `Always`: an index that moves
+                // with the domain against it keeps the loop nest.
+                Check::Affine(_) if matches!(bounds[k], Bound::Fixed(_)) => {
+                    checked.push((forms[k].clone(), bounds[k], moves[k]))
+                }
+                Check::Affine(_) | Check::Always => return None,
             }
         }
         operands.push(Operand {

@@ -10,6 +10,7 @@ use super::super::{
     schedule::Linear,
     value_type,
 };
+use super::plan::Bound;
 use super::vectors::{Reads, evaluate};
 use crate::Error;
 use melior::ir::{Type, Value};
@@ -251,7 +252,16 @@ impl<'c, 'a> Tile<'_, 'c, 'a> {
         for (form, extent, moves) in &operand.checks {
             let value = evaluate(at, form, ivs, symbols, moved(form))?;
             let value = at.value("arith.index_cast", &[value], i64_type)?;
-            let extent = at.int(i64_type, *extent)?;
+            let extent = match extent {
+                Bound::Fixed(n) => at.int(i64_type, *n)?,
+                Bound::Size(k) => {
+                    let size = self.reads.sizes[o]
+                        .get(*k)
+                        .copied()
+                        .ok_or_else(|| error("a dynamic contraction operand without its size"))?;
+                    at.value("arith.index_cast", &[size], i64_type)?
+                }
+            };
             if *moves {
                 let within = vectors.lanes_within(at, value, extent)?;
                 lanes = Some(match lanes {

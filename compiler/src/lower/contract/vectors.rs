@@ -243,6 +243,9 @@ pub(super) struct Reads<'p, 'c, 'a> {
     pub(super) pointers: &'p [Value<'c, 'a>],
     /// Per operand, the values of its map's symbols.
     pub(super) symbols: &'p [Vec<Value<'c, 'a>>],
+    /// Per operand of dynamic shape, its size in each dimension (`index`
+    /// values read at kernel entry); empty for a static one.
+    pub(super) sizes: &'p [Vec<Value<'c, 'a>>],
     pub(super) output: &'p Output<'c, 'a>,
     pub(super) domain: &'p [i64],
 }
