@@ -2,8 +2,9 @@
 //! fusion property tests check. The fuser itself (`fusion`, `meta-fuse`)
 //! stays private; this module is its window in the front door.
 //!
-//! [`explain`] plans every function of a module as `meta-fuse` would (the
-//! same `prepare_and_plan`, so the explanation is the decision) and renders
+//! [`explain`] plans every function of a module as `meta-fuse{rules=jitc}`
+//! does in the compilers' `fuse` pipeline (the same `prepare_and_plan`, so
+//! the explanation is the decision) and renders
 //! the plans as text for people or as a Graphviz digraph.
 
 use melior::ir::{BlockLike, Module, OperationRef, RegionLike, operation::OperationLike};
@@ -38,9 +39,12 @@ pub fn explain(
     fanout_limit: usize,
     format: Format,
 ) -> Result<String, String> {
+    // The compilers' rules (`meta-fuse{rules=jitc}`): contractions kept
+    // apart.
     let options = Options {
         labels: true,
         fanout_limit,
+        contractions_apart: true,
     };
     let functions: Vec<(String, OperationRef)> = block_ops(module.body())
         .into_iter()

@@ -95,8 +95,15 @@ pub fn verify(module: &Module) -> Result<(), Error> {
 /// Fuses `module` in place with the `fuse` pipeline (verifying before and
 /// after).
 pub fn fuse(context: &Context, module: &mut Module) -> Result<(), Error> {
-    let fuse =
-        Pipeline::named("fuse").ok_or_else(|| Error::Pipeline("the fuse pipeline does not parse".into()))?;
+    fuse_by(context, module, false)
+}
+
+/// [`fuse`], with the paper's rules alone (the `fuse-jittor` pipeline)
+/// when `jittor_rules`.
+fn fuse_by(context: &Context, module: &mut Module, jittor_rules: bool) -> Result<(), Error> {
+    let name = if jittor_rules { "fuse-jittor" } else { "fuse" };
+    let fuse = Pipeline::named(name)
+        .ok_or_else(|| Error::Pipeline(format!("the {name} pipeline does not parse")))?;
     optimize(context, module, &fuse, &OptimizeOptions::default())
 }
 
@@ -125,7 +132,7 @@ pub fn compile_ptx(
     module: &mut Module,
     options: &GpuOptions,
 ) -> Result<PtxArtifact, Error> {
-    fuse_and_merge(context, module, options.check_bounds)?;
+    fuse_and_merge(context, module, options.check_bounds, false)?;
     codegen::ptx(context, module, options)
 }
 
@@ -159,7 +166,7 @@ pub fn row_chains(
     module: &mut Module,
     options: &CodegenOptions,
 ) -> Result<Vec<RowChain>, Error> {
-    fuse_and_merge(context, module, options.check_bounds)?;
+    fuse_and_merge(context, module, options.check_bounds, options.jittor_rules)?;
     let chains = timings::phase("row chains", || chain_rows(context, module, options))?;
     merge(module, options.check_bounds);
     Ok(chains)
@@ -185,8 +192,13 @@ pub fn streamed_results(
 }
 
 /// Fuses `module` in place and merges its equal kernels ([`dedup`]).
-fn fuse_and_merge(context: &Context, module: &mut Module, check_bounds: bool) -> Result<(), Error> {
-    timings::phase("fuse", || fuse(context, module))?;
+fn fuse_and_merge(
+    context: &Context,
+    module: &mut Module,
+    check_bounds: bool,
+    jittor_rules: bool,
+) -> Result<(), Error> {
+    timings::phase("fuse", || fuse_by(context, module, jittor_rules))?;
     merge(module, check_bounds);
     Ok(())
 }
@@ -206,7 +218,7 @@ pub fn emit_gpu(
     emit: Emit,
     options: &GpuOptions,
 ) -> Result<Emitted, Error> {
-    fuse_and_merge(context, module, options.check_bounds)?;
+    fuse_and_merge(context, module, options.check_bounds, false)?;
     codegen::emit_gpu(context, module, emit, options)
 }
 

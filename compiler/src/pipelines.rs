@@ -23,7 +23,7 @@
 //! ```
 //! use jitc_compiler::pipelines::Pipeline;
 //! let fuse = Pipeline::named("fuse").unwrap();
-//! assert_eq!(fuse.render(), "meta-fuse");
+//! assert_eq!(fuse.render(), "meta-fuse{rules=jitc}");
 //! ```
 
 use crate::{
@@ -66,6 +66,11 @@ pub static PIPELINES: &[NamedPipeline] = &[
     NamedPipeline {
         name: "fuse",
         summary: "run before code generation by jitc compile, jitc run and the runtime",
+        text: "builtin.module(meta-fuse{rules=jitc})",
+    },
+    NamedPipeline {
+        name: "fuse-jittor",
+        summary: "run instead of fuse with --jittor-rules: the paper's fusion alone",
         text: "builtin.module(meta-fuse)",
     },
     NamedPipeline {

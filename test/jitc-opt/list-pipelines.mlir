@@ -6,6 +6,8 @@
 // CHECK: default
 // CHECK-NEXT: builtin.module(meta-verify, meta-unroll, meta-inline, canonicalize, cse, meta-fuse)
 // CHECK: fuse
+// CHECK-NEXT: builtin.module(meta-fuse{rules=jitc})
+// CHECK: fuse-jittor
 // CHECK-NEXT: builtin.module(meta-fuse)
 // CHECK: speculation
 // CHECK-NEXT: builtin.module(meta-unroll{max-ops=4096}

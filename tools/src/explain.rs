@@ -1,11 +1,16 @@
-//! `jitc explain`: the fusion plan that `meta-fuse` would apply.
+//! `jitc explain`: the fusion plan that the compilers apply
+//! (`meta-fuse{rules=jitc}`).
 
 use clap::{Args, ValueEnum};
 use jitc_compiler::explain::{self as plans, DEFAULT_FANOUT_LIMIT};
 use melior::{Context, ir::operation::OperationLike};
 use std::{path::PathBuf, process::ExitCode};
 
-/// Show the fusion plan of each function, as meta-fuse would apply it.
+/// Show the fusion plan of each function, as the compilers apply it.
+///
+/// The plan is meta-fuse's with rules=jitc: the paper's rules, and two
+/// contractions kept apart (`jitc opt --meta-fuse` alone applies the
+/// paper's).
 ///
 /// For every group: its ops, its iteration domain and the bytes that enter
 /// and leave it. Then the bytes crossing group boundaries before and after

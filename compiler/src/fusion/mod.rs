@@ -81,8 +81,36 @@ pub fn bytes_of(value: Value) -> u64 {
     })
 }
 
+/// Whether `op` is a reduce-add of a product of two reindexes (see
+/// [`Node::contraction`]).
+fn is_contraction(op: OperationRef) -> bool {
+    fn kind(op: OperationRef) -> Option<String> {
+        op.attribute("kind")
+            .ok()
+            .and_then(jitc_dialect::ops::string_attribute)
+            .map(str::to_owned)
+    }
+    if name_of(op) != "meta.reindex_reduce" || kind(op).as_deref() != Some("add") {
+        return false;
+    }
+    let Some(product) = op.operand(0).ok().and_then(crate::rewrite::defining_op) else {
+        return false;
+    };
+    name_of(product) == "meta.binary"
+        && kind(product).as_deref() == Some("mul")
+        && product.operand_count() == 2
+        && (0..2).all(|i| {
+            product
+                .operand(i)
+                .ok()
+                .and_then(crate::rewrite::defining_op)
+                .is_some_and(|r| name_of(r) == "meta.reindex")
+        })
+}
+
 fn node_of(index: usize, op: OperationRef, labels: bool) -> Node {
     let kind = kind_of(op);
+    let contraction = is_contraction(op);
     let domain = match kind {
         NodeKind::Reduce => op.operand(0).map(shape).unwrap_or_default(),
         NodeKind::Opaque => Vec::new(),
@@ -94,6 +122,7 @@ fn node_of(index: usize, op: OperationRef, labels: bool) -> Node {
             label: String::new(),
             domain,
             stop_fuse: op.has_attribute("stop_fuse"),
+            contraction,
         };
     }
     let detail = op
@@ -111,6 +140,7 @@ fn node_of(index: usize, op: OperationRef, labels: bool) -> Node {
         label: format!("#{index} {}{detail}{result}", name_of(op)),
         domain,
         stop_fuse: op.has_attribute("stop_fuse"),
+        contraction,
     }
 }
 

@@ -14,6 +14,14 @@
 //! "row chains"), so a reduction's consumers read its input while it is
 //! still in cache.
 //!
+//! jitc's rule past the paper's (`Options::contractions_apart`,
+//! `meta-fuse{rules=jitc}`, which the compilers run): two groups that each
+//! hold a contraction, a reduce-add of a product of two reindexes, never
+//! merge as siblings. The CPU runs a contraction as register tiles of one
+//! output; the unrolled IndRNN's 16 input projections, siblings through
+//! the weight they share, became one loop nest of 16 outputs, 40 times
+//! slower than 16 tiled kernels.
+//!
 //! Algorithm:
 //! 1. nodes are the block's ops in order; edges are def-use pairs, with uses
 //!    inside nested regions charged to the op that owns the region. Since
@@ -84,6 +92,10 @@ pub struct Node {
     pub domain: Vec<i64>,
     /// Carries the `stop_fuse` attribute.
     pub stop_fuse: bool,
+    /// A reduce-add of a product of two reindexes: the kernel its group
+    /// becomes is a contraction, which the CPU runs as register tiles of
+    /// one output (schedule rule 6).
+    pub contraction: bool,
 }
 
 /// A value that fusable ops use.
@@ -171,6 +183,12 @@ pub struct Options {
     /// Whether nodes get readable labels (for `jitc explain`); printing
     /// types costs time the pass does not need to spend.
     pub labels: bool,
+    /// jitc's rule past Jittor's: two groups that each hold a contraction
+    /// (a reduce-add of a product of two reindexes) never merge as
+    /// siblings, since the CPU runs a contraction as register tiles of one
+    /// output (`meta-fuse{rules=jitc}`, what the compilers run). Off, the
+    /// plan is the paper's.
+    pub contractions_apart: bool,
 }
 
 impl Default for Options {
@@ -178,6 +196,7 @@ impl Default for Options {
         Self {
             fanout_limit: DEFAULT_FANOUT_LIMIT,
             labels: true,
+            contractions_apart: false,
         }
     }
 }
@@ -463,8 +482,15 @@ pub fn plan(nodes: Vec<Node>, values: &[ValueUse], options: Options) -> Plan {
                 let (ga, gb) = (groups.root(a), groups.root(b));
                 let same_domain =
                     nodes[a].domain == nodes[b].domain && nodes[a].domain.iter().all(|&d| d >= 0);
+                // Two contractions in one kernel would lose their tiles:
+                // the unrolled IndRNN's 16 input projections, siblings
+                // through the weight they share, ran as one loop nest of 16
+                // outputs, 40 times slower than 16 tiled kernels.
+                let contracts =
+                    |g: usize| (0..nodes.len()).any(|n| nodes[n].contraction && groups.root(n) == g);
                 if ga == gb
                     || !same_domain
+                    || (options.contractions_apart && contracts(ga) && contracts(gb))
                     || nodes[a].stop_fuse
                     || nodes[b].stop_fuse
                     || groups.rule_broken(a, b, &nodes, &graph, &indices).is_some()
@@ -609,6 +635,7 @@ mod tests {
             label: String::new(),
             domain: domain.to_vec(),
             stop_fuse: false,
+            contraction: false,
         }
     }
 
@@ -679,6 +706,7 @@ mod tests {
             Options {
                 fanout_limit: 2,
                 labels: false,
+                contractions_apart: false,
             },
         );
         assert_eq!(plan.groups.len(), 4);
@@ -696,5 +724,28 @@ mod tests {
         let plan = plan(nodes, &values, Options::default());
         assert_eq!(plan.groups, vec![vec![0, 1, 2]]);
         assert_eq!(plan.sibling_merges.len(), 1);
+    }
+
+    #[test]
+    fn contractions_stay_apart_under_jitcs_rules_only() {
+        // Two contractions reading one weight: siblings.
+        let contraction = Node {
+            contraction: true,
+            ..node(NodeKind::Reduce, &[4, 8, 6])
+        };
+        let nodes = vec![contraction.clone(), contraction];
+        let values = [value(None, &[0, 1], 192)];
+        let paper = plan(nodes.clone(), &values, Options::default());
+        assert_eq!(paper.groups, vec![vec![0, 1]], "the paper's rules merge them");
+        let jitc = plan(
+            nodes,
+            &values,
+            Options {
+                contractions_apart: true,
+                ..Options::default()
+            },
+        );
+        assert_eq!(jitc.groups, vec![vec![0], vec![1]]);
+        assert!(jitc.sibling_merges.is_empty());
     }
 }

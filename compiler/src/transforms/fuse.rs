@@ -47,12 +47,20 @@ impl Fuse {
         argument: "meta-fuse",
         name: "Fuse",
         summary: "Fuse meta ops into outlined meta.fused kernels (Jittor's cost rules)",
-        options: &[PassOption {
-            name: "fanout-limit",
-            description: "a value with more consumers stays materialized",
-            default: "16",
-            kind: OptionKind::WholeNumber,
-        }],
+        options: &[
+            PassOption {
+                name: "fanout-limit",
+                description: "a value with more consumers stays materialized",
+                default: "16",
+                kind: OptionKind::WholeNumber,
+            },
+            PassOption {
+                name: "rules",
+                description: "jittor: the paper's rules; jitc: also keep two contractions apart (the compilers' fuse pipeline)",
+                default: "jittor",
+                kind: OptionKind::Text,
+            },
+        ],
         source_file: "compiler/src/transforms/fuse.rs",
         source: include_str!("fuse.rs"),
         run: Self::run,
@@ -85,9 +93,23 @@ impl Fuse {
                 op.name().as_string_ref().as_str() == Ok("func.func") && !op.has_attribute("meta.fused")
             })
             .collect();
+        let contractions_apart = match options.get("rules").unwrap_or("jittor") {
+            "jittor" => false,
+            "jitc" => true,
+            other => {
+                emit_error(
+                    root.location(),
+                    &format!(
+                        "meta-fuse: rules must be 'jittor' (the paper's) or 'jitc' (contractions kept apart), got '{other}'"
+                    ),
+                );
+                return false;
+            }
+        };
         let options = FuseOptions {
             fanout_limit,
             labels: false,
+            contractions_apart,
         };
         with_context(root, |context| {
             functions.into_iter().all(|function| {
