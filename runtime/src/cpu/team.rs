@@ -23,6 +23,11 @@
 //! consistent operations on both sides, a helper either is counted or sees
 //! the cleared pointer, so no helper touches a job after its call returned.
 //!
+//! **Panics.** A part that panics counts as run, and the first panic is
+//! raised again in the caller once no helper can touch the job: the
+//! caller never unwinds past a job a helper still reads, and a helper
+//! never dies leaving the caller waiting.
+//!
 //! **Rousing.** A kernel that would split only if a helper were awake runs
 //! on the caller alone, and the caller rouses the helpers
 //! ([`Team::rouse`]): they spin again for [`SPIN`], so the kernels after
@@ -56,6 +61,9 @@ struct Job {
     next: AtomicUsize,
     /// Parts that have run.
     done: AtomicUsize,
+    /// The first panic of a part, wherever it ran: re-raised by the caller
+    /// once no helper can touch the job any more.
+    panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
 }
 
 /// The caller and its helpers (see the module doc).
@@ -167,6 +175,7 @@ impl Team {
             parts,
             next: AtomicUsize::new(0),
             done: AtomicUsize::new(0),
+            panic: Mutex::new(None),
         };
         self.job.store(&job as *const Job as *mut Job, SeqCst);
         self.number.fetch_add(1, SeqCst);
@@ -182,16 +191,29 @@ impl Team {
         while self.inside.load(SeqCst) > 0 {
             std::hint::spin_loop();
         }
+        let panic = job.panic.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(panic) = panic {
+            std::panic::resume_unwind(panic);
+        }
     }
 
-    /// Runs parts of `job` until none is left.
+    /// Runs parts of `job` until none is left. A part that panics counts
+    /// as run, its panic kept for the caller: the caller must not unwind
+    /// past a job helpers still read, and a helper must not die leaving
+    /// the caller waiting.
     fn take_parts(job: &Job) {
         loop {
             let part = job.next.fetch_add(1, SeqCst);
             if part >= job.parts {
                 return;
             }
-            (job.work)(part);
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (job.work)(part)));
+            if let Err(panic) = ran {
+                job.panic
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get_or_insert(panic);
+            }
             job.done.fetch_add(1, SeqCst);
         }
     }
@@ -300,6 +322,30 @@ mod tests {
             count.fetch_add(1, SeqCst);
         });
         assert_eq!(count.load(SeqCst), 2);
+    }
+
+    #[test]
+    fn a_part_that_panics_reaches_the_caller_and_the_team_goes_on() {
+        let team = Team::start(1, None).expect("a helper starts");
+        for panicking in [0, 1, 7] {
+            let ran = AtomicU32::new(0);
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                team.run(8, &|p| {
+                    ran.fetch_add(1, SeqCst);
+                    assert!(p != panicking, "part {p} fails");
+                });
+            }));
+            let message = outcome.expect_err("the panic reaches the caller");
+            let text = message.downcast_ref::<String>().cloned().unwrap_or_default();
+            assert_eq!(text, format!("part {panicking} fails"));
+            assert_eq!(ran.load(SeqCst), 8, "every part still ran");
+        }
+        // The helper survived: a later job runs on both.
+        let count = AtomicU32::new(0);
+        team.run(64, &|_| {
+            count.fetch_add(1, SeqCst);
+        });
+        assert_eq!(count.load(SeqCst), 64);
     }
 
     #[test]
