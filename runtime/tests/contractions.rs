@@ -449,12 +449,8 @@ fn a_matmul_split_across_threads_matches_the_interpreter() {
     assert!(check("157x70x64", &case, 11, MathMode::Fast));
 }
 
-#[test]
-fn an_operand_indexed_by_a_symbol_matches_the_interpreter() {
-    // The RNN's input projection: step `t` of a sequence (an `index`
-    // argument, a symbol of the map) times a weight. A `t` outside the
-    // sequence reads the padding value, as the interpreter does.
-    let source = r#"func.func @main(%xs: tensor<5x6x20xf32>, %w: tensor<20x24xf32>, %t: index) -> tensor<6x24xf32> {
+/// The RNN's input projection at step `%t` of a sequence of 5.
+const STEP_PROJECTION: &str = r#"func.func @main(%xs: tensor<5x6x20xf32>, %w: tensor<20x24xf32>, %t: index) -> tensor<6x24xf32> {
   %xb = "meta.reindex"(%xs, %t) {indices = affine_map<(i, j, k)[t] -> (t, i, k)>, overflow_value = 0.5 : f32}
         : (tensor<5x6x20xf32>, index) -> tensor<6x24x20xf32>
   %wb = "meta.reindex"(%w) {indices = affine_map<(i, j, k) -> (k, j)>} : (tensor<20x24xf32>) -> tensor<6x24x20xf32>
@@ -463,6 +459,13 @@ fn an_operand_indexed_by_a_symbol_matches_the_interpreter() {
        : (tensor<6x24x20xf32>) -> tensor<6x24xf32>
   return %y : tensor<6x24xf32>
 }"#;
+
+#[test]
+fn an_operand_indexed_by_a_symbol_matches_the_interpreter() {
+    // The RNN's input projection: step `t` of a sequence (an `index`
+    // argument, a symbol of the map) times a weight. A `t` outside the
+    // sequence reads the padding value, as the interpreter does.
+    let source = STEP_PROJECTION;
     let context = new_context().unwrap();
     let options = CodegenOptions {
         math: MathMode::Exact,
@@ -488,22 +491,14 @@ fn an_operand_indexed_by_a_symbol_matches_the_interpreter() {
 /// inside and outside each.
 #[test]
 fn an_operand_of_dynamic_length_indexed_by_a_symbol_matches_the_interpreter() {
-    let source = r#"func.func @main(%xs: tensor<?x6x20xf32>, %w: tensor<20x24xf32>, %t: index) -> tensor<6x24xf32> {
-  %xb = "meta.reindex"(%xs, %t) {indices = affine_map<(i, j, k)[t] -> (t, i, k)>, overflow_value = 0.5 : f32}
-        : (tensor<?x6x20xf32>, index) -> tensor<6x24x20xf32>
-  %wb = "meta.reindex"(%w) {indices = affine_map<(i, j, k) -> (k, j)>} : (tensor<20x24xf32>) -> tensor<6x24x20xf32>
-  %p = "meta.binary"(%xb, %wb) {kind = "mul"} : (tensor<6x24x20xf32>, tensor<6x24x20xf32>) -> tensor<6x24x20xf32>
-  %y = "meta.reindex_reduce"(%p) {kind = "add", indices = affine_map<(i, j, k) -> (i, j)>}
-       : (tensor<6x24x20xf32>) -> tensor<6x24xf32>
-  return %y : tensor<6x24xf32>
-}"#;
+    let source = STEP_PROJECTION.replace("tensor<5x6x20xf32>", "tensor<?x6x20xf32>");
     for math in [MathMode::Exact, MathMode::Fast] {
         let context = new_context().unwrap();
         let options = CodegenOptions {
             math,
             ..CodegenOptions::default()
         };
-        let (oracle, module, compiled) = compile(&context, source, &options);
+        let (oracle, module, compiled) = compile(&context, &source, &options);
         assert_eq!(
             jitc_compiler::contractions(&module, &options).len(),
             1,
