@@ -281,6 +281,11 @@ struct Block {
     /// cleared then, so a dead tensor goes back to the buffer pool and
     /// the next allocation of its size reuses it.
     dead: Vec<Vec<usize>>,
+    /// Per parameter, whether anything reads it: an argument nothing reads
+    /// is dropped on entry instead of stored and cleared (a specialized
+    /// function whose arguments all became constants under entry guards
+    /// spent about 8 ns per argument on that).
+    read: Vec<bool>,
 }
 
 impl Block {
@@ -290,7 +295,11 @@ impl Block {
             ops,
             end,
             dead: Vec::new(),
+            read: Vec::new(),
         };
+        let mut reads = Vec::new();
+        block.reads(&mut reads);
+        block.read = block.params.iter().map(|p| reads.contains(p)).collect();
         block.dead = block.liveness();
         block
     }
@@ -309,7 +318,14 @@ impl Block {
     /// op that reads it; a value read inside a nested block lives until
     /// the op that owns the block is done.
     fn liveness(&self) -> Vec<Vec<usize>> {
-        let mut defined: Vec<(usize, usize)> = self.params.iter().map(|&s| (s, 0)).collect();
+        // Parameters nothing reads are never stored (see `read`).
+        let mut defined: Vec<(usize, usize)> = self
+            .params
+            .iter()
+            .zip(&self.read)
+            .filter(|(_, read)| **read)
+            .map(|(&s, _)| (s, 0))
+            .collect();
         let mut last: HashMap<usize, usize> = HashMap::new();
         let mut reads = Vec::new();
         for (i, op) in self.ops.iter().enumerate() {
@@ -721,8 +737,10 @@ impl HostPlan {
         block: &Block,
         args: Vec<Value>,
     ) -> Result<Flow, Stop> {
-        for (&slot, arg) in block.params.iter().zip(args) {
-            frame[slot] = Some(arg);
+        for ((&slot, arg), &read) in block.params.iter().zip(args).zip(&block.read) {
+            if read {
+                frame[slot] = Some(arg);
+            }
         }
         for (op, dead) in block.ops.iter().zip(&block.dead) {
             self.op(run, kernels, frame, op, dead)?;
