@@ -33,6 +33,8 @@ cache hits (``jitc.stats()``). Errors are ``jitc.JitcError``.
 """
 
 import builtins as _builtins
+import math as _math
+import operator as _operator
 
 import numpy as _np
 
@@ -89,7 +91,9 @@ class Var:
     __slots__ = ("_v",)
 
     def __init__(self, data, dtype=None):
-        if isinstance(data, Var):
+        if isinstance(data, _Number):
+            self._v = data._as(dtype if dtype is not None else _NUMBER_DEFAULTS[data._kind])._v
+        elif isinstance(data, Var):
             self._v = data._v
         elif isinstance(data, _jitc.Var):
             self._v = data
@@ -276,6 +280,10 @@ def array(data, dtype=None):
 
 def _var(x, like=None):
     """`x` as a `Var`; a number takes `like`'s element type."""
+    if isinstance(like, _Number):
+        like = None
+    if isinstance(x, _Number):
+        return x._as(like.dtype if like is not None else _NUMBER_DEFAULTS[x._kind])
     if isinstance(x, Var):
         return x
     if like is not None and not isinstance(x, _np.ndarray):
@@ -463,10 +471,200 @@ def binary(x, y, op):
     operand's type."""
     if not isinstance(x, Var) and not isinstance(y, Var):
         raise JitcError("binary needs at least one jitc.Var")
+    if not _is_tensor(x) and not _is_tensor(y):
+        return _Number._binary(x, y, op)
     x = _var(x, like=y if isinstance(y, Var) else None)
     y = _var(y, like=x)
     x, y = _broadcast_pair(x, y)
     return Var(_call(_jitc.Var.binary, x._v, str(op), y._v))
+
+
+def _is_tensor(x):
+    return isinstance(x, Var) and not isinstance(x, _Number)
+
+
+# -- Python numbers as graph inputs (`jitc.function`'s relaxation) -----------------
+
+# A relaxed number's native type, by its Python kind, and what a number
+# becomes alone (`_as_array`): float32, int32, bool.
+_NUMBER_DTYPES = {"float": "f64", "int": "i64", "bool": "i1"}
+_NUMBER_DEFAULTS = {"float": _np.float32, "int": _np.int32, "bool": _np.bool_}
+_NUMBER_OPS = {
+    "add": _operator.add, "sub": _operator.sub, "mul": _operator.mul, "div": _operator.truediv,
+    "eq": _operator.eq, "ne": _operator.ne, "lt": _operator.lt, "le": _operator.le,
+    "gt": _operator.gt, "ge": _operator.ge,
+}
+_COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+def _number_kind(x):
+    """A number's Python kind (``bool``, ``int``, ``float``), or None."""
+    if isinstance(x, _Number):
+        return x._kind
+    return {bool: "bool", int: "int", float: "float"}.get(type(x))
+
+
+class _Number(Var):
+    """A Python number that a staged graph takes as an input (JANUS's
+    relaxed assumption): while `jitc.function` traces a call, it stands in
+    for an ``int`` or ``float`` argument or attribute whose value changed
+    between calls. It computes what the number would: with a `jitc.Var`
+    it takes the Var's element type (`_var`); with other numbers it follows
+    Python's kinds (``int`` with ``int`` is an ``int``, ``/`` gives a
+    ``float``, a comparison a ``bool``), in 64 bits; alone it becomes
+    float32 or int32, as a number does. Anything that reads its value into
+    Python (``float()``, ``int()``, an index, formatting, hashing, NumPy,
+    ``**``) gets the real value and marks the trace, which then cannot be
+    staged with the number relaxed."""
+
+    __slots__ = ("_kind", "_value")
+
+    @classmethod
+    def of(cls, value):
+        """`value` as a graph input: its native is not recorded by a
+        tracer (the trace's input, not an op)."""
+        kind = _number_kind(value)
+        array = _np.asarray(value, dtype=_TO_NUMPY[_NUMBER_DTYPES[kind]])
+        return cls._made(_jitc.Var.from_bytes(array.tobytes(), [], _NUMBER_DTYPES[kind]), kind, value)
+
+    @classmethod
+    def _made(cls, native, kind, value):
+        number = object.__new__(cls)
+        number._v, number._kind, number._value = native, kind, value
+        return number
+
+    def _as(self, dtype):
+        """A plain `Var` of `dtype`, as ``np.asarray(number, dtype)``."""
+        target = _TO_JITC[_np.dtype(dtype)]
+        if target == "i1" and self._kind != "bool":
+            self._python(f"becoming a {dtype} tensor")
+        if target == self._v.dtype:
+            return Var(self._v)
+        return Var(_call(_jitc.Var.cast, self._v, target))
+
+    def _python(self, why):
+        """The real value, read into Python: the trace is marked."""
+        tracer = _tracing.tracer
+        if tracer is not None:
+            tracer.relax_failed(f"its value is read into Python ({why})")
+        return self._value
+
+    @staticmethod
+    def _binary(x, y, op):
+        kinds = (_number_kind(x), _number_kind(y))
+        values = [v._value if isinstance(v, _Number) else v for v in (x, y)]
+        numbers = [v for v in (x, y) if isinstance(v, _Number)]
+        real = _NUMBER_OPS.get(op)
+        if real is None or None in kinds or ("bool" in kinds and op not in _COMPARISONS):
+            # Python computes it (pow, bitwise, a bool in arithmetic, a
+            # NumPy scalar): the value is Python's, and the trace is marked.
+            for n in numbers:
+                n._python(f"the operator {op}")
+            if op == "pow":
+                return _builtins.pow(*values)
+            if op not in _PY_FALLBACK:
+                raise JitcError("binary needs at least one jitc.Var")
+            return _PY_FALLBACK[op](*values)
+        value = real(*values)
+        if "float" in kinds or op == "div":
+            operand = "float"
+        elif "int" in kinds:
+            operand = "int"
+        else:
+            operand = "bool"
+        kind = "bool" if op in _COMPARISONS else operand
+        dtype = _NUMBER_DTYPES[operand]
+        natives = []
+        for v in (x, y):
+            if isinstance(v, _Number):
+                natives.append(v._v if v._v.dtype == dtype else _call(_jitc.Var.cast, v._v, dtype))
+            else:
+                natives.append(Var(_np.asarray(v, dtype=_TO_NUMPY[dtype]))._v)
+        return _Number._made(_call(_jitc.Var.binary, natives[0], op, natives[1]), kind, value)
+
+    def _unary(self, op, real):
+        if self._kind == "bool":
+            return real(self._python(f"the operator {op} on a bool"))
+        return _Number._made(_call(_jitc.Var.unary, self._v, op), self._kind, real(self._value))
+
+    def __neg__(self):
+        return self._unary("neg", _operator.neg)
+
+    def __pos__(self):
+        return self if self._kind != "bool" else +self._python("unary +")
+
+    def __abs__(self):
+        return self._unary("abs", _builtins.abs)
+
+    def __len__(self):
+        raise TypeError(f"object of type '{self._kind}' has no len()")
+
+    def __float__(self):
+        return float(self._python("float()"))
+
+    def __int__(self):
+        return int(self._python("int()"))
+
+    def __index__(self):
+        if self._kind == "float":
+            raise TypeError("'float' object cannot be interpreted as an integer")
+        return _operator.index(self._python("an index"))
+
+    def __complex__(self):
+        return complex(self._python("complex()"))
+
+    def __round__(self, digits=None):
+        value = self._python("round()")
+        return round(value) if digits is None else round(value, digits)
+
+    def __trunc__(self):
+        return _math.trunc(self._python("math.trunc()"))
+
+    def __floor__(self):
+        return _math.floor(self._python("math.floor()"))
+
+    def __ceil__(self):
+        return _math.ceil(self._python("math.ceil()"))
+
+    def __format__(self, spec):
+        return format(self._python("formatting"), spec)
+
+    def __str__(self):
+        return str(self._python("str()"))
+
+    def __repr__(self):
+        return repr(self._python("repr()"))
+
+    def __hash__(self):
+        return hash(self._python("hash()"))
+
+    def __array__(self, dtype=None, copy=None):
+        return _np.asarray(self._python("NumPy"), dtype=dtype)
+
+    def __pow__(self, other):
+        return _Number._binary(self, other, "pow")
+
+    def __rpow__(self, other):
+        return _Number._binary(other, self, "pow")
+
+    def __floordiv__(self, other):
+        return _Number._binary(self, other, "floordiv")
+
+    def __rfloordiv__(self, other):
+        return _Number._binary(other, self, "floordiv")
+
+    def __mod__(self, other):
+        return _Number._binary(self, other, "mod")
+
+    def __rmod__(self, other):
+        return _Number._binary(other, self, "mod")
+
+
+_PY_FALLBACK = {
+    "floordiv": _operator.floordiv, "mod": _operator.mod, "max": _builtins.max, "min": _builtins.min,
+    "and": _operator.and_, "or": _operator.or_, "xor": _operator.xor,
+    **_NUMBER_OPS,
+}
 
 
 def ternary(condition, x, y):

@@ -13,7 +13,8 @@ shape and type, the values of Python arguments, the attributes of `self`
 and of object arguments, the Python-valued globals and closure variables
 the function names) run imperatively on the lazy graph while a tracer
 records every op, every branch taken on a tensor value (the *decisions*)
-and which attributes the call rebinds. Calls into Python that could have
+and which attributes the call rebinds (to a `jitc.Var`, an output of the
+graph; or to an immutable Python value, set as traced). Calls into Python that could have
 side effects (`print`, `list.append`, I/O, random numbers, anything
 outside a small set of pure builtins), reading a computed value into
 Python (`item()`, `numpy()`) and named state make the function stay
@@ -55,12 +56,28 @@ A `jitc.function` called while another call is traced (nested, or
 recursive) is part of the caller's trace; nesting deeper than 32 keeps the
 caller imperative, with the reason.
 
+**Relax.** A Python `int` or `float` (an argument, a keyword argument,
+or an attribute of `self` or of an object argument) whose value changed
+between two calls with otherwise the same facts becomes an input of the
+graph instead of a fact (JANUS's relaxed assumption): later traced calls
+pass a `jitc._Number` in its place, which computes as the number would
+(it takes a tensor's element type; with other numbers it keeps Python's
+kinds in 64 bits; a comparison is a tensor decision, so a branch on it is
+a guard), and an attribute it is written back to gets a Python number
+again (a counter `self.steps += 1` is read and written by the graph). Each
+such traced call also runs imperatively on the real numbers, which gives
+the call's result; the trace is kept only if the two runs agree (results
+and attributes) and nothing read the number into Python (`float()`,
+`int()`, an index, formatting, hashing, NumPy, `**`, `//`, `%`). If not,
+the number goes back to being a fact by value (*relaxations_undone*),
+with the reason.
+
 What is not done yet: loops on tensor values are not staged as
 `scf.while` (a loop is unrolled to the trip counts traced, each count a
 path of its own); a branch whose ways differ only in which values later
 ops read is staged as a tree (kernels do not fuse across a tree's
-branch); and attribute writes of Python values (a counter in `self`) make
-the function imperative.
+branch); relaxed integers compute in 64 bits where Python's are unbounded
+(a difference only past 2**63, and only in calls served by the graph).
 """
 
 import os
@@ -122,6 +139,8 @@ class _Tracer:
         self.depth = 0
         # The objects whose attributes the traced call's facts cover.
         self.objects = set()
+        # Where a relaxed number's value was read into Python.
+        self.relax_failures = []
 
     def log(self, native, args, result):
         # The op's site names it when traces are merged (Terra matches ops
@@ -136,6 +155,9 @@ class _Tracer:
         self.entries.append(("decide", var._v, value, site, _call_site(sys._getframe(1))))
         self.decisions.append((site, value))
         return value
+
+    def relax_failed(self, why):
+        self.relax_failures.append(f"{why} at {_site(sys._getframe(2))}")
 
     def unstageable(self, reason, depth=2):
         self.reasons.append(f"{reason} at {_site(sys._getframe(depth))}")
@@ -186,6 +208,24 @@ def _fact(x, depth=0):
     return ("identity", id(x))
 
 
+def _relaxable(x):
+    """A Python number that may become a graph input: a float, or an int
+    that fits in 64 bits (not a bool)."""
+    return type(x) is float or (type(x) is int and -(2**63) <= x < 2**63)
+
+
+def _immutable(x):
+    """A Python value an attribute may be set to in a staged call: one a
+    later call cannot change in place."""
+    if isinstance(x, _SIMPLE):
+        return True
+    return type(x) in (tuple, frozenset) and all(_immutable(v) for v in x)
+
+
+def _same_number(a, b):
+    return type(a) is type(b) and (a == b or (a != a and b != b))
+
+
 class _Trace:
     """One traced call, ready to be replayed into a graph. Values are named
     by *keys* that are the same in every trace with the same ops: `("in",
@@ -196,7 +236,9 @@ class _Trace:
         self.entries = tracer.entries
         self.inputs = inputs          # input natives, in order
         self.structure = structure    # the return value, tensors replaced by ("out", k)
-        self.writes = writes          # [(object index, name, output index)]
+        # [(object index, name, ("out", output index, number kind or None)
+        # or ("value", a Python value))]
+        self.writes = writes
         keys = {id(n): ("in", k) for k, n in enumerate(inputs)}
         self.native = {("in", k): n for k, n in enumerate(inputs)}
         self.signature = []
@@ -274,12 +316,14 @@ class _Facts:
     """What is known for one set of facts: the traces kept (the most recent
     last), and the trace tree staged from them."""
 
-    def __init__(self):
+    def __init__(self, relaxed):
         self.traced = 0
         self.fallbacks = 0
         self.traces = []
         self.variant = None
         self.given_up = None
+        # The relaxed numbers these facts were keyed under.
+        self.relaxed = relaxed
 
 
 class Function:
@@ -300,6 +344,13 @@ class Function:
         self.__doc__ = getattr(fn, "__doc__", None)
         self.__wrapped__ = fn
         self._facts = {}
+        # Numbers that are graph inputs (JANUS's relaxed assumptions), those
+        # whose relaxation was undone, and each call's numbers by the rest
+        # of its facts (to see which changed).
+        self._relaxed = set()
+        self._pinned = set()
+        self._numbers_seen = {}
+        self._position_names = {}
         self._imperative = None
         self._counts = Counter()
         self._log = []
@@ -342,6 +393,11 @@ class Function:
         try:
             key = self._key(owner, args, kwargs, tensors)
             hash(key)
+            if key not in self._facts:
+                changed = self._changed_numbers(owner, args, kwargs, tensors)
+                if changed:
+                    self._relax(changed, owner)
+                    key = self._key(owner, args, kwargs, tensors)
         except TypeError as e:
             self._give_up_all(f"its arguments cannot be compared between calls ({e})")
             self._counts["imperative"] += 1
@@ -353,19 +409,22 @@ class Function:
             self._give_up_all(
                 f"its facts changed {len(self._facts)} times "
                 f"({_changed(next(reversed(self._facts)), key, _fact_names(owner, args, kwargs))}); "
-                f"a Python number that changes between calls is a new set of facts each time: pass it as a "
+                f"a Python number that changes between calls becomes a graph input, but one whose value Python "
+                f"reads (or that is not an int or float) is a new set of facts each time: pass it as a "
                 f"jitc.Var (data) instead, or raise max_facts"
             )
             self._facts.clear()
             self._counts["imperative"] += 1
             return self._plain(owner, args, kwargs)
-        facts = self._facts.setdefault(key, _Facts())
+        facts = self._facts.get(key)
+        if facts is None:
+            facts = self._facts[key] = _Facts(frozenset(self._relaxed))
         if facts.given_up is not None:
             self._counts["imperative"] += 1
             return self._plain(owner, args, kwargs)
         if facts.variant is not None:
             try:
-                result = self._serve(facts.variant, owner, args, tensors)
+                result = self._serve(facts.variant, owner, args, kwargs, tensors)
                 self._counts["staged"] += 1
                 return result
             except (_jitc.GuardFailed, _Diverged) as e:
@@ -400,11 +459,31 @@ class Function:
         return self.fn(owner, *args, **kwargs) if owner is not None else self.fn(*args, **kwargs)
 
     # -- facts -----------------------------------------------------------------
-    def _key(self, owner, args, kwargs, tensors):
-        parts = [_fact(a) for a in args]
-        parts += [(k, _fact(v)) for k, v in sorted(kwargs.items())]
+    def _key(self, owner, args, kwargs, tensors, relaxed=None):
+        """The call's facts. A number at a `relaxed` position (`_numbers`;
+        the function's relaxed ones by default) is a fact by its type
+        only."""
+        relaxed = self._relaxed if relaxed is None else relaxed
+        objects = {}
+        for k, o in enumerate(self._objects(owner, args)):
+            objects.setdefault(id(o), k)
+
+        def fact(position, x):
+            if position in relaxed and _relaxable(x):
+                return ("relaxed", type(x).__name__)
+            if id(x) in objects and _is_object(x):
+                k = objects[id(x)]
+                return ("object", id(type(x)), tuple(sorted(
+                    (name, ("relaxed", type(v).__name__)
+                     if ("attr", k, name) in relaxed and _relaxable(v) else _fact(v, 1))
+                    for name, v in vars(x).items()
+                )))
+            return _fact(x)
+
+        parts = [fact(("arg", i), a) for i, a in enumerate(args)]
+        parts += [(k, fact(("kwarg", k), v)) for k, v in sorted(kwargs.items())]
         if owner is not None:
-            parts.append(("self", _fact(owner)))
+            parts.append(("self", fact(("self",), owner)))
         # Which tensor arguments are one object (a staged graph's inputs are
         # distinct).
         seen = {}
@@ -421,6 +500,64 @@ class Function:
         cells = zip(code.co_freevars, self.fn.__closure__ or ())
         names += [(n, c.cell_contents) for n, c in cells if _cell_filled(c)]
         return tuple((n, _fact(v, 1)) for n, v in names)
+
+    def _numbers(self, owner, args, kwargs):
+        """The call's Python numbers that could become graph inputs, by
+        position: `("arg", i)`, `("kwarg", name)`, `("attr", k, name)` for
+        an attribute of the k-th object (`_objects`)."""
+        found = {("arg", i): a for i, a in enumerate(args) if _relaxable(a)}
+        found.update({("kwarg", k): v for k, v in kwargs.items() if _relaxable(v)})
+        seen = set()
+        for k, o in enumerate(self._objects(owner, args)):
+            if id(o) in seen:
+                continue
+            seen.add(id(o))
+            found.update({("attr", k, name): v for name, v in vars(o).items() if _relaxable(v)})
+        return found
+
+    def _relaxed_numbers(self, owner, args, kwargs):
+        """The call's relaxed numbers, in the order a graph takes them."""
+        numbers = self._numbers(owner, args, kwargs)
+        return sorted(((p, v) for p, v in numbers.items() if p in self._relaxed), key=lambda pv: repr(pv[0]))
+
+    def _changed_numbers(self, owner, args, kwargs, tensors):
+        """The positions of numbers that differ from the last call whose
+        other facts were the same (and that may be relaxed)."""
+        numbers = self._numbers(owner, args, kwargs)
+        if not numbers:
+            return set()
+        loose = self._key(owner, args, kwargs, tensors, relaxed=set(numbers))
+        seen = self._numbers_seen.get(loose)
+        if seen is None and len(self._numbers_seen) >= 4 * self.max_facts:
+            self._numbers_seen.clear()
+        self._numbers_seen[loose] = numbers
+        if seen is None:
+            return set()
+        changed = {p for p, v in numbers.items() if p in seen and not _same_number(seen[p], v)}
+        return changed - self._pinned - self._relaxed
+
+    def _relax(self, positions, owner):
+        self._relaxed |= positions
+        self._counts["relaxations"] += len(positions)
+        self._position_names.update({p: _position_name(p, owner) for p in positions})
+        names = ", ".join(self._position_names[p] for p in sorted(positions, key=repr))
+        self._note("relax", f"{names} changed between calls: now an input of the staged graph")
+        self._drop_stale_facts()
+
+    def _unrelax(self, positions, owner, why):
+        self._relaxed -= positions
+        self._pinned |= positions
+        self._counts["relaxations_undone"] += len(positions)
+        names = ", ".join(_position_name(p, owner) for p in sorted(positions, key=repr))
+        self._note("keep values", f"{names} stays a fact by value: {why}")
+        self._drop_stale_facts()
+
+    def _drop_stale_facts(self):
+        """Facts keyed under another set of relaxed numbers are never
+        matched again."""
+        current = frozenset(self._relaxed)
+        for key in [k for k, f in self._facts.items() if f.relaxed != current]:
+            del self._facts[key]
 
     def _tensors(self, owner, args, kwargs):
         """The tensors a call passes, in input order: arguments (one level
@@ -451,29 +588,16 @@ class Function:
         pending = [t for t in tensors if not t.is_computed()]
         if pending:
             fetch(*pending)
+        numbers = self._relaxed_numbers(owner, args, kwargs)
+        if numbers:
+            return self._traced_relaxed(owner, args, kwargs, tensors, numbers)
         objects = self._objects(owner, args)
         before = [dict(vars(o)) for o in objects]
-        tracer = _Tracer()
-        tracer.objects = {id(o) for o in objects}
-        previous_profile = sys.getprofile()
-        _tracing.tracer = tracer
-        sys.setprofile(tracer.profile)
-        try:
-            result = self._plain(owner, args, kwargs)
-        finally:
-            sys.setprofile(previous_profile)
-            _tracing.tracer = None
-        writes = []
+        result, tracer, error = self._run_traced(owner, args, kwargs, objects)
+        if error is not None:
+            raise error
         outputs = []
-        for k, (obj, old) in enumerate(zip(objects, before)):
-            for name, value in vars(obj).items():
-                if name in old and old[name] is value:
-                    continue
-                if _is_var(value):
-                    writes.append((k, name, len(outputs)))
-                    outputs.append(value._v)
-                else:
-                    tracer.reasons.append(f"it sets the attribute {name} to a Python value ({type(value).__name__})")
+        writes = self._writes(objects, before, outputs, tracer)
         structure = self._structure(result, outputs, tracer)
         if tracer.reasons:
             self._give_up_all(tracer.reasons[0])
@@ -484,7 +608,102 @@ class Function:
             self._give_up_all(str(e))
             return result, None
 
+    def _traced_relaxed(self, owner, args, kwargs, tensors, numbers):
+        """A traced call with relaxed numbers: the function runs traced on
+        `_Number`s standing in for them (so the trace takes them as
+        inputs), the attributes are put back, and then it runs again,
+        imperatively, on the real numbers; that run is the call's result.
+        The trace is kept only when both runs agree (results and
+        attributes) and nothing read a relaxed number into Python;
+        otherwise those numbers stay facts by value (`_unrelax`)."""
+        from . import _Number
+
+        objects = self._objects(owner, args)
+        before = [dict(vars(o)) for o in objects]
+        weak = {position: _Number.of(value) for position, value in numbers}
+        traced_args = [weak.get(("arg", i), a) for i, a in enumerate(args)]
+        traced_kwargs = {k: weak.get(("kwarg", k), v) for k, v in kwargs.items()}
+        for position, number in weak.items():
+            if position[0] == "attr":
+                setattr(objects[position[1]], position[2], number)
+        start = [dict(vars(o)) for o in objects]
+        traced, tracer, error = self._run_traced(owner, traced_args, traced_kwargs, objects)
+        outputs, writes, structure = [], [], None
+        if error is None:
+            writes = self._writes(objects, start, outputs, tracer)
+            structure = self._structure(traced, outputs, tracer)
+        after = [dict(vars(o)) for o in objects]
+        for o, old in zip(objects, before):
+            state = vars(o)
+            state.clear()
+            state.update(old)
+        result = self._plain(owner, args, kwargs)
+        if error is not None:
+            why = f"the call traced with it relaxed raised {type(error).__name__}: {error}"
+        elif tracer.relax_failures:
+            why = tracer.relax_failures[0]
+        else:
+            why = _differs(traced, result, "the result") or _attributes_differ(objects, after)
+        if why is not None:
+            self._unrelax({p for p, _ in numbers}, owner, why)
+            return result, None
+        if tracer.reasons:
+            self._give_up_all(tracer.reasons[0])
+            return result, None
+        try:
+            inputs = _unique_natives(tensors) + [n._v for n in weak.values()]
+            return result, _Trace(tracer, inputs, outputs, structure, writes)
+        except _Unstageable as e:
+            self._give_up_all(str(e))
+            return result, None
+
+    def _run_traced(self, owner, args, kwargs, objects):
+        """The function on `args`, traced: its result (or the exception it
+        raised) and the tracer."""
+        tracer = _Tracer()
+        tracer.objects = {id(o) for o in objects}
+        previous_profile = sys.getprofile()
+        _tracing.tracer = tracer
+        sys.setprofile(tracer.profile)
+        result, error = None, None
+        try:
+            result = self._plain(owner, args, kwargs)
+        except Exception as e:
+            error = e
+        finally:
+            sys.setprofile(previous_profile)
+            _tracing.tracer = None
+        return result, tracer, error
+
+    def _writes(self, objects, before, outputs, tracer):
+        """The attributes the traced call rebound (from `before`): a
+        `jitc.Var` (or a relaxed number) is an output of the graph, an
+        immutable Python value is set as it is."""
+        writes = []
+        for k, (obj, old) in enumerate(zip(objects, before)):
+            current = vars(obj)
+            for name in old:
+                if name not in current:
+                    tracer.reasons.append(f"it deletes the attribute {name}")
+            for name, value in current.items():
+                if name in old and old[name] is value:
+                    continue
+                if _is_var(value):
+                    writes.append((k, name, ("out", len(outputs), getattr(value, "_kind", None))))
+                    outputs.append(value._v)
+                elif _immutable(value):
+                    writes.append((k, name, ("value", value)))
+                else:
+                    tracer.reasons.append(
+                        f"it sets the attribute {name} to a {type(value).__name__}, a mutable Python value"
+                    )
+        return writes
+
     def _structure(self, value, outputs, tracer):
+        kind = getattr(value, "_kind", None) if _is_var(value) else None
+        if kind is not None:
+            outputs.append(value._v)
+            return ("number", kind, len(outputs) - 1)
         if _is_var(value):
             outputs.append(value._v)
             return ("out", len(outputs) - 1)
@@ -577,13 +796,14 @@ class Function:
             or t.writes != ref.writes for t in group
         ):
             raise _Unmergeable()
-        # Values defined before `end` that something after it reads.
+        # Values defined here that something after it reads (a value an
+        # earlier piece defined is already out: `_serve` keeps them all).
         later = set()
         for t in group:
             for used in t.uses[end:]:
                 later.update(used)
             later.update(t.outputs)
-        defined_before = lambda k: k[0] != "in" and k[0] < end  # noqa: E731
+        defined_before = lambda k: k[0] != "in" and start <= k[0] < end  # noqa: E731
         live_out = sorted({k for k in later if defined_before(k)}, key=repr) if split is not None else []
         read_here = set()
         for used in ref.uses[start:end]:
@@ -635,10 +855,13 @@ class Function:
         outputs += [condition] if split is not None else [replay.mapping[k] for k in ref.outputs]
         return _jitc.stage(list(ref.inputs) + placeholders, outputs + guard_vars)
 
-    def _serve(self, root, owner, args, tensors):
+    def _serve(self, root, owner, args, kwargs, tensors):
         from . import Var
 
+        from . import _Number
+
         unique = _unique_natives(tensors)
+        unique += [_Number.of(v)._v for _, v in self._relaxed_numbers(owner, args, kwargs)]
         values = {}
         segment = root
         while True:
@@ -655,16 +878,22 @@ class Function:
         trace_outputs = len(rest) - segment.guards
         outputs = [Var(v) for v in rest[:trace_outputs]]
         objects = self._objects(owner, args)
-        for k, name, index in segment.writes:
-            setattr(objects[k], name, outputs[index])
-        return _rebuild(segment.structure, outputs)
+        # Every value first, then the attributes: all or nothing.
+        written = [(objects[k], name, _written(how, outputs)) for k, name, how in segment.writes]
+        result = _rebuild(segment.structure, outputs)
+        for obj, name, value in written:
+            setattr(obj, name, value)
+        return result
 
     # -- reporting ---------------------------------------------------------------
     def stats(self):
         """Counts: calls, staged (served by a graph), traced (run
         imperatively while tracing), imperative (run without tracing),
-        staged_graphs, restaged, fallbacks, give_ups."""
-        keys = ["calls", "staged", "traced", "imperative", "staged_graphs", "restaged", "fallbacks", "give_ups"]
+        staged_graphs, restaged, fallbacks, give_ups, relaxations (Python
+        numbers made graph inputs), relaxations_undone (numbers made facts
+        by value again, since Python read them)."""
+        keys = ["calls", "staged", "traced", "imperative", "staged_graphs", "restaged", "fallbacks", "give_ups",
+                "relaxations", "relaxations_undone"]
         return {k: self._counts[k] for k in keys}
 
     def explain(self):
@@ -673,6 +902,9 @@ class Function:
         lines = [f"jitc.function {self.__name__}: {self.stats()}"]
         if self._imperative is not None:
             lines.append(f"  imperative: {self._imperative}")
+        if self._relaxed:
+            names = ", ".join(self._position_names[p] for p in sorted(self._relaxed, key=repr))
+            lines.append(f"  graph inputs (relaxed Python numbers): {names}")
         for k, facts in enumerate(self._facts.values()):
             if facts.variant is not None:
                 lines.append(f"  facts {k}: staged as {_describe_tree(facts.variant)}; fallbacks {facts.fallbacks}")
@@ -837,10 +1069,92 @@ def _condition(v, value):
     return v
 
 
+def _python_number(var, kind):
+    """A relaxed number's value, computed, as the Python kind it had."""
+    from . import _TO_NUMPY
+
+    native = var._v
+    value = np.frombuffer(native.fetch_bytes(), dtype=_TO_NUMPY[native.dtype]).reshape(-1)[0].item()
+    return {"bool": bool, "int": int, "float": float}[kind](value)
+
+
+def _written(how, outputs):
+    """The value a staged call sets an attribute to (`_Function._writes`)."""
+    if how[0] == "value":
+        return how[1]
+    _, index, kind = how
+    return outputs[index] if kind is None else _python_number(outputs[index], kind)
+
+
+def _differs(traced, plain, what):
+    """Why the traced call's `traced` differs from the imperative run's
+    `plain` (None when they agree): a relaxed number's run and the real
+    one's."""
+    if traced is plain:
+        return None
+    kind = getattr(traced, "_kind", None) if _is_var(traced) else None
+    if kind is not None:
+        if type(plain).__name__ != kind:
+            return f"{what} is a {type(plain).__name__}, but a {kind} when the number is relaxed"
+        value = _python_number(traced, kind)
+        if kind == "float" and (value == plain or (value != value and plain != plain)):
+            return None
+        return None if value == plain else f"{what} is {plain!r}, but {value!r} when the number is relaxed"
+    if _is_var(traced):
+        if not _is_var(plain) or traced.shape != plain.shape or traced.dtype != plain.dtype:
+            return f"{what} is not the same kind of tensor when the number is relaxed"
+        a, b = traced.numpy(), plain.numpy()
+        if a.dtype.kind == "f":
+            same = np.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True)
+        else:
+            same = np.array_equal(a, b)
+        return None if same else f"{what} has other values when the number is relaxed"
+    if isinstance(traced, (tuple, list)):
+        if type(traced) is not type(plain) or len(traced) != len(plain):
+            return f"{what} has another structure when the number is relaxed"
+        for k, (a, b) in enumerate(zip(traced, plain)):
+            why = _differs(a, b, f"{what}[{k}]")
+            if why is not None:
+                return why
+        return None
+    try:
+        return None if traced is plain or traced == plain else f"{what} differs when the number is relaxed"
+    except Exception:
+        return f"{what} cannot be compared"
+
+
+def _attributes_differ(objects, after):
+    """Why the attributes the traced run left (`after`) differ from the
+    imperative run's, or None."""
+    for obj, traced in zip(objects, after):
+        now = vars(obj)
+        if set(now) != set(traced):
+            return f"the attributes of a {type(obj).__name__} differ when the number is relaxed"
+        for name, value in traced.items():
+            why = _differs(value, now[name], f"the attribute {name}")
+            if why is not None:
+                return why
+    return None
+
+
+def _position_name(position, owner):
+    """A relaxable number's position (`Function._numbers`), in words."""
+    if position[0] == "arg":
+        return f"argument {position[1]}"
+    if position[0] == "kwarg":
+        return f"keyword argument {position[1]}"
+    _, k, name = position
+    if owner is not None and k == 0:
+        return f"self.{name}"
+    return f"the attribute {name} of argument object {k}"
+
+
 def _rebuild(structure, outputs):
     kind = structure[0]
     if kind == "out":
         return outputs[structure[1]]
+    if kind == "number":
+        return _python_number(outputs[structure[2]], structure[1])
     if kind == "value":
         return structure[1]
     items = [_rebuild(s, outputs) for s in structure[1]]
