@@ -139,20 +139,14 @@ fn run_split(function: KernelFn, pointers: &[*mut u8], outer: i64, parts: usize)
     };
     let shared = Buffers(pointers.to_vec());
     let ranges = part_ranges(outer, parts);
-    let statuses: Vec<Mutex<KernelStatus>> = ranges.iter().map(|_| Mutex::new([0; 2])).collect();
-    team.run(ranges.len(), &|p| {
+    first_failure(team.map(ranges.len(), &|p| {
         let (begin, end) = ranges[p];
         if begin < end {
-            *statuses[p].lock().unwrap_or_else(|e| e.into_inner()) =
-                run_part(function, shared.pointers(), begin, end);
+            run_part(function, shared.pointers(), begin, end)
+        } else {
+            [0; 2]
         }
-    });
-    first_failure(
-        statuses
-            .into_iter()
-            .map(|s| s.into_inner().unwrap_or_else(|e| e.into_inner()))
-            .collect(),
-    )
+    }))
 }
 
 /// `[0, outer)` cut into `parts` contiguous ranges of equal length but
@@ -216,18 +210,10 @@ fn run_partial(
     // Every part runs, an empty one too: its buffers must hold the
     // identity, which a call over an empty range writes.
     let ranges = part_ranges(outer, parts);
-    let statuses: Vec<Mutex<KernelStatus>> = ranges.iter().map(|_| Mutex::new([0; 2])).collect();
-    team.run(ranges.len(), &|t| {
+    let failed = first_failure(team.map(ranges.len(), &|t| {
         let (begin, end) = ranges[t];
-        *statuses[t].lock().unwrap_or_else(|e| e.into_inner()) =
-            run_part(function, arrays[t].pointers(), begin, end);
-    });
-    let failed = first_failure(
-        statuses
-            .into_iter()
-            .map(|s| s.into_inner().unwrap_or_else(|e| e.into_inner()))
-            .collect(),
-    );
+        run_part(function, arrays[t].pointers(), begin, end)
+    }));
     if failed[0] != 0 {
         return Ok(failed);
     }

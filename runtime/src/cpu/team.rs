@@ -155,6 +155,24 @@ impl Team {
         }
     }
 
+    /// `work(p)` for every `p` in `0..parts`, run as [`Team::run`] runs
+    /// it, in part order.
+    pub fn map<T: Send>(&self, parts: usize, work: &(dyn Fn(usize) -> T + Sync)) -> Vec<T> {
+        let slots: Vec<Mutex<Option<T>>> = (0..parts).map(|_| Mutex::new(None)).collect();
+        self.run(parts, &|p| {
+            let value = work(p);
+            *slots[p].lock().unwrap_or_else(|e| e.into_inner()) = Some(value);
+        });
+        slots
+            .into_iter()
+            .map(|slot| {
+                slot.into_inner()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .expect("Team::run runs every part")
+            })
+            .collect()
+    }
+
     /// Runs `work(p)` for every `p` in `0..parts`, on the caller and the
     /// helpers; returns when all have run.
     pub fn run(&self, parts: usize, work: &(dyn Fn(usize) + Sync)) {
@@ -296,6 +314,24 @@ mod tests {
                     std::thread::sleep(SPIN * 3);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn map_gives_each_parts_value_in_part_order() {
+        let team = Team::start(1, None).expect("a helper starts");
+        for parts in [0, 1, 2, 5, 64] {
+            let values = team.map(parts, &|p| {
+                if p % 3 == 0 {
+                    std::thread::yield_now();
+                }
+                p * p
+            });
+            assert_eq!(
+                values,
+                (0..parts).map(|p| p * p).collect::<Vec<_>>(),
+                "{parts} parts"
+            );
         }
     }
 
