@@ -21,7 +21,16 @@ Python (`item()`, `numpy()`) and named state make the function stay
 imperative, with the reason reported (`jitc.explain(fn)`).
 
 **Generate.** After `profile` traced calls (3 by default) with the same
-facts, the traces are staged. When they went different ways, each is
+facts, the traces are staged. A `while` loop on a tensor condition that a
+trace ran at least twice becomes one `scf.while` (AutoGraph's staged
+loop; `_Loop`, `jitc_runtime::graph::stage_loop`): the ops before it, one
+iteration (the second, on placeholders for the values it carries) and
+the ops after it are compiled as one graph that runs any trip count, when
+the iterations are the same ops, nothing else decides inside the loop,
+and the Python state (every frame's locals, the attributes the facts
+cover) is the same at each test but the first, so that no later
+iteration can do something else in Python; the branches outside the loop
+are guards. Otherwise, when the traces went different ways, each is
 replayed whole onto fresh nodes at its ops' Python sites, its branches as
 decisions, and `jitc_runtime::graph::stage_merged` merges them into one
 compiled graph (`meta-merge`, Terra's Algorithm 1): ops the traces share
@@ -72,16 +81,21 @@ and attributes) and nothing read the number into Python (`float()`,
 the number goes back to being a fact by value (*relaxations_undone*),
 with the reason.
 
-What is not done yet: loops on tensor values are not staged as
-`scf.while` (a loop is unrolled to the trip counts traced, each count a
-path of its own); a branch whose ways differ only in which values later
+What is not done yet: a loop on tensor values that is not such a
+`while` (a `for` loop with a `break` on a tensor, a loop that changes a
+Python counter, a second tensor decision inside the loop, or one run
+fewer than twice in every trace kept) is unrolled to the trip counts
+traced, each count a path of its own; a branch whose ways differ only in which values later
 ops read is staged as a tree (kernels do not fuse across a tree's
 branch); relaxed integers compute in 64 bits where Python's are unbounded
 (a difference only past 2**63, and only in calls served by the graph).
 """
 
+import ast
+import inspect
 import os
 import sys
+import textwrap
 import types
 from collections import Counter
 
@@ -139,8 +153,13 @@ class _Tracer:
         self.depth = 0
         # The objects whose attributes the traced call's facts cover.
         self.objects = set()
+        self.object_refs = []
         # Where a relaxed number's value was read into Python.
         self.relax_failures = []
+        # Entry index of each decision -> (Python state, a `while` test?),
+        # and the entry counts at calls of stateful builtins (`next`).
+        self.boundaries = {}
+        self.stateful = []
 
     def log(self, native, args, result):
         # The op's site names it when traces are merged (Terra matches ops
@@ -151,10 +170,26 @@ class _Tracer:
         # The value, computed without logging a read.
         data = var._v.fetch_bytes()
         value = bool(np.frombuffer(data, dtype=var.dtype).reshape(-1)[0])
-        site = _site(sys._getframe(1))
-        self.entries.append(("decide", var._v, value, site, _call_site(sys._getframe(1))))
+        frame = sys._getframe(1)
+        site = _site(frame)
+        # For staging a loop: the Python state at this decision, and
+        # whether it is a `while` loop's test.
+        user = _user_frame(frame)
+        self.boundaries[len(self.entries)] = (self._python_state(user), _while_test(user))
+        self.entries.append(("decide", var._v, value, site, _call_site(frame)))
         self.decisions.append((site, value))
         return value
+
+    def _python_state(self, frame):
+        """What the Python code can see at `frame`: the locals of every
+        frame of the traced call (a `jitc.Var` as just "a tensor"), and the
+        attributes of the objects the facts cover."""
+        frames = []
+        while frame is not None and frame.f_code is not _PLAIN_CODE:
+            if not frame.f_code.co_filename.startswith(_PACKAGE):
+                frames.append((frame.f_code, _state_of(frame.f_locals)))
+            frame = frame.f_back
+        return tuple(frames), tuple(_state_of(vars(o)) for o in self.object_refs)
 
     def relax_failed(self, why):
         self.relax_failures.append(f"{why} at {_site(sys._getframe(2))}")
@@ -175,6 +210,8 @@ class _Tracer:
             outer = outer.f_back
         file = frame.f_code.co_filename
         name = getattr(arg, "__name__", "?")
+        if name in ("next", "iter", "__next__"):
+            self.stateful.append(len(self.entries))
         if name not in _PURE_BUILTINS:
             where = f"{os.path.basename(file)}:{frame.f_lineno}"
             self.reasons.append(f"it calls {name}(), which may have side effects, at {where}")
@@ -220,6 +257,58 @@ def _immutable(x):
     if isinstance(x, _SIMPLE):
         return True
     return type(x) in (tuple, frozenset) and all(_immutable(v) for v in x)
+
+
+def _user_frame(frame):
+    """The first frame outside jitc's package from `frame` outwards."""
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+    return frame
+
+
+def _marker(value, depth=0):
+    """`value` as the loop staging compares Python state: a tensor is just
+    a tensor (its value flows through the graph), Python values by type
+    and `repr`, containers item by item, other objects by identity."""
+    if _is_var(value):
+        return "tensor"
+    if isinstance(value, _SIMPLE):
+        return (type(value).__name__, repr(value))
+    if isinstance(value, (tuple, list)) and depth < 3:
+        return (type(value).__name__, tuple(_marker(v, depth + 1) for v in value))
+    if isinstance(value, dict) and depth < 3:
+        return ("dict", tuple((repr(k), _marker(v, depth + 1)) for k, v in value.items()))
+    return ("object", id(value))
+
+
+def _state_of(names):
+    return tuple(sorted((name, _marker(v)) for name, v in names.items()))
+
+
+# Code object -> the line numbers of its `while` loops' tests.
+_WHILE_TESTS = {}
+
+
+def _while_test(frame):
+    """Whether `frame` is at the test of a `while` loop of its source (a
+    loop whose only hidden state is its frame's locals, unlike a `for`
+    loop's iterator)."""
+    if frame is None:
+        return False
+    code = frame.f_code
+    lines = _WHILE_TESTS.get(code)
+    if lines is None:
+        lines = set()
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(code)))
+            offset = code.co_firstlineno - 1
+            for node in ast.walk(tree):
+                if isinstance(node, ast.While):
+                    lines.update(range(node.test.lineno + offset, node.test.end_lineno + offset + 1))
+        except (OSError, TypeError, SyntaxError, IndentationError):
+            pass
+        _WHILE_TESTS[code] = lines
+    return frame.f_lineno in lines
 
 
 def _same_number(a, b):
@@ -306,6 +395,218 @@ class _Segment:
 
 class _Unmergeable(Exception):
     pass
+
+
+def _decisions(trace):
+    """`(entry index, (site, value))` of each decision of `trace`."""
+    return [(i, (e[3], e[2])) for i, e in enumerate(trace.entries) if e[0] == "decide"]
+
+
+def _relabel(described, where):
+    """An entry's described arguments with each value key `k` replaced by
+    `where(k)`."""
+    if isinstance(described, tuple) and len(described) == 2 and described[0] == "v":
+        return ("v", where(described[1]))
+    if isinstance(described, tuple):
+        return tuple(_relabel(a, where) for a in described)
+    return described
+
+
+def _placeholder(native):
+    """Data of `native`'s type standing for a value a staged part takes."""
+    from . import _TO_NUMPY
+
+    zeros = np.zeros(native.shape, dtype=np.dtype(_TO_NUMPY[native.dtype]))
+    return _jitc.Var.from_bytes(zeros.tobytes(), list(native.shape), native.dtype)
+
+
+class _Loop:
+    """A `while` loop on a tensor condition in one trace, folded: its
+    decisions `ds` (the test, the same way `go` each time but the last),
+    the entries before the first test (*pre*), `k` iterations of
+    `length` entries each ending with the next test (*chunks*), and the
+    entries after the last test (*post*).
+
+    It folds when it can be one `scf.while` for any trip count: the test
+    is a `while` statement's (`_while_test`: a `for` loop's iterator is
+    state the trace cannot see); the Python state (locals of every frame,
+    attributes of the objects the facts cover) is the same at every test
+    after the first, so every later iteration does in Python what the
+    second did; it ran at least twice, so that the second's ops read the
+    first's values where the first read values from before the loop (the
+    carried values and their initial values); every iteration has the
+    same ops reading values of its own, of the one before, or from before
+    the loop (loop invariants); nothing else decides inside the loop and
+    no `next()` is called there; and what follows the loop reads only
+    carried values of the last iteration."""
+
+    def __init__(self, trace, ds, go):
+        self.trace, self.ds, self.go = trace, ds, go
+        self.site = trace.entries[ds[0]][4]
+        self.where = trace.entries[ds[0]][3]
+        self.k = len(ds) - 1
+        self.length = ds[1] - ds[0]
+        self.starts = [d + 1 for d in ds[:-1]]
+
+    @staticmethod
+    def of(trace):
+        decides = [i for i, e in enumerate(trace.entries) if e[0] == "decide"]
+        by_site = {}
+        for i in decides:
+            by_site.setdefault(trace.entries[i][4], []).append(i)
+        boundaries = trace.tracer.boundaries
+        for ds in by_site.values():
+            if len(ds) < 3 or not all(boundaries[i][1] for i in ds):
+                continue
+            values = [trace.entries[i][2] for i in ds]
+            go = values[0]
+            if any(v != go for v in values[:-1]) or values[-1] == go:
+                continue
+            if any(ds[0] < i < ds[-1] and i not in ds for i in decides):
+                continue
+            if len({boundaries[i][0] for i in ds[1:]}) != 1:
+                continue
+            if any(ds[0] < p <= ds[-1] for p in trace.tracer.stateful):
+                continue
+            if len({ds[i + 1] - ds[i] for i in range(len(ds) - 1)}) != 1:
+                continue
+            loop = _Loop(trace, ds, go)
+            if loop.fold():
+                return loop
+        return None
+
+    def _where(self, key, i):
+        """Key `key` as iteration `i` reads it."""
+        if key[0] == "in":
+            return ("in", key[1])
+        index = key[0]
+        if index < self.ds[0]:
+            return ("pre", key)
+        chunk, offset = divmod(index - self.starts[0], self.length)
+        if chunk == i:
+            return ("local", offset, key[1])
+        if chunk == i - 1:
+            return ("carried", offset, key[1])
+        return ("far", key)
+
+    def _chunk(self, i):
+        t = self.trace
+        return [_relabel(t.signature[self.starts[i] + j], lambda key: self._where(key, i))
+                for j in range(self.length)]
+
+    def fold(self):
+        """Finds the carried values, their initial values and the loop
+        invariants; False when the loop does not fold."""
+        t = self.trace
+        if any(t.entries[e][0] == "call" and t.entries[e][1] is _jitc.guard
+               for e in range(self.starts[0], self.ds[-1])):
+            return False
+        chunks = [self._chunk(i) for i in range(self.k)]
+        if any(c != chunks[1] for c in chunks[2:]):
+            return False
+        # The first iteration reads the carried values' initial values
+        # where the second reads the carried values.
+        init = {}
+
+        def match(a, b):
+            if isinstance(a, tuple) and len(a) == 2 and a[0] == "v" and isinstance(b, tuple) and b[:1] == ("v",):
+                first, second = a[1], b[1]
+                if second[0] == "carried":
+                    if first[0] not in ("pre", "in"):
+                        return False
+                    return init.setdefault(second[1:], first) == first
+                return first == second and first[0] != "far"
+            if isinstance(a, tuple) and isinstance(b, tuple):
+                return len(a) == len(b) and all(match(x, y) for x, y in zip(a, b))
+            return a == b
+
+        if not all(match(a, b) for a, b in zip(chunks[0], chunks[1])):
+            return False
+        reads = set()
+
+        def collect(described):
+            if isinstance(described, tuple) and len(described) == 2 and described[0] == "v":
+                reads.add(described[1])
+            elif isinstance(described, tuple):
+                for a in described:
+                    collect(a)
+
+        for entry in chunks[1]:
+            collect(entry)
+        if any(r[0] == "far" for r in reads):
+            return False
+        invariants = {r[1] for r in reads if r[0] == "pre"}
+        # After the loop: values of the last iteration must be carried ones.
+        last = self.k - 1
+        after = set()
+        for used in t.uses[self.ds[-1] + 1:]:
+            after.update(used)
+        after.update(t.outputs)
+        for key in after:
+            if key[0] == "in" or key[0] > self.ds[-1]:
+                continue
+            place = self._where(key, last)
+            if place[0] == "pre":
+                invariants.add(key)
+            elif place[0] != "local" or place[1:] not in init:
+                return False
+        self.init = init
+        self.carried = sorted(init, key=repr)
+        self.invariants = sorted(invariants, key=repr)
+        return True
+
+    def stage(self):
+        """The folded loop as one compiled graph (`_jitc.stage_loop`)."""
+        t = self.trace
+        d0, dk = self.ds[0], self.ds[-1]
+        inputs = list(t.inputs)
+        go = self.go
+        # Before the loop.
+        pre = _Replay(inputs)
+        effects_before = []
+        for e in range(d0):
+            entry = t.entries[e]
+            if entry[0] == "call":
+                pre.call(e, entry[1], t.signature[e][1])
+            else:
+                condition = _condition(pre.value(t.signature[e][1]), entry[2])
+                effects_before.append(_jitc.guard(condition, f"branch at {entry[3]} goes {entry[2]}"))
+        condition = _condition(pre.value(t.signature[d0][1]), go)
+        init = [pre.mapping[self.init[p]] for p in self.carried]
+        init += [pre.mapping[key] for key in self.invariants]
+        # One iteration: the second's ops, on placeholders.
+        body = _Replay(inputs)
+        params = [_placeholder(v) for v in init]
+        first = self.starts[0]
+        for p, param in zip(self.carried, params):
+            body.mapping[(first + p[0], p[1])] = param
+        for key, param in zip(self.invariants, params[len(self.carried):]):
+            body.mapping[key] = param
+        second = self.starts[1]
+        for e in range(second, self.ds[2]):
+            body.call(e, t.entries[e][1], t.signature[e][1])
+        next_condition = _condition(body.value(t.signature[self.ds[2]][1]), go)
+        nexts = [body.mapping[(second + p[0], p[1])] for p in self.carried]
+        nexts += params[len(self.carried):]
+        # After the loop, on the values it ends with.
+        post = _Replay(inputs)
+        results = [_placeholder(v) for v in init]
+        last = self.starts[-1]
+        for p, result in zip(self.carried, results):
+            post.mapping[(last + p[0], p[1])] = result
+        for key, result in zip(self.invariants, results[len(self.carried):]):
+            post.mapping[key] = result
+        effects_after = []
+        for e in range(dk + 1, len(t.entries)):
+            entry = t.entries[e]
+            if entry[0] == "call":
+                post.call(e, entry[1], t.signature[e][1])
+            else:
+                condition_after = _condition(post.value(t.signature[e][1]), entry[2])
+                effects_after.append(_jitc.guard(condition_after, f"branch at {entry[3]} goes {entry[2]}"))
+        outputs = [post.mapping[key] for key in t.outputs]
+        return _jitc.stage_loop(inputs, init, effects_before, condition, params, nexts, next_condition,
+                                results, outputs, effects_after)
 
 
 class _Diverged(Exception):
@@ -662,6 +963,7 @@ class Function:
         raised) and the tracer."""
         tracer = _Tracer()
         tracer.objects = {id(o) for o in objects}
+        tracer.object_refs = list(objects)
         previous_profile = sys.getprofile()
         _tracing.tracer = tracer
         sys.setprofile(tracer.profile)
@@ -734,6 +1036,13 @@ class Function:
         all went one way. Traces that cannot be merged at all (their ops
         differ where their decisions agree) leave the most recent alone."""
         if self.merge:
+            try:
+                looped = self._looped(traces)
+            except (_Unmergeable, _Unstageable, _jitc.JitcError) as e:
+                self._note("no loop", f"the loop is not staged as an scf.while ({e})")
+                looped = None
+            if looped is not None:
+                return looped
             if self.merge != "tree" and len({tuple(t.values.items()) for t in traces}) > 1:
                 try:
                     return self._merged(traces)
@@ -744,6 +1053,27 @@ class Function:
             except _Unmergeable:
                 pass
         return self._segment(traces[-1:], 0)
+
+    def _looped(self, traces):
+        """The traces as one graph whose `while` loop on a tensor condition
+        is an `scf.while` (AutoGraph), when the most recent trace that ran
+        such a loop at least twice can be folded (`_Loop`) and every trace
+        went the same ways outside the loop (those are guards). None when
+        there is no such loop."""
+        for ref in reversed(traces):
+            loop = _Loop.of(ref)
+            if loop is not None:
+                break
+        else:
+            return None
+        outside = lambda t: [(site, v) for i, (site, v) in _decisions(t) if t.entries[i][4] != loop.site]  # noqa: E731
+        if any(outside(t) != outside(ref) for t in traces):
+            return None
+        staged = loop.stage()
+        leaf = _Segment(staged, [], [], 0)
+        leaf.structure, leaf.writes, leaf.decisions = ref.structure, ref.writes, ref.tracer.decisions
+        leaf.loop = loop.where
+        return leaf
 
     def _merged(self, traces):
         """`traces` as one graph: each replayed whole, on the most recent
@@ -974,6 +1304,9 @@ def _unique_natives(tensors):
 
 
 def _describe_tree(root):
+    if getattr(root, "loop", None):
+        return (f"one graph with the loop at {root.loop} as an scf.while (AutoGraph), "
+                f"{root.staged.kernels} kernels")
     if root.merged:
         return (f"one graph merged from {root.merged} traces (Terra; scf.index_switch where they went different "
                 f"ways), {root.staged.kernels} kernels")

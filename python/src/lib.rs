@@ -385,6 +385,51 @@ fn stage_merged(inputs: Vec<PyRef<'_, PyVar>>, traces: Vec<PyTrace<'_>>) -> PyRe
     graph::stage_merged(&inputs, &traces).map(PyStaged).map_err(error)
 }
 
+/// The native values of `list`.
+fn refs<'a>(list: &'a [PyRef<'_, PyVar>]) -> Vec<&'a Var> {
+    list.iter().map(|v| &v.0).collect()
+}
+
+/// Stages a loop on a tensor condition as one function with an
+/// `scf.while` (see `jitc_runtime::graph::stage_loop`).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn stage_loop(
+    inputs: Vec<PyRef<'_, PyVar>>,
+    init: Vec<PyRef<'_, PyVar>>,
+    effects_before: Vec<PyRef<'_, PyVar>>,
+    condition: PyRef<'_, PyVar>,
+    params: Vec<PyRef<'_, PyVar>>,
+    next: Vec<PyRef<'_, PyVar>>,
+    next_condition: PyRef<'_, PyVar>,
+    results: Vec<PyRef<'_, PyVar>>,
+    outputs: Vec<PyRef<'_, PyVar>>,
+    effects_after: Vec<PyRef<'_, PyVar>>,
+) -> PyResult<PyStaged> {
+    let (inputs, init, effects_before, params, next, results, outputs, effects_after) = (
+        refs(&inputs),
+        refs(&init),
+        refs(&effects_before),
+        refs(&params),
+        refs(&next),
+        refs(&results),
+        refs(&outputs),
+        refs(&effects_after),
+    );
+    let parts = graph::LoopParts {
+        init: &init,
+        effects_before: &effects_before,
+        condition: &condition.0,
+        params: &params,
+        next: &next,
+        next_condition: &next_condition.0,
+        results: &results,
+        outputs: &outputs,
+        effects_after: &effects_after,
+    };
+    graph::stage_loop(&inputs, &parts).map(PyStaged).map_err(error)
+}
+
 /// The native module.
 #[pymodule]
 fn _jitc(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -411,5 +456,6 @@ fn _jitc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_site, m)?)?;
     m.add_function(wrap_pyfunction!(decision, m)?)?;
     m.add_function(wrap_pyfunction!(stage_merged, m)?)?;
+    m.add_function(wrap_pyfunction!(stage_loop, m)?)?;
     Ok(())
 }

@@ -421,6 +421,70 @@ def test_a_mutable_python_attribute_write_or_a_delete_stays_imperative():
     assert "deletes the attribute scratch" in Log.drop.explain(), Log.drop.explain()
 
 
+def shrink(x, w):
+    base = x + 1.0
+    while jitc.max(x) > 1:
+        x = x * 0.5 + w
+    return x * 2.0 + base
+
+
+def test_a_while_loop_on_a_tensor_is_staged_as_one_scf_while():
+    fn = jitc.function(shrink, profile=2)
+    rng = np.random.default_rng(5)
+    w = (rng.standard_normal(3) * 0.1).astype(np.float32)
+    # The first two calls run the loop 6 and 2 times; the later ones from 0
+    # to 17 times, counts no trace saw, all served by the one graph.
+    tops = [40.0, 3.0] + [float(t) for t in rng.choice([0.5, 3.0, 40.0, 1e5], size=10)]
+    for top in tops:
+        x = (rng.random(3) * top).astype(np.float32)
+        x[0] = top
+        want = shrink(jitc.Var(x), jitc.Var(w)).numpy()
+        np.testing.assert_array_equal(fn(x, w).numpy(), want)
+    stats = fn.stats()
+    assert stats["staged"] == 10 and stats["fallbacks"] == 0 and stats["staged_graphs"] == 1, stats
+    assert "with the loop at test_function.py" in jitc.explain(fn) and "as an scf.while" in jitc.explain(fn)
+
+
+def counted(x):
+    steps = 0
+    while jitc.max(x) > 1:
+        x = x * 0.5
+        steps += 1
+    return x, steps
+
+
+def broken(x):
+    for _ in range(100):
+        if jitc.max(x) <= 1:
+            break
+        x = x * 0.5
+    return x
+
+
+def pulled(x):
+    factors = iter([0.5] * 100)
+    while jitc.max(x) > 1:
+        x = x * next(factors)
+    return x
+
+
+@pytest.mark.parametrize("fn", [counted, broken, pulled])
+def test_loops_that_python_state_could_end_are_not_folded(fn):
+    # A Python counter the loop changes (and returns), a `for` loop's hidden
+    # iterator ended by `break`, a `next()` in the loop: each iteration may
+    # do something else in Python, so each trip count stays a path of its
+    # own (guards, fallbacks), and every result is still the imperative one.
+    staged = jitc.function(fn, profile=2)
+    for top in [40.0, 3.0, 40.0, 9.0, 3.0]:
+        x = np.array([top, 0.25], dtype=np.float32)
+        got, want = staged(x), fn(jitc.Var(x))
+        if isinstance(want, tuple):
+            assert got[1] == want[1]
+            got, want = got[0], want[0]
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    assert "scf.while" not in jitc.explain(staged), jitc.explain(staged)
+
+
 def test_a_raise_under_a_tensor_condition_is_raised_by_the_imperative_rerun():
     @jitc.function(profile=1)
     def checked(x):

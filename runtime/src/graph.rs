@@ -1725,6 +1725,237 @@ pub fn stage_merged(inputs: &[&Var], traces: &[(Vec<&Var>, Vec<&Var>)]) -> Resul
     })
 }
 
+/// The parts of [`stage_loop`]: what each computes, and from which data.
+pub struct LoopParts<'a> {
+    /// The loop's carried values on entry (data among `inputs`, or values
+    /// computed from them).
+    pub init: &'a [&'a Var],
+    /// Effects (guards) before the loop: computed, not returned.
+    pub effects_before: &'a [&'a Var],
+    /// Rank-0 `i1`: whether the loop runs its first iteration.
+    pub condition: &'a Var,
+    /// Data standing for the carried values in the body (one per `init`).
+    pub params: &'a [&'a Var],
+    /// The carried values after one iteration, computed from `params` and
+    /// `inputs`.
+    pub next: &'a [&'a Var],
+    /// Rank-0 `i1`, computed with `next`: whether the loop goes on.
+    pub next_condition: &'a Var,
+    /// Data standing for the carried values when the loop ends.
+    pub results: &'a [&'a Var],
+    /// The function's outputs, computed from `results` and `inputs`.
+    pub outputs: &'a [&'a Var],
+    /// Effects (guards) after the loop: computed, not returned.
+    pub effects_after: &'a [&'a Var],
+}
+
+/// Stages a loop on a tensor condition (AutoGraph's staged `while`) as one
+/// function: `@pre` computes the carried values and the first condition
+/// from `inputs`, an `scf.while` runs `@body` while the condition holds,
+/// and `@post` computes the outputs from the values the loop ends with.
+/// `inputs` must be data, and become the function's arguments in order;
+/// other data the parts read is captured, as [`stage`] does. The body's
+/// guards, and the effects before and after, fail the whole call.
+pub fn stage_loop(inputs: &[&Var], parts: &LoopParts<'_>) -> Result<Staged, Error> {
+    let runtime = runtime()?;
+    let carried = parts.init.len();
+    if parts.params.len() != carried || parts.next.len() != carried || parts.results.len() != carried {
+        return Err(bad(format!(
+            "a staged loop carries {carried} values, but has {} parameters, {} next values and {} results",
+            parts.params.len(),
+            parts.next.len(),
+            parts.results.len()
+        )));
+    }
+    for (k, (((init, param), next), result)) in parts
+        .init
+        .iter()
+        .zip(parts.params)
+        .zip(parts.next)
+        .zip(parts.results)
+        .enumerate()
+    {
+        let r#type = (init.shape(), init.element());
+        if [param, next, result]
+            .iter()
+            .any(|v| (v.shape(), v.element()) != r#type)
+        {
+            return Err(bad(format!(
+                "carried value {k} of a staged loop changes its type ({} on entry)",
+                type_text(init.shape(), init.element())
+            )));
+        }
+    }
+    for condition in [parts.condition, parts.next_condition] {
+        if !condition.shape().is_empty() || condition.element() != ElementType::I1 {
+            return Err(bad("a staged loop's condition must be a rank-0 i1"));
+        }
+    }
+    let pre_values: Vec<&Var> = parts
+        .init
+        .iter()
+        .chain([&parts.condition])
+        .chain(parts.effects_before)
+        .copied()
+        .collect();
+    let body_inputs: Vec<&Var> = parts.params.iter().chain(inputs).copied().collect();
+    let body_values: Vec<&Var> = parts
+        .next
+        .iter()
+        .chain([&parts.next_condition])
+        .copied()
+        .collect();
+    let post_inputs: Vec<&Var> = parts.results.iter().chain(inputs).copied().collect();
+    let post_values: Vec<&Var> = parts.outputs.iter().chain(parts.effects_after).copied().collect();
+    let pre = staged_part(&runtime, inputs, &pre_values)?;
+    let body = staged_part(&runtime, &body_inputs, &body_values)?;
+    let post = staged_part(&runtime, &post_inputs, &post_values)?;
+    // Data the parts read that is not an input: captured, each node once.
+    let mut captured: Vec<(Rc<Node>, Arc<Tensor>)> = Vec::new();
+    for (node, value) in pre.1.iter().chain(&body.1).chain(&post.1) {
+        if !captured.iter().any(|(c, _)| Rc::ptr_eq(c, node)) {
+            captured.push((Rc::clone(node), Arc::clone(value)));
+        }
+    }
+    let shared: Vec<Rc<Node>> = inputs
+        .iter()
+        .map(|v| Rc::clone(&v.0))
+        .chain(captured.iter().map(|(node, _)| Rc::clone(node)))
+        .collect();
+    let nodes_of = |vars: &[&Var]| -> Vec<Rc<Node>> { vars.iter().map(|v| Rc::clone(&v.0)).collect() };
+    let function = |name: &str, own: &[&Var], nodes: Vec<Rc<Node>>, results: &[&Var]| {
+        let cut = Cut {
+            nodes,
+            arguments: nodes_of(own).into_iter().chain(shared.iter().cloned()).collect(),
+            results: nodes_of(results),
+            aliases: Vec::new(),
+        };
+        cut.function_text(name, None)
+    };
+    let mut text = String::new();
+    text.push_str(&function("pre", &[], pre.0, &pre_values));
+    text.push_str(&function("body", parts.params, body.0, &body_values));
+    text.push_str(&function("post", parts.results, post.0, &post_values));
+    // @main: the arguments, the calls and the loop.
+    let types =
+        |vars: &[&Var]| -> Vec<String> { vars.iter().map(|v| type_text(v.shape(), v.element())).collect() };
+    let shared_types: Vec<String> = shared.iter().map(|n| type_text(&n.shape, n.element)).collect();
+    let arguments: Vec<String> = (0..shared.len()).map(|k| format!("%a{k}")).collect();
+    let parameters: Vec<String> = arguments
+        .iter()
+        .zip(&shared_types)
+        .map(|(a, t)| format!("{a}: {t}"))
+        .collect();
+    let pre_types = types(&pre_values);
+    let mut loop_types = types(parts.init);
+    loop_types.push("tensor<i1>".to_owned());
+    let post_types = types(&post_values);
+    let output_types = types(parts.outputs);
+    let list = |items: &[String]| items.join(", ");
+    let group = |name: &str, range: std::ops::Range<usize>| -> Vec<String> {
+        range.map(|k| format!("%{name}#{k}")).collect()
+    };
+    let mut main = String::new();
+    let _ = writeln!(
+        main,
+        "func.func @main({}) -> ({}) {{",
+        list(&parameters),
+        list(&output_types)
+    );
+    let _ = writeln!(
+        main,
+        "  %pre:{} = func.call @pre({}) : ({}) -> ({})",
+        pre_types.len(),
+        list(&arguments),
+        list(&shared_types),
+        list(&pre_types)
+    );
+    let entry = group("pre", 0..carried + 1);
+    let state: Vec<String> = (0..=carried).map(|k| format!("%s{k}")).collect();
+    let bindings: Vec<String> = state
+        .iter()
+        .zip(&entry)
+        .map(|(s, e)| format!("{s} = {e}"))
+        .collect();
+    let _ = writeln!(
+        main,
+        "  %loop:{} = scf.while ({}) : ({}) -> ({}) {{",
+        carried + 1,
+        list(&bindings),
+        list(&loop_types),
+        list(&loop_types)
+    );
+    let _ = writeln!(main, "    %go = tensor.extract %s{carried}[] : tensor<i1>");
+    let _ = writeln!(
+        main,
+        "    scf.condition(%go) {} : {}",
+        list(&state),
+        list(&loop_types)
+    );
+    let _ = writeln!(main, "  }} do {{");
+    let block: Vec<String> = state
+        .iter()
+        .zip(&loop_types)
+        .map(|(s, t)| format!("{s}: {t}"))
+        .collect();
+    let _ = writeln!(main, "  ^bb0({}):", list(&block));
+    let mut body_arguments: Vec<String> = state[..carried].to_vec();
+    body_arguments.extend(arguments.iter().cloned());
+    let mut body_types: Vec<String> = loop_types[..carried].to_vec();
+    body_types.extend(shared_types.iter().cloned());
+    let _ = writeln!(
+        main,
+        "    %next:{} = func.call @body({}) : ({}) -> ({})",
+        carried + 1,
+        list(&body_arguments),
+        list(&body_types),
+        list(&loop_types)
+    );
+    let _ = writeln!(
+        main,
+        "    scf.yield {} : {}",
+        list(&group("next", 0..carried + 1)),
+        list(&loop_types)
+    );
+    let _ = writeln!(main, "  }}");
+    let mut post_arguments = group("loop", 0..carried);
+    post_arguments.extend(arguments.iter().cloned());
+    let mut post_argument_types: Vec<String> = loop_types[..carried].to_vec();
+    post_argument_types.extend(shared_types.iter().cloned());
+    let named = if post_types.is_empty() {
+        String::new()
+    } else {
+        format!("%post:{} = ", post_types.len())
+    };
+    let _ = writeln!(
+        main,
+        "  {named}func.call @post({}) : ({}) -> ({})",
+        list(&post_arguments),
+        list(&post_argument_types),
+        list(&post_types)
+    );
+    if output_types.is_empty() {
+        let _ = writeln!(main, "  return\n}}");
+    } else {
+        let _ = writeln!(
+            main,
+            "  return {} : {}\n}}",
+            list(&group("post", 0..parts.outputs.len())),
+            list(&output_types)
+        );
+    }
+    text.push_str(&main);
+    let executable = runtime.executable(text.clone().into_bytes(), || text)?;
+    Ok(Staged {
+        executable,
+        inputs: inputs.iter().map(|v| (v.0.shape.clone(), v.0.element)).collect(),
+        captured: captured
+            .into_iter()
+            .map(|(_, value)| Value::Tensor(value))
+            .collect(),
+    })
+}
+
 impl Staged {
     /// Runs the staged function on `inputs` (of the staged inputs' types);
     /// returns its outputs as data. A failed guard is
