@@ -1,9 +1,11 @@
 """A loop with a tensor-dependent exit (`break` on a tensor condition),
 as in AutoGraph's examples: Newton's iteration for square roots, stopping
-when the largest update is small. Each iteration's test is a decision on a
-tensor value, so the staged graph speculates the trip count seen in
-profiling, under one guard per iteration; inputs that need another trip
-count fail a guard, run imperatively, and restage. Checked against NumPy.
+when the largest update is small. The `for` loop over `range(40)` ends
+its body with the `break`, so `@jitc.function` stages it as one
+`scf.while` (AutoGraph's staged loop) that stops on the break or after 40
+iterations: inputs that need another trip count than the profiled ones
+(the larger scale) are served by the same graph, with no fallback.
+Checked against NumPy.
 
 Run: .venv/bin/python examples/python/autograph_while.py
 """

@@ -21,16 +21,18 @@ Python (`item()`, `numpy()`) and named state make the function stay
 imperative, with the reason reported (`jitc.explain(fn)`).
 
 **Generate.** After `profile` traced calls (3 by default) with the same
-facts, the traces are staged. A `while` loop on a tensor condition that a
-trace ran at least twice becomes one `scf.while` (AutoGraph's staged
-loop; `_Loop`, `jitc_runtime::graph::stage_loop`): the ops before it, one
-iteration (the second, on placeholders for the values it carries) and
-the ops after it are compiled as one graph that runs any trip count, when
-the iterations are the same ops, nothing else decides inside the loop,
-and the Python state (every frame's locals, the attributes the facts
-cover) is the same at each test but the first, so that no later
-iteration can do something else in Python; the branches outside the loop
-are guards. Otherwise, when the traces went different ways, each is
+facts, the traces are staged. A loop on a tensor condition that a trace
+ran at least twice becomes one `scf.while` (AutoGraph's staged loop;
+`_Loop`, `jitc_runtime::graph::stage_loop`): a `while` loop, or a `for`
+loop over `range(...)` whose body ends with `if ...: break` (the loop
+then carries a counter, and stops on the break or at the range's end).
+The ops before it, one iteration (the second, on placeholders for the
+values it carries) and the ops after it are compiled as one graph that
+runs any trip count, when the iterations are the same ops, nothing else
+decides inside the loop, and the Python state (every frame's locals, the
+attributes the facts cover, a `for` loop's target aside) is the same at
+the tests, so that no later iteration can do something else in Python;
+the branches outside the loop are guards. Otherwise, when the traces went different ways, each is
 replayed whole onto fresh nodes at its ops' Python sites, its branches as
 decisions, and `jitc_runtime::graph::stage_merged` merges them into one
 compiled graph (`meta-merge`, Terra's Algorithm 1): ops the traces share
@@ -81,11 +83,12 @@ and attributes) and nothing read the number into Python (`float()`,
 the number goes back to being a fact by value (*relaxations_undone*),
 with the reason.
 
-What is not done yet: a loop on tensor values that is not such a
-`while` (a `for` loop with a `break` on a tensor, a loop that changes a
-Python counter, a second tensor decision inside the loop, or one run
-fewer than twice in every trace kept) is unrolled to the trip counts
-traced, each count a path of its own; a branch whose ways differ only in which values later
+What is not done yet: a loop on tensor values that is not one of those
+(a `break` that is not the end of a `for` loop's body, a loop over
+something else than `range`, a loop that changes a Python counter, a
+second tensor decision inside the loop, or one run fewer than twice in
+every trace kept) is unrolled to the trip counts traced, each count a
+path of its own; a branch whose ways differ only in which values later
 ops read is staged as a tree (kernels do not fuse across a tree's
 branch); relaxed integers compute in 64 bits where Python's are unbounded
 (a difference only past 2**63, and only in calls served by the graph).
@@ -175,7 +178,7 @@ class _Tracer:
         # For staging a loop: the Python state at this decision, and
         # whether it is a `while` loop's test.
         user = _user_frame(frame)
-        self.boundaries[len(self.entries)] = (self._python_state(user), _while_test(user))
+        self.boundaries[len(self.entries)] = (self._python_state(user), _loop_test(user))
         self.entries.append(("decide", var._v, value, site, _call_site(frame)))
         self.decisions.append((site, value))
         return value
@@ -285,30 +288,87 @@ def _state_of(names):
     return tuple(sorted((name, _marker(v)) for name, v in names.items()))
 
 
-# Code object -> the line numbers of its `while` loops' tests.
-_WHILE_TESTS = {}
+# Code object -> {line: the loop test there}, from its source.
+_LOOP_TESTS = {}
 
 
-def _while_test(frame):
-    """Whether `frame` is at the test of a `while` loop of its source (a
-    loop whose only hidden state is its frame's locals, unlike a `for`
-    loop's iterator)."""
+def _loop_tests(code):
+    """The lines of `code`'s loop tests: a `while` statement's test
+    (`("while",)`), and the test of an `if ...: break` that ends the body
+    of a `for` loop over `range(...)` of names and constants, with no
+    `else`, no assignment to those names in the loop and no read of its
+    target (`("for", target, arguments)`): the only loops whose hidden
+    state (a `for` loop's iterator) is known."""
+    tests = _LOOP_TESTS.get(code)
+    if tests is not None:
+        return tests
+    tests = {}
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(code)))
+    except (OSError, TypeError, SyntaxError):
+        tree = None
+    offset = code.co_firstlineno - 1
+    lines = lambda node: range(node.lineno + offset, node.end_lineno + offset + 1)  # noqa: E731
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.While):
+            for line in lines(node.test):
+                tests[line] = ("while",)
+        elif isinstance(node, ast.For) and not node.orelse and isinstance(node.target, ast.Name) and node.body:
+            last, call = node.body[-1], node.iter
+            if not (isinstance(last, ast.If) and not last.orelse and len(last.body) == 1
+                    and isinstance(last.body[0], ast.Break)):
+                continue
+            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "range"
+                    and not call.keywords and 1 <= len(call.args) <= 3
+                    and all(isinstance(a, (ast.Constant, ast.Name)) for a in call.args)):
+                continue
+            names = {a.id for a in call.args if isinstance(a, ast.Name)} | {"range"}
+            assigned = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            # The target is left out of the Python state compared at each
+            # test, so nothing in the loop may read it.
+            read = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+            if names & assigned or node.target.id in read:
+                continue
+            arguments = tuple(("name", a.id) if isinstance(a, ast.Name) else ("constant", a.value)
+                              for a in call.args)
+            for line in lines(last.test):
+                tests[line] = ("for", node.target.id, arguments)
+    _LOOP_TESTS[code] = tests
+    return tests
+
+
+def _loop_test(frame):
+    """The loop test `frame` is at (`_loop_tests`), with a `for` loop's
+    trip count: `("while",)`, `("for", target, trips)`, or None."""
     if frame is None:
-        return False
-    code = frame.f_code
-    lines = _WHILE_TESTS.get(code)
-    if lines is None:
-        lines = set()
-        try:
-            tree = ast.parse(textwrap.dedent(inspect.getsource(code)))
-            offset = code.co_firstlineno - 1
-            for node in ast.walk(tree):
-                if isinstance(node, ast.While):
-                    lines.update(range(node.test.lineno + offset, node.test.end_lineno + offset + 1))
-        except (OSError, TypeError, SyntaxError, IndentationError):
-            pass
-        _WHILE_TESTS[code] = lines
-    return frame.f_lineno in lines
+        return None
+    test = _loop_tests(frame.f_code).get(frame.f_lineno)
+    if test is None or test[0] == "while":
+        return test
+    _, target, arguments = test
+    values = []
+    for kind, value in arguments:
+        if kind == "name":
+            scope = frame.f_locals if value in frame.f_locals else frame.f_globals
+            value = scope.get(value, getattr(__builtins__, value, None) if not isinstance(__builtins__, dict)
+                              else __builtins__.get(value))
+        if type(value) is not int:
+            return None
+        values.append(value)
+    if frame.f_globals.get("range", range) is not range:
+        return None
+    return ("for", target, len(range(*values)))
+
+
+def _without(state, target):
+    """A Python state (`_Tracer._python_state`) without the local `target`
+    of its innermost frame (a `for` loop's target, which the loop's
+    counter stands for)."""
+    frames, objects = state
+    if target is None or not frames:
+        return state
+    code, names = frames[0]
+    return (((code, tuple(n for n in names if n[0] != target)),) + frames[1:], objects)
 
 
 def _same_number(a, b):
@@ -421,32 +481,49 @@ def _placeholder(native):
 
 
 class _Loop:
-    """A `while` loop on a tensor condition in one trace, folded: its
-    decisions `ds` (the test, the same way `go` each time but the last),
-    the entries before the first test (*pre*), `k` iterations of
-    `length` entries each ending with the next test (*chunks*), and the
-    entries after the last test (*post*).
+    """A loop on a tensor condition in one trace, folded. Its decisions
+    `ds` at one site go the same way `go` each time but the last, and
+    split the trace into the entries before the loop (*pre*), iterations
+    (*chunks*) of `length` entries each ending with a test, and the
+    entries after the last test (*post*):
 
-    It folds when it can be one `scf.while` for any trip count: the test
-    is a `while` statement's (`_while_test`: a `for` loop's iterator is
-    state the trace cannot see); the Python state (locals of every frame,
-    attributes of the objects the facts cover) is the same at every test
-    after the first, so every later iteration does in Python what the
-    second did; it ran at least twice, so that the second's ops read the
-    first's values where the first read values from before the loop (the
-    carried values and their initial values); every iteration has the
-    same ops reading values of its own, of the one before, or from before
-    the loop (loop invariants); nothing else decides inside the loop and
-    no `next()` is called there; and what follows the loop reads only
-    carried values of the last iteration."""
+    - a `while` loop: pre ends with the first test, whose way is the
+      first condition; chunk `i` follows test `i` and ends with test
+      `i + 1`;
+    - a `for` loop over `range` whose body ends with `if ...: break`:
+      chunk `i` is iteration `i`, ending with its test; the loop goes on
+      while the test does not break and a counter carried with the values
+      is below the range's length (fixed by the facts).
 
-    def __init__(self, trace, ds, go):
-        self.trace, self.ds, self.go = trace, ds, go
+    It folds into one `scf.while` for any trip count when: the test is
+    one of those (`_loop_test`; any other loop has hidden state, such as
+    a `for` loop's iterator, the trace cannot see); the Python state
+    (locals of every frame, attributes of the objects the facts cover;
+    a `for` loop's target aside) is the same at every test after the first
+    of a `while` (at every test of a `for`), so that every later iteration
+    does in Python what the template did; there are at least two chunks,
+    so that the second (the template) reads the first's values where the
+    first reads values from before the loop (the carried values and their
+    initial values); every chunk has the same ops reading values of its
+    own, of the chunk before, or from before the loop (loop invariants);
+    nothing else decides inside the loop and no `next()` is called there;
+    and what follows the loop reads only carried values of the last
+    chunk."""
+
+    def __init__(self, trace, ds, go, test):
+        self.trace, self.ds, self.go, self.test = trace, ds, go, test
         self.site = trace.entries[ds[0]][4]
         self.where = trace.entries[ds[0]][3]
-        self.k = len(ds) - 1
-        self.length = ds[1] - ds[0]
-        self.starts = [d + 1 for d in ds[:-1]]
+        if test[0] == "while":
+            self.length = ds[1] - ds[0]
+            self.start = ds[0] + 1
+            self.ends = ds[1:]
+        else:
+            self.length = ds[1] - ds[0]
+            self.start = ds[0] - self.length + 1
+            self.ends = ds
+        self.count = len(self.ends)
+        self.starts = [self.start + i * self.length for i in range(self.count)]
 
     @staticmethod
     def of(trace):
@@ -456,33 +533,43 @@ class _Loop:
             by_site.setdefault(trace.entries[i][4], []).append(i)
         boundaries = trace.tracer.boundaries
         for ds in by_site.values():
-            if len(ds) < 3 or not all(boundaries[i][1] for i in ds):
+            tests = {boundaries[i][1] for i in ds}
+            if len(ds) < 2 or len(tests) != 1 or None in tests:
+                continue
+            test = tests.pop()
+            if test[0] == "while" and len(ds) < 3:
                 continue
             values = [trace.entries[i][2] for i in ds]
             go = values[0]
-            if any(v != go for v in values[:-1]) or values[-1] == go:
+            if any(v != go for v in values[:-1]):
                 continue
-            if any(ds[0] < i < ds[-1] and i not in ds for i in decides):
+            if test[0] == "while" and values[-1] == go:
                 continue
-            if len({boundaries[i][0] for i in ds[1:]}) != 1:
-                continue
-            if any(ds[0] < p <= ds[-1] for p in trace.tracer.stateful):
+            if test[0] == "for" and values[-1] == go and len(ds) != test[2]:
                 continue
             if len({ds[i + 1] - ds[i] for i in range(len(ds) - 1)}) != 1:
                 continue
-            loop = _Loop(trace, ds, go)
+            loop = _Loop(trace, ds, go, test)
+            if loop.start < 0 or any(loop.start <= i < ds[-1] and i not in ds for i in decides):
+                continue
+            if any(loop.start <= p <= ds[-1] for p in trace.tracer.stateful):
+                continue
+            compared = ds[1:] if test[0] == "while" else ds
+            target = test[1] if test[0] == "for" else None
+            if len({_without(boundaries[i][0], target) for i in compared}) != 1:
+                continue
             if loop.fold():
                 return loop
         return None
 
     def _where(self, key, i):
-        """Key `key` as iteration `i` reads it."""
+        """Key `key` as chunk `i` reads it."""
         if key[0] == "in":
             return ("in", key[1])
         index = key[0]
-        if index < self.ds[0]:
+        if index < self.start:
             return ("pre", key)
-        chunk, offset = divmod(index - self.starts[0], self.length)
+        chunk, offset = divmod(index - self.start, self.length)
         if chunk == i:
             return ("local", offset, key[1])
         if chunk == i - 1:
@@ -499,9 +586,9 @@ class _Loop:
         invariants; False when the loop does not fold."""
         t = self.trace
         if any(t.entries[e][0] == "call" and t.entries[e][1] is _jitc.guard
-               for e in range(self.starts[0], self.ds[-1])):
+               for e in range(self.start, self.ds[-1])):
             return False
-        chunks = [self._chunk(i) for i in range(self.k)]
+        chunks = [self._chunk(i) for i in range(self.count)]
         if any(c != chunks[1] for c in chunks[2:]):
             return False
         # The first iteration reads the carried values' initial values
@@ -536,8 +623,8 @@ class _Loop:
         if any(r[0] == "far" for r in reads):
             return False
         invariants = {r[1] for r in reads if r[0] == "pre"}
-        # After the loop: values of the last iteration must be carried ones.
-        last = self.k - 1
+        # After the loop: values of the last chunk must be carried ones.
+        last = self.count - 1
         after = set()
         for used in t.uses[self.ds[-1] + 1:]:
             after.update(used)
@@ -558,36 +645,46 @@ class _Loop:
     def stage(self):
         """The folded loop as one compiled graph (`_jitc.stage_loop`)."""
         t = self.trace
-        d0, dk = self.ds[0], self.ds[-1]
         inputs = list(t.inputs)
         go = self.go
-        # Before the loop.
+        counted = self.test[0] == "for"
+        # Before the loop (a `while`'s first test too).
         pre = _Replay(inputs)
         effects_before = []
-        for e in range(d0):
+        for e in range(self.start - 1 if not counted else self.start):
             entry = t.entries[e]
             if entry[0] == "call":
                 pre.call(e, entry[1], t.signature[e][1])
             else:
                 condition = _condition(pre.value(t.signature[e][1]), entry[2])
                 effects_before.append(_jitc.guard(condition, f"branch at {entry[3]} goes {entry[2]}"))
-        condition = _condition(pre.value(t.signature[d0][1]), go)
+        if counted:
+            condition = _jitc.full([], "i1", 1.0)
+        else:
+            condition = _condition(pre.value(t.signature[self.ds[0]][1]), go)
         init = [pre.mapping[self.init[p]] for p in self.carried]
         init += [pre.mapping[key] for key in self.invariants]
-        # One iteration: the second's ops, on placeholders.
+        if counted:
+            init.append(_jitc.full([], "i64", 0.0))
+        # One iteration: the second chunk's ops, on placeholders.
         body = _Replay(inputs)
         params = [_placeholder(v) for v in init]
-        first = self.starts[0]
         for p, param in zip(self.carried, params):
-            body.mapping[(first + p[0], p[1])] = param
+            body.mapping[(self.starts[0] + p[0], p[1])] = param
         for key, param in zip(self.invariants, params[len(self.carried):]):
             body.mapping[key] = param
         second = self.starts[1]
-        for e in range(second, self.ds[2]):
+        for e in range(second, self.ends[1]):
             body.call(e, t.entries[e][1], t.signature[e][1])
-        next_condition = _condition(body.value(t.signature[self.ds[2]][1]), go)
+        next_condition = _condition(body.value(t.signature[self.ends[1]][1]), go)
         nexts = [body.mapping[(second + p[0], p[1])] for p in self.carried]
-        nexts += params[len(self.carried):]
+        nexts += params[len(self.carried):len(self.carried) + len(self.invariants)]
+        if counted:
+            # The counter: the iteration after this one, below the range's length.
+            step = _jitc.Var.binary(params[-1], "add", _jitc.full([], "i64", 1.0))
+            more = _jitc.Var.binary(step, "lt", _jitc.full([], "i64", float(self.test[2])))
+            next_condition = _jitc.Var.binary(next_condition, "and", more)
+            nexts.append(step)
         # After the loop, on the values it ends with.
         post = _Replay(inputs)
         results = [_placeholder(v) for v in init]
@@ -597,7 +694,7 @@ class _Loop:
         for key, result in zip(self.invariants, results[len(self.carried):]):
             post.mapping[key] = result
         effects_after = []
-        for e in range(dk + 1, len(t.entries)):
+        for e in range(self.ds[-1] + 1, len(t.entries)):
             entry = t.entries[e]
             if entry[0] == "call":
                 post.call(e, entry[1], t.signature[e][1])
@@ -607,6 +704,7 @@ class _Loop:
         outputs = [post.mapping[key] for key in t.outputs]
         return _jitc.stage_loop(inputs, init, effects_before, condition, params, nexts, next_condition,
                                 results, outputs, effects_after)
+
 
 
 class _Diverged(Exception):

@@ -461,6 +461,30 @@ def broken(x):
     return x
 
 
+def newton(a):
+    x = a
+    for _ in range(6):
+        update = 0.5 * (x + a / x) - x
+        x = x + update
+        if jitc.max(abs(update)) < 1e-3:
+            break
+    return x
+
+
+def test_a_for_loop_ended_by_a_break_on_a_tensor_is_one_scf_while_with_a_counter():
+    # The body ends with `if ...: break`, and the loop runs over range(6):
+    # one scf.while that stops on the break or after 6 iterations. Small
+    # inputs break after 3-4 iterations, large ones run out of the range.
+    fn = jitc.function(newton, profile=2)
+    rng = np.random.default_rng(7)
+    for scale in [2.0, 3.0, 2.0, 1e6, 5.0, 1e8, 1.5, 1e7]:
+        a = ((rng.random(4) + 1.0) * scale).astype(np.float32)
+        np.testing.assert_array_equal(fn(a).numpy(), newton(jitc.Var(a)).numpy())
+    stats = fn.stats()
+    assert stats["staged"] == 6 and stats["fallbacks"] == 0, stats
+    assert "as an scf.while" in jitc.explain(fn), jitc.explain(fn)
+
+
 def pulled(x):
     factors = iter([0.5] * 100)
     while jitc.max(x) > 1:
@@ -468,12 +492,24 @@ def pulled(x):
     return x
 
 
-@pytest.mark.parametrize("fn", [counted, broken, pulled])
+def indexed(x):
+    for step in range(100):
+        x = x * 0.5 if step < 3 else x * 0.25
+        if jitc.max(x) <= 1:
+            break
+    return x
+
+
+@pytest.mark.parametrize("fn", [counted, broken, pulled, indexed])
 def test_loops_that_python_state_could_end_are_not_folded(fn):
-    # A Python counter the loop changes (and returns), a `for` loop's hidden
-    # iterator ended by `break`, a `next()` in the loop: each iteration may
-    # do something else in Python, so each trip count stays a path of its
-    # own (guards, fallbacks), and every result is still the imperative one.
+    # A Python counter the loop changes (and returns), a `for` loop whose
+    # `break` is not the end of its body (the loop's rest would run after
+    # the test), a `next()` in the loop, a `for` loop whose body reads its
+    # target (its fourth iteration does something else than its first
+    # three, which the first traces cannot show): each iteration may do something
+    # else in Python, or the loop is not one scf.while can be cut from, so
+    # each trip count stays a path of its own (guards, fallbacks), and
+    # every result is still the imperative one.
     staged = jitc.function(fn, profile=2)
     for top in [40.0, 3.0, 40.0, 9.0, 3.0]:
         x = np.array([top, 0.25], dtype=np.float32)
@@ -511,6 +547,14 @@ def test_figure_1_rnn_trains_with_changing_lengths_as_the_imperative_model():
         np.testing.assert_allclose(staged.state.numpy(), plain.state.numpy(), rtol=1e-5, atol=1e-6)
     stats = module.StagedRNN.__call__.stats()
     assert stats["staged_graphs"] == 2 and stats["staged"] > 0 and stats["fallbacks"] == 0
+
+
+def test_the_autograph_example_serves_every_trip_count_from_one_scf_while():
+    module = load_example("autograph_while")
+    assert module.main() < 1e-3
+    stats = module.square_root.stats()
+    assert stats["fallbacks"] == 0 and stats["staged"] == 12 - 3, stats
+    assert "as an scf.while" in module.square_root.explain()
 
 
 @pytest.mark.parametrize("name,tolerance", [("janus_batchnorm", 1e-5), ("autograph_while", 1e-3)])
