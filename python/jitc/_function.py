@@ -185,12 +185,14 @@ class _Tracer:
 
     def _python_state(self, frame):
         """What the Python code can see at `frame`: the locals of every
-        frame of the traced call (a `jitc.Var` as just "a tensor"), and the
-        attributes of the objects the facts cover."""
+        frame of the traced call and the globals its code names (a
+        `jitc.Var` by its native value, objects with their attributes),
+        and the attributes of the objects the facts cover."""
         frames = []
         while frame is not None and frame.f_code is not _PLAIN_CODE:
             if not frame.f_code.co_filename.startswith(_PACKAGE):
-                frames.append((frame.f_code, _state_of(frame.f_locals)))
+                frames.append((frame.f_code, _state_of(frame.f_locals),
+                               _state_of(_named_globals(frame.f_code, frame.f_globals))))
             frame = frame.f_back
         return tuple(frames), tuple(_state_of(vars(o)) for o in self.object_refs)
 
@@ -270,26 +272,53 @@ def _user_frame(frame):
 
 
 def _marker(value, depth=0):
-    """`value` as the loop staging compares Python state: a tensor is just
-    a tensor (its value flows through the graph), Python values by type
-    and `repr`, containers item by item, other objects by identity."""
+    """`value` as Python state is compared (the loop staging, and what a
+    traced call changed): a tensor by its native value (`("tensor", id)`),
+    Python values by type and `repr`, containers item by item, objects with
+    their attributes, three levels deep; functions, classes and modules by
+    identity."""
     if _is_var(value):
-        return "tensor"
+        return ("tensor", id(value._v))
     if isinstance(value, _SIMPLE):
         return (type(value).__name__, repr(value))
-    if isinstance(value, (tuple, list)) and depth < 3:
+    if depth >= 3:
+        return ("object", id(value))
+    if isinstance(value, (tuple, list)):
         return (type(value).__name__, tuple(_marker(v, depth + 1) for v in value))
-    if isinstance(value, dict) and depth < 3:
+    if isinstance(value, dict):
         return ("dict", tuple((repr(k), _marker(v, depth + 1)) for k, v in value.items()))
+    if isinstance(value, np.ndarray):
+        return ("ndarray", id(value), value.shape, value.dtype.str, value.tobytes() if value.size <= 64 else None)
+    if _is_object(value):
+        return ("object", id(value), tuple(sorted((k, _marker(v, depth + 1)) for k, v in vars(value).items())))
     return ("object", id(value))
+
+
+def _named_globals(code, scope):
+    """The globals `code` names that may hold state (not modules,
+    functions or classes)."""
+    plain = (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type)
+    return {n: scope[n] for n in code.co_names if n in scope and not isinstance(scope[n], plain)}
 
 
 def _state_of(names):
     return tuple(sorted((name, _marker(v)) for name, v in names.items()))
 
 
-# Code object -> {line: the loop test there}, from its source.
+def _relabel_state(state, rel):
+    """A Python state with each tensor marker's native id replaced by
+    `rel(id)`."""
+    if isinstance(state, tuple):
+        if len(state) == 2 and state[0] == "tensor":
+            return ("tensor", rel(state[1]))
+        return tuple(_relabel_state(s, rel) for s in state)
+    return state
+
+
+# Code object -> {(start, end) of a loop test: what test}, from its
+# source; code object -> its instructions' positions.
 _LOOP_TESTS = {}
+_POSITIONS = {}
 
 
 def _loop_tests(code):
@@ -303,16 +332,24 @@ def _loop_tests(code):
     if tests is not None:
         return tests
     tests = {}
+    source = ""
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(code)))
+        source = inspect.getsource(code)
+        tree = ast.parse(textwrap.dedent(source))
     except (OSError, TypeError, SyntaxError):
         tree = None
     offset = code.co_firstlineno - 1
-    lines = lambda node: range(node.lineno + offset, node.end_lineno + offset + 1)  # noqa: E731
+    first = source.splitlines()[0] if tree is not None else ""
+    indent = len(first) - len(first.lstrip())
+
+    def span(node):
+        # Where the test is in the file: lines, and columns undedented.
+        return ((node.lineno + offset, node.col_offset + indent),
+                (node.end_lineno + offset, node.end_col_offset + indent))
+
     for node in ast.walk(tree) if tree is not None else ():
         if isinstance(node, ast.While):
-            for line in lines(node.test):
-                tests[line] = ("while",)
+            tests[span(node.test)] = ("while",)
         elif isinstance(node, ast.For) and not node.orelse and isinstance(node.target, ast.Name) and node.body:
             last, call = node.body[-1], node.iter
             if not (isinstance(last, ast.If) and not last.orelse and len(last.body) == 1
@@ -331,8 +368,7 @@ def _loop_tests(code):
                 continue
             arguments = tuple(("name", a.id) if isinstance(a, ast.Name) else ("constant", a.value)
                               for a in call.args)
-            for line in lines(last.test):
-                tests[line] = ("for", node.target.id, arguments)
+            tests[span(last.test)] = ("for", node.target.id, arguments)
     _LOOP_TESTS[code] = tests
     return tests
 
@@ -340,9 +376,21 @@ def _loop_tests(code):
 def _loop_test(frame):
     """The loop test `frame` is at (`_loop_tests`), with a `for` loop's
     trip count: `("while",)`, `("for", target, trips)`, or None."""
-    if frame is None:
+    if frame is None or frame.f_lasti < 0:
         return None
-    test = _loop_tests(frame.f_code).get(frame.f_lineno)
+    # The instruction that asked for the truth value must lie inside the
+    # test (a decision in a loop's one-line body is on the test's line).
+    positions = _POSITIONS.get(frame.f_code)
+    if positions is None:
+        positions = _POSITIONS[frame.f_code] = list(frame.f_code.co_positions())
+    index = frame.f_lasti // 2
+    if index >= len(positions) or None in positions[index]:
+        return None
+    line, end_line, column, end_column = positions[index]
+    test = None
+    for (begin, end), found in _loop_tests(frame.f_code).items():
+        if begin <= (line, column) and (end_line, end_column) <= end:
+            test = found
     if test is None or test[0] == "while":
         return test
     _, target, arguments = test
@@ -367,8 +415,8 @@ def _without(state, target):
     frames, objects = state
     if target is None or not frames:
         return state
-    code, names = frames[0]
-    return (((code, tuple(n for n in names if n[0] != target)),) + frames[1:], objects)
+    code, names, *rest = frames[0]
+    return (((code, tuple(n for n in names if n[0] != target), *rest),) + frames[1:], objects)
 
 
 def _same_number(a, b):
@@ -389,6 +437,8 @@ class _Trace:
         # or ("value", a Python value))]
         self.writes = writes
         keys = {id(n): ("in", k) for k, n in enumerate(inputs)}
+        # Native id -> key, for the loop staging's Python state.
+        self.keys = keys
         self.native = {("in", k): n for k, n in enumerate(inputs)}
         self.signature = []
         self.uses = []
@@ -527,40 +577,94 @@ class _Loop:
 
     @staticmethod
     def of(trace):
+        """The loop of `trace` that folds; None when it ran no loop test
+        often enough to tell; False when it ran a loop that does not fold
+        (then no trace's fold can be trusted)."""
         decides = [i for i, e in enumerate(trace.entries) if e[0] == "decide"]
         by_site = {}
         for i in decides:
             by_site.setdefault(trace.entries[i][4], []).append(i)
         boundaries = trace.tracer.boundaries
+        found = None
         for ds in by_site.values():
             tests = {boundaries[i][1] for i in ds}
-            if len(ds) < 2 or len(tests) != 1 or None in tests:
+            if None in tests:
+                if len(tests) > 1:
+                    return False
                 continue
+            if len(tests) != 1:
+                return False
             test = tests.pop()
-            if test[0] == "while" and len(ds) < 3:
+            if len(ds) < (3 if test[0] == "while" else 2):
                 continue
             values = [trace.entries[i][2] for i in ds]
             go = values[0]
             if any(v != go for v in values[:-1]):
-                continue
+                return False
             if test[0] == "while" and values[-1] == go:
-                continue
+                return False
             if test[0] == "for" and values[-1] == go and len(ds) != test[2]:
-                continue
+                return False
             if len({ds[i + 1] - ds[i] for i in range(len(ds) - 1)}) != 1:
-                continue
+                return False
             loop = _Loop(trace, ds, go, test)
             if loop.start < 0 or any(loop.start <= i < ds[-1] and i not in ds for i in decides):
-                continue
+                return False
             if any(loop.start <= p <= ds[-1] for p in trace.tracer.stateful):
-                continue
-            compared = ds[1:] if test[0] == "while" else ds
-            target = test[1] if test[0] == "for" else None
-            if len({_without(boundaries[i][0], target) for i in compared}) != 1:
-                continue
-            if loop.fold():
-                return loop
-        return None
+                return False
+            if not (loop.fold() and loop.states_agree()):
+                return False
+            if found is None:
+                found = loop
+        return found
+
+    def states_agree(self):
+        """Whether the Python state is the same at every test (a `for`
+        loop's target aside), each tensor bound to the same value relative
+        to its iteration; at a `while` loop's first test, each carried
+        value's initial value where the others hold the carried value."""
+        t = self.trace
+        target = self.test[1] if self.test[0] == "for" else None
+        while_loop = self.test[0] == "while"
+
+        def relative(chunk):
+            def rel(native):
+                key = t.keys.get(native)
+                if key is None:
+                    return ("unknown", native)
+                place = self._where(key, chunk)
+                return ("pre", key) if place[0] == "pre" else place
+            return rel
+
+        states = []
+        for j, d in enumerate(self.ds):
+            chunk = j - 1 if while_loop else j
+            state = _without(t.tracer.boundaries[d][0], target)
+            states.append(_relabel_state(state, relative(chunk)))
+        steady = states[1:] if while_loop else states
+        if any(s != steady[0] for s in steady[1:]):
+            return False
+        if not while_loop:
+            return True
+        # The first test: the same, but an initial value where the others
+        # hold the carried value it starts.
+        init = self.init
+
+        def same(first, later):
+            if first == later:
+                return True
+            if (isinstance(first, tuple) and isinstance(later, tuple) and len(first) == 2 and len(later) == 2
+                    and first[0] == "tensor" and later[0] == "tensor"):
+                place = later[1]
+                if isinstance(place, tuple) and place[:1] == ("local",) and place[1:] in init:
+                    wanted = init[place[1:]]
+                    return first[1] == (("pre", wanted) if wanted[0] != "in" else wanted)
+                return False
+            if isinstance(first, tuple) and isinstance(later, tuple) and len(first) == len(later):
+                return all(same(a, b) for a, b in zip(first, later))
+            return False
+
+        return same(states[0], states[1])
 
     def _where(self, key, i):
         """Key `key` as chunk `i` reads it."""
@@ -601,7 +705,8 @@ class _Loop:
                 if second[0] == "carried":
                     if first[0] not in ("pre", "in"):
                         return False
-                    return init.setdefault(second[1:], first) == first
+                    raw = first[1] if first[0] == "pre" else first
+                    return init.setdefault(second[1:], raw) == raw
                 return first == second and first[0] != "far"
             if isinstance(a, tuple) and isinstance(b, tuple):
                 return len(a) == len(b) and all(match(x, y) for x, y in zip(a, b))
@@ -1136,8 +1241,8 @@ class Function:
         if self.merge:
             try:
                 looped = self._looped(traces)
-            except (_Unmergeable, _Unstageable, _jitc.JitcError) as e:
-                self._note("no loop", f"the loop is not staged as an scf.while ({e})")
+            except Exception as e:  # noqa: BLE001 -- any failure: stage it another way
+                self._note("no loop", f"the loop is not staged as an scf.while ({type(e).__name__}: {e})")
                 looped = None
             if looped is not None:
                 return looped
@@ -1158,12 +1263,15 @@ class Function:
         such a loop at least twice can be folded (`_Loop`) and every trace
         went the same ways outside the loop (those are guards). None when
         there is no such loop."""
-        for ref in reversed(traces):
-            loop = _Loop.of(ref)
-            if loop is not None:
-                break
-        else:
+        loops = [_Loop.of(t) for t in traces]
+        if any(loop is False for loop in loops):
+            # A trace ran a loop that does not fold: what the others show
+            # may not hold for every trip count.
             return None
+        found = [(t, loop) for t, loop in zip(traces, loops) if loop is not None]
+        if not found:
+            return None
+        ref, loop = found[-1]
         outside = lambda t: [(site, v) for i, (site, v) in _decisions(t) if t.entries[i][4] != loop.site]  # noqa: E731
         if any(outside(t) != outside(ref) for t in traces):
             return None

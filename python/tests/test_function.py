@@ -500,6 +500,69 @@ def indexed(x):
     return x
 
 
+def two_back(x, c, limit):
+    # `a` reads what `b` held two iterations ago; with `a = b = x` a trace
+    # of two iterations cannot tell that from reading `x` again.
+    a = b = x
+    while jitc.sum(b + c) < limit:
+        a, b = b, a * 2.0
+        c = c + 1.0
+    return c
+
+
+def flagged(x):
+    # Served with no iteration, the flag must stay 0.
+    flag = 0
+    while jitc.sum(x) < 100.0:
+        x = x * 2.0
+        flag = 1
+    return x, flag
+
+
+class Box:
+    def __init__(self):
+        self.n = 0
+
+
+def boxed(x):
+    # State the loop changes in an object that is neither self nor an
+    # argument.
+    box = Box()
+    while jitc.sum(x) < 100.0:
+        x = x * 2.0
+        box.n += 1
+    return x, box.n
+
+
+def one_line(x):
+    # A decision of the body on the test's line is not a loop test.
+    while (x := x * 2.0).sum() < 100.0: x = x if (x := x * 2.0).sum() < 100.0 else x * 3.0  # noqa: E701
+    return x
+
+
+@pytest.mark.parametrize("fn,calls", [
+    (two_back, [(1.0, 3.5), (1.0, 3.6), (1.0, 20.0), (1.0, 50.0)]),
+    (flagged, [3.0, 5.0, 7.0, 200.0, 1.0]),
+    (boxed, [3.0, 5.0, 0.5, 200.0, 1.0]),
+    (one_line, [1.0, 1.5, 0.2, 0.75]),
+])
+def test_loops_the_review_found_folded_wrongly_now_agree_with_imperative_execution(fn, calls):
+    staged = jitc.function(fn, profile=2)
+    for call in calls:
+        if fn is two_back:
+            args = [np.array([call[0]], np.float32), np.array([0.0], np.float32), jitc.Var(np.float32(call[1]))]
+        else:
+            args = [np.full(2, call, np.float32)]
+        got = staged(*args)
+        want = fn(*[jitc.Var(a) if isinstance(a, np.ndarray) else a for a in args])
+        got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+        for g, w in zip(got, want):
+            if isinstance(w, jitc.Var):
+                np.testing.assert_array_equal(g.numpy(), w.numpy())
+            else:
+                assert g == w and type(g) is type(w)
+
+
 @pytest.mark.parametrize("fn", [counted, broken, pulled, indexed])
 def test_loops_that_python_state_could_end_are_not_folded(fn):
     # A Python counter the loop changes (and returns), a `for` loop whose
