@@ -534,13 +534,19 @@ class _Number(Var):
         return number
 
     def _as(self, dtype):
-        """A plain `Var` of `dtype`, as ``np.asarray(number, dtype)``."""
+        """A plain `Var` of `dtype`, as ``np.asarray(number, dtype)``:
+        NumPy raises where an int does not fit a narrower integer type, so
+        the graph guards that it fits; other conversions to integers or
+        booleans read the value into Python."""
         target = _TO_JITC[_np.dtype(dtype)]
-        if target == "i1" and self._kind != "bool":
-            self._python(f"becoming a {dtype} tensor")
         if target == self._v.dtype:
             return Var(self._v)
-        return Var(_call(_jitc.Var.cast, self._v, target))
+        if target in ("i1", "i32", "i64") and self._kind != "int":
+            self._python(f"becoming a {_np.dtype(dtype)} tensor")
+        native = self._v
+        if target == "i32":
+            native = _within(native, -(2**31), 2**31 - 1, "an int that fits int32")
+        return Var(_call(_jitc.Var.cast, native, target))
 
     def _python(self, why):
         """The real value, read into Python: the trace is marked."""
@@ -566,6 +572,27 @@ class _Number(Var):
                 raise JitcError("binary needs at least one jitc.Var")
             return _PY_FALLBACK[op](*values)
         value = real(*values)
+        # Where 64 bits are not Python's numbers, the graph guards (a failed
+        # guard reruns the call imperatively): an int past 2**53 meeting a
+        # float, an int product or sum that could leave 64 bits, a
+        # division by a number that is zero.
+        limit = None
+        if "float" in kinds or op == "div":
+            limit = 2**53
+        elif op == "mul":
+            limit = 2**31
+        elif op in ("add", "sub"):
+            limit = 2**62
+        guards = []
+        for v, k in zip((x, y), kinds):
+            if k != "int" or limit is None:
+                continue
+            if isinstance(v, _Number):
+                guards.append((v._v, -limit, limit, f"an int within 2**{limit.bit_length() - 1}"))
+            elif abs(v) >= limit:
+                for n in numbers:
+                    n._python(f"the operator {op} with {v}")
+                return value
         if "float" in kinds or op == "div":
             operand = "float"
         elif "int" in kinds:
@@ -577,9 +604,16 @@ class _Number(Var):
         natives = []
         for v in (x, y):
             if isinstance(v, _Number):
-                natives.append(v._v if v._v.dtype == dtype else _call(_jitc.Var.cast, v._v, dtype))
+                native = v._v
+                for guarded, low, high, what in guards:
+                    if guarded is native:
+                        native = _within(native, low, high, what)
+                natives.append(native if native.dtype == dtype else _call(_jitc.Var.cast, native, dtype))
             else:
                 natives.append(Var(_np.asarray(v, dtype=_TO_NUMPY[dtype]))._v)
+        if op == "div" and isinstance(y, _Number):
+            zero = Var(_np.asarray(0, dtype=_TO_NUMPY[dtype]))._v
+            natives[1] = _checked(natives[1], _call(_jitc.Var.binary, natives[1], "ne", zero), "a divisor that is not zero")
         return _Number._made(_call(_jitc.Var.binary, natives[0], op, natives[1]), kind, value)
 
     def _unary(self, op, real):
@@ -658,6 +692,22 @@ class _Number(Var):
 
     def __rmod__(self, other):
         return _Number._binary(other, self, "mod")
+
+
+def _checked(native, condition, reason):
+    """`native`, computed only where the rank-0 `i1` `condition` holds: a
+    guard the value depends on (so it is in every graph that reads it)."""
+    ok = _call(_jitc.guard, condition, reason)
+    return _call(_jitc.Var.select, ok, native, native)
+
+
+def _within(native, low, high, what):
+    """The rank-0 integer `native`, guarded to lie in `[low, high]`."""
+    lowest = Var(_np.asarray(low, dtype=_TO_NUMPY[native.dtype]))._v
+    highest = Var(_np.asarray(high, dtype=_TO_NUMPY[native.dtype]))._v
+    above = _call(_jitc.Var.binary, native, "ge", lowest)
+    below = _call(_jitc.Var.binary, native, "le", highest)
+    return _checked(native, _call(_jitc.Var.binary, above, "and", below), what)
 
 
 _PY_FALLBACK = {

@@ -17,8 +17,13 @@ and which attributes the call rebinds (to a `jitc.Var`, an output of the
 graph; or to an immutable Python value, set as traced). Calls into Python that could have
 side effects (`print`, `list.append`, I/O, random numbers, anything
 outside a small set of pure builtins), reading a computed value into
-Python (`item()`, `numpy()`) and named state make the function stay
-imperative, with the reason reported (`jitc.explain(fn)`).
+Python (`item()`, `numpy()`), named state, and changing state a staged
+call would not change (what an attribute's object holds, an argument's
+contents, a global or closure variable) make the function stay
+imperative, with the reason reported (`jitc.explain(fn)`). Objects are
+facts with their attributes (two levels deep, globals' too), which
+arguments are one object is a fact, NumPy scalars are facts by value,
+and anything else by identity (held, so its address is not reused).
 
 **Generate.** After `profile` traced calls (3 by default) with the same
 facts, the traces are staged. A loop on a tensor condition that a trace
@@ -75,13 +80,20 @@ pass a `jitc._Number` in its place, which computes as the number would
 (it takes a tensor's element type; with other numbers it keeps Python's
 kinds in 64 bits; a comparison is a tensor decision, so a branch on it is
 a guard), and an attribute it is written back to gets a Python number
-again (a counter `self.steps += 1` is read and written by the graph). Each
-such traced call also runs imperatively on the real numbers, which gives
-the call's result; the trace is kept only if the two runs agree (results
-and attributes) and nothing read the number into Python (`float()`,
-`int()`, an index, formatting, hashing, NumPy, `**`, `//`, `%`). If not,
-the number goes back to being a fact by value (*relaxations_undone*),
-with the reason.
+again (a counter `self.steps += 1` is read and written by the graph).
+Where 64 bits differ from Python's numbers the graph guards, and a failed
+guard reruns the call imperatively: a divisor that is zero, an int past
+2**53 meeting a float, an int sum past 2**62 or product past 2**31 of
+its operands, an int that does not fit an int32 tensor. Such a traced
+call runs first imperatively on the real numbers (traced: that run is
+the call's result, and one that cannot be staged runs no second time),
+then again on the stand-ins; the second trace is kept only if the runs
+agree exactly (results, attributes, the ways tensor branches went),
+nothing read the number into Python (`float()`, `int()`, an index,
+formatting, hashing, NumPy, `**`, `//`, `%`), and no code the call ran
+names a type inspection (`isinstance`, `type`, `hasattr`, ...: the
+stand-in is a `jitc.Var`, not an `int`). If not, the number goes back to
+being a fact by value (*relaxations_undone*), with the reason.
 
 What is not done yet: a loop on tensor values that is not one of those
 (a `break` that is not the end of a `for` loop's body, a loop over
@@ -106,6 +118,13 @@ import numpy as np
 
 from . import _jitc
 from ._tracing import _tracing
+
+# Names whose use in the code a call runs makes a relaxed number's stand-in
+# (a `jitc.Var`, not an `int` or `float`) distinguishable.
+_INTROSPECTION = frozenset({
+    "type", "isinstance", "issubclass", "hasattr", "getattr", "callable", "vars", "dir", "__class__",
+    "__dict__",
+})
 
 # Builtins a staged function may call: pure, and deterministic.
 _PURE_BUILTINS = frozenset({
@@ -163,6 +182,8 @@ class _Tracer:
         # and the entry counts at calls of stateful builtins (`next`).
         self.boundaries = {}
         self.stateful = []
+        self.codes = set()
+        self.number_decisions = set()
 
     def log(self, native, args, result):
         # The op's site names it when traces are merged (Terra matches ops
@@ -179,6 +200,10 @@ class _Tracer:
         # whether it is a `while` loop's test.
         user = _user_frame(frame)
         self.boundaries[len(self.entries)] = (self._python_state(user), _loop_test(user))
+        if getattr(var, "_kind", None) is not None:
+            # A branch on a relaxed number (Python branched on the number
+            # itself when it was not relaxed).
+            self.number_decisions.add(len(self.decisions))
         self.entries.append(("decide", var._v, value, site, _call_site(frame)))
         self.decisions.append((site, value))
         return value
@@ -203,6 +228,17 @@ class _Tracer:
         self.reasons.append(f"{reason} at {_site(sys._getframe(depth))}")
 
     def profile(self, frame, event, arg):
+        if event == "call":
+            # The Python code the call runs (for `_INTROSPECTION`), not
+            # jitc's or NumPy's, nor what they call.
+            outer = frame
+            while outer is not None and outer.f_code is not _PLAIN_CODE:
+                file = outer.f_code.co_filename
+                if file.startswith(_PACKAGE) or file.startswith(_NUMPY):
+                    return
+                outer = outer.f_back
+            self.codes.add(frame.f_code)
+            return
         if event != "c_call":
             return
         # Calls made beneath jitc's own code (its op library, the tracer)
@@ -236,18 +272,40 @@ def _is_object(x):
 
 def _fact(x, depth=0):
     """What a staged graph assumes about `x`: shapes and types of tensors,
-    values of Python values, attributes of objects (one level)."""
+    values of Python values (NumPy scalars too), attributes of objects
+    (two levels), anything else by identity (held, so that its address is
+    not reused by another object while the facts are kept)."""
     if _is_var(x) or isinstance(x, np.ndarray):
         return ("tensor", tuple(x.shape), str(x.dtype))
     if isinstance(x, _SIMPLE):
         return ("value", type(x).__name__, repr(x))
+    if isinstance(x, np.generic):
+        return ("value", str(x.dtype), repr(x.item()))
     if isinstance(x, (tuple, list)):
         return ("sequence", type(x).__name__, tuple(_fact(v, depth) for v in x))
     if isinstance(x, dict):
         return ("dict", tuple((repr(k), _fact(v, depth)) for k, v in x.items()))
-    if _is_object(x) and depth == 0:
-        return ("object", id(type(x)), tuple(sorted((k, _fact(v, 1)) for k, v in vars(x).items())))
-    return ("identity", id(x))
+    if _is_object(x) and depth <= 1 and not isinstance(x, (Function, _Bound)):
+        return ("object", _Identity(type(x)), tuple(sorted((k, _fact(v, depth + 1)) for k, v in vars(x).items())))
+    return ("identity", _Identity(x))
+
+
+class _Identity:
+    """An object as a fact: equal only to itself, and kept alive."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __eq__(self, other):
+        return isinstance(other, _Identity) and other.value is self.value
+
+    def __hash__(self):
+        return id(self.value)
+
+    def __repr__(self):
+        return f"<{type(self.value).__name__} at {id(self.value):#x}>"
 
 
 def _relaxable(x):
@@ -297,7 +355,7 @@ def _marker(value, depth=0):
 def _named_globals(code, scope):
     """The globals `code` names that may hold state (not modules,
     functions or classes)."""
-    plain = (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type)
+    plain = (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type, Function, _Bound)
     return {n: scope[n] for n in code.co_names if n in scope and not isinstance(scope[n], plain)}
 
 
@@ -879,7 +937,7 @@ class Function:
             try:
                 if tracer.depth > _MAX_NESTING:
                     tracer.unstageable(f"it nests jitc.function calls (or recurses) more than {_MAX_NESTING} deep")
-                foreign = [o for o in self._objects(owner, args) if id(o) not in tracer.objects]
+                foreign = [o for o in self._objects(owner, args, kwargs) if id(o) not in tracer.objects]
                 if foreign:
                     tracer.unstageable(
                         f"it calls the jitc.function {self.__name__} on a {type(foreign[0]).__name__} that is not "
@@ -969,7 +1027,7 @@ class Function:
         only."""
         relaxed = self._relaxed if relaxed is None else relaxed
         objects = {}
-        for k, o in enumerate(self._objects(owner, args)):
+        for k, o in enumerate(self._objects(owner, args, kwargs)):
             objects.setdefault(id(o), k)
 
         def fact(position, x):
@@ -977,7 +1035,7 @@ class Function:
                 return ("relaxed", type(x).__name__)
             if id(x) in objects and _is_object(x):
                 k = objects[id(x)]
-                return ("object", id(type(x)), tuple(sorted(
+                return ("object", _Identity(type(x)), tuple(sorted(
                     (name, ("relaxed", type(v).__name__)
                      if ("attr", k, name) in relaxed and _relaxable(v) else _fact(v, 1))
                     for name, v in vars(x).items()
@@ -992,6 +1050,10 @@ class Function:
         # distinct).
         seen = {}
         parts.append(("aliases", tuple(seen.setdefault(id(v), k) for k, v in enumerate(tensors))))
+        # And which objects are one (a write through one is seen by both).
+        seen = {}
+        parts.append(("objects", tuple(seen.setdefault(id(o), k)
+                                       for k, o in enumerate(self._objects(owner, args, kwargs)))))
         parts.append(("globals", self._globals()))
         return tuple(parts)
 
@@ -1012,7 +1074,7 @@ class Function:
         found = {("arg", i): a for i, a in enumerate(args) if _relaxable(a)}
         found.update({("kwarg", k): v for k, v in kwargs.items() if _relaxable(v)})
         seen = set()
-        for k, o in enumerate(self._objects(owner, args)):
+        for k, o in enumerate(self._objects(owner, args, kwargs)):
             if id(o) in seen:
                 continue
             seen.add(id(o))
@@ -1072,13 +1134,16 @@ class Function:
                 found.append(a)
             elif isinstance(a, (tuple, list)):
                 found += [v for v in a if _is_var(v) or isinstance(v, np.ndarray)]
-        for obj in self._objects(owner, args):
+        for obj in self._objects(owner, args, kwargs):
             found += [v for _, v in sorted(vars(obj).items()) if _is_var(v)]
         return found
 
-    def _objects(self, owner, args):
+    def _objects(self, owner, args, kwargs):
+        """The objects whose attributes are facts and may be rebound: `self`,
+        then object arguments, then object keyword arguments by name."""
         objects = [owner] if owner is not None else []
-        return objects + [a for a in args if _is_object(a)]
+        objects += [a for a in args if _is_object(a)]
+        return objects + [kwargs[k] for k in sorted(kwargs) if _is_object(kwargs[k])]
 
     # -- tracing ---------------------------------------------------------------
     def _traced(self, owner, args, kwargs, tensors):
@@ -1095,11 +1160,15 @@ class Function:
         numbers = self._relaxed_numbers(owner, args, kwargs)
         if numbers:
             return self._traced_relaxed(owner, args, kwargs, tensors, numbers)
-        objects = self._objects(owner, args)
+        objects = self._objects(owner, args, kwargs)
         before = [dict(vars(o)) for o in objects]
+        state = self._state(objects, args, kwargs)
         result, tracer, error = self._run_traced(owner, args, kwargs, objects)
         if error is not None:
             raise error
+        why = self._untracked(objects, before, state, args, kwargs)
+        if why is not None:
+            tracer.reasons.append(why)
         outputs = []
         writes = self._writes(objects, before, outputs, tracer)
         structure = self._structure(result, outputs, tracer)
@@ -1112,42 +1181,105 @@ class Function:
             self._give_up_all(str(e))
             return result, None
 
+    def _state(self, objects, args, kwargs):
+        """What a call could change besides rebinding the covered objects'
+        attributes: what those attributes hold, the arguments' contents,
+        and the globals and closure variables the function names."""
+        code = self.fn.__code__
+        named = _named_globals(code, getattr(self.fn, "__globals__", {}))
+        cells = zip(code.co_freevars, self.fn.__closure__ or ())
+        named.update({f"closure {n}": c.cell_contents for n, c in cells
+                      if _cell_filled(c) and not isinstance(c.cell_contents, (Function, _Bound, types.FunctionType))})
+        # Objects among the arguments are covered by the attributes' part.
+        plain_args = tuple(a for a in args if not _is_object(a))
+        plain_kwargs = {k: v for k, v in sorted(kwargs.items()) if not _is_object(v)}
+        return (
+            [{k: _marker(v, 1) for k, v in vars(o).items()} for o in objects],
+            _marker(plain_args, 1), _marker(plain_kwargs, 1),
+            {k: _marker(v, 1) for k, v in named.items()},
+        )
+
+    def _untracked(self, objects, before, state, args, kwargs):
+        """What the call changed that a staged graph would not (None when
+        nothing): the contents of an attribute it did not rebind, of an
+        argument, or a global or closure variable."""
+        after = self._state(objects, args, kwargs)
+        for obj, old, held, now in zip(objects, before, state[0], after[0]):
+            for name, value in vars(obj).items():
+                if name in old and old[name] is value and held.get(name) != now.get(name):
+                    return f"it changes what the attribute {name} holds (state a staged call would not change)"
+        if state[1] != after[1] or state[2] != after[2]:
+            return "it changes the contents of an argument (state a staged call would not change)"
+        for name in set(state[3]) | set(after[3]):
+            if state[3].get(name) != after[3].get(name):
+                return f"it changes the global or closure variable {name} (state a staged call would not change)"
+        return None
+
     def _traced_relaxed(self, owner, args, kwargs, tensors, numbers):
-        """A traced call with relaxed numbers: the function runs traced on
-        `_Number`s standing in for them (so the trace takes them as
-        inputs), the attributes are put back, and then it runs again,
-        imperatively, on the real numbers; that run is the call's result.
-        The trace is kept only when both runs agree (results and
-        attributes) and nothing read a relaxed number into Python;
-        otherwise those numbers stay facts by value (`_unrelax`)."""
+        """A traced call with relaxed numbers. The function runs first on
+        the real numbers, traced: that run is the call's result, and if it
+        cannot be staged (a side effect, a read into Python, state a
+        staged call would not change) the function runs no second time.
+        Otherwise the attributes are put back and it runs again, traced, on
+        `_Number`s standing in for the numbers (so the trace takes them as
+        inputs); then the first run's attributes are put back. The second
+        trace is kept only when both runs agree (results, attributes and
+        the ways their branches went, exactly), nothing read a relaxed
+        number into Python, and no code the call ran inspects types
+        (`_INTROSPECTION`); otherwise those numbers stay facts by value
+        (`_unrelax`)."""
         from . import _Number
 
-        objects = self._objects(owner, args)
+        objects = self._objects(owner, args, kwargs)
         before = [dict(vars(o)) for o in objects]
+        state = self._state(objects, args, kwargs)
+        result, plain, error = self._run_traced(owner, args, kwargs, objects)
+        if error is not None:
+            raise error
+        why = self._untracked(objects, before, state, args, kwargs)
+        if why is not None:
+            plain.reasons.append(why)
+        if plain.reasons:
+            self._give_up_all(plain.reasons[0])
+            return result, None
+        finished = [dict(vars(o)) for o in objects]
+        for o, old in zip(objects, before):
+            vars(o).clear()
+            vars(o).update(old)
         weak = {position: _Number.of(value) for position, value in numbers}
         traced_args = [weak.get(("arg", i), a) for i, a in enumerate(args)]
         traced_kwargs = {k: weak.get(("kwarg", k), v) for k, v in kwargs.items()}
-        for position, number in weak.items():
-            if position[0] == "attr":
-                setattr(objects[position[1]], position[2], number)
-        start = [dict(vars(o)) for o in objects]
-        traced, tracer, error = self._run_traced(owner, traced_args, traced_kwargs, objects)
-        outputs, writes, structure = [], [], None
-        if error is None:
-            writes = self._writes(objects, start, outputs, tracer)
-            structure = self._structure(traced, outputs, tracer)
-        after = [dict(vars(o)) for o in objects]
-        for o, old in zip(objects, before):
-            state = vars(o)
-            state.clear()
-            state.update(old)
-        result = self._plain(owner, args, kwargs)
+        try:
+            for position, number in weak.items():
+                if position[0] == "attr":
+                    setattr(objects[position[1]], position[2], number)
+            start = [dict(vars(o)) for o in objects]
+            traced, tracer, error = self._run_traced(owner, traced_args, traced_kwargs, objects)
+            outputs, writes, structure = [], [], None
+            if error is None:
+                writes = self._writes(objects, start, outputs, tracer)
+                structure = self._structure(traced, outputs, tracer)
+            after = [dict(vars(o)) for o in objects]
+        finally:
+            for o, old in zip(objects, finished):
+                vars(o).clear()
+                vars(o).update(old)
+        inspected = sorted({n for code in tracer.codes for n in code.co_names} & _INTROSPECTION)
         if error is not None:
             why = f"the call traced with it relaxed raised {type(error).__name__}: {error}"
         elif tracer.relax_failures:
             why = tracer.relax_failures[0]
+        elif inspected:
+            why = f"the code the call runs inspects types ({inspected[0]})"
+        elif [d for i, d in enumerate(tracer.decisions) if i not in tracer.number_decisions] != plain.decisions:
+            why = "the call's branches go other ways when the number is relaxed"
         else:
-            why = _differs(traced, result, "the result") or _attributes_differ(objects, after)
+            try:
+                why = _differs(traced, result, "the result") or _attributes_differ(objects, after)
+            except (_jitc.GuardFailed, _jitc.JitcError) as e:
+                # The relaxed run cannot be computed for these numbers (a
+                # guard of `_Number` failed): nothing to compare with.
+                why = f"the relaxed run fails on this call ({e})"
         if why is not None:
             self._unrelax({p for p, _ in numbers}, owner, why)
             return result, None
@@ -1413,7 +1545,7 @@ class Function:
             segment = segment.children[way]
         trace_outputs = len(rest) - segment.guards
         outputs = [Var(v) for v in rest[:trace_outputs]]
-        objects = self._objects(owner, args)
+        objects = self._objects(owner, args, kwargs)
         # Every value first, then the attributes: all or nothing.
         written = [(objects[k], name, _written(how, outputs)) for k, name, how in segment.writes]
         result = _rebuild(segment.structure, outputs)
@@ -1576,7 +1708,8 @@ def _fact_names(owner, args, kwargs):
     names += [f"keyword argument {k}" for k in sorted(kwargs)]
     if owner is not None:
         names.append("the attributes of self")
-    return names + ["which arguments are one tensor", "the globals or closure variables it reads"]
+    return names + ["which arguments are one tensor", "which arguments are one object",
+                    "the globals or closure variables it reads"]
 
 
 def _changed(old, new, names):
@@ -1643,10 +1776,7 @@ def _differs(traced, plain, what):
         if not _is_var(plain) or traced.shape != plain.shape or traced.dtype != plain.dtype:
             return f"{what} is not the same kind of tensor when the number is relaxed"
         a, b = traced.numpy(), plain.numpy()
-        if a.dtype.kind == "f":
-            same = np.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True)
-        else:
-            same = np.array_equal(a, b)
+        same = np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
         return None if same else f"{what} has other values when the number is relaxed"
     if isinstance(traced, (tuple, list)):
         if type(traced) is not type(plain) or len(traced) != len(plain):
