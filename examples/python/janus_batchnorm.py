@@ -50,7 +50,8 @@ def main(calls=16):
         x = rng.standard_normal((6, 4), dtype=np.float32)
         a, b = staged(x).numpy(), imperative(x).numpy()
         worst = max(worst, float(np.abs(a - b).max()),
-                    float(np.abs(staged.running_mean.numpy() - imperative.running_mean.numpy()).max()))
+                    float(np.abs(staged.running_mean.numpy() - imperative.running_mean.numpy()).max()),
+                    float(np.abs(staged.running_var.numpy() - imperative.running_var.numpy()).max()))
     print(f"largest difference from the imperative run: {worst:.2e}")
     print(StagedNormalized.__call__.explain())
     return worst

@@ -10,8 +10,11 @@ staged, speculative graph, as JANUS does it (`papers/janus.txt`).
 
 **Profile.** The first calls with a given set of *facts* (each argument's
 shape and type, the values of Python arguments, the attributes of `self`
-and of object arguments, the Python-valued globals and closure variables
-the function names) run imperatively on the lazy graph while a tracer
+and of object arguments and the class attributes the code may read
+through them, the globals and closure variables named by the code the
+function runs, its helpers' too, with the attributes that code names of
+a module or class so read, and the contents of NumPy arrays that are not
+arguments) run imperatively on the lazy graph while a tracer
 records every op, every branch taken on a tensor value (the *decisions*)
 and which attributes the call rebinds (to a `jitc.Var`, an output of the
 graph; or to an immutable Python value, set as traced). Calls into Python that could have
@@ -19,8 +22,14 @@ side effects (`print`, `list.append`, I/O, random numbers, anything
 outside a small set of pure builtins), reading a computed value into
 Python (`item()`, `numpy()`), named state, and changing state a staged
 call would not change (what an attribute's object holds, an argument's
-contents, a global or closure variable) make the function stay
-imperative, with the reason reported (`jitc.explain(fn)`). Objects are
+contents, a global or closure variable, a class attribute, where an
+iterator stands) make the function stay imperative, with the reason
+reported (`jitc.explain(fn)`). The code a function runs is found before
+its first call (its own, nested code, and the functions its code names
+as globals or holds in closures, followed); code first seen while a call
+is traced (a method, a function passed in) is added, and the facts kept
+so far, taken without it, are dropped: profiling starts again
+(*reprofiles*). Objects are
 facts with their attributes (two levels deep, globals' too), which
 arguments are one object is a fact, NumPy scalars are facts by value,
 and anything else by identity (held, so its address is not reused).
@@ -138,6 +147,27 @@ _PURE_BUILTINS = frozenset({
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 _NUMPY = os.path.dirname(os.path.abspath(np.__file__))
 _SIMPLE = (bool, int, float, complex, str, bytes, type(None))
+# The types whose methods named in `_PURE_BUILTINS` are pure (a method is
+# matched by its name and by what it is bound to: `dict.get`, not
+# `queue.SimpleQueue.get`).
+_PURE_TYPES = (
+    dict, list, tuple, str, bytes, range, set, frozenset, types.MappingProxyType,
+    type({}.keys()), type({}.values()), type({}.items()),
+)
+# How many code objects `_reachable_codes` follows from a function.
+_MAX_CODES = 256
+# How deep `_fact` follows containers inside containers.
+_MAX_FACT_DEPTH = 16
+_MISSING = object()
+
+
+def _pure_owner(fn):
+    """Whether the builtin `fn` (a `c_call`'s callee) is one of Python's
+    own functions or a method of one of `_PURE_TYPES`."""
+    owner = getattr(fn, "__self__", None)
+    if owner is None or isinstance(owner, types.ModuleType):
+        return owner is None or owner.__name__ == "builtins"
+    return isinstance(owner, _PURE_TYPES)
 
 
 def _call_site(frame):
@@ -183,6 +213,8 @@ class _Tracer:
         self.boundaries = {}
         self.stateful = []
         self.codes = set()
+        # Each code object the call ran -> the globals it ran with.
+        self.code_globals = {}
         self.number_decisions = set()
 
     def log(self, native, args, result):
@@ -231,6 +263,8 @@ class _Tracer:
         if event == "call":
             # The Python code the call runs (for `_INTROSPECTION`), not
             # jitc's or NumPy's, nor what they call.
+            if frame.f_code is _PLAIN_CODE:
+                return
             outer = frame
             while outer is not None and outer.f_code is not _PLAIN_CODE:
                 file = outer.f_code.co_filename
@@ -238,6 +272,7 @@ class _Tracer:
                     return
                 outer = outer.f_back
             self.codes.add(frame.f_code)
+            self.code_globals.setdefault(frame.f_code, frame.f_globals)
             return
         if event != "c_call":
             return
@@ -253,7 +288,7 @@ class _Tracer:
         name = getattr(arg, "__name__", "?")
         if name in ("next", "iter", "__next__"):
             self.stateful.append(len(self.entries))
-        if name not in _PURE_BUILTINS:
+        if name not in _PURE_BUILTINS or not _pure_owner(arg):
             where = f"{os.path.basename(file)}:{frame.f_lineno}"
             self.reasons.append(f"it calls {name}(), which may have side effects, at {where}")
 
@@ -270,24 +305,126 @@ def _is_object(x):
     return hasattr(x, "__dict__") and not isinstance(x, plain) and not _is_var(x)
 
 
-def _fact(x, depth=0):
-    """What a staged graph assumes about `x`: shapes and types of tensors,
-    values of Python values (NumPy scalars too), attributes of objects
-    (two levels), anything else by identity (held, so that its address is
-    not reused by another object while the facts are kept)."""
-    if _is_var(x) or isinstance(x, np.ndarray):
+def _fact(x, depth=0, input=False, level=0):
+    """What a staged graph assumes about `x`: shapes and types of tensors
+    (`input`: a graph input, or a `jitc.Var`, whose values the graph reads
+    when it runs), the contents of other NumPy arrays too (a graph holds
+    them as constants), values of Python values (NumPy scalars too),
+    attributes of objects (two levels), anything else by identity (held, so
+    that its address is not reused by another object while the facts are
+    kept)."""
+    if level > _MAX_FACT_DEPTH:
+        raise TypeError(f"a container nests more than {_MAX_FACT_DEPTH} deep")
+    if _is_var(x) or (input and isinstance(x, np.ndarray)):
         return ("tensor", tuple(x.shape), str(x.dtype))
+    if isinstance(x, np.ndarray):
+        return ("array", tuple(x.shape), str(x.dtype), _digest(x))
     if isinstance(x, _SIMPLE):
         return ("value", type(x).__name__, repr(x))
     if isinstance(x, np.generic):
         return ("value", str(x.dtype), repr(x.item()))
     if isinstance(x, (tuple, list)):
-        return ("sequence", type(x).__name__, tuple(_fact(v, depth) for v in x))
+        return ("sequence", type(x).__name__, tuple(_fact(v, depth, input and level == 0, level + 1) for v in x))
     if isinstance(x, dict):
-        return ("dict", tuple((repr(k), _fact(v, depth)) for k, v in x.items()))
+        return ("dict", tuple((repr(k), _fact(v, depth, False, level + 1)) for k, v in x.items()))
     if _is_object(x) and depth <= 1 and not isinstance(x, (Function, _Bound)):
-        return ("object", _Identity(type(x)), tuple(sorted((k, _fact(v, depth + 1)) for k, v in vars(x).items())))
+        return ("object", _Identity(type(x)),
+                tuple(sorted((k, _fact(v, depth + 1, False, level + 1)) for k, v in vars(x).items())))
     return ("identity", _Identity(x))
+
+
+def _digest(array):
+    """The contents of a NumPy array, as a fact."""
+    import hashlib
+
+    data = np.ascontiguousarray(array)
+    return hashlib.blake2b(data.view(np.uint8).reshape(-1) if data.size else b"", digest_size=16).hexdigest()
+
+
+def _nested_codes(code):
+    """`code` and the code objects defined in it (inner functions, lambdas,
+    comprehensions), which run with its globals."""
+    found = [code]
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            found += _nested_codes(const)
+    return found
+
+
+def _reachable_codes(fn):
+    """The Python code `fn` may run that can be found before it runs, each
+    with its globals: its own (and what is nested in it), and, following
+    the functions its code names as globals and its closure holds, theirs.
+    Code found only while a call runs (methods, functions passed in) is
+    added by `Function._discover`."""
+    codes = {}
+    work = [fn]
+    seen = set()
+    while work and len(codes) < _MAX_CODES:
+        f = work.pop()
+        if isinstance(f, Function):
+            f = f.fn
+        if not isinstance(f, types.FunctionType) or id(f) in seen:
+            continue
+        seen.add(id(f))
+        scope = f.__globals__
+        for code in _nested_codes(f.__code__):
+            codes.setdefault(code, scope)
+            work += [scope[n] for n in code.co_names if isinstance(scope.get(n), (types.FunctionType, Function))]
+        work += [c.cell_contents for c in f.__closure__ or ()
+                 if _cell_filled(c) and isinstance(c.cell_contents, (types.FunctionType, Function))]
+    return codes
+
+
+def _global_reads(codes):
+    """What the code objects `codes` (code -> globals) may read from their
+    modules: each global they name, and the attributes they name of a
+    module or class so read (`config.SCALE`, `Cfg.scale`, two levels), by
+    `module.name`."""
+    reads = {}
+    for code, scope in codes.items():
+        module = scope.get("__name__", "?")
+        names = code.co_names
+        for name in names:
+            if name in scope:
+                value = scope[name]
+                reads[f"{module}.{name}"] = value
+                _attribute_reads(reads, f"{module}.{name}", value, names, 2)
+    return reads
+
+
+def _attribute_reads(reads, path, value, names, depth):
+    if depth == 0 or not isinstance(value, (types.ModuleType, type)):
+        return
+    for name in names:
+        found = _class_attribute(value, name) if isinstance(value, type) else vars(value).get(name, _MISSING)
+        if found is not _MISSING:
+            reads[f"{path}.{name}"] = found
+            _attribute_reads(reads, f"{path}.{name}", found, names, depth - 1)
+
+
+def _class_attribute(cls, name):
+    """`name` as the class `cls` holds it (searching its bases), without
+    running a descriptor; `_MISSING` when no class holds it."""
+    for base in getattr(cls, "__mro__", (cls,)):
+        held = vars(base).get(name, _MISSING)
+        if held is not _MISSING:
+            return held
+    return _MISSING
+
+
+def _class_reads(obj, names):
+    """The attributes of `obj`'s class (and its bases) that code naming
+    `names` may read through the object (`self.k`), where the object does
+    not hold them itself."""
+    own = vars(obj)
+    found = {}
+    for name in names:
+        if name not in own:
+            value = _class_attribute(type(obj), name)
+            if value is not _MISSING:
+                found[name] = value
+    return found
 
 
 class _Identity:
@@ -339,6 +476,8 @@ def _marker(value, depth=0):
         return ("tensor", id(value._v))
     if isinstance(value, _SIMPLE):
         return (type(value).__name__, repr(value))
+    if hasattr(type(value), "__next__") and not isinstance(value, (np.ndarray, np.generic)):
+        return ("iterator", id(value), _position(value, depth))
     if depth >= 3:
         return ("object", id(value))
     if isinstance(value, (tuple, list)):
@@ -346,10 +485,29 @@ def _marker(value, depth=0):
     if isinstance(value, dict):
         return ("dict", tuple((repr(k), _marker(v, depth + 1)) for k, v in value.items()))
     if isinstance(value, np.ndarray):
-        return ("ndarray", id(value), value.shape, value.dtype.str, value.tobytes() if value.size <= 64 else None)
+        return ("ndarray", id(value), value.shape, value.dtype.str,
+                value.tobytes() if value.size <= 64 else _digest(value))
     if _is_object(value):
         return ("object", id(value), tuple(sorted((k, _marker(v, depth + 1)) for k, v in vars(value).items())))
     return ("object", id(value))
+
+
+def _position(iterator, depth):
+    """Where an iterator stands, so that a call that advances one (`next`)
+    is seen to change it: a generator by its frame, others by what they
+    pickle as (`range`, `list`, `zip`... iterators); an iterator that
+    says neither is a new position each time it is asked (so any call
+    that can reach it is taken to change it)."""
+    frame = getattr(iterator, "gi_frame", _MISSING)
+    if frame is not _MISSING:
+        if frame is None:
+            return "finished"
+        return (frame.f_lasti, _state_of(frame.f_locals) if depth < 3 else id(frame))
+    try:
+        reduced = iterator.__reduce__()
+    except Exception:  # noqa: BLE001 -- any iterator that cannot say where it is
+        return ("unknown", object())
+    return _marker(reduced[1:], depth + 1)
 
 
 def _named_globals(code, scope):
@@ -916,6 +1074,12 @@ class Function:
         self._imperative = None
         self._counts = Counter()
         self._log = []
+        self._dropped_events = 0
+        # The Python code its calls may run, with each code's globals:
+        # found before the first call (`_reachable_codes`), and while
+        # traced calls run (`_discover`); and the names that code uses.
+        self._codes = _reachable_codes(fn)
+        self._names = frozenset(n for code in self._codes for n in code.co_names)
 
     # -- calling ---------------------------------------------------------------
     def __get__(self, obj, objtype=None):
@@ -1039,8 +1203,8 @@ class Function:
                     (name, ("relaxed", type(v).__name__)
                      if ("attr", k, name) in relaxed and _relaxable(v) else _fact(v, 1))
                     for name, v in vars(x).items()
-                )))
-            return _fact(x)
+                )), tuple(sorted((name, _fact(v, 1)) for name, v in _class_reads(x, self._names).items())))
+            return _fact(x, input=True)
 
         parts = [fact(("arg", i), a) for i, a in enumerate(args)]
         parts += [(k, fact(("kwarg", k), v)) for k, v in sorted(kwargs.items())]
@@ -1058,14 +1222,39 @@ class Function:
         return tuple(parts)
 
     def _globals(self):
-        """The Python values the function's code names as globals or
-        closure variables (functions and modules by identity)."""
+        """The Python values the code the function runs names as globals
+        (and the attributes it names of modules and classes so read), and
+        its closure variables (functions and modules by identity)."""
         code = self.fn.__code__
-        scope = getattr(self.fn, "__globals__", {})
-        names = [(n, scope[n]) for n in code.co_names if n in scope]
+        names = sorted(_global_reads(self._codes).items())
         cells = zip(code.co_freevars, self.fn.__closure__ or ())
         names += [(n, c.cell_contents) for n, c in cells if _cell_filled(c)]
         return tuple((n, _fact(v, 1)) for n, v in names)
+
+    def _discover(self, tracer):
+        """Adds the code a traced call ran that `_codes` did not hold (a
+        method, a function passed in). When that code reads globals, the
+        facts of earlier calls were taken without them: they are dropped,
+        and the call's trace with them, so profiling starts again with
+        facts that cover it. Returns whether it did."""
+        new = {c: g for c, g in tracer.code_globals.items() if c not in self._codes}
+        if not new:
+            return False
+        self._codes.update(new)
+        names = frozenset(n for code in self._codes for n in code.co_names)
+        grown, self._names = names != self._names, names
+        if not grown and not _global_reads(new):
+            return False
+        self._facts.clear()
+        self._numbers_seen.clear()
+        self._counts["reprofiles"] += 1
+        if self._counts["reprofiles"] > _MAX_REPROFILES:
+            self._give_up_all(f"its calls keep running code not seen before ({len(self._codes)} code objects)")
+            return True
+        names = ", ".join(sorted({c.co_name for c in new}))
+        self._note("profile again", f"the call ran {names}, whose reads of globals and class attributes "
+                                    f"are facts from now on")
+        return True
 
     def _numbers(self, owner, args, kwargs):
         """The call's Python numbers that could become graph inputs, by
@@ -1165,7 +1354,7 @@ class Function:
         state = self._state(objects, args, kwargs)
         result, tracer, error = self._run_traced(owner, args, kwargs, objects)
         if error is not None:
-            raise error
+            self._raised(error)
         why = self._untracked(objects, before, state, args, kwargs)
         if why is not None:
             tracer.reasons.append(why)
@@ -1174,6 +1363,8 @@ class Function:
         structure = self._structure(result, outputs, tracer)
         if tracer.reasons:
             self._give_up_all(tracer.reasons[0])
+            return result, None
+        if self._discover(tracer):
             return result, None
         try:
             return result, _Trace(tracer, _unique_natives(tensors), outputs, structure, writes)
@@ -1186,7 +1377,7 @@ class Function:
         attributes: what those attributes hold, the arguments' contents,
         and the globals and closure variables the function names."""
         code = self.fn.__code__
-        named = _named_globals(code, getattr(self.fn, "__globals__", {}))
+        named = _global_reads(self._codes)
         cells = zip(code.co_freevars, self.fn.__closure__ or ())
         named.update({f"closure {n}": c.cell_contents for n, c in cells
                       if _cell_filled(c) and not isinstance(c.cell_contents, (Function, _Bound, types.FunctionType))})
@@ -1197,6 +1388,7 @@ class Function:
             [{k: _marker(v, 1) for k, v in vars(o).items()} for o in objects],
             _marker(plain_args, 1), _marker(plain_kwargs, 1),
             {k: _marker(v, 1) for k, v in named.items()},
+            [{k: _marker(v, 1) for k, v in _class_reads(o, self._names).items()} for o in objects],
         )
 
     def _untracked(self, objects, before, state, args, kwargs):
@@ -1213,6 +1405,10 @@ class Function:
         for name in set(state[3]) | set(after[3]):
             if state[3].get(name) != after[3].get(name):
                 return f"it changes the global or closure variable {name} (state a staged call would not change)"
+        for old, now in zip(state[4], after[4]):
+            for name in set(old) | set(now):
+                if old.get(name) != now.get(name):
+                    return f"it changes the class attribute {name} (state a staged call would not change)"
         return None
 
     def _traced_relaxed(self, owner, args, kwargs, tensors, numbers):
@@ -1235,12 +1431,14 @@ class Function:
         state = self._state(objects, args, kwargs)
         result, plain, error = self._run_traced(owner, args, kwargs, objects)
         if error is not None:
-            raise error
+            self._raised(error)
         why = self._untracked(objects, before, state, args, kwargs)
         if why is not None:
             plain.reasons.append(why)
         if plain.reasons:
             self._give_up_all(plain.reasons[0])
+            return result, None
+        if self._discover(plain):
             return result, None
         finished = [dict(vars(o)) for o in objects]
         for o, old in zip(objects, before):
@@ -1351,6 +1549,16 @@ class Function:
         tracer.reasons.append(f"it returns a {type(value).__name__}, which a graph cannot return")
         return ("value", None)
 
+    def _raised(self, error):
+        """A traced call raised: the exception is the imperative run's, and
+        the call's outcome. Nothing is staged from it (a graph returns
+        values, not exceptions); it is counted and logged, and raised. A
+        `raise` under a tensor condition that the traces never took is a
+        guard of the staged graph, so such calls land here (JANUS §4)."""
+        self._counts["raised"] += 1
+        self._note("raised", f"{type(error).__name__}: {error} (run imperatively; nothing staged from it)")
+        raise error
+
     def _give_up_all(self, reason):
         if self._imperative is None:
             self._imperative = reason
@@ -1359,7 +1567,9 @@ class Function:
 
     def _note(self, event, reason):
         self._log.append((event, reason))
-        del self._log[:-100]
+        if len(self._log) > _KEPT_EVENTS:
+            self._dropped_events += len(self._log) - _KEPT_EVENTS
+            del self._log[:-_KEPT_EVENTS]
 
     # -- staging -----------------------------------------------------------------
     def _stage(self, traces):
@@ -1559,9 +1769,12 @@ class Function:
         imperatively while tracing), imperative (run without tracing),
         staged_graphs, restaged, fallbacks, give_ups, relaxations (Python
         numbers made graph inputs), relaxations_undone (numbers made facts
-        by value again, since Python read them)."""
+        by value again, since Python read them), reprofiles (profiling
+        started again because a traced call ran code not seen before
+        that reads globals or class attributes), raised (traced calls that
+        raised an exception, which was the call's outcome)."""
         keys = ["calls", "staged", "traced", "imperative", "staged_graphs", "restaged", "fallbacks", "give_ups",
-                "relaxations", "relaxations_undone"]
+                "relaxations", "relaxations_undone", "reprofiles", "raised"]
         return {k: self._counts[k] for k in keys}
 
     def explain(self):
@@ -1596,8 +1809,19 @@ class Function:
                 lines.append(f"  facts {k}: imperative after {facts.given_up}")
             else:
                 lines.append(f"  facts {k}: profiling ({facts.traced} of {self.profile} traced calls)")
-        for event, reason in self._log[-10:]:
-            lines.append(f"  {event}: {reason}")
+        # Every event kept (the last `_KEPT_EVENTS`), a repeated one once
+        # with its count.
+        if self._dropped_events:
+            lines.append(f"  ({self._dropped_events} earlier events not kept)")
+        runs = []
+        for entry in self._log:
+            if runs and runs[-1][0] == entry:
+                runs[-1][1] += 1
+            else:
+                runs.append([entry, 1])
+        for (event, reason), count in runs:
+            times = f" ({count} times in a row)" if count > 1 else ""
+            lines.append(f"  {event}: {reason}{times}")
         return "\n".join(lines)
 
     def __repr__(self):
@@ -1656,10 +1880,14 @@ def _describe_tree(root):
 
 
 _KEPT_TRACES = 8
+# The events `explain` lists (each fallback, relaxation, restaging, give-up).
+_KEPT_EVENTS = 100
 
 # How deep `jitc.function` calls may nest (or recurse) inside a traced call
 # before the function stays imperative.
 _MAX_NESTING = 32
+# How many times new code seen in a traced call may start profiling again.
+_MAX_REPROFILES = 8
 
 
 def _as_vars(args, kwargs):

@@ -80,6 +80,7 @@ def test_traces_of_both_ways_merge_so_an_alternating_branch_stops_falling_back()
     assert StagedCounter.__call__.stats() == {
         "calls": 11, "staged": 8, "traced": 3, "imperative": 0, "staged_graphs": 1,
         "restaged": 1, "fallbacks": 1, "give_ups": 0, "relaxations": 0, "relaxations_undone": 0,
+        "reprofiles": 0, "raised": 0,
     }
     text = jitc.explain(StagedCounter.__call__)
     assert "fallback: guard" in text and "one graph merged from 3 traces" in text, text
@@ -128,6 +129,7 @@ def test_a_scripted_call_sequence_gives_these_counts():
     assert halve.stats() == {
         "calls": 8, "staged": 3, "traced": 3, "imperative": 2, "staged_graphs": 1,
         "restaged": 1, "fallbacks": 2, "give_ups": 1, "relaxations": 0, "relaxations_undone": 0,
+        "reprofiles": 0, "raised": 0,
     }
     text = jitc.explain(halve)
     assert "imperative after 2 fallbacks" in text and "give up" in text, text
@@ -596,7 +598,11 @@ def test_a_raise_under_a_tensor_condition_is_raised_by_the_imperative_rerun():
     assert checked.stats()["staged"] == 1
     with pytest.raises(ValueError, match="negative input"):
         checked(np.full(4, -1.0, dtype=np.float32))
-    assert checked.stats()["fallbacks"] == 1
+    assert checked.stats()["fallbacks"] == 1 and checked.stats()["raised"] == 1
+    assert "raised: ValueError: negative input" in checked.explain()
+    # Nothing was staged from the raising call: the graph still serves.
+    np.testing.assert_array_equal(checked(np.full(4, 4.0, dtype=np.float32)).numpy(), np.full(4, 2.0))
+    assert checked.stats()["staged"] == 2 and checked.stats()["give_ups"] == 0
 
 
 def test_figure_1_rnn_trains_with_changing_lengths_as_the_imperative_model():
@@ -606,23 +612,57 @@ def test_figure_1_rnn_trains_with_changing_lengths_as_the_imperative_model():
         a = staged(sequence, target, 0.1).item()
         b = plain(sequence, target, 0.1).item()
         assert abs(a - b) <= 1e-5
-        np.testing.assert_allclose(staged.u.numpy(), plain.u.numpy(), rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(staged.state.numpy(), plain.state.numpy(), rtol=1e-5, atol=1e-6)
+        for name in ("w", "u", "b", "state"):
+            np.testing.assert_allclose(getattr(staged, name).numpy(), getattr(plain, name).numpy(),
+                                       rtol=1e-5, atol=1e-6, err_msg=name)
     stats = module.StagedRNN.__call__.stats()
     assert stats["staged_graphs"] == 2 and stats["staged"] > 0 and stats["fallbacks"] == 0
 
 
+def test_the_rnn_on_random_lengths_and_rates_keeps_every_attribute_as_the_imperative_model():
+    """Random sequences of calls that change shapes (the length), a
+    Python number (the learning rate, relaxed into a graph input) and the
+    object's state, compared after every call."""
+    module = load_example("janus_rnn")
+    staged, plain = module.StagedRNN(inputs=3, hidden=4, batch=2), module.RNNModel(inputs=3, hidden=4, batch=2)
+    rng = np.random.default_rng(7)
+    for _ in range(16):
+        length = int(rng.choice([1, 2, 3]))
+        sequence = rng.standard_normal((length, 2, 3), dtype=np.float32)
+        target = rng.standard_normal((2, 4), dtype=np.float32)
+        lr = float(rng.choice([0.05, 0.1]))
+        a = staged(sequence, target, lr).item()
+        b = plain(sequence, target, lr).item()
+        assert abs(a - b) <= 1e-5 * max(1.0, abs(b))
+        for name in ("w", "u", "b", "state"):
+            np.testing.assert_allclose(getattr(staged, name).numpy(), getattr(plain, name).numpy(),
+                                       rtol=1e-5, atol=1e-6, err_msg=name)
+    stats = module.StagedRNN.__call__.stats()
+    # Three lengths, three graphs; the rate became an input on its first
+    # change, so it made no new facts.
+    assert stats["calls"] == 16 and stats["staged"] == 5 and stats["staged_graphs"] == 3, stats
+    assert stats["relaxations"] == 1 and stats["fallbacks"] == 0, stats
+
+
 def test_the_autograph_example_serves_every_trip_count_from_one_scf_while():
     module = load_example("autograph_while")
-    assert module.main() < 1e-3
+    worst, error = module.main()
+    # The staged loop runs the same f32 ops in the same order as the
+    # imperative one; a compiled kernel may contract to FMA, hence not 0.
+    assert worst <= 1e-6 and error < 1e-3
     stats = module.square_root.stats()
     assert stats["fallbacks"] == 0 and stats["staged"] == 12 - 3, stats
     assert "as an scf.while" in module.square_root.explain()
 
 
-@pytest.mark.parametrize("name,tolerance", [("janus_batchnorm", 1e-5), ("autograph_while", 1e-3)])
-def test_speculation_examples_agree(name, tolerance):
-    assert load_example(name).main() < tolerance
+def test_the_batch_norm_example_agrees_with_its_imperative_twin_and_is_served_in_both_modes():
+    module = load_example("janus_batchnorm")
+    assert module.main(calls=16) < 1e-5
+    # Modes by call: 5 training, 3 eval, 5 training, 3 eval. Each mode is
+    # its own facts, profiled 3 times, then served: 2 + 0 + 5 + 3.
+    stats = module.StagedNormalized.__call__.stats()
+    assert stats["staged_graphs"] == 2 and stats["fallbacks"] == 0, stats
+    assert stats["staged"] == 10 and stats["traced"] == 6, stats
 
 
 def test_alternating_paths_are_served_by_the_merged_graph_without_fallbacks():
@@ -763,3 +803,194 @@ def test_objects_passed_twice_nested_state_numpy_scalars_and_global_objects_agre
     for scale in [1.0, 1.0, 3.0, 3.0, 5.0]:
         CONFIG.scale = scale
         np.testing.assert_array_equal(staged(x).numpy(), np.full(2, scale, np.float32))
+
+
+# -- state the function reaches beyond its own code's names ---------------------
+# Each of these was staged with the first traces' value baked in, and
+# later calls returned it after the state had changed.
+
+HELPER_SCALE = 1.0
+HELPER_TABLE = np.ones(4, dtype=np.float32)
+
+
+def _scaled_by_helper(x):
+    return x * HELPER_SCALE
+
+
+def through_helper(x):
+    return _scaled_by_helper(x)
+
+
+def by_table(x):
+    return x * HELPER_TABLE
+
+
+class Settings:
+    gain = 1.0
+
+
+def by_class_attribute(x):
+    return x * Settings.gain
+
+
+class Gained:
+    gain = 1.0
+
+    def __call__(self, x):
+        return x * self.gain
+
+
+class StagedGained(Gained):
+    __call__ = jitc.function(Gained.__call__, profile=2)
+
+
+def _agree(staged, plain, x, change, rounds=6):
+    for k in range(rounds):
+        change(float(k // 3))
+        np.testing.assert_array_equal(staged(x).numpy(), plain(jitc.Var(x)).numpy())
+
+
+def test_globals_read_by_helpers_module_and_class_attributes_and_array_contents_are_facts():
+    x = np.arange(4, dtype=np.float32)
+
+    def set_scale(v):
+        global HELPER_SCALE
+        HELPER_SCALE = v
+
+    def set_table(v):
+        HELPER_TABLE[:] = v  # in place: the same array, other contents
+
+    def set_gain(v):
+        Settings.gain = v
+
+    def set_class_gain(v):
+        Gained.gain = v
+
+    cases = [
+        (through_helper, set_scale),
+        (by_table, set_table),
+        (by_class_attribute, set_gain),
+    ]
+    for fn, change in cases:
+        staged = jitc.function(fn, profile=2)
+        _agree(staged, fn, x, change)
+        # Two values, three calls each: each its own facts, profiled twice
+        # and then served.
+        stats = staged.stats()
+        assert stats["staged"] == 2 and stats["fallbacks"] == 0, (fn.__name__, stats)
+    # A class attribute read through self.
+    staged, plain = StagedGained(), Gained()
+    _agree(staged, plain, x, set_class_gain)
+    assert StagedGained.__call__.stats()["staged"] > 0
+
+
+SHARED_ITERATOR = iter(range(1000))
+
+
+def draws(x):
+    return x * next(SHARED_ITERATOR)
+
+
+def test_a_call_that_advances_an_iterator_stays_imperative():
+    global SHARED_ITERATOR
+    staged = jitc.function(draws, profile=2)
+    x = np.ones(3, dtype=np.float32)
+    SHARED_ITERATOR = iter(range(1000))
+    got = [staged(x).numpy()[0] for _ in range(6)]
+    assert got == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    assert staged.stats()["give_ups"] == 1
+    assert "changes the global or closure variable" in staged.explain() and "SHARED_ITERATOR" in staged.explain()
+
+
+def test_a_method_named_like_a_pure_builtin_is_not_taken_for_one():
+    import queue
+
+    items = queue.SimpleQueue()
+    for k in range(10):
+        items.put(float(k))
+
+    def take(x):
+        return x * items.get()
+
+    staged = jitc.function(take, profile=2)
+    x = np.ones(2, dtype=np.float32)
+    assert [staged(x).numpy()[0] for _ in range(5)] == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert "it calls get(), which may have side effects" in staged.explain()
+    # `dict.get` is still pure.
+    table = {"w": 2.0}
+    staged = jitc.function(lambda x: x * table.get("w"), profile=2)
+    for _ in range(4):
+        np.testing.assert_array_equal(staged(x).numpy(), x * 2.0)
+    assert staged.stats()["staged"] == 2
+
+
+class Layered:
+    def scale(self):
+        return HELPER_SCALE
+
+    def __call__(self, x):
+        return x * self.scale()
+
+
+class StagedLayered(Layered):
+    __call__ = jitc.function(Layered.__call__, profile=2)
+
+
+def test_code_first_seen_in_a_traced_call_starts_profiling_again():
+    global HELPER_SCALE
+    HELPER_SCALE = 1.0
+    staged, plain = StagedLayered(), Layered()
+    x = np.arange(3, dtype=np.float32)
+    for k in range(8):
+        HELPER_SCALE = 2.0 if k >= 5 else 1.0
+        np.testing.assert_array_equal(staged(x).numpy(), plain(jitc.Var(x)).numpy())
+    # Call 1 finds the method `scale`, which reads a global: its facts are
+    # dropped; calls 2-3 profile; 4-5 are served; 6 has new facts and
+    # profiles with 7; 8 is served.
+    assert StagedLayered.__call__.stats() == {
+        "calls": 8, "staged": 3, "traced": 5, "imperative": 0, "staged_graphs": 2,
+        "restaged": 0, "fallbacks": 0, "give_ups": 0, "relaxations": 0, "relaxations_undone": 0,
+        "reprofiles": 1, "raised": 0,
+    }
+    assert "the call ran scale" in StagedLayered.__call__.explain()
+
+
+def test_an_argument_that_contains_itself_is_a_reason_not_a_crash():
+    nested = []
+    nested.append(nested)
+    staged = jitc.function(lambda x, n: x * 2.0, profile=2)
+    x = np.ones(2, dtype=np.float32)
+    for _ in range(3):
+        np.testing.assert_array_equal(staged(x, nested).numpy(), x * 2.0)
+    assert "cannot be compared between calls" in staged.explain()
+
+
+def test_explain_lists_every_event_not_only_the_last_ten():
+    staged = jitc.function(branchy, profile=1, merge=False, max_fallbacks=100)
+    w = jitc.Var(np.eye(3, 2, dtype=np.float32))
+    for k in range(16):
+        sign = 1.0 if k % 2 else -1.0
+        staged(np.full((2, 3), sign, dtype=np.float32), w, 1.0)
+    stats, text = staged.stats(), staged.explain()
+    assert stats["fallbacks"] == 15, stats
+    listed = [line for line in text.splitlines() if line.startswith("  fallback: ")]
+    counted = sum(int(line.rsplit("(", 1)[1].split()[0]) if line.endswith("in a row)") else 1 for line in listed)
+    assert counted == 15, text
+
+
+COUNTS = np.zeros(100, dtype=np.float32)
+
+
+def counted(x):
+    COUNTS[:] += 1.0  # in place, on a global array larger than 64 elements
+    return x * 2.0
+
+
+def test_a_call_that_changes_a_large_global_array_in_place_stays_imperative():
+    staged = jitc.function(counted, profile=2)
+    x = np.ones(2, dtype=np.float32)
+    for _ in range(4):
+        staged(x)
+    assert COUNTS[0] == 4.0
+    assert staged.stats()["give_ups"] == 1
+    assert "changes the global or closure variable" in staged.explain()
