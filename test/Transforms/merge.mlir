@@ -1,6 +1,7 @@
 // meta-merge merges the traces of @f (Terra's Algorithm 1) into one graph.
-// The three traces below have the trace graph of the supplement's
-// Figure 2: node 1 branches (to 2 or 7), node 3 branches (to 4 or 5), 4
+// The three traces below have a trace graph shaped like the supplement's
+// Figure 2 but smaller (merge-figure2.mlir is closer to the figure):
+// node 1 branches (to 2 or 7), node 3 branches (to 4 or 5), 4
 // and 5 meet at 6, and 6 and 7 meet at 8, then 9. The switch-cases are
 // [1], [2 3 | 7], [4 | 5 | (7's edge passed on)], [6 | (passed on)],
 // [8 9]: the first and last are emitted in place, the others are

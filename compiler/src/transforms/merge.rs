@@ -1068,4 +1068,52 @@ mod tests {
         assert_eq!(switches[3][0].control, vec![(n(4), n(6)), (n(5), n(6))]);
         assert_eq!(switches[4][0].control, vec![(n(6), n(8)), (n(7), n(8))]);
     }
+
+    /// The supplement's own Figure 2 shape, as far as its text states it:
+    /// node 1 has three ways (b, c, d), node 8 three incoming edges (g, h,
+    /// i), and i is passed on through an empty case while g and h are not
+    /// yet current. (The nodes between are reconstructed; the figure is not
+    /// in the text.) Traces built from Python branches cannot give a node
+    /// three successors, so `test/Transforms/merge-figure2.mlir` writes node
+    /// 1 as two decisions; the case assignment itself has no such limit.
+    #[test]
+    fn case_assignment_of_a_three_way_node_as_in_figure_2() {
+        let n = |k: usize| k - 1;
+        let (edges, predecessors) = graph(&[
+            (START, n(1)),
+            (n(1), n(2)), // b
+            (n(1), n(5)), // c
+            (n(1), n(7)), // d
+            (n(2), n(3)), // e
+            (n(2), n(4)), // f
+            (n(5), n(6)),
+            (n(6), n(4)),
+            (n(3), n(8)), // g
+            (n(4), n(8)), // h
+            (n(7), n(8)), // i
+            (n(8), n(9)),
+            (n(9), END),
+        ]);
+        let successors =
+            |v: usize| -> Vec<usize> { edges.range((v, 0)..=(v, usize::MAX)).map(|&(_, y)| y).collect() };
+        let switches = assign_cases(&edges, &successors, &predecessors);
+        let blocks: Vec<Vec<Vec<usize>>> = switches
+            .iter()
+            .map(|s| s.iter().map(|c| c.block.iter().map(|v| v + 1).collect()).collect())
+            .collect();
+        assert_eq!(
+            blocks,
+            vec![
+                vec![vec![1]],
+                vec![vec![2], vec![5, 6], vec![7]],
+                vec![vec![3], vec![4], vec![]],
+                vec![vec![8, 9]],
+            ]
+        );
+        assert_eq!(switches[0][0].control, vec![(START, n(1))]);
+        // Node 4's case is entered by f and by the chain 5 6; i is passed on.
+        assert_eq!(switches[2][1].control, vec![(n(2), n(4)), (n(6), n(4))]);
+        assert_eq!(switches[2][2].control, vec![(n(7), n(8))]);
+        assert_eq!(switches[3][0].control, vec![(n(3), n(8)), (n(4), n(8)), (n(7), n(8))]);
+    }
 }
