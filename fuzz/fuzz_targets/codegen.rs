@@ -10,6 +10,7 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     let Some(text) = module_text(data) else { return };
     with_context(|context| {
+        jitc_fuzz::log_input(data);
         for math in [MathMode::Fast, MathMode::Exact] {
             let Some(mut module) = parse_module(context, &text) else {
                 return;

@@ -8,6 +8,7 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     let Some(text) = module_text(data) else { return };
     with_context(|context| {
+        jitc_fuzz::log_input(data);
         if let Some(module) = jitc_compiler::parse_module(context, &text) {
             let _ = jitc_compiler::verify(&module);
         }

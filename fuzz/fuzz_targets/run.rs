@@ -17,6 +17,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     with_context(|context| {
+        jitc_fuzz::log_input(data);
         let Some(mut module) = parse_module(context, &text) else {
             return;
         };

@@ -47,6 +47,59 @@ const RUNS_PER_CONTEXT: usize = 2000;
 
 thread_local! {
     static CONTEXT: RefCell<Option<Reused>> = const { RefCell::new(None) };
+    static LOG: RefCell<Option<InputLog>> = const { RefCell::new(None) };
+}
+
+/// With `JITC_FUZZ_LOG=PATH`, every input a target runs is appended to
+/// `PATH` (a 4-byte little-endian length, then the bytes), and when the
+/// context is replaced `PATH` moves to `PATH.prev` and starts again: after
+/// a crash the two files hold, in order, every input the crashed context
+/// and the one before it ran (`scripts/fuzz-replay.py` splits them into
+/// files that the target's binary runs in one process, in order). For the
+/// open heap corruption of `docs/fuzzing.md`, whose inputs never crash
+/// alone. Writes go straight to the kernel, so a crash loses none.
+struct InputLog {
+    path: std::path::PathBuf,
+    file: std::fs::File,
+}
+
+impl InputLog {
+    fn open(path: std::path::PathBuf) -> Option<Self> {
+        let file = std::fs::File::create(&path).ok()?;
+        Some(Self { path, file })
+    }
+
+    fn rotate(&mut self) {
+        let mut previous = self.path.clone().into_os_string();
+        previous.push(".prev");
+        let _ = std::fs::rename(&self.path, previous);
+        if let Ok(file) = std::fs::File::create(&self.path) {
+            self.file = file;
+        }
+    }
+
+    fn append(&mut self, data: &[u8]) {
+        use std::io::Write;
+        let mut record = Vec::with_capacity(data.len() + 4);
+        record.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        record.extend_from_slice(data);
+        let _ = self.file.write_all(&record);
+    }
+}
+
+/// Records `data` in the input log, when `JITC_FUZZ_LOG` asks for one;
+/// targets call it with each input they run in [`with_context`].
+pub fn log_input(data: &[u8]) {
+    LOG.with(|cell| {
+        let mut log = cell.borrow_mut();
+        if log.is_none() {
+            let Some(path) = std::env::var_os("JITC_FUZZ_LOG") else { return };
+            *log = InputLog::open(path.into());
+        }
+        if let Some(log) = log.as_mut() {
+            log.append(data);
+        }
+    });
 }
 
 /// Runs `f` with the thread's fuzzing context; diagnostics are collected
@@ -56,6 +109,11 @@ pub fn with_context<R>(f: impl FnOnce(&Context) -> R) -> R {
         let mut slot = cell.borrow_mut();
         if slot.as_ref().is_none_or(|r| r.runs >= RUNS_PER_CONTEXT) {
             *slot = None;
+            LOG.with(|log| {
+                if let Some(log) = log.borrow_mut().as_mut() {
+                    log.rotate();
+                }
+            });
             let context = jitc_compiler::new_context().expect("an MLIR context");
             *slot = Some(Reused { context, runs: 0 });
         }
