@@ -356,8 +356,10 @@ def _reachable_codes(fn):
     with its globals: its own (and what is nested in it), and, following
     the functions its code names as globals and its closure holds, theirs.
     Code found only while a call runs (methods, functions passed in) is
-    added by `Function._discover`."""
+    added by `Function._discover`. Also returns the functions followed
+    that have default argument values (which are facts too)."""
     codes = {}
+    defaults = []
     work = [fn]
     seen = set()
     while work and len(codes) < _MAX_CODES:
@@ -367,13 +369,21 @@ def _reachable_codes(fn):
         if not isinstance(f, types.FunctionType) or id(f) in seen:
             continue
         seen.add(id(f))
+        if f.__defaults__ or f.__kwdefaults__:
+            defaults.append(f)
         scope = f.__globals__
         for code in _nested_codes(f.__code__):
             codes.setdefault(code, scope)
             work += [scope[n] for n in code.co_names if isinstance(scope.get(n), (types.FunctionType, Function))]
         work += [c.cell_contents for c in f.__closure__ or ()
                  if _cell_filled(c) and isinstance(c.cell_contents, (types.FunctionType, Function))]
-    return codes
+    return codes, defaults
+
+
+def _defaults(functions):
+    """The default argument values of `functions`, by function: a call
+    that omits an argument reads them."""
+    return {f"defaults of {f.__qualname__}": (f.__defaults__, f.__kwdefaults__) for f in functions}
 
 
 def _global_reads(codes):
@@ -1078,7 +1088,7 @@ class Function:
         # The Python code its calls may run, with each code's globals:
         # found before the first call (`_reachable_codes`), and while
         # traced calls run (`_discover`); and the names that code uses.
-        self._codes = _reachable_codes(fn)
+        self._codes, self._with_defaults = _reachable_codes(fn)
         self._names = frozenset(n for code in self._codes for n in code.co_names)
 
     # -- calling ---------------------------------------------------------------
@@ -1226,7 +1236,7 @@ class Function:
         (and the attributes it names of modules and classes so read), and
         its closure variables (functions and modules by identity)."""
         code = self.fn.__code__
-        names = sorted(_global_reads(self._codes).items())
+        names = sorted(_global_reads(self._codes).items()) + sorted(_defaults(self._with_defaults).items())
         cells = zip(code.co_freevars, self.fn.__closure__ or ())
         names += [(n, c.cell_contents) for n, c in cells if _cell_filled(c)]
         return tuple((n, _fact(v, 1)) for n, v in names)
@@ -1378,6 +1388,7 @@ class Function:
         and the globals and closure variables the function names."""
         code = self.fn.__code__
         named = _global_reads(self._codes)
+        named.update(_defaults(self._with_defaults))
         cells = zip(code.co_freevars, self.fn.__closure__ or ())
         named.update({f"closure {n}": c.cell_contents for n, c in cells
                       if _cell_filled(c) and not isinstance(c.cell_contents, (Function, _Bound, types.FunctionType))})

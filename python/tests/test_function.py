@@ -994,3 +994,22 @@ def test_a_call_that_changes_a_large_global_array_in_place_stays_imperative():
     assert COUNTS[0] == 4.0
     assert staged.stats()["give_ups"] == 1
     assert "changes the global or closure variable" in staged.explain()
+
+
+SETTINGS = Settings()
+
+
+def by_default(x, settings=SETTINGS, *, table=[1.0]):  # noqa: B006 -- the mutable default is the point
+    return x * settings.gain * table[0]
+
+
+def test_default_argument_values_are_facts():
+    staged = jitc.function(by_default, profile=2)
+    x = np.arange(3, dtype=np.float32)
+
+    def change(v):
+        SETTINGS.gain = v  # an attribute of a default object (shadows the class's)
+        by_default.__kwdefaults__["table"][0] = v + 1.0  # a default list, in place
+
+    _agree(staged, by_default, x, change)
+    assert staged.stats()["staged"] == 2 and staged.stats()["fallbacks"] == 0
