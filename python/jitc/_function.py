@@ -159,6 +159,8 @@ _MAX_CODES = 256
 # How deep `_fact` follows containers inside containers.
 _MAX_FACT_DEPTH = 16
 _MISSING = object()
+# Types whose values are facts by identity and compare by it.
+_BY_IDENTITY = frozenset({types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type, np.ufunc})
 
 
 def _pure_owner(fn):
@@ -293,9 +295,15 @@ class _Tracer:
             self.reasons.append(f"it calls {name}(), which may have side effects, at {where}")
 
 
+_VAR = []
+
+
 def _is_var(x):
-    from . import Var
-    return isinstance(x, Var)
+    # `jitc.Var`, looked up once (the package imports this module first).
+    if not _VAR:
+        from . import Var
+        _VAR.append(Var)
+    return isinstance(x, _VAR[0])
 
 
 def _is_object(x):
@@ -316,7 +324,7 @@ def _fact(x, depth=0, input=False, level=0):
     if level > _MAX_FACT_DEPTH:
         raise TypeError(f"a container nests more than {_MAX_FACT_DEPTH} deep")
     if _is_var(x) or (input and isinstance(x, np.ndarray)):
-        return ("tensor", tuple(x.shape), str(x.dtype))
+        return ("tensor", tuple(x.shape), _dtype_name(x.dtype))
     if isinstance(x, np.ndarray):
         return ("array", tuple(x.shape), str(x.dtype), _digest(x))
     if isinstance(x, _SIMPLE):
@@ -331,6 +339,17 @@ def _fact(x, depth=0, input=False, level=0):
         return ("object", _Identity(type(x)),
                 tuple(sorted((k, _fact(v, depth + 1, False, level + 1)) for k, v in vars(x).items())))
     return ("identity", _Identity(x))
+
+
+_DTYPE_NAMES = {}
+
+
+def _dtype_name(dtype):
+    """`str(dtype)`, remembered (NumPy's is slow, and facts ask per call)."""
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = str(dtype)
+    return name
 
 
 def _digest(array):
@@ -396,21 +415,38 @@ def _global_reads(codes):
         module = scope.get("__name__", "?")
         names = code.co_names
         for name in names:
-            if name in scope:
-                value = scope[name]
+            value = scope.get(name, _MISSING)
+            if value is not _MISSING:
                 reads[f"{module}.{name}"] = value
-                _attribute_reads(reads, f"{module}.{name}", value, names, 2)
+                if isinstance(value, (types.ModuleType, type)):
+                    _attribute_reads(reads, f"{module}.{name}", value, names, 2)
     return reads
 
 
+# (id of a module or class, the names code uses) -> (it, the names it
+# holds): which attributes `_attribute_reads` looks up, worked out once.
+_HELD = {}
+
+
 def _attribute_reads(reads, path, value, names, depth):
-    if depth == 0 or not isinstance(value, (types.ModuleType, type)):
-        return
-    for name in names:
-        found = _class_attribute(value, name) if isinstance(value, type) else vars(value).get(name, _MISSING)
+    key = (id(value), names)
+    held = _HELD.get(key)
+    if held is None or held[0] is not value:
+        if isinstance(value, type):
+            held = (value, tuple(n for n in names if _class_attribute(value, n) is not _MISSING))
+        else:
+            held = (value, tuple(n for n in names if n in vars(value)))
+        if len(_HELD) > 4096:
+            _HELD.clear()
+        _HELD[key] = held
+    is_class = isinstance(value, type)
+    space = None if is_class else vars(value)
+    for name in held[1]:
+        found = _class_attribute(value, name) if is_class else space.get(name, _MISSING)
         if found is not _MISSING:
             reads[f"{path}.{name}"] = found
-            _attribute_reads(reads, f"{path}.{name}", found, names, depth - 1)
+            if depth > 1 and isinstance(found, (types.ModuleType, type)):
+                _attribute_reads(reads, f"{path}.{name}", found, names, depth - 1)
 
 
 def _class_attribute(cls, name):
@@ -427,11 +463,17 @@ def _class_reads(obj, names):
     """The attributes of `obj`'s class (and its bases) that code naming
     `names` may read through the object (`self.k`), where the object does
     not hold them itself."""
+    cls = type(obj)
+    key = (id(cls), names)
+    held = _HELD.get(key)
+    if held is None or held[0] is not cls:
+        held = (cls, tuple(sorted(n for n in names if _class_attribute(cls, n) is not _MISSING)))
+        _HELD[key] = held
     own = vars(obj)
     found = {}
-    for name in names:
+    for name in held[1]:
         if name not in own:
-            value = _class_attribute(type(obj), name)
+            value = _class_attribute(cls, name)
             if value is not _MISSING:
                 found[name] = value
     return found
@@ -1239,7 +1281,9 @@ class Function:
         names = sorted(_global_reads(self._codes).items()) + sorted(_defaults(self._with_defaults).items())
         cells = zip(code.co_freevars, self.fn.__closure__ or ())
         names += [(n, c.cell_contents) for n, c in cells if _cell_filled(c)]
-        return tuple((n, _fact(v, 1)) for n, v in names)
+        # Modules, functions and classes are facts by identity, as
+        # themselves (they compare and hash by identity).
+        return tuple((n, v if type(v) in _BY_IDENTITY else _fact(v, 1)) for n, v in names)
 
     def _discover(self, tracer):
         """Adds the code a traced call ran that `_codes` did not hold (a
