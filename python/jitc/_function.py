@@ -116,6 +116,7 @@ branch); relaxed integers compute in 64 bits where Python's are unbounded
 """
 
 import ast
+import collections
 import inspect
 import os
 import sys
@@ -323,8 +324,13 @@ def _fact(x, depth=0, input=False, level=0):
     kept)."""
     if level > _MAX_FACT_DEPTH:
         raise TypeError(f"a container nests more than {_MAX_FACT_DEPTH} deep")
-    if _is_var(x) or (input and isinstance(x, np.ndarray)):
-        return ("tensor", tuple(x.shape), _dtype_name(x.dtype))
+    if _is_var(x):
+        # Which of the call's input tensors it is, if any: a global or a
+        # deeper attribute that is an argument in one call and not in the
+        # next is another fact (the graph reads an input there).
+        return ("tensor", tuple(x.shape), _dtype_name(x.dtype), _ALIASES[-1].get(id(x._v)) if _ALIASES else None)
+    if input and isinstance(x, np.ndarray):
+        return ("tensor", tuple(x.shape), _dtype_name(x.dtype), None)
     if isinstance(x, np.ndarray):
         return ("array", tuple(x.shape), str(x.dtype), _digest(x))
     if isinstance(x, _SIMPLE):
@@ -333,6 +339,12 @@ def _fact(x, depth=0, input=False, level=0):
         return ("value", str(x.dtype), repr(x.item()))
     if isinstance(x, (tuple, list)):
         return ("sequence", type(x).__name__, tuple(_fact(v, depth, input and level == 0, level + 1) for v in x))
+    if isinstance(x, (set, frozenset)):
+        return ("set", type(x).__name__, tuple(sorted((_fact(v, depth, False, level + 1) for v in x), key=repr)))
+    if isinstance(x, (bytearray, memoryview)):
+        return ("bytes", type(x).__name__, bytes(x))
+    if isinstance(x, collections.deque):
+        return ("sequence", "deque", tuple(_fact(v, depth, False, level + 1) for v in x))
     if isinstance(x, dict):
         return ("dict", tuple((repr(k), _fact(v, depth, False, level + 1)) for k, v in x.items()))
     if _is_object(x) and depth <= 1 and not isinstance(x, (Function, _Bound)):
@@ -342,6 +354,9 @@ def _fact(x, depth=0, input=False, level=0):
 
 
 _DTYPE_NAMES = {}
+# While `Function._key` runs: the native id of each input tensor -> its
+# position (read by `_fact`).
+_ALIASES = []
 
 
 def _dtype_name(dtype):
@@ -532,8 +547,12 @@ def _marker(value, depth=0):
         return ("iterator", id(value), _position(value, depth))
     if depth >= 3:
         return ("object", id(value))
-    if isinstance(value, (tuple, list)):
+    if isinstance(value, (tuple, list, collections.deque)):
         return (type(value).__name__, tuple(_marker(v, depth + 1) for v in value))
+    if isinstance(value, (set, frozenset)):
+        return (type(value).__name__, tuple(sorted((_marker(v, depth + 1) for v in value), key=repr)))
+    if isinstance(value, (bytearray, memoryview)):
+        return (type(value).__name__, bytes(value))
     if isinstance(value, dict):
         return ("dict", tuple((repr(k), _marker(v, depth + 1)) for k, v in value.items()))
     if isinstance(value, np.ndarray):
@@ -1241,6 +1260,13 @@ class Function:
         """The call's facts. A number at a `relaxed` position (`_numbers`;
         the function's relaxed ones by default) is a fact by its type
         only."""
+        _ALIASES.append({id(t._v): k for k, t in reversed(list(enumerate(tensors)))})
+        try:
+            return self._facts_of(owner, args, kwargs, tensors, relaxed)
+        finally:
+            _ALIASES.pop()
+
+    def _facts_of(self, owner, args, kwargs, tensors, relaxed):
         relaxed = self._relaxed if relaxed is None else relaxed
         objects = {}
         for k, o in enumerate(self._objects(owner, args, kwargs)):

@@ -4,6 +4,7 @@ sequences that change shapes, values and paths; the counts of a scripted
 call sequence; what cannot be staged stays imperative with its reason; the
 examples."""
 
+import collections
 import importlib.util
 from pathlib import Path
 
@@ -1013,3 +1014,41 @@ def test_default_argument_values_are_facts():
 
     _agree(staged, by_default, x, change)
     assert staged.stats()["staged"] == 2 and staged.stats()["fallbacks"] == 0
+
+
+ALIASED = jitc.Var(np.full(3, 5.0, dtype=np.float32))
+
+
+def plus_aliased(x):
+    return x + ALIASED
+
+
+def test_a_global_var_that_is_the_argument_in_some_calls_is_not_taken_for_it():
+    staged = jitc.function(plus_aliased, profile=2)
+    other = jitc.Var(np.full(3, 1.0, dtype=np.float32))
+    for x in [ALIASED, ALIASED, ALIASED, other]:
+        np.testing.assert_array_equal(staged(x).numpy(), plus_aliased(x).numpy())
+
+
+FLAGS = set()
+BUFFER = bytearray(b"\x01")
+QUEUE = collections.deque([1.0])
+
+
+def by_containers(x):
+    return x * (2.0 if "double" in FLAGS else 1.0) * float(BUFFER[0]) * QUEUE[0]
+
+
+def test_sets_bytearrays_and_deques_are_facts_by_contents():
+    staged = jitc.function(by_containers, profile=2)
+    x = np.ones(2, dtype=np.float32)
+
+    def change(v):
+        FLAGS.clear()
+        if v:
+            FLAGS.add("double")
+        BUFFER[0] = int(v) + 1
+        QUEUE[0] = v + 1.0
+
+    _agree(staged, by_containers, x, change)
+    assert staged.stats()["staged"] == 2
