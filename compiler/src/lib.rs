@@ -46,6 +46,7 @@ mod pipeline;
 pub mod pipelines;
 mod rewrite;
 mod source;
+mod ssa_scope;
 pub mod timings;
 mod transforms;
 mod verify_diagnostics;

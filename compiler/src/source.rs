@@ -235,6 +235,15 @@ pub fn parse_module<'c>(context: &'c Context, text: &str) -> Option<Module<'c>> 
     // The lexer takes a NUL for the end of the buffer and would silently
     // ignore the rest; U+FFFD makes it report the character instead.
     let text = text.replace('\0', "\u{fffd}");
+    // MLIR frees a value with uses still pointing at it when such a use
+    // meets a failing parse later (`ssa_scope`): refuse the text first.
+    if let Some(undefined) = crate::ssa_scope::undefined_use(&text) {
+        jitc_dialect::emit_error(
+            Location::new(context, "", undefined.line, undefined.column),
+            &undefined.to_string(),
+        );
+        return None;
+    }
     // MLIR's lexer reads one byte past the end, expecting a NUL there.
     let mut buffer = Vec::with_capacity(text.len() + 1);
     buffer.extend_from_slice(text.as_bytes());

@@ -1099,7 +1099,11 @@ mod tests {
         let switches = assign_cases(&edges, &successors, &predecessors);
         let blocks: Vec<Vec<Vec<usize>>> = switches
             .iter()
-            .map(|s| s.iter().map(|c| c.block.iter().map(|v| v + 1).collect()).collect())
+            .map(|s| {
+                s.iter()
+                    .map(|c| c.block.iter().map(|v| v + 1).collect())
+                    .collect()
+            })
             .collect();
         assert_eq!(
             blocks,
@@ -1114,6 +1118,9 @@ mod tests {
         // Node 4's case is entered by f and by the chain 5 6; i is passed on.
         assert_eq!(switches[2][1].control, vec![(n(2), n(4)), (n(6), n(4))]);
         assert_eq!(switches[2][2].control, vec![(n(7), n(8))]);
-        assert_eq!(switches[3][0].control, vec![(n(3), n(8)), (n(4), n(8)), (n(7), n(8))]);
+        assert_eq!(
+            switches[3][0].control,
+            vec![(n(3), n(8)), (n(4), n(8)), (n(7), n(8))]
+        );
     }
 }
