@@ -1052,3 +1052,29 @@ def test_sets_bytearrays_and_deques_are_facts_by_contents():
 
     _agree(staged, by_containers, x, change)
     assert staged.stats()["staged"] == 2
+
+
+class Marks:
+    def __init__(self):
+        self.n = 0
+
+    def mark(self, x, n):
+        self.n = n
+        return None
+
+
+class StagedMarks(Marks):
+    mark = jitc.function(Marks.mark, profile=2)
+
+
+def test_a_trace_with_no_tensor_outputs_is_staged():
+    # Its graph has no results; it used to print `return  :`, which did
+    # not parse, and the function went imperative with "a jitc bug".
+    staged = jitc.function(lambda x: 1.5, profile=2)
+    x = np.ones(3, dtype=np.float32)
+    assert [staged(x) for _ in range(3)] == [1.5, 1.5, 1.5]
+    assert staged.stats()["staged"] == 1 and staged.stats()["give_ups"] == 0, staged.explain()
+    marks = StagedMarks()
+    for n in [3, 3, 3, 4, 4, 4]:
+        assert marks.mark(x, n) is None and marks.n == n
+    assert StagedMarks.mark.stats()["give_ups"] == 0 and StagedMarks.mark.stats()["staged"] > 0

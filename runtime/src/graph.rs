@@ -1062,12 +1062,21 @@ impl Cut {
             Some(of) => format!(" attributes {{meta.trace = \"{}\"}}", quoted(of)),
             None => String::new(),
         };
+        // A graph with no results (a function that returns only Python
+        // values) ends in a bare `return`.
+        let ret = if results.is_empty() {
+            "  return".to_owned()
+        } else {
+            format!(
+                "  return {} : {}",
+                results.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "),
+                result_types.join(", ")
+            )
+        };
         format!(
-            "func.func @{function}({}) -> ({}){attributes} {{\n{body}  return {} : {}\n}}\n",
+            "func.func @{function}({}) -> ({}){attributes} {{\n{body}{ret}\n}}\n",
             params.join(", "),
             result_types.join(", "),
-            results.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "),
-            result_types.join(", ")
         )
     }
 }
