@@ -29,7 +29,13 @@ its first call (its own, nested code, and the functions its code names
 as globals or holds in closures, followed); code first seen while a call
 is traced (a method, a function passed in) is added, and the facts kept
 so far, taken without it, are dropped: profiling starts again
-(*reprofiles*). Objects are
+(*reprofiles*). Bound methods, `functools.partial`s and functions passed
+in are facts with what they hold (their object, arguments, closure
+variables and defaults), and so are the closure variables and defaults
+of the helpers followed; objects past two levels are followed through
+the attributes the code names (as names or as strings), up to six
+levels; `__slots__` objects, sets, bytearrays and deques by contents.
+Objects are
 facts with their attributes (two levels deep, globals' too), which
 arguments are one object is a fact, NumPy scalars are facts by value,
 and anything else by identity (held, so its address is not reused).
@@ -117,6 +123,7 @@ branch); relaxed integers compute in 64 bits where Python's are unbounded
 
 import ast
 import collections
+import functools
 import inspect
 import os
 import sys
@@ -157,9 +164,17 @@ _PURE_TYPES = (
 )
 # How many code objects `_reachable_codes` follows from a function.
 _MAX_CODES = 256
+# How deep `_fact` follows objects' attributes (the first two levels all
+# of them, deeper those the code names).
+_MAX_OBJECT_DEPTH = 6
+# How deep `_marker` follows containers and objects (objects past the
+# third level by the attributes the code names).
+_MAX_MARKER_DEPTH = 8
 # How deep `_fact` follows containers inside containers.
 _MAX_FACT_DEPTH = 16
 _MISSING = object()
+# What `_reachable_codes` follows to code.
+_CALLABLES = (types.FunctionType, types.MethodType, functools.partial)
 # Types whose values are facts by identity and compare by it.
 _BY_IDENTITY = frozenset({types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type, np.ufunc})
 
@@ -347,9 +362,38 @@ def _fact(x, depth=0, input=False, level=0):
         return ("sequence", "deque", tuple(_fact(v, depth, False, level + 1) for v in x))
     if isinstance(x, dict):
         return ("dict", tuple((repr(k), _fact(v, depth, False, level + 1)) for k, v in x.items()))
-    if _is_object(x) and depth <= 1 and not isinstance(x, (Function, _Bound)):
+    if isinstance(x, types.FunctionType) and depth <= 1:
+        # A function passed in or held: what its closure and defaults hold.
+        held = [c.cell_contents for c in x.__closure__ or () if _cell_filled(c)]
+        return ("function", _Identity(x), _fact((held, x.__defaults__, x.__kwdefaults__), depth + 1, False, level + 1))
+    if isinstance(x, types.MethodType):
+        return ("method", _Identity(x.__func__), _fact(x.__self__, depth, False, level + 1))
+    if isinstance(x, functools.partial):
+        return ("partial", _Identity(x.func), _fact(x.args, depth, False, level + 1),
+                _fact(x.keywords, depth, False, level + 1))
+    names = _NAMES[-1] if _NAMES else frozenset()
+    if isinstance(x, (types.ModuleType, type)) and depth <= 1 and names:
+        # A module or class as a value: the attributes the code names.
+        space = [(n, _class_attribute(x, n) if isinstance(x, type) else vars(x).get(n, _MISSING)) for n in names]
+        return ("namespace", _Identity(x),
+                tuple(sorted((n, _fact(v, depth + 1, False, level + 1)) for n, v in space if v is not _MISSING)))
+    slots = _slots(x)
+    if slots is not None and depth <= _MAX_OBJECT_DEPTH:
+        return ("slots", _Identity(type(x)), tuple(_fact(v, depth + 1, False, level + 1) for v in slots))
+    if _is_object(x) and not isinstance(x, (Function, _Bound)):
+        if depth <= 1:
+            held = vars(x).items()
+        elif depth <= _MAX_OBJECT_DEPTH and names:
+            # Deeper, the attributes the code names (`self.a.b.c`): no
+            # other can be read without introspection, which keeps a
+            # relaxed number from being staged and is rare in models.
+            held = [(k, v) for k, v in vars(x).items() if k in names]
+        else:
+            return ("identity", _Identity(x))
         return ("object", _Identity(type(x)),
-                tuple(sorted((k, _fact(v, depth + 1, False, level + 1)) for k, v in vars(x).items())))
+                tuple(sorted((k, _fact(v, depth + 1, False, level + 1)) for k, v in held)),
+                tuple(sorted((k, _fact(v, depth + 1, False, level + 1))
+                             for k, v in _class_reads(x, names).items())) if names else ())
     return ("identity", _Identity(x))
 
 
@@ -357,6 +401,9 @@ _DTYPE_NAMES = {}
 # While `Function._key` runs: the native id of each input tensor -> its
 # position (read by `_fact`).
 _ALIASES = []
+# And the names the function's code uses (`Function._names`): the
+# attributes of modules, classes and objects' classes that are facts.
+_NAMES = []
 
 
 def _dtype_name(dtype):
@@ -365,6 +412,18 @@ def _dtype_name(dtype):
     if name is None:
         name = _DTYPE_NAMES[dtype] = str(dtype)
     return name
+
+
+def _slots(x):
+    """The values of an object's `__slots__` (in order, missing ones as
+    `_MISSING`'s stand-in), or None for an object without slots or with
+    a `__dict__` (whose attributes are taken from it)."""
+    if hasattr(x, "__dict__") or isinstance(x, type):
+        return None
+    names = [n for base in type(x).__mro__ for n in getattr(base, "__slots__", ()) if isinstance(n, str)]
+    if not names:
+        return None
+    return tuple((n, getattr(x, n, "<unset>")) for n in names if n not in ("__weakref__", "__dict__"))
 
 
 def _digest(array):
@@ -390,34 +449,59 @@ def _reachable_codes(fn):
     with its globals: its own (and what is nested in it), and, following
     the functions its code names as globals and its closure holds, theirs.
     Code found only while a call runs (methods, functions passed in) is
-    added by `Function._discover`. Also returns the functions followed
-    that have default argument values (which are facts too)."""
+    added by `Function._discover`. Bound methods and `functools.partial`s
+    are followed to their functions. Also returns the functions followed,
+    whose default values and closure variables are facts too (`_held`)."""
     codes = {}
-    defaults = []
+    functions = []
     work = [fn]
     seen = set()
     while work and len(codes) < _MAX_CODES:
         f = work.pop()
         if isinstance(f, Function):
             f = f.fn
+        if isinstance(f, types.MethodType):
+            work.append(f.__func__)
+            continue
+        if isinstance(f, functools.partial):
+            work.append(f.func)
+            continue
         if not isinstance(f, types.FunctionType) or id(f) in seen:
             continue
         seen.add(id(f))
-        if f.__defaults__ or f.__kwdefaults__:
-            defaults.append(f)
+        functions.append(f)
         scope = f.__globals__
         for code in _nested_codes(f.__code__):
             codes.setdefault(code, scope)
-            work += [scope[n] for n in code.co_names if isinstance(scope.get(n), (types.FunctionType, Function))]
+            work += [scope[n] for n in code.co_names if isinstance(scope.get(n), _CALLABLES + (Function,))]
         work += [c.cell_contents for c in f.__closure__ or ()
-                 if _cell_filled(c) and isinstance(c.cell_contents, (types.FunctionType, Function))]
-    return codes, defaults
+                 if _cell_filled(c) and isinstance(c.cell_contents, _CALLABLES + (Function,))]
+    return codes, functions
 
 
-def _defaults(functions):
-    """The default argument values of `functions`, by function: a call
-    that omits an argument reads them."""
-    return {f"defaults of {f.__qualname__}": (f.__defaults__, f.__kwdefaults__) for f in functions}
+def _held(functions, fn):
+    """What `functions` hold besides their code, by function: default
+    argument values (read by a call that omits an argument) and, but for
+    `fn`'s own (`Function._globals` has those), closure variables."""
+    held = {}
+    for f in functions:
+        if f.__defaults__ or f.__kwdefaults__:
+            held[f"defaults of {f.__qualname__}"] = (f.__defaults__, f.__kwdefaults__)
+        if f is not fn:
+            for name, cell in zip(f.__code__.co_freevars, f.__closure__ or ()):
+                if _cell_filled(cell):
+                    held[f"closure variable {name} of {f.__qualname__}"] = cell.cell_contents
+    return held
+
+
+def _code_names(codes):
+    """The attribute and global names `codes` use, and the identifier
+    strings they hold (`getattr(self, "scale")`)."""
+    names = set()
+    for code in codes:
+        names.update(code.co_names)
+        names.update(c for c in code.co_consts if type(c) is str and c.isidentifier())
+    return frozenset(names)
 
 
 def _global_reads(codes):
@@ -428,7 +512,9 @@ def _global_reads(codes):
     reads = {}
     for code, scope in codes.items():
         module = scope.get("__name__", "?")
-        names = code.co_names
+        names = _CODE_NAMES.get(code)
+        if names is None:
+            names = _CODE_NAMES[code] = tuple(sorted(_code_names([code])))
         for name in names:
             value = scope.get(name, _MISSING)
             if value is not _MISSING:
@@ -438,6 +524,8 @@ def _global_reads(codes):
     return reads
 
 
+# Code object -> the names it uses (`_code_names`).
+_CODE_NAMES = {}
 # (id of a module or class, the names code uses) -> (it, the names it
 # holds): which attributes `_attribute_reads` looks up, worked out once.
 _HELD = {}
@@ -488,9 +576,11 @@ def _class_reads(obj, names):
     found = {}
     for name in held[1]:
         if name not in own:
-            value = _class_attribute(cls, name)
-            if value is not _MISSING:
-                found[name] = value
+            # Every class that holds it, not only the first: `super().k`
+            # reads a base's.
+            held_by = tuple(vars(base)[name] for base in cls.__mro__ if name in vars(base))
+            if held_by:
+                found[name] = held_by if len(held_by) > 1 else held_by[0]
     return found
 
 
@@ -545,7 +635,7 @@ def _marker(value, depth=0):
         return (type(value).__name__, repr(value))
     if hasattr(type(value), "__next__") and not isinstance(value, (np.ndarray, np.generic)):
         return ("iterator", id(value), _position(value, depth))
-    if depth >= 3:
+    if depth >= _MAX_MARKER_DEPTH:
         return ("object", id(value))
     if isinstance(value, (tuple, list, collections.deque)):
         return (type(value).__name__, tuple(_marker(v, depth + 1) for v in value))
@@ -558,8 +648,23 @@ def _marker(value, depth=0):
     if isinstance(value, np.ndarray):
         return ("ndarray", id(value), value.shape, value.dtype.str,
                 value.tobytes() if value.size <= 64 else _digest(value))
+    if isinstance(value, types.FunctionType):
+        held = [c.cell_contents for c in value.__closure__ or () if _cell_filled(c)]
+        return ("function", id(value), _marker((held, value.__defaults__, value.__kwdefaults__), depth + 1))
+    if isinstance(value, types.MethodType):
+        return ("method", id(value.__func__), _marker(value.__self__, depth + 1))
+    slots = _slots(value)
+    if slots is not None:
+        return ("slots", id(value), _marker(slots, depth + 1))
+    if isinstance(value, functools.partial):
+        return ("partial", id(value.func), _marker((value.args, value.keywords), depth + 1))
     if _is_object(value):
-        return ("object", id(value), tuple(sorted((k, _marker(v, depth + 1)) for k, v in vars(value).items())))
+        names = _NAMES[-1] if _NAMES else None
+        if depth >= 3 and names is None:
+            return ("object", id(value))
+        # Deeper than three levels, the attributes the code names.
+        held = [(k, v) for k, v in vars(value).items() if depth < 3 or k in names]
+        return ("object", id(value), tuple(sorted((k, _marker(v, depth + 1)) for k, v in held)))
     return ("object", id(value))
 
 
@@ -1149,8 +1254,8 @@ class Function:
         # The Python code its calls may run, with each code's globals:
         # found before the first call (`_reachable_codes`), and while
         # traced calls run (`_discover`); and the names that code uses.
-        self._codes, self._with_defaults = _reachable_codes(fn)
-        self._names = frozenset(n for code in self._codes for n in code.co_names)
+        self._codes, self._functions = _reachable_codes(fn)
+        self._names = _code_names(self._codes)
 
     # -- calling ---------------------------------------------------------------
     def __get__(self, obj, objtype=None):
@@ -1261,10 +1366,12 @@ class Function:
         the function's relaxed ones by default) is a fact by its type
         only."""
         _ALIASES.append({id(t._v): k for k, t in reversed(list(enumerate(tensors)))})
+        _NAMES.append(self._names)
         try:
             return self._facts_of(owner, args, kwargs, tensors, relaxed)
         finally:
             _ALIASES.pop()
+            _NAMES.pop()
 
     def _facts_of(self, owner, args, kwargs, tensors, relaxed):
         relaxed = self._relaxed if relaxed is None else relaxed
@@ -1304,7 +1411,7 @@ class Function:
         (and the attributes it names of modules and classes so read), and
         its closure variables (functions and modules by identity)."""
         code = self.fn.__code__
-        names = sorted(_global_reads(self._codes).items()) + sorted(_defaults(self._with_defaults).items())
+        names = sorted(_global_reads(self._codes).items()) + sorted(_held(self._functions, self.fn).items())
         cells = zip(code.co_freevars, self.fn.__closure__ or ())
         names += [(n, c.cell_contents) for n, c in cells if _cell_filled(c)]
         # Modules, functions and classes are facts by identity, as
@@ -1321,7 +1428,15 @@ class Function:
         if not new:
             return False
         self._codes.update(new)
-        names = frozenset(n for code in self._codes for n in code.co_names)
+        # The functions of the new code, for their defaults and closures
+        # (`_held`): found once, through the garbage collector.
+        import gc
+
+        known = {id(f) for f in self._functions}
+        for code in new:
+            self._functions += [f for f in gc.get_referrers(code)
+                                if isinstance(f, types.FunctionType) and f.__code__ is code and id(f) not in known]
+        names = _code_names(self._codes)
         grown, self._names = names != self._names, names
         if not grown and not _global_reads(new):
             return False
@@ -1453,12 +1568,19 @@ class Function:
             return result, None
 
     def _state(self, objects, args, kwargs):
+        _NAMES.append(self._names)
+        try:
+            return self._state_unnamed(objects, args, kwargs)
+        finally:
+            _NAMES.pop()
+
+    def _state_unnamed(self, objects, args, kwargs):
         """What a call could change besides rebinding the covered objects'
         attributes: what those attributes hold, the arguments' contents,
         and the globals and closure variables the function names."""
         code = self.fn.__code__
         named = _global_reads(self._codes)
-        named.update(_defaults(self._with_defaults))
+        named.update(_held(self._functions, self.fn))
         cells = zip(code.co_freevars, self.fn.__closure__ or ())
         named.update({f"closure {n}": c.cell_contents for n, c in cells
                       if _cell_filled(c) and not isinstance(c.cell_contents, (Function, _Bound, types.FunctionType))})
@@ -1582,11 +1704,13 @@ class Function:
         _tracing.tracer = tracer
         sys.setprofile(tracer.profile)
         result, error = None, None
+        _NAMES.append(self._names)
         try:
             result = self._plain(owner, args, kwargs)
         except Exception as e:
             error = e
         finally:
+            _NAMES.pop()
             sys.setprofile(previous_profile)
             _tracing.tracer = None
         return result, tracer, error

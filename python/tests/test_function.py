@@ -5,6 +5,7 @@ call sequence; what cannot be staged stays imperative with its reason; the
 examples."""
 
 import collections
+import functools
 import importlib.util
 from pathlib import Path
 
@@ -1078,3 +1079,155 @@ def test_a_trace_with_no_tensor_outputs_is_staged():
     for n in [3, 3, 3, 4, 4, 4]:
         assert marks.mark(x, n) is None and marks.n == n
     assert StagedMarks.mark.stats()["give_ups"] == 0 and StagedMarks.mark.stats()["staged"] > 0
+
+
+# -- state reached through more than names: a review's probes -----------------
+
+
+class Holder:
+    pass
+
+
+DEEP = Holder()
+DEEP.a = Holder()
+DEEP.a.b = Holder()
+DEEP.a.b.c = 1.0
+
+
+def deep_read(x):
+    return x * DEEP.a.b.c
+
+
+class Base:
+    k = 1.0
+
+
+class Derived(Base):
+    k = 10.0
+
+    def read(self, x):
+        return x * super().k
+
+
+DERIVED = Derived()
+
+
+def super_read(x):
+    return DERIVED.read(x)
+
+
+class Named:
+    value = 1.0
+
+
+def constant_getattr(x):
+    return x * getattr(Named, "value")
+
+
+class Slotted:
+    __slots__ = ("k",)
+
+    def __init__(self):
+        self.k = 1.0
+
+
+SLOTTED = Slotted()
+
+
+def slots_read(x):
+    return x * SLOTTED.k
+
+
+def _counter_factory():
+    box = Holder()
+    box.k = 1.0
+
+    def scaled(x):
+        return x * box.k
+    return scaled, box
+
+
+HELPER_WITH_CLOSURE, CLOSED_BOX = _counter_factory()
+
+
+def closure_helper(x):
+    return HELPER_WITH_CLOSURE(x)
+
+
+class Scaler:
+    def __init__(self):
+        self.k = 1.0
+
+    def apply(self, x):
+        return x * self.k
+
+
+SCALER = Scaler()
+BOUND = SCALER.apply
+PARTIAL_BOX = Holder()
+PARTIAL_BOX.k = 1.0
+
+
+def _times(box, x):
+    return x * box.k
+
+
+PARTIAL = functools.partial(_times, PARTIAL_BOX)
+
+
+def bound_method(x):
+    return BOUND(x)
+
+
+def partial_call(x):
+    return PARTIAL(x)
+
+
+class WithDefault:
+    def helper(self, x, box=PARTIAL_BOX):
+        return x * box.k
+
+    def __call__(self, x):
+        return self.helper(x)
+
+
+WITH_DEFAULT = WithDefault()
+
+
+def method_default(x):
+    return WITH_DEFAULT(x)
+
+
+def _set(holder, name):
+    return lambda v: setattr(holder, name, v)
+
+
+@pytest.mark.parametrize("fn,change", [
+    (deep_read, _set(DEEP.a.b, "c")),
+    (super_read, _set(Base, "k")),
+    (constant_getattr, _set(Named, "value")),
+    (slots_read, _set(SLOTTED, "k")),
+    (closure_helper, _set(CLOSED_BOX, "k")),
+    (bound_method, _set(SCALER, "k")),
+    (partial_call, _set(PARTIAL_BOX, "k")),
+    (method_default, _set(PARTIAL_BOX, "k")),
+], ids=lambda p: getattr(p, "__name__", ""))
+def test_state_reached_through_attributes_closures_and_bound_callables_is_a_fact(fn, change):
+    staged = jitc.function(fn, profile=2)
+    _agree(staged, fn, np.arange(3, dtype=np.float32), change, rounds=9)
+    assert staged.stats()["staged"] > 0 and staged.stats()["fallbacks"] == 0, staged.explain()
+
+
+def test_a_function_argument_is_a_fact_with_what_its_closure_holds():
+    box = Holder()
+    box.k = 1.0
+
+    def apply(x, fn):
+        return fn(x)
+
+    staged = jitc.function(apply, profile=2)
+    scaled = lambda t: t * box.k  # noqa: E731
+    x = np.arange(3, dtype=np.float32)
+    for k in range(9):
+        box.k = float(k // 3)
+        np.testing.assert_array_equal(staged(x, scaled).numpy(), apply(jitc.Var(x), scaled).numpy())
