@@ -546,6 +546,10 @@ class _Number(Var):
         native = self._v
         if target == "i32":
             native = _within(native, -(2**31), 2**31 - 1, "an int that fits int32")
+        if target in ("f32", "f16", "bf16") and self._kind == "int" and native.dtype == "i64":
+            # NumPy rounds a Python int to a double first, then to the
+            # narrower float: the same two roundings.
+            native = _call(_jitc.Var.cast, native, "f64")
         return Var(_call(_jitc.Var.cast, native, target))
 
     def _python(self, why):
@@ -619,7 +623,12 @@ class _Number(Var):
     def _unary(self, op, real):
         if self._kind == "bool":
             return real(self._python(f"the operator {op} on a bool"))
-        return _Number._made(_call(_jitc.Var.unary, self._v, op), self._kind, real(self._value))
+        native = self._v
+        if self._kind == "int":
+            # -(-2**63) and abs(-2**63) leave 64 bits, where Python's ints
+            # do not: the graph guards.
+            native = _within(native, -(2**63) + 1, 2**63 - 1, "an int above -2**63")
+        return _Number._made(_call(_jitc.Var.unary, native, op), self._kind, real(self._value))
 
     def __neg__(self):
         return self._unary("neg", _operator.neg)

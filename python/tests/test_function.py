@@ -1231,3 +1231,24 @@ def test_a_function_argument_is_a_fact_with_what_its_closure_holds():
     for k in range(9):
         box.k = float(k // 3)
         np.testing.assert_array_equal(staged(x, scaled).numpy(), apply(jitc.Var(x), scaled).numpy())
+
+
+def times_number(x, n):
+    return x * n
+
+
+def negated(x, n):
+    return x, -n, abs(n)
+
+
+def test_relaxed_ints_round_and_negate_as_python_and_numpy_do():
+    x = np.ones(3, dtype=np.float32)
+    staged = jitc.function(times_number, profile=2)
+    for n in [1, 2, 3, 2**60 + 2**36 + 1, -(2**60 + 2**36 + 1)]:
+        # NumPy rounds the int to a double, then to float32.
+        np.testing.assert_array_equal(staged(x, n).numpy(), times_number(jitc.Var(x), n).numpy())
+    assert staged.stats()["relaxations"] == 1
+    staged = jitc.function(negated, profile=2)
+    for n in [1, 2, 3, -(2**63)]:
+        got, want = staged(x, n), negated(jitc.Var(x), n)
+        assert (got[1], got[2]) == (want[1], want[2]) == (-n, abs(n))
