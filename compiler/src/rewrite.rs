@@ -473,6 +473,22 @@ pub fn replace_symbol_uses(old: &str, new: &str, from: OperationRef) -> bool {
 /// Handles to `op` or to anything nested in it dangle afterwards: callers
 /// pass an op they will not read again (see the module doc).
 pub fn erase(op: OperationRef) {
+    // A result still in use would leave its uses pointing at freed memory,
+    // which MLIR's release build does not check: the next edit of a user
+    // writes there (the heap corruption of docs/fuzzing.md was MLIR's
+    // parser doing this). A caller that erases such an op has a bug; say
+    // so here instead of corrupting the heap.
+    for index in 0..op.result_count() {
+        // SAFETY: reading the first use of a live op's result.
+        let used = op.result(index).is_ok_and(|result| unsafe {
+            !mlir_sys::mlirValueGetFirstUse(result.to_raw()).ptr.is_null()
+        });
+        assert!(
+            !used,
+            "erasing '{}' whose result {index} is still used",
+            op.name().as_string_ref().as_str().unwrap_or("?")
+        );
+    }
     // SAFETY: the op is live and unlinked from its block before it is
     // destroyed; callers hold no further use of the handle (module doc).
     unsafe { mlir_sys::mlirOperationDestroy(op.to_raw()) }
