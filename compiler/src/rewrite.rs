@@ -480,9 +480,9 @@ pub fn erase(op: OperationRef) {
     // so here instead of corrupting the heap.
     for index in 0..op.result_count() {
         // SAFETY: reading the first use of a live op's result.
-        let used = op.result(index).is_ok_and(|result| unsafe {
-            !mlir_sys::mlirValueGetFirstUse(result.to_raw()).ptr.is_null()
-        });
+        let used = op
+            .result(index)
+            .is_ok_and(|result| unsafe { !mlir_sys::mlirValueGetFirstUse(result.to_raw()).ptr.is_null() });
         assert!(
             !used,
             "erasing '{}' whose result {index} is still used",
