@@ -128,6 +128,7 @@ import inspect
 import os
 import sys
 import textwrap
+import threading
 import types
 from collections import Counter
 
@@ -171,7 +172,7 @@ _MAX_OBJECT_DEPTH = 6
 # third level by the attributes the code names).
 _MAX_MARKER_DEPTH = 8
 # How deep `_fact` follows containers inside containers.
-_MAX_FACT_DEPTH = 16
+_MAX_FACT_DEPTH = 48
 _MISSING = object()
 # What `_reachable_codes` follows to code.
 _CALLABLES = (types.FunctionType, types.MethodType, functools.partial)
@@ -343,7 +344,7 @@ def _fact(x, depth=0, input=False, level=0):
         # Which of the call's input tensors it is, if any: a global or a
         # deeper attribute that is an argument in one call and not in the
         # next is another fact (the graph reads an input there).
-        return ("tensor", tuple(x.shape), _dtype_name(x.dtype), _ALIASES[-1].get(id(x._v)) if _ALIASES else None)
+        return ("tensor", tuple(x.shape), _dtype_name(x.dtype), _top('aliases', {}).get(id(x._v)))
     if input and isinstance(x, np.ndarray):
         return ("tensor", tuple(x.shape), _dtype_name(x.dtype), None)
     if isinstance(x, np.ndarray):
@@ -357,7 +358,7 @@ def _fact(x, depth=0, input=False, level=0):
     if isinstance(x, (set, frozenset)):
         return ("set", type(x).__name__, tuple(sorted((_fact(v, depth, False, level + 1) for v in x), key=repr)))
     if isinstance(x, (bytearray, memoryview)):
-        return ("bytes", type(x).__name__, bytes(x))
+        return ("bytes", type(x).__name__, _bytes(x))
     if isinstance(x, collections.deque):
         return ("sequence", "deque", tuple(_fact(v, depth, False, level + 1) for v in x))
     if isinstance(x, dict):
@@ -367,11 +368,11 @@ def _fact(x, depth=0, input=False, level=0):
         held = [c.cell_contents for c in x.__closure__ or () if _cell_filled(c)]
         return ("function", _Identity(x), _fact((held, x.__defaults__, x.__kwdefaults__), depth + 1, False, level + 1))
     if isinstance(x, types.MethodType):
-        return ("method", _Identity(x.__func__), _fact(x.__self__, depth, False, level + 1))
+        return ("method", _Identity(x.__func__), _fact(x.__self__, depth + 1, False, level + 1))
     if isinstance(x, functools.partial):
         return ("partial", _Identity(x.func), _fact(x.args, depth, False, level + 1),
                 _fact(x.keywords, depth, False, level + 1))
-    names = _NAMES[-1] if _NAMES else frozenset()
+    names = _top('names', frozenset())
     if isinstance(x, (types.ModuleType, type)) and depth <= 1 and names:
         # A module or class as a value: the attributes the code names.
         space = [(n, _class_attribute(x, n) if isinstance(x, type) else vars(x).get(n, _MISSING)) for n in names]
@@ -400,10 +401,25 @@ def _fact(x, depth=0, input=False, level=0):
 _DTYPE_NAMES = {}
 # While `Function._key` runs: the native id of each input tensor -> its
 # position (read by `_fact`).
-_ALIASES = []
+_STACKS = threading.local()
+
+
+def _stack(name):
+    """A per-thread stack of `_key`'s context (`aliases`, `names`)."""
+    found = getattr(_STACKS, name, None)
+    if found is None:
+        found = []
+        setattr(_STACKS, name, found)
+    return found
+
+
 # And the names the function's code uses (`Function._names`): the
 # attributes of modules, classes and objects' classes that are facts.
-_NAMES = []
+
+
+def _top(name, default):
+    found = _stack(name)
+    return found[-1] if found else default
 
 
 def _dtype_name(dtype):
@@ -420,16 +436,39 @@ def _slots(x):
     a `__dict__` (whose attributes are taken from it)."""
     if hasattr(x, "__dict__") or isinstance(x, type):
         return None
-    names = [n for base in type(x).__mro__ for n in getattr(base, "__slots__", ()) if isinstance(n, str)]
+    names = []
+    for base in type(x).__mro__:
+        held = getattr(base, "__slots__", ())
+        for n in (held,) if isinstance(held, str) else held:
+            if n in ("__weakref__", "__dict__"):
+                continue
+            # A private slot is stored under its mangled name.
+            if n.startswith("__") and not n.endswith("__"):
+                n = f"_{base.__name__.lstrip('_')}{n}"
+            names.append(n)
     if not names:
         return None
-    return tuple((n, getattr(x, n, "<unset>")) for n in names if n not in ("__weakref__", "__dict__"))
+    return tuple((n, getattr(x, n, "<unset>")) for n in names)
+
+
+def _bytes(buffer):
+    try:
+        return bytes(buffer)
+    except ValueError:  # a released memoryview
+        return ("released", id(buffer))
 
 
 def _digest(array):
     """The contents of a NumPy array, as a fact."""
     import hashlib
 
+    if array.dtype.hasobject:
+        # Python objects: by what they print as (a fresh token when that
+        # fails, so that the array is never taken for unchanged).
+        try:
+            return ("objects", repr(array.tolist()))
+        except Exception:  # noqa: BLE001 -- any object that cannot say what it is
+            return ("unknown", object())
     data = np.ascontiguousarray(array)
     return hashlib.blake2b(data.view(np.uint8).reshape(-1) if data.size else b"", digest_size=16).hexdigest()
 
@@ -484,13 +523,15 @@ def _held(functions, fn):
     argument values (read by a call that omits an argument) and, but for
     `fn`'s own (`Function._globals` has those), closure variables."""
     held = {}
-    for f in functions:
+    for k, f in enumerate(functions):
+        # Functions may share a name (made by one factory): numbered.
+        of = f"{f.__module__}.{f.__qualname__} ({k})"
         if f.__defaults__ or f.__kwdefaults__:
-            held[f"defaults of {f.__qualname__}"] = (f.__defaults__, f.__kwdefaults__)
+            held[f"defaults of {of}"] = (f.__defaults__, f.__kwdefaults__)
         if f is not fn:
             for name, cell in zip(f.__code__.co_freevars, f.__closure__ or ()):
                 if _cell_filled(cell):
-                    held[f"closure variable {name} of {f.__qualname__}"] = cell.cell_contents
+                    held[f"closure variable {name} of {of}"] = cell.cell_contents
     return held
 
 
@@ -514,7 +555,8 @@ def _global_reads(codes):
         module = scope.get("__name__", "?")
         names = _CODE_NAMES.get(code)
         if names is None:
-            names = _CODE_NAMES[code] = tuple(sorted(_code_names([code])))
+            names = tuple(sorted(_code_names([code])))
+            _remember(_CODE_NAMES, code, names)
         for name in names:
             value = scope.get(name, _MISSING)
             if value is not _MISSING:
@@ -534,14 +576,13 @@ _HELD = {}
 def _attribute_reads(reads, path, value, names, depth):
     key = (id(value), names)
     held = _HELD.get(key)
-    if held is None or held[0] is not value:
+    sizes = _sizes(value)
+    if held is None or held[0] is not value or held[2] != sizes:
         if isinstance(value, type):
-            held = (value, tuple(n for n in names if _class_attribute(value, n) is not _MISSING))
+            held = (value, tuple(n for n in names if _class_attribute(value, n) is not _MISSING), sizes)
         else:
-            held = (value, tuple(n for n in names if n in vars(value)))
-        if len(_HELD) > 4096:
-            _HELD.clear()
-        _HELD[key] = held
+            held = (value, tuple(n for n in names if n in vars(value)), sizes)
+        _remember(_HELD, key, held)
     is_class = isinstance(value, type)
     space = None if is_class else vars(value)
     for name in held[1]:
@@ -550,6 +591,20 @@ def _attribute_reads(reads, path, value, names, depth):
             reads[f"{path}.{name}"] = found
             if depth > 1 and isinstance(found, (types.ModuleType, type)):
                 _attribute_reads(reads, f"{path}.{name}", found, names, depth - 1)
+
+
+def _sizes(value):
+    """How many attributes a module or class (and each of its bases) holds:
+    when an attribute is added, `_HELD`'s list is worked out again."""
+    if isinstance(value, type):
+        return tuple(len(vars(base)) for base in value.__mro__)
+    return len(vars(value))
+
+
+def _remember(cache, key, value):
+    if len(cache) > 4096:
+        cache.clear()
+    cache[key] = value
 
 
 def _class_attribute(cls, name):
@@ -569,9 +624,10 @@ def _class_reads(obj, names):
     cls = type(obj)
     key = (id(cls), names)
     held = _HELD.get(key)
-    if held is None or held[0] is not cls:
-        held = (cls, tuple(sorted(n for n in names if _class_attribute(cls, n) is not _MISSING)))
-        _HELD[key] = held
+    sizes = _sizes(cls)
+    if held is None or held[0] is not cls or held[2] != sizes:
+        held = (cls, tuple(sorted(n for n in names if _class_attribute(cls, n) is not _MISSING)), sizes)
+        _remember(_HELD, key, held)
     own = vars(obj)
     found = {}
     for name in held[1]:
@@ -642,7 +698,7 @@ def _marker(value, depth=0):
     if isinstance(value, (set, frozenset)):
         return (type(value).__name__, tuple(sorted((_marker(v, depth + 1) for v in value), key=repr)))
     if isinstance(value, (bytearray, memoryview)):
-        return (type(value).__name__, bytes(value))
+        return (type(value).__name__, _bytes(value))
     if isinstance(value, dict):
         return ("dict", tuple((repr(k), _marker(v, depth + 1)) for k, v in value.items()))
     if isinstance(value, np.ndarray):
@@ -658,8 +714,8 @@ def _marker(value, depth=0):
         return ("slots", id(value), _marker(slots, depth + 1))
     if isinstance(value, functools.partial):
         return ("partial", id(value.func), _marker((value.args, value.keywords), depth + 1))
-    if _is_object(value):
-        names = _NAMES[-1] if _NAMES else None
+    if _is_object(value) and not isinstance(value, (Function, _Bound)):
+        names = _top('names', None)
         if depth >= 3 and names is None:
             return ("object", id(value))
         # Deeper than three levels, the attributes the code names.
@@ -1300,7 +1356,7 @@ class Function:
                 if changed:
                     self._relax(changed, owner)
                     key = self._key(owner, args, kwargs, tensors)
-        except TypeError as e:
+        except (TypeError, ValueError, RecursionError) as e:
             self._give_up_all(f"its arguments cannot be compared between calls ({e})")
             self._counts["imperative"] += 1
             return self._plain(owner, args, kwargs)
@@ -1365,13 +1421,13 @@ class Function:
         """The call's facts. A number at a `relaxed` position (`_numbers`;
         the function's relaxed ones by default) is a fact by its type
         only."""
-        _ALIASES.append({id(t._v): k for k, t in reversed(list(enumerate(tensors)))})
-        _NAMES.append(self._names)
+        _stack('aliases').append({id(t._v): k for k, t in reversed(list(enumerate(tensors)))})
+        _stack('names').append(self._names)
         try:
             return self._facts_of(owner, args, kwargs, tensors, relaxed)
         finally:
-            _ALIASES.pop()
-            _NAMES.pop()
+            _stack('aliases').pop()
+            _stack('names').pop()
 
     def _facts_of(self, owner, args, kwargs, tensors, relaxed):
         relaxed = self._relaxed if relaxed is None else relaxed
@@ -1433,9 +1489,8 @@ class Function:
         import gc
 
         known = {id(f) for f in self._functions}
-        for code in new:
-            self._functions += [f for f in gc.get_referrers(code)
-                                if isinstance(f, types.FunctionType) and f.__code__ is code and id(f) not in known]
+        self._functions += [f for f in gc.get_referrers(*new)
+                            if isinstance(f, types.FunctionType) and f.__code__ in new and id(f) not in known]
         names = _code_names(self._codes)
         grown, self._names = names != self._names, names
         if not grown and not _global_reads(new):
@@ -1546,7 +1601,11 @@ class Function:
             return self._traced_relaxed(owner, args, kwargs, tensors, numbers)
         objects = self._objects(owner, args, kwargs)
         before = [dict(vars(o)) for o in objects]
-        state = self._state(objects, args, kwargs)
+        try:
+            state = self._state(objects, args, kwargs)
+        except _Unstageable as e:
+            self._give_up_all(str(e))
+            return self._plain(owner, args, kwargs), None
         result, tracer, error = self._run_traced(owner, args, kwargs, objects)
         if error is not None:
             self._raised(error)
@@ -1568,11 +1627,13 @@ class Function:
             return result, None
 
     def _state(self, objects, args, kwargs):
-        _NAMES.append(self._names)
+        _stack('names').append(self._names)
         try:
             return self._state_unnamed(objects, args, kwargs)
+        except (TypeError, ValueError, RecursionError) as e:
+            raise _Unstageable(f"its state cannot be compared between calls ({type(e).__name__}: {e})") from e
         finally:
-            _NAMES.pop()
+            _stack('names').pop()
 
     def _state_unnamed(self, objects, args, kwargs):
         """What a call could change besides rebinding the covered objects'
@@ -1598,7 +1659,10 @@ class Function:
         """What the call changed that a staged graph would not (None when
         nothing): the contents of an attribute it did not rebind, of an
         argument, or a global or closure variable."""
-        after = self._state(objects, args, kwargs)
+        try:
+            after = self._state(objects, args, kwargs)
+        except _Unstageable as e:
+            return str(e)
         for obj, old, held, now in zip(objects, before, state[0], after[0]):
             for name, value in vars(obj).items():
                 if name in old and old[name] is value and held.get(name) != now.get(name):
@@ -1631,7 +1695,11 @@ class Function:
 
         objects = self._objects(owner, args, kwargs)
         before = [dict(vars(o)) for o in objects]
-        state = self._state(objects, args, kwargs)
+        try:
+            state = self._state(objects, args, kwargs)
+        except _Unstageable as e:
+            self._give_up_all(str(e))
+            return self._plain(owner, args, kwargs), None
         result, plain, error = self._run_traced(owner, args, kwargs, objects)
         if error is not None:
             self._raised(error)
@@ -1704,13 +1772,13 @@ class Function:
         _tracing.tracer = tracer
         sys.setprofile(tracer.profile)
         result, error = None, None
-        _NAMES.append(self._names)
+        _stack('names').append(self._names)
         try:
             result = self._plain(owner, args, kwargs)
         except Exception as e:
             error = e
         finally:
-            _NAMES.pop()
+            _stack('names').pop()
             sys.setprofile(previous_profile)
             _tracing.tracer = None
         return result, tracer, error

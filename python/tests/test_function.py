@@ -1252,3 +1252,57 @@ def test_relaxed_ints_round_and_negate_as_python_and_numpy_do():
     for n in [1, 2, 3, -(2**63)]:
         got, want = staged(x, n), negated(jitc.Var(x), n)
         assert (got[1], got[2]) == (want[1], want[2]) == (-n, abs(n))
+
+
+class OneSlot:
+    __slots__ = "value"  # one slot, written as a string
+
+    def __init__(self, value):
+        self.value = value
+
+
+class PrivateSlot:
+    __slots__ = ("__scale",)
+
+    def __init__(self, scale):
+        self.__scale = scale
+
+    def scale(self):
+        return self.__scale
+
+
+class Late:
+    pass
+
+
+class Stepper:
+    def __init__(self):
+        self.k = 2.0
+        self.callbacks = [self.step]
+        self.labels = np.array([object()] * 100, dtype=object)
+
+    def step(self, x):
+        return x * self.k
+
+
+def test_what_a_review_of_the_wider_facts_found():
+    x = np.ones(2, dtype=np.float32)
+    # Slots named by a string, and private (mangled) slots, by value.
+    one = jitc.function(lambda x, o: x * o.value, profile=2)
+    private = jitc.function(lambda x, o: x * o.scale(), profile=2)
+    for v in [1.0, 1.0, 1.0, 2.0, 2.0, 2.0]:
+        assert one(x, OneSlot(v)).numpy()[0] == v
+        assert private(x, PrivateSlot(v)).numpy()[0] == v
+    # A class attribute added after the first calls (read with a default).
+    late = jitc.function(lambda x: x * getattr(Late, "scale", 1.0), profile=2)
+    for k in range(6):
+        if k == 3:
+            Late.scale = 3.0
+        assert late(x).numpy()[0] == (3.0 if k >= 3 else 1.0)
+    # An object array and a bound method of self among the attributes: no
+    # error escapes, and the method is still staged.
+    staged = jitc.function(Stepper.step, profile=2)
+    stepper = Stepper()
+    for _ in range(4):
+        assert staged(stepper, x).numpy()[0] == 2.0
+    assert staged.stats()["staged"] == 2 and staged.stats()["give_ups"] == 0, staged.explain()
