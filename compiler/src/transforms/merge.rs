@@ -1022,6 +1022,25 @@ mod tests {
         (edges, predecessors)
     }
 
+    /// The switch-cases of a graph, and their blocks numbered from 1.
+    fn cases_of(
+        edges: &BTreeSet<(usize, usize)>,
+        predecessors: &HashMap<usize, Vec<usize>>,
+    ) -> (Vec<Vec<Case>>, Vec<Vec<Vec<usize>>>) {
+        let successors =
+            |v: usize| -> Vec<usize> { edges.range((v, 0)..=(v, usize::MAX)).map(|&(_, y)| y).collect() };
+        let switches = assign_cases(edges, &successors, predecessors);
+        let blocks = switches
+            .iter()
+            .map(|s| {
+                s.iter()
+                    .map(|c| c.block.iter().map(|v| v + 1).collect())
+                    .collect()
+            })
+            .collect();
+        (switches, blocks)
+    }
+
     #[test]
     fn case_assignment_of_the_figure_2_shape() {
         // Three traces: 1 2 3 4 6 8 9 | 1 2 3 5 6 8 9 | 1 7 8 9 (1 and 3
@@ -1041,17 +1060,7 @@ mod tests {
             (n(8), n(9)),
             (n(9), END),
         ]);
-        let successors =
-            |v: usize| -> Vec<usize> { edges.range((v, 0)..=(v, usize::MAX)).map(|&(_, y)| y).collect() };
-        let switches = assign_cases(&edges, &successors, &predecessors);
-        let blocks: Vec<Vec<Vec<usize>>> = switches
-            .iter()
-            .map(|s| {
-                s.iter()
-                    .map(|c| c.block.iter().map(|v| v + 1).collect())
-                    .collect()
-            })
-            .collect();
+        let (switches, blocks) = cases_of(&edges, &predecessors);
         assert_eq!(
             blocks,
             vec![
@@ -1094,17 +1103,7 @@ mod tests {
             (n(8), n(9)),
             (n(9), END),
         ]);
-        let successors =
-            |v: usize| -> Vec<usize> { edges.range((v, 0)..=(v, usize::MAX)).map(|&(_, y)| y).collect() };
-        let switches = assign_cases(&edges, &successors, &predecessors);
-        let blocks: Vec<Vec<Vec<usize>>> = switches
-            .iter()
-            .map(|s| {
-                s.iter()
-                    .map(|c| c.block.iter().map(|v| v + 1).collect())
-                    .collect()
-            })
-            .collect();
+        let (switches, blocks) = cases_of(&edges, &predecessors);
         assert_eq!(
             blocks,
             vec![
