@@ -119,6 +119,18 @@ path of its own; a branch whose ways differ only in which values later
 ops read is staged as a tree (kernels do not fuse across a tree's
 branch); relaxed integers compute in 64 bits where Python's are unbounded
 (a difference only past 2**63, and only in calls served by the graph).
+The facts are what can be found, not what a call read: state reached
+only through names the code does not hold (`getattr` with a computed
+name deeper than two levels, `vars()` of a nested object), objects more
+than six levels down, chains of modules and classes more than two
+deep, and state kept inside C extension objects, are not facts, and a
+staged call does not see a change to them. Every NumPy array that is not
+an argument and is reachable so is hashed on every call. Attributes are
+the graph's inputs and outputs, committed in Python after the whole call
+succeeded, not `meta.state_read`/`meta.state_write` ops; a branch two
+traces took both ways is an `scf.index_switch` case, not an `scf.if`; a
+loop over a Python `range` is unrolled (one graph per trip count); and
+the guards are written by the tracer, not by `meta-specialize`.
 """
 
 import ast
