@@ -118,6 +118,7 @@ pub fn undefined_use(text: &str) -> Option<UndefinedUse> {
                     .rev()
                     .find(|c| !matches!(c, b' ' | b'\t'))
                     .is_none_or(|c| matches!(c, b'\n' | b'=' | b'{' | b'}' | b':'));
+                let quote = at;
                 at += 1;
                 while at < bytes.len() && bytes[at] != b'"' {
                     match bytes[at] {
@@ -131,6 +132,9 @@ pub fn undefined_use(text: &str) -> Option<UndefinedUse> {
                     at += 1;
                 }
                 at += 1;
+                if statement && isolated(text.get(quote + 1..at.saturating_sub(1)).unwrap_or("")) {
+                    pending.clear();
+                }
                 if statement && bytes.get(at) == Some(&b'(') && operands.is_none() {
                     operands = Some(parens);
                 }
@@ -223,6 +227,9 @@ pub fn undefined_use(text: &str) -> Option<UndefinedUse> {
                     at += 1;
                 }
                 let word = &text[start..at];
+                if isolated(word) {
+                    pending.clear();
+                }
                 if operands.is_none()
                     && (USE_OPS.contains(&word) || USE_DIALECTS.iter().any(|d| word.starts_with(d)))
                 {
@@ -233,6 +240,13 @@ pub fn undefined_use(text: &str) -> Option<UndefinedUse> {
         }
     }
     None
+}
+
+/// Whether `op` is a function or a module: its body is isolated from
+/// above, so no use before it can be resolved to a definition in it (nor
+/// after it), and the uses pending are dropped where one starts.
+fn isolated(op: &str) -> bool {
+    op == "module" || op == "builtin.module" || op.ends_with(".func")
 }
 
 /// Past a name's `#1` (a use of one result) or `:2` (a group of results).
@@ -370,6 +384,26 @@ mod tests {
         ];
         for text in texts {
             assert_eq!(check(text), None, "{text}");
+        }
+    }
+
+    /// A second review's valid texts: a forward reference across blocks
+    /// whose definition the scan is not sure of (split over lines, or after
+    /// another statement on the line), and a later function that defines
+    /// the same name.
+    #[test]
+    fn a_later_function_does_not_resolve_a_use() {
+        let g = "func.func @g(%x: i32) -> i32 {\n  %b = arith.addi %x, %x : i32\n  %x2 = arith.addi %b, %b : i32\n  %lo = arith.addi %x, %x : i32\n  return %b : i32\n}";
+        let texts = [
+            "func.func @f() -> i32 {\n  cf.br ^bb2\n^bb1:\n  return %x : i32\n^bb2:\n  %x\n    = arith.constant 1 : i32\n  cf.br ^bb1\n}\nfunc.func @h() -> i32 {\n  %x = arith.constant 2 : i32\n  return %x : i32\n}",
+            "func.func @f(%a: i32) -> i32 {\n  cf.br ^bb2\n^bb1:\n  return %lo : i32\n^bb2:\n  %lo,\n  %hi = arith.mului_extended %a, %a : i32\n  cf.br ^bb1\n}\n",
+            "func.func @f(%c: i32) -> i32 {\n  cf.br ^bb2(%c, %c : i32, i32)\n^bb1:\n  %y = arith.addi %b, %b : i32\n  return %y : i32\n^bb2(%a: i32,\n     %b: i32):\n  cf.br ^bb1\n}\n",
+            "func.func @f(%a: i32) -> i32 {\n  cf.br ^bb1(%a : i32)\n^bb1(%x: i32):\n  return %x : i32 ^bb2(%b: i32):\n  return %b : i32\n}\n",
+            "\"func.func\"() <{function_type = () -> (), sym_name = \"f\"}> ({\n  \"test.use\"(%b) : (i32) -> ()\n  \"func.return\"() : () -> ()\n}) : () -> ()\n",
+        ];
+        for text in texts {
+            let text = format!("{text}{g}");
+            assert_eq!(check(&text), None, "{text}");
         }
     }
 
