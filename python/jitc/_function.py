@@ -1611,19 +1611,10 @@ class Function:
         numbers = self._relaxed_numbers(owner, args, kwargs)
         if numbers:
             return self._traced_relaxed(owner, args, kwargs, tensors, numbers)
-        objects = self._objects(owner, args, kwargs)
-        before = [dict(vars(o)) for o in objects]
-        try:
-            state = self._state(objects, args, kwargs)
-        except _Unstageable as e:
-            self._give_up_all(str(e))
+        run = self._first_run(owner, args, kwargs)
+        if run is None:
             return self._plain(owner, args, kwargs), None
-        result, tracer, error = self._run_traced(owner, args, kwargs, objects)
-        if error is not None:
-            self._raised(error)
-        why = self._untracked(objects, before, state, args, kwargs)
-        if why is not None:
-            tracer.reasons.append(why)
+        objects, before, result, tracer = run
         outputs = []
         writes = self._writes(objects, before, outputs, tracer)
         structure = self._structure(result, outputs, tracer)
@@ -1637,6 +1628,28 @@ class Function:
         except _Unstageable as e:
             self._give_up_all(str(e))
             return result, None
+
+    def _first_run(self, owner, args, kwargs):
+        """The function run traced on the call's own values: the objects
+        the facts cover, their attributes before, the result and the tracer
+        (with a reason when the call changed state a staged call would
+        not). An exception the call raised is raised (`_raised`). None when
+        the state cannot be compared: the function stays imperative, and
+        the caller runs it plain."""
+        objects = self._objects(owner, args, kwargs)
+        before = [dict(vars(o)) for o in objects]
+        try:
+            state = self._state(objects, args, kwargs)
+        except _Unstageable as e:
+            self._give_up_all(str(e))
+            return None
+        result, tracer, error = self._run_traced(owner, args, kwargs, objects)
+        if error is not None:
+            self._raised(error)
+        why = self._untracked(objects, before, state, args, kwargs)
+        if why is not None:
+            tracer.reasons.append(why)
+        return objects, before, result, tracer
 
     def _state(self, objects, args, kwargs):
         _stack('names').append(self._names)
@@ -1705,19 +1718,10 @@ class Function:
         (`_unrelax`)."""
         from . import _Number
 
-        objects = self._objects(owner, args, kwargs)
-        before = [dict(vars(o)) for o in objects]
-        try:
-            state = self._state(objects, args, kwargs)
-        except _Unstageable as e:
-            self._give_up_all(str(e))
+        run = self._first_run(owner, args, kwargs)
+        if run is None:
             return self._plain(owner, args, kwargs), None
-        result, plain, error = self._run_traced(owner, args, kwargs, objects)
-        if error is not None:
-            self._raised(error)
-        why = self._untracked(objects, before, state, args, kwargs)
-        if why is not None:
-            plain.reasons.append(why)
+        objects, before, result, plain = run
         if plain.reasons:
             self._give_up_all(plain.reasons[0])
             return result, None
