@@ -137,6 +137,7 @@ import ast
 import collections
 import functools
 import inspect
+import itertools
 import os
 import sys
 import textwrap
@@ -294,14 +295,8 @@ class _Tracer:
         if event == "call":
             # The Python code the call runs (for `_INTROSPECTION`), not
             # jitc's or NumPy's, nor what they call.
-            if frame.f_code is _PLAIN_CODE:
+            if frame.f_code is _PLAIN_CODE or _beneath_library(frame):
                 return
-            outer = frame
-            while outer is not None and outer.f_code is not _PLAIN_CODE:
-                file = outer.f_code.co_filename
-                if file.startswith(_PACKAGE) or file.startswith(_NUMPY):
-                    return
-                outer = outer.f_back
             self.codes.add(frame.f_code)
             self.code_globals.setdefault(frame.f_code, frame.f_globals)
             return
@@ -309,12 +304,8 @@ class _Tracer:
             return
         # Calls made beneath jitc's own code (its op library, the tracer)
         # or NumPy's are not the function's.
-        outer = frame
-        while outer is not None and outer.f_code is not _PLAIN_CODE:
-            file = outer.f_code.co_filename
-            if file.startswith(_PACKAGE) or file.startswith(_NUMPY):
-                return
-            outer = outer.f_back
+        if _beneath_library(frame):
+            return
         file = frame.f_code.co_filename
         name = getattr(arg, "__name__", "?")
         if name in ("next", "iter", "__next__"):
@@ -325,6 +316,17 @@ class _Tracer:
 
 
 _VAR = []
+
+
+def _beneath_library(frame):
+    """Whether `frame` runs in or under jitc's or NumPy's code, within the
+    traced call."""
+    while frame is not None and frame.f_code is not _PLAIN_CODE:
+        file = frame.f_code.co_filename
+        if file.startswith(_PACKAGE) or file.startswith(_NUMPY):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _is_var(x):
@@ -2085,14 +2087,7 @@ class Function:
                     lines.append(f"{indent}piece: {segment.staged.kernels} kernels, {segment.guards} guards, "
                                  f"then {what}")
                     if segment.children is None:
-                        runs = []
-                        for decision in segment.decisions:
-                            if runs and runs[-1][0] == decision:
-                                runs[-1][1] += 1
-                            else:
-                                runs.append([decision, 1])
-                        for (site, value), count in runs:
-                            times = f" ({count} times in a row)" if count > 1 else ""
+                        for (site, value), times in _runs(segment.decisions):
                             lines.append(f"{indent}  path: branch at {site} goes {value}{times}")
             elif facts.given_up is not None:
                 lines.append(f"  facts {k}: imperative after {facts.given_up}")
@@ -2102,14 +2097,7 @@ class Function:
         # with its count.
         if self._dropped_events:
             lines.append(f"  ({self._dropped_events} earlier events not kept)")
-        runs = []
-        for entry in self._log:
-            if runs and runs[-1][0] == entry:
-                runs[-1][1] += 1
-            else:
-                runs.append([entry, 1])
-        for (event, reason), count in runs:
-            times = f" ({count} times in a row)" if count > 1 else ""
+        for (event, reason), times in _runs(self._log):
             lines.append(f"  {event}: {reason}{times}")
         return "\n".join(lines)
 
@@ -2141,6 +2129,13 @@ class _Bound:
 
     def explain(self):
         return self._function.explain()
+
+
+def _runs(items):
+    """Each run of equal items once, with " (N times in a row)" when N > 1."""
+    for item, group in itertools.groupby(items):
+        count = sum(1 for _ in group)
+        yield item, f" ({count} times in a row)" if count > 1 else ""
 
 
 def _unique_natives(tensors):
