@@ -274,14 +274,16 @@ class _Tracer:
 
     def _python_state(self, frame):
         """What the Python code can see at `frame`: the locals of every
-        frame of the traced call and the globals its code names (a
-        `jitc.Var` by its native value, objects with their attributes),
-        and the attributes of the objects the facts cover."""
+        frame of the traced call, what its code may read from its module
+        (`_global_reads`: the globals it names, and the attributes it names
+        of a module or class so read; a `jitc.Var` by its native value,
+        objects with their attributes), and the attributes of the objects
+        the facts cover."""
         frames = []
         while frame is not None and frame.f_code is not _PLAIN_CODE:
             if not frame.f_code.co_filename.startswith(_PACKAGE):
                 frames.append((frame.f_code, _state_of(frame.f_locals),
-                               _state_of(_named_globals(frame.f_code, frame.f_globals))))
+                               _state_of(_global_reads({frame.f_code: frame.f_globals}))))
             frame = frame.f_back
         return tuple(frames), tuple(_state_of(vars(o)) for o in self.object_refs)
 
@@ -754,13 +756,6 @@ def _position(iterator, depth):
     except Exception:  # noqa: BLE001 -- any iterator that cannot say where it is
         return ("unknown", object())
     return _marker(reduced[1:], depth + 1)
-
-
-def _named_globals(code, scope):
-    """The globals `code` names that may hold state (not modules,
-    functions or classes)."""
-    plain = (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type, Function, _Bound)
-    return {n: scope[n] for n in code.co_names if n in scope and not isinstance(scope[n], plain)}
 
 
 def _state_of(names):
