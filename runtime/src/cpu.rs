@@ -9,7 +9,7 @@
 use crate::{
     Error, Executor,
     disk_cache::{DiskCache, KeyParts},
-    host::{Compiled, HostPlan, Kernels, compiled_or_skipped, run_host_code},
+    host::{Compiled, HostKernels, HostPlan, compiled_or_skipped, run_host_code},
 };
 use jitc_compiler::Fingerprint;
 use jitc_compiler::{
@@ -34,6 +34,8 @@ use std::{
 };
 
 pub mod affinity;
+#[cfg(test)]
+mod device_tests;
 mod team;
 
 /// Kernels with fewer domain points than this run on one thread: handing
@@ -815,8 +817,8 @@ impl CpuModule {
     }
 }
 
-impl Kernels for CpuModule {
-    fn launch(
+impl HostKernels for CpuModule {
+    fn launch_on_host(
         &self,
         name: &str,
         mut args: Vec<Value>,

@@ -64,8 +64,16 @@ use std::collections::{BTreeMap, HashMap};
 /// limit).
 pub(crate) const MAX_CALL_DEPTH: usize = 256;
 
-/// Runs kernels for a plan.
+/// Runs kernels for a plan, on values of the executor's own kind
+/// ([`Kernels::Value`]): the CPU's host values, or values that stay in GPU
+/// memory from the kernel that made them to the kernels that read them
+/// (`crate::cuda::OnDevice`). The plan asks for a value on the host only
+/// where host code reads it: a host op's operands, a condition, a loop
+/// bound or switch selector, and a state write when the run commits.
 pub(crate) trait Kernels {
+    /// What a slot of the plan holds.
+    type Value: Clone;
+
     /// Runs kernel `name` on `args`; `Err` is the reason it failed (the
     /// plan adds the kernel's name and line). `None` when this call cannot
     /// run natively (a kernel over a dynamic domain whose sizes do not fit
@@ -76,8 +84,76 @@ pub(crate) trait Kernels {
     fn launch(
         &self,
         name: &str,
+        args: Vec<Self::Value>,
+    ) -> Option<Result<Vec<Self::Value>, jitc_compiler::KernelFailure>>;
+
+    /// A value made on the host (a host op's result, a state read, an
+    /// induction variable) as a slot holds it.
+    fn hold(&self, value: Value) -> Self::Value;
+
+    /// A constant of the plan as a slot holds it, each time the constant
+    /// runs (an executor may make it once and share it).
+    fn constant(&self, value: &Value) -> Result<Self::Value, String> {
+        Ok(self.hold(value.clone()))
+    }
+
+    /// `value` on the host; `Err` says why it could not be brought there.
+    fn to_host(&self, value: &Self::Value) -> Result<Value, String>;
+
+    /// `value`, which a kernel is about to read, in the form kernels read
+    /// it, when that differs (a host tensor copied to the device): the
+    /// slot keeps it, so later kernels (a loop's next iterations) read it
+    /// without another copy. `None`: as it is.
+    fn to_device(&self, _value: &Self::Value) -> Result<Option<Self::Value>, String> {
+        Ok(None)
+    }
+
+    /// Whether `value` is a tensor.
+    fn is_tensor(&self, value: &Self::Value) -> bool;
+
+    /// Checks `args` against the inputs of function `name`, with the
+    /// interpreter's messages.
+    fn check_arguments(&self, name: &str, inputs: &[ValueType], args: &[Self::Value]) -> Result<(), Error>;
+}
+
+/// Runs kernels on host values: each executor whose kernels read and
+/// write host memory (the CPU), or that copies every kernel call's values
+/// to its device and back (the GPU's profiling runs).
+pub(crate) trait HostKernels {
+    /// [`Kernels::launch`] on host values.
+    fn launch_on_host(
+        &self,
+        name: &str,
         args: Vec<Value>,
     ) -> Option<Result<Vec<Value>, jitc_compiler::KernelFailure>>;
+}
+
+impl<T: HostKernels + ?Sized> Kernels for T {
+    type Value = Value;
+
+    fn launch(
+        &self,
+        name: &str,
+        args: Vec<Value>,
+    ) -> Option<Result<Vec<Value>, jitc_compiler::KernelFailure>> {
+        self.launch_on_host(name, args)
+    }
+
+    fn hold(&self, value: Value) -> Value {
+        value
+    }
+
+    fn to_host(&self, value: &Value) -> Result<Value, String> {
+        Ok(value.clone())
+    }
+
+    fn is_tensor(&self, value: &Value) -> bool {
+        matches!(value, Value::Tensor(_))
+    }
+
+    fn check_arguments(&self, name: &str, inputs: &[ValueType], args: &[Value]) -> Result<(), Error> {
+        jitc_interp::check_arguments(name, inputs, args)
+    }
 }
 
 /// Why a run of a plan stopped before its end.
@@ -104,9 +180,9 @@ impl From<Error> for Stop {
 /// in the interpreter; the first run committed nothing, so the second sees
 /// the same state.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn run_host_code(
+pub(crate) fn run_host_code<K: Kernels<Value = Value> + ?Sized>(
     plan: &Result<HostPlan, String>,
-    kernels: &dyn Kernels,
+    kernels: &K,
     runner: &dyn jitc_interp::KernelRunner,
     module: &Module,
     name: &str,
@@ -448,16 +524,17 @@ pub(crate) struct HostPlan {
     may_interpret: bool,
 }
 
-enum Flow {
-    Return(Vec<Value>),
-    Yield(Vec<Value>),
-    Condition(bool, Vec<Value>),
+enum Flow<V> {
+    Return(Vec<V>),
+    Yield(Vec<V>),
+    Condition(bool, Vec<V>),
 }
 
-/// The state of one run: what it reads and the writes it defers.
-struct Run<'s> {
+/// The state of one run: what it reads and the writes it defers (each
+/// with its `meta.state_write`).
+struct Run<'s, 'p, V> {
     state: &'s StateStore,
-    pending: Vec<(String, Value)>,
+    pending: Vec<(&'p str, V, &'p Site)>,
     depth: usize,
     /// What this run observed, when profiling (the interpreter's facts:
     /// branch directions, trip counts, callees).
@@ -623,12 +700,12 @@ impl HostPlan {
 
     /// Runs the plan's entry function on `args`; state writes are
     /// committed to `state` only when the whole run succeeds.
-    pub fn run(
+    pub fn run<K: Kernels + ?Sized>(
         &self,
-        kernels: &dyn Kernels,
-        args: Vec<Value>,
+        kernels: &K,
+        args: Vec<K::Value>,
         state: &mut StateStore,
-    ) -> Result<Vec<Value>, Stop> {
+    ) -> Result<Vec<K::Value>, Stop> {
         self.run_with(kernels, args, state, None)
             .map(|(results, _)| results)
     }
@@ -638,9 +715,9 @@ impl HostPlan {
     /// every `scf.if`, the trip count of every loop and the callee of
     /// every call of a function (not of a kernel). A run that fails
     /// records nothing.
-    pub fn run_profiled(
+    pub fn run_profiled<K: Kernels<Value = Value> + ?Sized>(
         &self,
-        kernels: &dyn Kernels,
+        kernels: &K,
         args: Vec<Value>,
         state: &mut StateStore,
         profile: &mut Profile,
@@ -663,15 +740,15 @@ impl HostPlan {
         Ok(results)
     }
 
-    fn run_with(
+    fn run_with<K: Kernels + ?Sized>(
         &self,
-        kernels: &dyn Kernels,
-        args: Vec<Value>,
+        kernels: &K,
+        args: Vec<K::Value>,
         state: &mut StateStore,
         profile: Option<Profile>,
-    ) -> Result<(Vec<Value>, Option<Profile>), Stop> {
+    ) -> Result<(Vec<K::Value>, Option<Profile>), Stop> {
         let entry = &self.functions[0];
-        jitc_interp::check_arguments(&entry.name, &entry.signature.inputs, &args)?;
+        kernels.check_arguments(&entry.name, &entry.signature.inputs, &args)?;
         let mut run = Run {
             state,
             pending: Vec::new(),
@@ -681,21 +758,26 @@ impl HostPlan {
         let results = self.call(&mut run, kernels, 0, args)?;
         let pending = std::mem::take(&mut run.pending);
         let profile = run.profile.take();
-        for (name, value) in pending {
+        // Every write is brought to the host before any is committed.
+        let mut writes = Vec::with_capacity(pending.len());
+        for (name, value, site) in pending {
+            writes.push((name, kernels.to_host(&value).map_err(|m| site.error(m))?));
+        }
+        for (name, value) in writes {
             if let Value::Tensor(tensor) = value {
-                state.insert(name, std::sync::Arc::unwrap_or_clone(tensor));
+                state.insert(name.to_owned(), std::sync::Arc::unwrap_or_clone(tensor));
             }
         }
         Ok((results, profile))
     }
 
-    fn call(
-        &self,
-        run: &mut Run,
-        kernels: &dyn Kernels,
+    fn call<'p, K: Kernels + ?Sized>(
+        &'p self,
+        run: &mut Run<'_, 'p, K::Value>,
+        kernels: &K,
         number: usize,
-        args: Vec<Value>,
-    ) -> Result<Vec<Value>, Stop> {
+        args: Vec<K::Value>,
+    ) -> Result<Vec<K::Value>, Stop> {
         let function = &self.functions[number];
         if run.depth >= MAX_CALL_DEPTH {
             return Err(function
@@ -704,7 +786,7 @@ impl HostPlan {
                 .into());
         }
         run.depth += 1;
-        let mut frame: Vec<Option<Value>> = vec![None; function.slots];
+        let mut frame: Vec<Option<K::Value>> = vec![None; function.slots];
         let flow = self.block(run, kernels, &mut frame, &function.body, args);
         run.depth -= 1;
         match flow? {
@@ -715,28 +797,28 @@ impl HostPlan {
 
     /// Runs the region an `scf.if` or `scf.index_switch` chose; its
     /// values.
-    fn branch(
-        &self,
-        run: &mut Run,
-        kernels: &dyn Kernels,
-        frame: &mut [Option<Value>],
-        block: &Block,
+    fn branch<'p, K: Kernels + ?Sized>(
+        &'p self,
+        run: &mut Run<'_, 'p, K::Value>,
+        kernels: &K,
+        frame: &mut [Option<K::Value>],
+        block: &'p Block,
         site: &Site,
-    ) -> Result<Vec<Value>, Stop> {
+    ) -> Result<Vec<K::Value>, Stop> {
         match self.block(run, kernels, frame, block, Vec::new())? {
             Flow::Yield(values) => Ok(values),
             _ => Err(site.error("region does not end in scf.yield").into()),
         }
     }
 
-    fn block(
-        &self,
-        run: &mut Run,
-        kernels: &dyn Kernels,
-        frame: &mut [Option<Value>],
-        block: &Block,
-        args: Vec<Value>,
-    ) -> Result<Flow, Stop> {
+    fn block<'p, K: Kernels + ?Sized>(
+        &'p self,
+        run: &mut Run<'_, 'p, K::Value>,
+        kernels: &K,
+        frame: &mut [Option<K::Value>],
+        block: &'p Block,
+        args: Vec<K::Value>,
+    ) -> Result<Flow<K::Value>, Stop> {
         for ((&slot, arg), &read) in block.params.iter().zip(args).zip(&block.read) {
             if read {
                 frame[slot] = Some(arg);
@@ -748,44 +830,58 @@ impl HostPlan {
                 frame[slot] = None;
             }
         }
-        let values = |frame: &[Option<Value>], slots: &[usize]| -> Vec<Value> {
+        let values = |frame: &[Option<K::Value>], slots: &[usize]| -> Vec<K::Value> {
             slots.iter().map(|&s| get(frame, s)).collect()
         };
         Ok(match &block.end {
             End::Return(slots) => Flow::Return(values(frame, slots)),
             End::Yield(slots) => Flow::Yield(values(frame, slots)),
             End::Condition(condition, slots, site) => {
-                let go = get(frame, *condition).condition().map_err(|m| site.error(m))?;
+                let go = host(kernels, frame, *condition, site)?
+                    .condition()
+                    .map_err(|m| site.error(m))?;
                 Flow::Condition(go, values(frame, slots))
             }
         })
     }
 
-    fn op(
-        &self,
-        run: &mut Run,
-        kernels: &dyn Kernels,
-        frame: &mut [Option<Value>],
-        op: &Op,
+    fn op<'p, K: Kernels + ?Sized>(
+        &'p self,
+        run: &mut Run<'_, 'p, K::Value>,
+        kernels: &K,
+        frame: &mut [Option<K::Value>],
+        op: &'p Op,
         dead: &[usize],
     ) -> Result<(), Stop> {
-        let args = |frame: &[Option<Value>], slots: &[usize]| -> Vec<Value> {
+        let args = |frame: &[Option<K::Value>], slots: &[usize]| -> Vec<K::Value> {
             slots.iter().map(|&s| get(frame, s)).collect()
         };
-        let store = |frame: &mut [Option<Value>], to: &[usize], values: Vec<Value>| {
+        let store = |frame: &mut [Option<K::Value>], to: &[usize], values: Vec<K::Value>| {
             for (&slot, value) in to.iter().zip(values) {
                 frame[slot] = Some(value);
             }
         };
         match op {
-            Op::Const { value, to } => frame[*to] = Some(value.clone()),
+            Op::Const { value, to } => {
+                let value = kernels.constant(value).map_err(|message| Error::Eval {
+                    op: "arith.constant".into(),
+                    line: None,
+                    message,
+                })?;
+                frame[*to] = Some(value);
+            }
             Op::Host {
                 op,
                 args: slots,
                 to,
                 site,
             } => {
-                frame[*to] = Some(op.apply(&args(frame, slots)).map_err(|m| site.error(m))?);
+                let operands = slots
+                    .iter()
+                    .map(|&s| host(kernels, frame, s, site))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let value = op.apply(&operands).map_err(|m| site.error(m))?;
+                frame[*to] = Some(kernels.hold(value));
             }
             Op::Kernel {
                 name,
@@ -793,6 +889,17 @@ impl HostPlan {
                 to,
                 site,
             } => {
+                for &slot in slots {
+                    let value = frame[slot]
+                        .as_ref()
+                        .expect("the plan defines every slot before it is read");
+                    if let Some(moved) = kernels
+                        .to_device(value)
+                        .map_err(|m| site.error(format!("kernel @{name}: {m}")))?
+                    {
+                        frame[slot] = Some(moved);
+                    }
+                }
                 // What dies here is moved in, not shared: the kernel may
                 // write a result into its buffer.
                 let mut inputs = Vec::with_capacity(slots.len());
@@ -835,9 +942,10 @@ impl HostPlan {
                 to,
                 site,
             } => {
-                let lower = get(frame, bounds[0]);
-                let [first, upper, step] = [bounds[0], bounds[1], bounds[2]]
-                    .map(|s| get(frame, s).index().map_err(|m| site.error(m)));
+                let lower = host(kernels, frame, bounds[0], site)?;
+                let [first, upper, step] = [bounds[0], bounds[1], bounds[2]].map(|s| {
+                    host(kernels, frame, s, site).and_then(|v| v.index().map_err(|m| site.error(m)))
+                });
                 let (mut iv, upper, step) = (first?, upper?, step?);
                 if step <= 0 {
                     return Err(site.error(format!("step must be positive, got {step}")).into());
@@ -847,7 +955,7 @@ impl HostPlan {
                 while iv < upper {
                     trips += 1;
                     let mut values = Vec::with_capacity(carried.len() + 1);
-                    values.push(lower.clone_as_index(iv));
+                    values.push(kernels.hold(lower.clone_as_index(iv)));
                     values.extend(carried);
                     carried = match self.block(run, kernels, frame, body, values)? {
                         Flow::Yield(values) => values,
@@ -869,7 +977,9 @@ impl HostPlan {
                 to,
                 site,
             } => {
-                let taken = get(frame, *condition).condition().map_err(|m| site.error(m))?;
+                let taken = host(kernels, frame, *condition, site)?
+                    .condition()
+                    .map_err(|m| site.error(m))?;
                 if let Some(profile) = &mut run.profile {
                     profile.record_branch(site.id.clone(), taken);
                 }
@@ -884,7 +994,9 @@ impl HostPlan {
                 to,
                 site,
             } => {
-                let selector = get(frame, *selector).index().map_err(|m| site.error(m))?;
+                let selector = host(kernels, frame, *selector, site)?
+                    .index()
+                    .map_err(|m| site.error(m))?;
                 let block = cases
                     .iter()
                     .find(|(value, _)| *value == selector)
@@ -927,7 +1039,10 @@ impl HostPlan {
                 site_name,
                 site,
             } => {
-                if !get(frame, *condition).condition().map_err(|m| site.error(m))? {
+                if !host(kernels, frame, *condition, site)?
+                    .condition()
+                    .map_err(|m| site.error(m))?
+                {
                     return Err(Error::GuardFailed {
                         id: *id,
                         reason: reason.clone(),
@@ -949,14 +1064,15 @@ impl HostPlan {
                 })?;
                 let value = Value::tensor(value.clone());
                 r#type.check(&value).map_err(|m| site.error(m))?;
-                frame[*to] = Some(value);
+                frame[*to] = Some(kernels.hold(value));
             }
             Op::StateWrite { name, value, site } => {
                 let value = get(frame, *value);
-                if !matches!(value, Value::Tensor(_)) {
+                if !kernels.is_tensor(&value) {
+                    let value = kernels.to_host(&value).map_err(|m| site.error(m))?;
                     return Err(site.error(format!("operand 0 is {value}, not a tensor")).into());
                 }
-                run.pending.push((name.clone(), value));
+                run.pending.push((name, value, site));
             }
         }
         Ok(())
@@ -965,10 +1081,23 @@ impl HostPlan {
 
 /// The value in `slot`; the builder defines every slot before its uses,
 /// in the order the ops run.
-fn get(frame: &[Option<Value>], slot: usize) -> Value {
+fn get<V: Clone>(frame: &[Option<V>], slot: usize) -> V {
     frame[slot]
         .clone()
         .expect("the plan defines every slot before it is read")
+}
+
+/// The value in `slot` on the host, for the host code of the op at `site`.
+fn host<K: Kernels + ?Sized>(
+    kernels: &K,
+    frame: &[Option<K::Value>],
+    slot: usize,
+    site: &Site,
+) -> Result<Value, Error> {
+    let value = frame[slot]
+        .as_ref()
+        .expect("the plan defines every slot before it is read");
+    kernels.to_host(value).map_err(|m| site.error(m))
 }
 
 impl<'c, 'a> Builder<'c, 'a, '_> {

@@ -89,8 +89,9 @@ pub trait Executor: KernelRunner {
     ) -> Result<Vec<Value>, Error>;
 
     /// Why `function`'s host code cannot run natively on the device, when
-    /// that costs more than it would elsewhere (a round trip per kernel
-    /// call on a GPU); `None` when there is nothing to say.
+    /// that costs more than it would elsewhere (a synchronization or a
+    /// round trip per kernel call on a GPU); `None` when there is nothing
+    /// to say.
     fn schedule_note(&self, _module: &Module, _function: &str) -> Option<String> {
         None
     }

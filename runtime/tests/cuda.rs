@@ -89,9 +89,9 @@ fn check(name: &str, shapes: &[&[usize]], math: MathMode, check_bounds: bool) ->
         return Err(format!("kernels ran in the interpreter: {interpreted:?}"));
     }
     // The examples with a loop and state, and those with a kernel left to
-    // the interpreter, run their host code on the CPU (a host plan, or the
-    // interpreter), a round trip per kernel call; every other example is
-    // one device plan.
+    // the interpreter, run their host code on the CPU: a host plan with its
+    // values kept on the GPU (the RNN), or the interpreter, a round trip
+    // per kernel call; every other example is one device plan.
     let schedule = compiled.schedule(&module, "main").map_err(|e| e.to_string())?;
     let host = matches!(name, "rnn.mlir" | "indrnn.mlir") || !interpreted.is_empty();
     if host != matches!(schedule, Schedule::Host(_) | Schedule::Interpreted(_)) {

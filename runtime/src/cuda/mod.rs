@@ -19,9 +19,15 @@
 //!   downloaded on the download stream as soon as its kernel is queued.
 //!
 //! [`CudaModule::run`] takes the plan when the function has one
-//! ([`CudaModule::schedule`] says which), and otherwise runs the host
-//! schedule in the interpreter, which hands each kernel call to the GPU as
-//! a one-launch plan: a round trip per kernel.
+//! ([`CudaModule::schedule`] says which). Host code with loops, branches,
+//! guards or state runs as the CPU's host plan (`crate::host`, one plan
+//! for both backends) over [`OnDevice`]: each kernel call is a one-launch
+//! device plan whose tensors stay in GPU memory, from the kernel that made
+//! them to the kernels that read them, and only what host code reads (a
+//! condition, a loop bound, a state write when the call commits, a result)
+//! comes back to the host. A function that has no host plan either runs in
+//! the interpreter, which hands each kernel call to the GPU as a one-launch
+//! plan: a round trip per kernel.
 //! [`CudaModule::run_on_device`] takes and returns device tensors, for
 //! callers that keep values on the GPU across calls.
 
@@ -32,7 +38,7 @@ pub use execute::{DeviceTensor, DeviceValue};
 
 use crate::{
     Error, Executor,
-    host::{Compiled, HostPlan, Kernels, compiled_or_skipped, run_host_code},
+    host::{Compiled, HostKernels, HostPlan, Kernels, Stop, compiled_or_skipped, run_host_code},
 };
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, PinnedHostSlice};
 use jitc_compiler::{GpuArch, GpuKernel, GpuOptions, PtxArtifact};
@@ -210,8 +216,9 @@ pub enum Schedule {
         /// How many launches.
         launches: usize,
     },
-    /// As a host plan on the CPU (`crate::host`), a round trip to the GPU
-    /// per kernel call; the reason there is no device plan.
+    /// As a host plan on the CPU (`crate::host`) with its values kept on
+    /// the GPU ([`OnDevice`]), one synchronization per kernel call; the
+    /// reason there is no device plan.
     Host(String),
     /// In the interpreter, a round trip per kernel call; the reason.
     Interpreted(String),
@@ -237,7 +244,14 @@ pub struct CudaModule {
     gpu_time: std::cell::Cell<Option<std::time::Duration>>,
     /// Host plans of the functions without a device plan.
     host_plans: RefCell<HashMap<String, Rc<Result<HostPlan, String>>>>,
+    /// The tensor constants of host plans on the device ([`OnDevice`]),
+    /// by the address of the host tensor, which is kept with them so that
+    /// the address is not reused.
+    constants: RefCell<HashMap<usize, UploadedConstant>>,
 }
+
+/// A host plan's tensor constant and its copy on the device.
+type UploadedConstant = (Arc<jitc_interp::Tensor>, Arc<DeviceTensor>);
 
 impl CudaModule {
     /// Fuses `module` (`meta-fuse`, in place), compiles its kernels to PTX
@@ -296,6 +310,7 @@ impl CudaModule {
             timing: std::cell::Cell::new(false),
             gpu_time: std::cell::Cell::new(None),
             host_plans: RefCell::new(HashMap::new()),
+            constants: RefCell::new(HashMap::new()),
         })
     }
 
@@ -389,8 +404,9 @@ impl CudaModule {
     }
 
     /// Runs function `name` of `module` (the module given to
-    /// [`Self::compile`]) on `args`: as a device plan when it has one,
-    /// else in the interpreter with its kernels on the GPU.
+    /// [`Self::compile`]) on `args`: as a device plan when it has one, else
+    /// as a host plan with its values on the GPU ([`OnDevice`]), else in
+    /// the interpreter with its kernels on the GPU.
     pub fn run(
         &self,
         module: &Module,
@@ -401,6 +417,20 @@ impl CudaModule {
         let prepared = self.prepared(module, name)?;
         let Ok(prepared) = &*prepared else {
             let plan = self.host_plan(module, name);
+            if let Ok(host_plan) = &*plan {
+                let args = args.into_iter().map(DeviceValue::Host).collect();
+                match host_plan.run(&OnDevice { module: self }, args, state) {
+                    Ok(results) => return results.into_iter().map(|r| self.to_host(r)).collect(),
+                    Err(Stop::Failed(error)) => return Err(error.into()),
+                    // GPU kernels have static shapes and never decline a
+                    // call (`host_plan`), so this is not reached.
+                    Err(Stop::Interpret) => {
+                        return Err(Error::Cuda(format!(
+                            "@{name}: a kernel declined a call on the GPU"
+                        )));
+                    }
+                }
+            }
             return Ok(run_host_code(&plan, self, self, module, name, args, state, None)?);
         };
         let args: Vec<DeviceValue> = args.into_iter().map(DeviceValue::Host).collect();
@@ -446,10 +476,15 @@ impl CudaModule {
 /// interpreter's messages.
 fn check_arguments(module: &Module, name: &str, args: &[DeviceValue]) -> Result<(), Error> {
     let signature = Interpreter::new(module).signature(name)?;
-    if args.len() != signature.inputs.len() {
-        return Err(jitc_interp::Error::argument_count(name, signature.inputs.len(), args.len()).into());
+    Ok(check_inputs(name, &signature.inputs, args)?)
+}
+
+/// Checks `args` against `inputs`, the inputs of function `name`.
+fn check_inputs(name: &str, inputs: &[ValueType], args: &[DeviceValue]) -> Result<(), jitc_interp::Error> {
+    if args.len() != inputs.len() {
+        return Err(jitc_interp::Error::argument_count(name, inputs.len(), args.len()));
     }
-    for (i, (want, got)) in signature.inputs.iter().zip(args).enumerate() {
+    for (i, (want, got)) in inputs.iter().zip(args).enumerate() {
         // Described only when refused: a tensor's text is its elements,
         // and formatting 16M of them took seconds on every call.
         let accepted = match got {
@@ -464,7 +499,7 @@ fn check_arguments(module: &Module, name: &str, args: &[DeviceValue]) -> Result<
                 DeviceValue::Host(value) => value.describe(),
                 DeviceValue::Device(tensor) => format!("{tensor:?}"),
             };
-            return Err(jitc_interp::Error::refused_argument(i, name, want, &described).into());
+            return Err(jitc_interp::Error::refused_argument(i, name, want, &described));
         }
     }
     Ok(())
@@ -511,7 +546,7 @@ impl Executor for CudaModule {
     fn schedule_note(&self, module: &Module, function: &str) -> Option<String> {
         match self.schedule(module, function) {
             Ok(Schedule::Host(reason)) => Some(format!(
-                "@{function} runs its host code on the CPU, one round trip to the GPU per kernel call: {reason}"
+                "@{function} runs its host code on the CPU with its values kept on the GPU, one synchronization per kernel call: {reason}"
             )),
             Ok(Schedule::Interpreted(reason)) => Some(format!(
                 "@{function} runs its host code in the interpreter, one round trip to the GPU per kernel call: {reason}"
@@ -522,8 +557,8 @@ impl Executor for CudaModule {
 }
 
 /// A host plan's kernel calls: each a one-launch plan, a round trip.
-impl Kernels for CudaModule {
-    fn launch(
+impl HostKernels for CudaModule {
+    fn launch_on_host(
         &self,
         name: &str,
         args: Vec<Value>,
@@ -539,6 +574,25 @@ impl KernelRunner for CudaModule {
         name: &str,
         args: &[Value],
     ) -> Option<Result<Vec<Value>, jitc_compiler::KernelFailure>> {
+        let args = args.iter().cloned().map(DeviceValue::Host).collect();
+        Some(
+            self.launch_one(name, args, true)?
+                .and_then(|results| results.into_iter().map(|r| self.to_host(r)).collect())
+                .map_err(|e| kernel_failure(name, e)),
+        )
+    }
+}
+
+impl CudaModule {
+    /// Runs kernel `name` alone on `args`, as a one-launch device plan;
+    /// `None` when it was not loaded. With `to_host`, its results come back
+    /// to the host; otherwise they stay on the device.
+    fn launch_one(
+        &self,
+        name: &str,
+        args: Vec<DeviceValue>,
+        to_host: bool,
+    ) -> Option<Result<Vec<DeviceValue>, Error>> {
         let loaded = self.kernels.get(name)?;
         let results = loaded.kernel.signature.outputs.len();
         let plan = Plan {
@@ -553,28 +607,109 @@ impl KernelRunner for CudaModule {
                 .map(|index| Operand::Result { launch: 0, index })
                 .collect(),
         };
-        let args = args.iter().cloned().map(DeviceValue::Host).collect();
+        Some(self.execute(&plan, &[], args, to_host))
+    }
+}
+
+/// A kernel call's error as the host plan and the interpreter report a
+/// kernel's failure.
+fn kernel_failure(name: &str, error: Error) -> jitc_compiler::KernelFailure {
+    match error {
+        // A failure at an op of the kernel keeps its op.
+        Error::Run(jitc_interp::Error::Eval { op, line, message }) => jitc_dialect::KernelFailure {
+            op: Some((op, line)),
+            message,
+        },
+        e => {
+            // The caller names the kernel itself.
+            let message = e.to_string();
+            let prefix = format!("kernel @{name}: ");
+            message
+                .strip_prefix(&prefix)
+                .map_or(message.clone(), str::to_owned)
+                .into()
+        }
+    }
+}
+
+/// A host plan's kernel calls with their values kept on the GPU: each a
+/// one-launch device plan whose results stay in device memory for the
+/// kernels that read them. A host tensor (an argument, a state value, a
+/// host op's result) is uploaded when a kernel first reads it and its slot
+/// keeps the device copy ([`Kernels::to_device`]), so a loop's iterations
+/// do not copy it again; tensors come back only where host code reads
+/// them ([`Kernels::to_host`]: a condition, a loop bound, a committed
+/// state write, a result). Tensor constants are uploaded once per module.
+/// Each launch still waits for its kernel (the one-launch plan's
+/// synchronization, which also checks its status record).
+pub(crate) struct OnDevice<'m> {
+    module: &'m CudaModule,
+}
+
+impl Kernels for OnDevice<'_> {
+    type Value = DeviceValue;
+
+    fn launch(
+        &self,
+        name: &str,
+        args: Vec<DeviceValue>,
+    ) -> Option<Result<Vec<DeviceValue>, jitc_compiler::KernelFailure>> {
         Some(
-            self.execute(&plan, &[], args, true)
-                .and_then(|results| results.into_iter().map(|r| self.to_host(r)).collect())
-                .map_err(|e| match e {
-                    // A failure at an op of the kernel keeps its op.
-                    Error::Run(jitc_interp::Error::Eval { op, line, message }) => {
-                        jitc_dialect::KernelFailure {
-                            op: Some((op, line)),
-                            message,
-                        }
-                    }
-                    e => {
-                        // The interpreter names the kernel itself.
-                        let message = e.to_string();
-                        let prefix = format!("kernel @{name}: ");
-                        message
-                            .strip_prefix(&prefix)
-                            .map_or(message.clone(), str::to_owned)
-                            .into()
-                    }
-                }),
+            self.module
+                .launch_one(name, args, false)?
+                .map_err(|e| kernel_failure(name, e)),
         )
+    }
+
+    fn hold(&self, value: Value) -> DeviceValue {
+        DeviceValue::Host(value)
+    }
+
+    fn constant(&self, value: &Value) -> Result<DeviceValue, String> {
+        let Value::Tensor(tensor) = value else {
+            return Ok(DeviceValue::Host(value.clone()));
+        };
+        let key = Arc::as_ptr(tensor) as usize;
+        if let Some((_, on_device)) = self.module.constants.borrow().get(&key) {
+            return Ok(DeviceValue::Device(Arc::clone(on_device)));
+        }
+        let on_device = self.module.device.upload(tensor).map_err(|e| e.to_string())?;
+        self.module
+            .constants
+            .borrow_mut()
+            .insert(key, (Arc::clone(tensor), Arc::clone(&on_device)));
+        Ok(DeviceValue::Device(on_device))
+    }
+
+    fn to_host(&self, value: &DeviceValue) -> Result<Value, String> {
+        self.module.to_host(value.clone()).map_err(|e| e.to_string())
+    }
+
+    fn to_device(&self, value: &DeviceValue) -> Result<Option<DeviceValue>, String> {
+        match value {
+            DeviceValue::Host(Value::Tensor(tensor)) => self
+                .module
+                .device
+                .upload(tensor)
+                .map(|on_device| Some(DeviceValue::Device(on_device)))
+                .map_err(|e| e.to_string()),
+            _ => Ok(None),
+        }
+    }
+
+    fn is_tensor(&self, value: &DeviceValue) -> bool {
+        matches!(
+            value,
+            DeviceValue::Device(_) | DeviceValue::Host(Value::Tensor(_))
+        )
+    }
+
+    fn check_arguments(
+        &self,
+        name: &str,
+        inputs: &[ValueType],
+        args: &[DeviceValue],
+    ) -> Result<(), jitc_interp::Error> {
+        check_inputs(name, inputs, args)
     }
 }

@@ -20,8 +20,9 @@
 //!
 //! Code with anything else (control flow, guards, state, host tensor ops,
 //! a kernel that was not compiled for the GPU) has no plan; the reason names
-//! the op, and the runtime runs that function in the interpreter instead,
-//! one round trip per kernel call.
+//! the op, and the runtime runs that function as a host plan with its
+//! values on the GPU (`super::OnDevice`), or, when it has none either, in
+//! the interpreter, one round trip per kernel call.
 //!
 //! The plan is pure analysis of the IR: it needs no GPU and is tested
 //! without one.

@@ -1,0 +1,272 @@
+//! The host plan on an executor whose values live apart from the host
+//! ([`Kernels`] with a value type of its own, as the GPU's
+//! `crate::cuda::OnDevice`), modelled on the CPU so that it runs without a
+//! GPU: [`Device`] hands each kernel call to the CPU module, keeps its
+//! results "on the device", and counts every tensor that crosses to it
+//! (an upload) and back (a download).
+//!
+//! - The examples with host code (an `scf.for` over a sequence, state)
+//!   give the CPU's results bit for bit, and move the same tensors across
+//!   whatever the trip count: a loop's carried values never leave the
+//!   device.
+//! - Random host programs (nested loops, branches on computed values,
+//!   calls, guards, host division, state) give the same results, errors
+//!   and committed state as the CPU's own host plan.
+
+use super::CpuModule;
+use crate::host::{HostKernels, Kernels, Stop};
+use jitc_compiler::{CodegenOptions, MathMode, new_context, parse_module};
+use jitc_interp::{StateStore, Value, ValueType};
+use jitc_test_support::{Match, Rng, example, random, random_host_program, random_inputs};
+use std::cell::Cell;
+
+/// A value as [`Device`] holds it.
+#[derive(Debug, Clone)]
+enum Held {
+    /// Made on the host (an argument, a host op's result, a state read).
+    Host(Value),
+    /// A kernel's result or an uploaded constant, "in device memory".
+    Device(Value),
+}
+
+/// A device modelled on the CPU module, counting transfers.
+struct Device<'m> {
+    cpu: &'m CpuModule,
+    uploads: Cell<usize>,
+    downloads: Cell<usize>,
+    launches: Cell<usize>,
+}
+
+impl<'m> Device<'m> {
+    fn new(cpu: &'m CpuModule) -> Self {
+        Self {
+            cpu,
+            uploads: Cell::new(0),
+            downloads: Cell::new(0),
+            launches: Cell::new(0),
+        }
+    }
+}
+
+impl Kernels for Device<'_> {
+    type Value = Held;
+
+    fn launch(&self, name: &str, args: Vec<Held>) -> Option<Result<Vec<Held>, jitc_compiler::KernelFailure>> {
+        self.launches.set(self.launches.get() + 1);
+        let args = args
+            .into_iter()
+            .map(|arg| match arg {
+                Held::Device(value) => value,
+                Held::Host(value) => {
+                    if matches!(value, Value::Tensor(_)) {
+                        self.uploads.set(self.uploads.get() + 1);
+                    }
+                    value
+                }
+            })
+            .collect();
+        Some(
+            self.cpu
+                .launch_on_host(name, args)?
+                .map(|results| results.into_iter().map(Held::Device).collect()),
+        )
+    }
+
+    fn hold(&self, value: Value) -> Held {
+        Held::Host(value)
+    }
+
+    fn constant(&self, value: &Value) -> Result<Held, String> {
+        // Uploaded once per module on the GPU: not counted.
+        Ok(match value {
+            Value::Tensor(_) => Held::Device(value.clone()),
+            _ => Held::Host(value.clone()),
+        })
+    }
+
+    fn to_host(&self, value: &Held) -> Result<Value, String> {
+        Ok(match value {
+            Held::Host(value) => value.clone(),
+            Held::Device(value) => {
+                self.downloads.set(self.downloads.get() + 1);
+                value.clone()
+            }
+        })
+    }
+
+    fn to_device(&self, value: &Held) -> Result<Option<Held>, String> {
+        Ok(match value {
+            Held::Host(value @ Value::Tensor(_)) => {
+                self.uploads.set(self.uploads.get() + 1);
+                Some(Held::Device(value.clone()))
+            }
+            _ => None,
+        })
+    }
+
+    fn is_tensor(&self, value: &Held) -> bool {
+        matches!(
+            value,
+            Held::Host(Value::Tensor(_)) | Held::Device(Value::Tensor(_))
+        )
+    }
+
+    fn check_arguments(
+        &self,
+        name: &str,
+        inputs: &[ValueType],
+        args: &[Held],
+    ) -> Result<(), jitc_interp::Error> {
+        let args: Vec<Value> = args
+            .iter()
+            .map(|arg| match arg {
+                Held::Host(value) | Held::Device(value) => value.clone(),
+            })
+            .collect();
+        jitc_interp::check_arguments(name, inputs, &args)
+    }
+}
+
+fn exact() -> CodegenOptions {
+    CodegenOptions {
+        math: MathMode::Exact,
+        ..CodegenOptions::default()
+    }
+}
+
+/// What a run through [`Device`] gave: its results (on the host) or its
+/// error, and the transfers (uploads, downloads, launches).
+type Outcome = (Result<Vec<Value>, String>, [usize; 3]);
+
+/// Runs `@main` of `cpu`'s module through [`Device`] on `args` and `state`.
+fn on_device(
+    cpu: &CpuModule,
+    module: &melior::ir::Module,
+    args: Vec<Value>,
+    state: &mut StateStore,
+) -> Outcome {
+    let plan = cpu.plan(module, "main");
+    let plan = plan.as_ref().as_ref().expect("the function has a host plan");
+    let device = Device::new(cpu);
+    let args = args.into_iter().map(Held::Host).collect();
+    let results = match plan.run(&device, args, state) {
+        Ok(results) => Ok(results
+            .iter()
+            .map(|r| device.to_host(r).expect("the model's downloads do not fail"))
+            .collect()),
+        Err(Stop::Failed(error)) => Err(error.to_string()),
+        Err(Stop::Interpret) => panic!("a kernel declined a call"),
+    };
+    let counts = [
+        device.uploads.get(),
+        device.downloads.get(),
+        device.launches.get(),
+    ];
+    (results, counts)
+}
+
+#[test]
+fn loops_keep_their_carried_values_on_the_device() {
+    // IndRNN over sequences of several lengths: the sequence, the weights
+    // and the state go to the device once each, the final state comes back
+    // once to be returned and once to be committed; the launches grow with
+    // the length, the transfers do not.
+    let context = new_context().unwrap();
+    let source = example("indrnn.mlir");
+    let mut module = parse_module(&context, &source).unwrap();
+    let cpu = CpuModule::compile_with(&context, &mut module, &exact()).unwrap();
+    let mut transfers = Vec::new();
+    for length in [1, 3, 8] {
+        let shapes: [&[usize]; 3] = [&[length, 16, 64], &[64, 64], &[64]];
+        let args: Vec<Value> = random_inputs(&shapes, length as u64)
+            .into_iter()
+            .map(Value::tensor)
+            .collect();
+        let mut state = StateStore::new();
+        state.insert("rnn.h", random(&[16, 64], 3));
+        let mut expected_state = state.clone();
+        let expected = cpu
+            .run(&module, "main", args.clone(), &mut expected_state)
+            .unwrap();
+        let (got, [uploads, downloads, launches]) = on_device(&cpu, &module, args, &mut state);
+        let got = got.unwrap();
+        assert!(Match::Identical.values(&expected, &got), "length {length}");
+        assert!(
+            Match::Identical.states(&expected_state, &state),
+            "length {length}"
+        );
+        assert!(launches >= length, "length {length}: {launches} launches");
+        transfers.push((uploads, downloads));
+    }
+    assert!(transfers.iter().all(|t| *t == transfers[0]), "{transfers:?}");
+    assert_eq!(transfers[0], (4, 2), "{transfers:?}");
+}
+
+#[test]
+fn the_rnn_example_matches_the_cpu() {
+    let context = new_context().unwrap();
+    let mut module = parse_module(&context, &example("rnn.mlir")).unwrap();
+    let cpu = CpuModule::compile_with(&context, &mut module, &exact()).unwrap();
+    let shapes: [&[usize]; 3] = [&[5, 4, 6], &[6, 8], &[8, 8]];
+    let args: Vec<Value> = random_inputs(&shapes, 5).into_iter().map(Value::tensor).collect();
+    let mut state = StateStore::new();
+    state.insert("rnn.h", random(&[4, 8], 99));
+    let mut expected_state = state.clone();
+    let expected = cpu
+        .run(&module, "main", args.clone(), &mut expected_state)
+        .unwrap();
+    let (got, [uploads, downloads, launches]) = on_device(&cpu, &module, args, &mut state);
+    assert!(Match::Identical.values(&expected, &got.unwrap()));
+    assert!(Match::Identical.states(&expected_state, &state));
+    assert!(launches >= 5, "{launches} launches");
+    // The three arguments and the state up, the result and the state down.
+    assert_eq!((uploads, downloads), (4, 2));
+}
+
+#[test]
+fn random_host_programs_match_the_cpu() {
+    let (mut successes, mut failures) = (0, 0);
+    for seed in 1..=40u64 {
+        let source = random_host_program(&mut Rng(seed * 7919));
+        let context = new_context().unwrap();
+        let mut module = parse_module(&context, &source).unwrap_or_else(|| panic!("seed {seed}\n{source}"));
+        let cpu = CpuModule::compile_with(&context, &mut module, &exact())
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{source}"));
+        let mut rng = Rng(seed);
+        for run in 0..5u64 {
+            let mut state = StateStore::new();
+            if rng.below(8) != 0 {
+                state.insert("acc", random(&[4], seed * 17 + run));
+            }
+            let length = rng.below(4);
+            let args = vec![
+                Value::tensor(random(&[4], seed * 31 + run)),
+                Value::Index(rng.below(4) as i64),
+                Value::tensor(random(&[length, 4], seed * 13 + run)),
+            ];
+            let mut expected_state = state.clone();
+            let expected = cpu
+                .run(&module, "main", args.clone(), &mut expected_state)
+                .map_err(|e| e.to_string());
+            let (got, _) = on_device(&cpu, &module, args, &mut state);
+            let case = format!("seed {seed}, run {run}\n{source}");
+            match (&expected, &got) {
+                (Ok(expected), Ok(got)) => {
+                    successes += 1;
+                    assert!(Match::Identical.values(expected, got), "{case}");
+                }
+                (Err(expected), Err(got)) => {
+                    failures += 1;
+                    assert_eq!(expected, got, "{case}");
+                }
+                _ => panic!("{case}\nthe CPU gives {expected:?}, the device {got:?}"),
+            }
+            assert!(Match::Identical.states(&expected_state, &state), "{case}");
+        }
+    }
+    // Both outcomes are exercised.
+    assert!(
+        successes > 40 && failures > 20,
+        "{successes} successes, {failures} failures"
+    );
+}
