@@ -19,6 +19,12 @@
 //!    call timed alone for one 64 MiB tensor: a host clone, an upload and
 //!    a download.
 //!
+//! 3. times host code on the GPU: the host bench's 32-step RNN (an
+//!    `scf.for` over a sequence, its state read and written; B16, H256)
+//!    through `CudaModule::run`, a host plan with its values kept on the
+//!    GPU (`Schedule::Host`), against the CPU backend's host plan in the
+//!    same run: medians per call.
+//!
 //! Bytes moved are the inputs read plus the outputs written once, so GB/s
 //! is a lower bound on the traffic. `scripts/bench_torch.py` measures the
 //! same workloads in PyTorch eager the same way.
@@ -26,9 +32,14 @@
 use cudarc::driver::sys::CUevent_flags;
 use jitc_compiler::{DiagnosticCollector, GpuOptions, new_context, parse_module};
 use jitc_interp::{Scalar, StateStore, Tensor, Value};
-use jitc_runtime::cuda::{CudaDevice, CudaModule, DeviceValue, Schedule};
+use jitc_runtime::{
+    CpuModule,
+    cuda::{CudaDevice, CudaModule, DeviceValue, Schedule},
+};
 use std::time::{Duration, Instant};
 
+#[path = "workloads/rnn.rs"]
+mod rnn;
 mod workloads;
 
 use workloads::{median, workloads};
@@ -93,6 +104,52 @@ fn host_copies(device: &CudaDevice) {
         rate(upload),
         download.as_secs_f64() * 1e3,
         rate(download)
+    );
+}
+
+/// The RNN of the host bench on the GPU (a host plan over device values)
+/// and on the CPU, medians of 21 calls after a warm-up.
+fn host_code() {
+    let (steps, batch, hidden) = (32, 16, 256);
+    let source = rnn::rnn(steps, batch, hidden);
+    let args = || {
+        vec![
+            Value::tensor(Tensor::splat(vec![steps, batch, hidden], Scalar::F32(0.01))),
+            Value::tensor(Tensor::splat(vec![hidden, hidden], Scalar::F32(0.01))),
+            Value::tensor(Tensor::splat(vec![hidden, hidden], Scalar::F32(0.02))),
+        ]
+    };
+    let mut state = StateStore::new();
+    state.insert("rnn.h", Tensor::splat(vec![batch, hidden], Scalar::F32(0.0)));
+    let context = new_context().expect("context");
+    let _collector = DiagnosticCollector::attach(&context);
+    let mut gpu_module = parse_module(&context, &source).expect("the RNN parses");
+    let gpu =
+        CudaModule::compile(&context, &mut gpu_module, &GpuOptions::default()).expect("the RNN compiles");
+    let schedule = gpu.schedule(&gpu_module, "main").expect("a schedule");
+    assert!(
+        matches!(schedule, Schedule::Host(_)),
+        "the RNN runs as a host plan: {schedule:?}"
+    );
+    let mut gpu_state = state.clone();
+    let on_gpu = timed(21, || {
+        gpu.run(&gpu_module, "main", args(), &mut gpu_state)
+            .expect("the RNN runs on the GPU");
+    });
+    let mut cpu_module = parse_module(&context, &source).expect("the RNN parses");
+    let cpu = CpuModule::compile(&context, &mut cpu_module).expect("the RNN compiles");
+    let mut cpu_state = state;
+    let on_cpu = timed(21, || {
+        cpu.run(&cpu_module, "main", args(), &mut cpu_state)
+            .expect("the RNN runs on the CPU");
+    });
+    println!(
+        "host code: RNN scf.for, {steps} steps, B{batch} H{hidden} (medians per call): GPU host plan {:.3} ms \
+         ({:.1} us per step), CPU host plan {:.3} ms, ratio {:.2}x",
+        on_gpu.as_secs_f64() * 1e3,
+        on_gpu.as_secs_f64() * 1e6 / steps as f64,
+        on_cpu.as_secs_f64() * 1e3,
+        on_cpu.as_secs_f64() / on_gpu.as_secs_f64()
     );
 }
 
@@ -222,4 +279,5 @@ fn main() {
             );
         }
     }
+    host_code();
 }

@@ -22,6 +22,9 @@ use jitc_interp::{Interpreter, Scalar, StateStore, Tensor, Value};
 use jitc_runtime::CpuModule;
 use std::time::{Duration, Instant};
 
+#[path = "workloads/rnn.rs"]
+mod rnn;
+
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
@@ -132,33 +135,6 @@ fn guards(n: usize) -> String {
     text
 }
 
-fn rnn(steps: usize, batch: usize, hidden: usize) -> String {
-    let (b, h) = (batch, hidden);
-    format!(
-        r#"func.func @main(%xs: tensor<{steps}x{b}x{h}xf32>, %w: tensor<{h}x{h}xf32>, %u: tensor<{h}x{h}xf32>) -> tensor<{b}x{h}xf32> {{
-  %h0 = "meta.state_read"() {{name = "rnn.h"}} : () -> tensor<{b}x{h}xf32>
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %steps = arith.constant {steps} : index
-  %h = scf.for %t = %c0 to %steps step %c1 iter_args(%hp = %h0) -> (tensor<{b}x{h}xf32>) {{
-    %xb = "meta.reindex"(%xs, %t) {{indices = affine_map<(i, j, k)[t] -> (t, i, k)>}} : (tensor<{steps}x{b}x{h}xf32>, index) -> tensor<{b}x{h}x{h}xf32>
-    %wb = "meta.reindex"(%w) {{indices = affine_map<(i, j, k) -> (k, j)>}} : (tensor<{h}x{h}xf32>) -> tensor<{b}x{h}x{h}xf32>
-    %xw_p = "meta.binary"(%xb, %wb) {{kind = "mul"}} : (tensor<{b}x{h}x{h}xf32>, tensor<{b}x{h}x{h}xf32>) -> tensor<{b}x{h}x{h}xf32>
-    %xw = "meta.reindex_reduce"(%xw_p) {{kind = "add", indices = affine_map<(i, j, k) -> (i, j)>}} : (tensor<{b}x{h}x{h}xf32>) -> tensor<{b}x{h}xf32>
-    %hb = "meta.reindex"(%hp) {{indices = affine_map<(i, j, k) -> (i, k)>}} : (tensor<{b}x{h}xf32>) -> tensor<{b}x{h}x{h}xf32>
-    %ub = "meta.reindex"(%u) {{indices = affine_map<(i, j, k) -> (k, j)>}} : (tensor<{h}x{h}xf32>) -> tensor<{b}x{h}x{h}xf32>
-    %hu_p = "meta.binary"(%hb, %ub) {{kind = "mul"}} : (tensor<{b}x{h}x{h}xf32>, tensor<{b}x{h}x{h}xf32>) -> tensor<{b}x{h}x{h}xf32>
-    %hu = "meta.reindex_reduce"(%hu_p) {{kind = "add", indices = affine_map<(i, j, k) -> (i, j)>}} : (tensor<{b}x{h}x{h}xf32>) -> tensor<{b}x{h}xf32>
-    %pre = "meta.binary"(%xw, %hu) {{kind = "add"}} : (tensor<{b}x{h}xf32>, tensor<{b}x{h}xf32>) -> tensor<{b}x{h}xf32>
-    %hn = "meta.unary"(%pre) {{kind = "tanh"}} : (tensor<{b}x{h}xf32>) -> tensor<{b}x{h}xf32>
-    scf.yield %hn : tensor<{b}x{h}xf32>
-  }}
-  "meta.state_write"(%h) {{name = "rnn.h"}} : (tensor<{b}x{h}xf32>) -> ()
-  return %h : tensor<{b}x{h}xf32>
-}}"#
-    )
-}
-
 fn main() {
     let threads = jitc_runtime::cpu::thread_count();
     println!(
@@ -199,6 +175,6 @@ fn main() {
     state.insert("rnn.h", Tensor::splat(vec![batch, hidden], Scalar::F32(0.0)));
     report(
         "RNN scf.for, 32 steps, B16 H256",
-        compare(&rnn(steps, batch, hidden), &args, &state, 21, 1),
+        compare(&rnn::rnn(steps, batch, hidden), &args, &state, 21, 1),
     );
 }
