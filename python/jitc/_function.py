@@ -251,8 +251,14 @@ class _Tracer:
 
     def log(self, native, args, result):
         # The op's site names it when traces are merged (Terra matches ops
-        # by their program location).
-        self.entries.append(("call", native, args, result, _call_site(sys._getframe(2))))
+        # by their program location). jitc's own work, with the profile
+        # hook off (it would only filter it out, event by event).
+        hook = sys.getprofile()
+        sys.setprofile(None)
+        try:
+            self.entries.append(("call", native, args, result, _call_site(sys._getframe(2))))
+        finally:
+            sys.setprofile(hook)
 
     def decide(self, var):
         # The value, computed without logging a read.
