@@ -706,7 +706,28 @@ impl HostPlan {
         args: Vec<K::Value>,
         state: &mut StateStore,
     ) -> Result<Vec<K::Value>, Stop> {
-        self.run_with(kernels, args, state, None)
+        self.run_with(kernels, args, state, None, Ok)
+            .map(|(results, _)| results)
+    }
+
+    /// [`Self::run`] with the results brought to the host
+    /// ([`Kernels::to_host`]) before any state write is committed, so a
+    /// result that cannot be brought back fails the run with nothing
+    /// committed.
+    pub fn run_to_host<K: Kernels + ?Sized>(
+        &self,
+        kernels: &K,
+        args: Vec<K::Value>,
+        state: &mut StateStore,
+    ) -> Result<Vec<Value>, Stop> {
+        let site = &self.functions[0].site;
+        let finish = |results: Vec<K::Value>| {
+            results
+                .iter()
+                .map(|r| kernels.to_host(r).map_err(|m| Stop::Failed(site.error(m))))
+                .collect()
+        };
+        self.run_with(kernels, args, state, None, finish)
             .map(|(results, _)| results)
     }
 
@@ -729,7 +750,7 @@ impl HostPlan {
             &entry.name,
             jitc_interp::argument_profiles(&entry.declared, &args),
         );
-        let (results, observed) = self.run_with(kernels, args, state, Some(observed))?;
+        let (results, observed) = self.run_with(kernels, args, state, Some(observed), Ok)?;
         if let Some(observed) = observed {
             profile.merge(&observed).map_err(|e| {
                 Stop::Failed(Error::Arguments(format!(
@@ -740,13 +761,16 @@ impl HostPlan {
         Ok(results)
     }
 
-    fn run_with<K: Kernels + ?Sized>(
+    /// Runs the entry function; `finish` makes the run's results what it
+    /// returns, before anything is committed.
+    fn run_with<K: Kernels + ?Sized, R>(
         &self,
         kernels: &K,
         args: Vec<K::Value>,
         state: &mut StateStore,
         profile: Option<Profile>,
-    ) -> Result<(Vec<K::Value>, Option<Profile>), Stop> {
+        finish: impl FnOnce(Vec<K::Value>) -> Result<R, Stop>,
+    ) -> Result<(R, Option<Profile>), Stop> {
         let entry = &self.functions[0];
         kernels.check_arguments(&entry.name, &entry.signature.inputs, &args)?;
         let mut run = Run {
@@ -758,7 +782,9 @@ impl HostPlan {
         let results = self.call(&mut run, kernels, 0, args)?;
         let pending = std::mem::take(&mut run.pending);
         let profile = run.profile.take();
-        // Every write is brought to the host before any is committed.
+        // The results and every write are brought to the host before any
+        // write is committed.
+        let results = finish(results)?;
         let mut writes = Vec::with_capacity(pending.len());
         for (name, value, site) in pending {
             writes.push((name, kernels.to_host(&value).map_err(|m| site.error(m))?));
@@ -1072,7 +1098,13 @@ impl HostPlan {
                     let value = kernels.to_host(&value).map_err(|m| site.error(m))?;
                     return Err(site.error(format!("operand 0 is {value}, not a tensor")).into());
                 }
-                run.pending.push((name, value, site));
+                // A later write of the same name replaces an earlier one
+                // (the last one is what a commit would leave), so writes in
+                // a loop hold one value each, not one per iteration.
+                match run.pending.iter_mut().find(|(n, _, _)| *n == name.as_str()) {
+                    Some(pending) => *pending = (name, value, site),
+                    None => run.pending.push((name, value, site)),
+                }
             }
         }
         Ok(())

@@ -217,8 +217,8 @@ pub enum Schedule {
         launches: usize,
     },
     /// As a host plan on the CPU (`crate::host`) with its values kept on
-    /// the GPU ([`OnDevice`]), one synchronization per kernel call; the
-    /// reason there is no device plan.
+    /// the GPU ([`OnDevice`]), one synchronization per kernel call (and
+    /// per upload and download); the reason there is no device plan.
     Host(String),
     /// In the interpreter, a round trip per kernel call; the reason.
     Interpreted(String),
@@ -244,14 +244,39 @@ pub struct CudaModule {
     gpu_time: std::cell::Cell<Option<std::time::Duration>>,
     /// Host plans of the functions without a device plan.
     host_plans: RefCell<HashMap<String, Rc<Result<HostPlan, String>>>>,
-    /// The tensor constants of host plans on the device ([`OnDevice`]),
-    /// by the address of the host tensor, which is kept with them so that
-    /// the address is not reused.
-    constants: RefCell<HashMap<usize, UploadedConstant>>,
+    /// The tensor constants of host plans on the device ([`OnDevice`]).
+    constants: RefCell<Copies>,
 }
 
-/// A host plan's tensor constant and its copy on the device.
-type UploadedConstant = (Arc<jitc_interp::Tensor>, Arc<DeviceTensor>);
+/// Host tensors and their copies on the device, both ways: by the address
+/// of the host tensor, and by the address of the device tensor. Both are
+/// held, so neither address is reused while the pair is kept.
+#[derive(Default)]
+struct Copies {
+    on_device: HashMap<usize, (Arc<jitc_interp::Tensor>, Arc<DeviceTensor>)>,
+    on_host: HashMap<usize, (Arc<DeviceTensor>, Arc<jitc_interp::Tensor>)>,
+}
+
+impl Copies {
+    fn device(&self, host: &Arc<jitc_interp::Tensor>) -> Option<Arc<DeviceTensor>> {
+        let key = Arc::as_ptr(host) as usize;
+        self.on_device.get(&key).map(|(_, device)| Arc::clone(device))
+    }
+
+    fn host(&self, device: &Arc<DeviceTensor>) -> Option<Arc<jitc_interp::Tensor>> {
+        let key = Arc::as_ptr(device) as usize;
+        self.on_host.get(&key).map(|(_, host)| Arc::clone(host))
+    }
+
+    fn insert(&mut self, host: &Arc<jitc_interp::Tensor>, device: &Arc<DeviceTensor>) {
+        self.on_device
+            .insert(Arc::as_ptr(host) as usize, (Arc::clone(host), Arc::clone(device)));
+        self.on_host.insert(
+            Arc::as_ptr(device) as usize,
+            (Arc::clone(device), Arc::clone(host)),
+        );
+    }
+}
 
 impl CudaModule {
     /// Fuses `module` (`meta-fuse`, in place), compiles its kernels to PTX
@@ -310,7 +335,7 @@ impl CudaModule {
             timing: std::cell::Cell::new(false),
             gpu_time: std::cell::Cell::new(None),
             host_plans: RefCell::new(HashMap::new()),
-            constants: RefCell::new(HashMap::new()),
+            constants: RefCell::new(Copies::default()),
         })
     }
 
@@ -319,7 +344,9 @@ impl CudaModule {
     /// just before its first launch and just after its last, and
     /// [`Self::last_gpu_time`] gives the time between them: the kernels
     /// and the gaps between them, without the host's work before the first
-    /// launch and after the last. For benchmarks; off by default.
+    /// launch and after the last. A function run as a host plan is timed
+    /// kernel call by kernel call, so it gives its last call's time. For
+    /// benchmarks; off by default.
     pub fn set_timing(&self, on: bool) {
         self.timing.set(on);
         self.gpu_time.set(None);
@@ -419,8 +446,12 @@ impl CudaModule {
             let plan = self.host_plan(module, name);
             if let Ok(host_plan) = &*plan {
                 let args = args.into_iter().map(DeviceValue::Host).collect();
-                match host_plan.run(&OnDevice { module: self }, args, state) {
-                    Ok(results) => return results.into_iter().map(|r| self.to_host(r)).collect(),
+                let on_device = OnDevice {
+                    module: self,
+                    copies: RefCell::new(Copies::default()),
+                };
+                match host_plan.run_to_host(&on_device, args, state) {
+                    Ok(results) => return Ok(results),
                     Err(Stop::Failed(error)) => return Err(error.into()),
                     // GPU kernels have static shapes and never decline a
                     // call (`host_plan`), so this is not reached.
@@ -635,15 +666,19 @@ fn kernel_failure(name: &str, error: Error) -> jitc_compiler::KernelFailure {
 /// A host plan's kernel calls with their values kept on the GPU: each a
 /// one-launch device plan whose results stay in device memory for the
 /// kernels that read them. A host tensor (an argument, a state value, a
-/// host op's result) is uploaded when a kernel first reads it and its slot
-/// keeps the device copy ([`Kernels::to_device`]), so a loop's iterations
-/// do not copy it again; tensors come back only where host code reads
-/// them ([`Kernels::to_host`]: a condition, a loop bound, a committed
-/// state write, a result). Tensor constants are uploaded once per module.
-/// Each launch still waits for its kernel (the one-launch plan's
-/// synchronization, which also checks its status record).
+/// host op's result) is uploaded when a kernel first reads it, once per
+/// run however many slots, frames or iterations hold it
+/// ([`Kernels::to_device`]); tensor constants once per module. A tensor
+/// comes back only where host code reads it ([`Kernels::to_host`]: a
+/// condition, a loop bound, a committed state write, a result), once, and
+/// not at all when it was a host tensor uploaded (the host copy is kept). Each
+/// launch waits for its kernel (the one-launch plan's synchronization,
+/// which also checks its status record), and so do each upload and
+/// download.
 pub(crate) struct OnDevice<'m> {
     module: &'m CudaModule,
+    /// This run's host tensors copied to the device.
+    copies: RefCell<Copies>,
 }
 
 impl Kernels for OnDevice<'_> {
@@ -669,32 +704,42 @@ impl Kernels for OnDevice<'_> {
         let Value::Tensor(tensor) = value else {
             return Ok(DeviceValue::Host(value.clone()));
         };
-        let key = Arc::as_ptr(tensor) as usize;
-        if let Some((_, on_device)) = self.module.constants.borrow().get(&key) {
-            return Ok(DeviceValue::Device(Arc::clone(on_device)));
+        if let Some(on_device) = self.module.constants.borrow().device(tensor) {
+            return Ok(DeviceValue::Device(on_device));
         }
         let on_device = self.module.device.upload(tensor).map_err(|e| e.to_string())?;
-        self.module
-            .constants
-            .borrow_mut()
-            .insert(key, (Arc::clone(tensor), Arc::clone(&on_device)));
+        self.module.constants.borrow_mut().insert(tensor, &on_device);
         Ok(DeviceValue::Device(on_device))
     }
 
     fn to_host(&self, value: &DeviceValue) -> Result<Value, String> {
-        self.module.to_host(value.clone()).map_err(|e| e.to_string())
+        match value {
+            DeviceValue::Host(value) => Ok(value.clone()),
+            DeviceValue::Device(tensor) => {
+                let kept = self.copies.borrow().host(tensor);
+                let kept = kept.or_else(|| self.module.constants.borrow().host(tensor));
+                if let Some(host) = kept {
+                    return Ok(Value::Tensor(host));
+                }
+                // Kept, so a value returned and also written to state (or
+                // read by host code twice) comes back once.
+                let host = Arc::new(self.module.device.download(tensor).map_err(|e| e.to_string())?);
+                self.copies.borrow_mut().insert(&host, tensor);
+                Ok(Value::Tensor(host))
+            }
+        }
     }
 
     fn to_device(&self, value: &DeviceValue) -> Result<Option<DeviceValue>, String> {
-        match value {
-            DeviceValue::Host(Value::Tensor(tensor)) => self
-                .module
-                .device
-                .upload(tensor)
-                .map(|on_device| Some(DeviceValue::Device(on_device)))
-                .map_err(|e| e.to_string()),
-            _ => Ok(None),
+        let DeviceValue::Host(Value::Tensor(tensor)) = value else {
+            return Ok(None);
+        };
+        if let Some(on_device) = self.copies.borrow().device(tensor) {
+            return Ok(Some(DeviceValue::Device(on_device)));
         }
+        let on_device = self.module.device.upload(tensor).map_err(|e| e.to_string())?;
+        self.copies.borrow_mut().insert(tensor, &on_device);
+        Ok(Some(DeviceValue::Device(on_device)))
     }
 
     fn is_tensor(&self, value: &DeviceValue) -> bool {
