@@ -112,15 +112,8 @@ fn host_copies(device: &CudaDevice) {
 fn host_code() {
     let (steps, batch, hidden) = (32, 16, 256);
     let source = rnn::rnn(steps, batch, hidden);
-    let args = || {
-        vec![
-            Value::tensor(Tensor::splat(vec![steps, batch, hidden], Scalar::F32(0.01))),
-            Value::tensor(Tensor::splat(vec![hidden, hidden], Scalar::F32(0.01))),
-            Value::tensor(Tensor::splat(vec![hidden, hidden], Scalar::F32(0.02))),
-        ]
-    };
-    let mut state = StateStore::new();
-    state.insert("rnn.h", Tensor::splat(vec![batch, hidden], Scalar::F32(0.0)));
+    let args = || rnn::inputs(steps, batch, hidden);
+    let state = rnn::state(batch, hidden);
     let context = new_context().expect("context");
     let _collector = DiagnosticCollector::attach(&context);
     let mut gpu_module = parse_module(&context, &source).expect("the RNN parses");

@@ -164,15 +164,8 @@ fn main() {
         slope(guarded.1, unguarded.1)
     );
     let (steps, batch, hidden) = (32, 16, 256);
-    let args = move || {
-        vec![
-            Value::tensor(Tensor::splat(vec![steps, batch, hidden], Scalar::F32(0.01))),
-            Value::tensor(Tensor::splat(vec![hidden, hidden], Scalar::F32(0.01))),
-            Value::tensor(Tensor::splat(vec![hidden, hidden], Scalar::F32(0.02))),
-        ]
-    };
-    let mut state = StateStore::new();
-    state.insert("rnn.h", Tensor::splat(vec![batch, hidden], Scalar::F32(0.0)));
+    let args = move || rnn::inputs(steps, batch, hidden);
+    let state = rnn::state(batch, hidden);
     report(
         "RNN scf.for, 32 steps, B16 H256",
         compare(&rnn::rnn(steps, batch, hidden), &args, &state, 21, 1),

@@ -3,6 +3,24 @@
 //! (host plan against the interpreter, on the CPU) and the `cuda` bench
 //! (the same host plan with its values on the GPU).
 
+use jitc_interp::{Scalar, StateStore, Tensor, Value};
+
+/// `@main`'s arguments: the sequence and the two weights, small constants.
+pub fn inputs(steps: usize, batch: usize, hidden: usize) -> Vec<Value> {
+    vec![
+        Value::tensor(Tensor::splat(vec![steps, batch, hidden], Scalar::F32(0.01))),
+        Value::tensor(Tensor::splat(vec![hidden, hidden], Scalar::F32(0.01))),
+        Value::tensor(Tensor::splat(vec![hidden, hidden], Scalar::F32(0.02))),
+    ]
+}
+
+/// The state `@main` starts from: `rnn.h` all zeros.
+pub fn state(batch: usize, hidden: usize) -> StateStore {
+    let mut state = StateStore::new();
+    state.insert("rnn.h", Tensor::splat(vec![batch, hidden], Scalar::F32(0.0)));
+    state
+}
+
 /// `@main(%xs: steps x batch x hidden, %w, %u)`, reading and writing the
 /// state `rnn.h` (batch x hidden).
 pub fn rnn(steps: usize, batch: usize, hidden: usize) -> String {
