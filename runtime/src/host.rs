@@ -916,11 +916,8 @@ impl HostPlan {
                 site,
             } => {
                 for &slot in slots {
-                    let value = frame[slot]
-                        .as_ref()
-                        .expect("the plan defines every slot before it is read");
                     if let Some(moved) = kernels
-                        .to_device(value)
+                        .to_device(defined(frame, slot))
                         .map_err(|m| site.error(format!("kernel @{name}: {m}")))?
                     {
                         frame[slot] = Some(moved);
@@ -968,11 +965,11 @@ impl HostPlan {
                 to,
                 site,
             } => {
+                let index = |v: &Value| v.index().map_err(|m| site.error(m));
                 let lower = host(kernels, frame, bounds[0], site)?;
-                let [first, upper, step] = [bounds[0], bounds[1], bounds[2]].map(|s| {
-                    host(kernels, frame, s, site).and_then(|v| v.index().map_err(|m| site.error(m)))
-                });
-                let (mut iv, upper, step) = (first?, upper?, step?);
+                let mut iv = index(&lower)?;
+                let upper = index(&host(kernels, frame, bounds[1], site)?)?;
+                let step = index(&host(kernels, frame, bounds[2], site)?)?;
                 if step <= 0 {
                     return Err(site.error(format!("step must be positive, got {step}")).into());
                 }
@@ -1114,8 +1111,13 @@ impl HostPlan {
 /// The value in `slot`; the builder defines every slot before its uses,
 /// in the order the ops run.
 fn get<V: Clone>(frame: &[Option<V>], slot: usize) -> V {
+    defined(frame, slot).clone()
+}
+
+/// The value in `slot`, borrowed (see [`get`]).
+fn defined<V>(frame: &[Option<V>], slot: usize) -> &V {
     frame[slot]
-        .clone()
+        .as_ref()
         .expect("the plan defines every slot before it is read")
 }
 
@@ -1126,10 +1128,7 @@ fn host<K: Kernels + ?Sized>(
     slot: usize,
     site: &Site,
 ) -> Result<Value, Error> {
-    let value = frame[slot]
-        .as_ref()
-        .expect("the plan defines every slot before it is read");
-    kernels.to_host(value).map_err(|m| site.error(m))
+    kernels.to_host(defined(frame, slot)).map_err(|m| site.error(m))
 }
 
 impl<'c, 'a> Builder<'c, 'a, '_> {

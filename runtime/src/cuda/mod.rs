@@ -250,11 +250,12 @@ pub struct CudaModule {
 
 /// Host tensors and their copies on the device, both ways: by the address
 /// of the host tensor, and by the address of the device tensor. Both are
-/// held, so neither address is reused while the pair is kept.
+/// held (in `on_device`), so neither address is reused while the pair is
+/// kept.
 #[derive(Default)]
 struct Copies {
     on_device: HashMap<usize, (Arc<jitc_interp::Tensor>, Arc<DeviceTensor>)>,
-    on_host: HashMap<usize, (Arc<DeviceTensor>, Arc<jitc_interp::Tensor>)>,
+    on_host: HashMap<usize, Arc<jitc_interp::Tensor>>,
 }
 
 impl Copies {
@@ -264,17 +265,28 @@ impl Copies {
     }
 
     fn host(&self, device: &Arc<DeviceTensor>) -> Option<Arc<jitc_interp::Tensor>> {
-        let key = Arc::as_ptr(device) as usize;
-        self.on_host.get(&key).map(|(_, host)| Arc::clone(host))
+        self.on_host.get(&(Arc::as_ptr(device) as usize)).cloned()
+    }
+
+    /// `host` on `device`: the copy these hold, else a new one, kept.
+    fn upload(
+        copies: &RefCell<Copies>,
+        device: &CudaDevice,
+        host: &Arc<jitc_interp::Tensor>,
+    ) -> Result<Arc<DeviceTensor>, String> {
+        if let Some(on_device) = copies.borrow().device(host) {
+            return Ok(on_device);
+        }
+        let on_device = device.upload(host).map_err(|e| e.to_string())?;
+        copies.borrow_mut().insert(host, &on_device);
+        Ok(on_device)
     }
 
     fn insert(&mut self, host: &Arc<jitc_interp::Tensor>, device: &Arc<DeviceTensor>) {
         self.on_device
             .insert(Arc::as_ptr(host) as usize, (Arc::clone(host), Arc::clone(device)));
-        self.on_host.insert(
-            Arc::as_ptr(device) as usize,
-            (Arc::clone(device), Arc::clone(host)),
-        );
+        self.on_host
+            .insert(Arc::as_ptr(device) as usize, Arc::clone(host));
     }
 }
 
@@ -704,12 +716,7 @@ impl Kernels for OnDevice<'_> {
         let Value::Tensor(tensor) = value else {
             return Ok(DeviceValue::Host(value.clone()));
         };
-        if let Some(on_device) = self.module.constants.borrow().device(tensor) {
-            return Ok(DeviceValue::Device(on_device));
-        }
-        let on_device = self.module.device.upload(tensor).map_err(|e| e.to_string())?;
-        self.module.constants.borrow_mut().insert(tensor, &on_device);
-        Ok(DeviceValue::Device(on_device))
+        Copies::upload(&self.module.constants, &self.module.device, tensor).map(DeviceValue::Device)
     }
 
     fn to_host(&self, value: &DeviceValue) -> Result<Value, String> {
@@ -734,12 +741,7 @@ impl Kernels for OnDevice<'_> {
         let DeviceValue::Host(Value::Tensor(tensor)) = value else {
             return Ok(None);
         };
-        if let Some(on_device) = self.copies.borrow().device(tensor) {
-            return Ok(Some(DeviceValue::Device(on_device)));
-        }
-        let on_device = self.module.device.upload(tensor).map_err(|e| e.to_string())?;
-        self.copies.borrow_mut().insert(tensor, &on_device);
-        Ok(Some(DeviceValue::Device(on_device)))
+        Copies::upload(&self.copies, &self.module.device, tensor).map(|d| Some(DeviceValue::Device(d)))
     }
 
     fn is_tensor(&self, value: &DeviceValue) -> bool {
