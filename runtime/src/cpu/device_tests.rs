@@ -18,6 +18,7 @@ use crate::host::{HostKernels, Kernels, Stop};
 use jitc_compiler::{CodegenOptions, MathMode, new_context, parse_module};
 use jitc_interp::{StateStore, Tensor, Value, ValueType};
 use jitc_test_support::{Match, Rng, example, random, random_host_program, random_inputs};
+use melior::{Context, ir::Module};
 use std::{
     cell::{Cell, RefCell},
     collections::HashMap,
@@ -156,11 +157,17 @@ impl Kernels for Device<'_> {
     }
 }
 
-fn exact() -> CodegenOptions {
-    CodegenOptions {
+/// `source` parsed and compiled for the CPU with exact math; panics with
+/// the source when it does not compile (these are tests).
+fn compiled<'c>(context: &'c Context, source: &str) -> (Module<'c>, CpuModule) {
+    let mut module = parse_module(context, source).unwrap_or_else(|| panic!("does not parse:\n{source}"));
+    let options = CodegenOptions {
         math: MathMode::Exact,
         ..CodegenOptions::default()
-    }
+    };
+    let cpu =
+        CpuModule::compile_with(context, &mut module, &options).unwrap_or_else(|e| panic!("{e}\n{source}"));
+    (module, cpu)
 }
 
 /// What a run through [`Device`] gave: its results (on the host) or its
@@ -168,23 +175,12 @@ fn exact() -> CodegenOptions {
 type Outcome = (Result<Vec<Value>, String>, [usize; 3]);
 
 /// Runs `@main` of `cpu`'s module through [`Device`] on `args` and `state`.
-fn on_device(
-    cpu: &CpuModule,
-    module: &melior::ir::Module,
-    args: Vec<Value>,
-    state: &mut StateStore,
-) -> Outcome {
+fn on_device(cpu: &CpuModule, module: &Module, args: Vec<Value>, state: &mut StateStore) -> Outcome {
     on(Device::new(cpu), cpu, module, args, state)
 }
 
 /// [`on_device`] through `device`.
-fn on(
-    device: Device,
-    cpu: &CpuModule,
-    module: &melior::ir::Module,
-    args: Vec<Value>,
-    state: &mut StateStore,
-) -> Outcome {
+fn on(device: Device, cpu: &CpuModule, module: &Module, args: Vec<Value>, state: &mut StateStore) -> Outcome {
     let plan = cpu.plan(module, "main");
     let plan = plan.as_ref().as_ref().expect("the function has a host plan");
     let args = args.into_iter().map(Held::Host).collect();
@@ -208,9 +204,7 @@ fn loops_keep_their_carried_values_on_the_device() {
     // once, to be returned and committed; the launches grow with the
     // length, the transfers do not.
     let context = new_context().unwrap();
-    let source = example("indrnn.mlir");
-    let mut module = parse_module(&context, &source).unwrap();
-    let cpu = CpuModule::compile_with(&context, &mut module, &exact()).unwrap();
+    let (module, cpu) = compiled(&context, &example("indrnn.mlir"));
     let mut transfers = Vec::new();
     for length in [1, 3, 8] {
         let shapes: [&[usize]; 3] = [&[length, 16, 64], &[64, 64], &[64]];
@@ -259,8 +253,7 @@ func.func @main(%x: tensor<4xf32>, %w: tensor<4xf32>, %n: index) -> tensor<4xf32
   return %h : tensor<4xf32>
 }"#;
     let context = new_context().unwrap();
-    let mut module = parse_module(&context, source).unwrap();
-    let cpu = CpuModule::compile_with(&context, &mut module, &exact()).unwrap();
+    let (module, cpu) = compiled(&context, source);
     for n in [1, 4, 9] {
         let args = vec![
             Value::tensor(random(&[4], 1)),
@@ -293,8 +286,7 @@ fn a_result_that_cannot_come_back_commits_nothing() {
   return %e : tensor<4xf32>
 }"#;
     let context = new_context().unwrap();
-    let mut module = parse_module(&context, source).unwrap();
-    let cpu = CpuModule::compile_with(&context, &mut module, &exact()).unwrap();
+    let (module, cpu) = compiled(&context, source);
     let args = || vec![Value::tensor(random(&[4], 8))];
     let mut state = StateStore::new();
     let (got, _) = on_device(&cpu, &module, args(), &mut state);
@@ -314,8 +306,7 @@ fn a_result_that_cannot_come_back_commits_nothing() {
 #[test]
 fn the_rnn_example_matches_the_cpu() {
     let context = new_context().unwrap();
-    let mut module = parse_module(&context, &example("rnn.mlir")).unwrap();
-    let cpu = CpuModule::compile_with(&context, &mut module, &exact()).unwrap();
+    let (module, cpu) = compiled(&context, &example("rnn.mlir"));
     let shapes: [&[usize]; 3] = [&[5, 4, 6], &[6, 8], &[8, 8]];
     let args: Vec<Value> = random_inputs(&shapes, 5).into_iter().map(Value::tensor).collect();
     let mut state = StateStore::new();
@@ -339,9 +330,7 @@ fn random_host_programs_match_the_cpu() {
     for seed in 1..=40u64 {
         let source = random_host_program(&mut Rng(seed * 7919));
         let context = new_context().unwrap();
-        let mut module = parse_module(&context, &source).unwrap_or_else(|| panic!("seed {seed}\n{source}"));
-        let cpu = CpuModule::compile_with(&context, &mut module, &exact())
-            .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{source}"));
+        let (module, cpu) = compiled(&context, &source);
         let mut rng = Rng(seed);
         for run in 0..5u64 {
             let mut state = StateStore::new();
