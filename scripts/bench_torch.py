@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """PyTorch eager and torch.compile on the workloads of `cargo bench -p jitc-runtime --bench cuda`.
 
-Run on the GPU machine: `python3 scripts/bench_torch.py`. Measured the way
+Run on the GPU machine: `python3 scripts/bench_torch.py` (with
+`JITC_BENCH_ONLY=softmax,layer`, only the workloads whose names contain
+one of the words, as in the jitc bench). Measured the way
 the jitc bench measures:
 
 - the copy bandwidth of a 512 MiB device-to-device copy, timed with CUDA
@@ -20,6 +22,7 @@ statistics are per channel, over N, H and W), `F.layer_norm` then
 matmul compute in f32 as jitc does.
 """
 
+import os
 import statistics
 import sys
 import time
@@ -59,6 +62,13 @@ def workloads():
     ]
 
 
+def chosen(name):
+    """Whether `JITC_BENCH_ONLY` (comma-separated words, as the jitc bench
+    takes it) names the workload; every workload when it is unset."""
+    only = os.environ.get("JITC_BENCH_ONLY")
+    return only is None or any(part.strip() in name.lower() for part in only.split(","))
+
+
 def measure(function, inputs, repetitions, warm_up):
     """Wall clock of synchronized calls after `warm_up` untimed ones."""
     samples = []
@@ -88,18 +98,24 @@ def main():
     print(
         f"{'workload':<22} {'form':<14} {'median (ms)':>12} {'min (ms)':>10} {'GB/s':>9} {'of copy':>8}"
     )
-    for name, function, shapes in workloads():
-        inputs = [torch.full(shape, 0.5, dtype=torch.float32, device="cuda") for shape in shapes]
-        heavy = name.startswith(("conv", "matmul"))
-        repetitions = 5 if heavy else 20
-        forms = [("eager", function, 1)]
-        try:
-            # Default mode (Inductor's Triton kernels); three warm-up calls
-            # so that compiling and autotuning are not timed.
-            forms.append(("torch.compile", torch.compile(function, dynamic=False), 3))
-        except Exception as error:  # noqa: BLE001 - report and go on
-            print(f"{name:<22} torch.compile unavailable: {error}")
-        for form, callable_, warm_up in forms:
+    # Every eager row first, then every torch.compile row: compiling is
+    # slow on a fresh machine, and a run cut short keeps the eager figures.
+    for form in ("eager", "torch.compile"):
+        for name, function, shapes in workloads():
+            if not chosen(name):
+                continue
+            inputs = [torch.full(shape, 0.5, dtype=torch.float32, device="cuda") for shape in shapes]
+            heavy = name.startswith(("conv", "matmul"))
+            repetitions = 5 if heavy else 20
+            callable_, warm_up = function, 1
+            if form == "torch.compile":
+                try:
+                    # Default mode (Inductor's Triton kernels); three warm-up
+                    # calls so that compiling and autotuning are not timed.
+                    callable_, warm_up = torch.compile(function, dynamic=False), 3
+                except Exception as error:  # noqa: BLE001 - report and go on
+                    print(f"{name:<22} torch.compile unavailable: {error}")
+                    continue
             try:
                 samples, output = measure(callable_, inputs, repetitions, warm_up)
             except Exception as error:  # noqa: BLE001 - report and go on

@@ -13,7 +13,6 @@
 set -euo pipefail
 
 out=${1:-.gpu}
-root=$(pwd)
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 
@@ -48,8 +47,6 @@ done | sort -u | while read -r library; do
   esac
 done
 
-# The tests find the examples through the path they were built at.
-echo "$root" > "$stage/bundle/built-at"
 git rev-parse HEAD > "$stage/bundle/commit"
 
 echo "gpu-bundle: compressing $(du -sh "$stage/bundle" | cut -f1) (takes minutes)" >&2

@@ -5,13 +5,24 @@
 #   scripts/gpu-check.sh stash [DIR]   keeps the bundle parts found in DIR
 #                                      (default .gpu) in /var/tmp/jitc-gpu,
 #                                      for parts carried in separate calls
-#   scripts/gpu-check.sh run [LOGS]    unpacks the stashed parts and runs,
-#                                      logging each step to LOGS (default
+#   scripts/gpu-check.sh run [LOGS] [STEPS]
+#                                      unpacks the stashed parts and runs
+#                                      the steps (all, or those STEPS names,
+#                                      comma-separated), logging each to
+#                                      LOGS/NAME.log (default
 #                                      /var/tmp/jitc-gpu/logs):
-#     1. the GPU tests, with JITC_REQUIRE_GPU=1 (every example against the
-#        interpreter, device plans, device-resident runs, errors);
-#     2. ptxas on the PTX of every example, for sm_80 and sm_90;
-#     3. the jitc GPU bench, then PyTorch eager on the same workloads.
+#     1. tests: the GPU tests, with JITC_REQUIRE_GPU=1 (every example
+#        against the interpreter, device plans, device-resident runs,
+#        errors, the math sweeps);
+#     2. ptxas: the PTX of every example, for sm_80 and sm_90;
+#     3. bench, torch: the jitc GPU bench, then PyTorch eager and
+#        torch.compile on the same workloads;
+#     4. memcheck, racecheck: the GPU tests again under compute-sanitizer
+#        (every device access, atomics included; shared memory);
+#     5. kernels: the kernels of the memory-bound workloads, jitc's and
+#        PyTorch's, under Nsight Compute (time, registers, occupancy, DRAM
+#        throughput), as CSV.
+#   Steps 4 and 5 are skipped, and say so, where the tools are missing.
 #
 # Exit status: that of the first step that failed, else 0.
 set -uo pipefail
@@ -33,6 +44,7 @@ case $mode in
 esac
 
 logs=${2:-$stash/logs}
+steps=${3:-tests,ptxas,bench,torch,memcheck,racecheck,kernels}
 mkdir -p "$logs"
 if ! ls "$stash"/bundle.tar.xz.part* >/dev/null 2>&1; then
   echo "gpu-check: no bundle parts in $stash; run 'scripts/gpu-check.sh stash' first" >&2
@@ -47,17 +59,19 @@ bundle=$stash/bundle
 export PATH=$PATH:/usr/local/cuda/bin
 export LD_LIBRARY_PATH=$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
-# The tests read ../examples from the directory they were built in.
-built_at=$(cat "$bundle/built-at")
-if [ ! -e "$built_at/examples" ]; then
-  mkdir -p "$(dirname "$built_at")"
-  ln -sfn "$(pwd)" "$built_at"
-fi
+# The tests and the bench read the examples from $CARGO_MANIFEST_DIR/../examples
+# when it is set (jitc_test_support::examples_dir), else from the path
+# they were built at, which names the machine that built them.
+export CARGO_MANIFEST_DIR=$(pwd)/test-support
 
 status=0
 step() {
   local name=$1
   shift
+  case ",$steps," in
+    *",$name,"*) ;;
+    *) return 0 ;;
+  esac
   echo "== $name" | tee "$logs/$name.log"
   "$@" 2>&1 | tee -a "$logs/$name.log"
   local code=${PIPESTATUS[0]}
@@ -95,4 +109,37 @@ step tests env JITC_REQUIRE_GPU=1 "$bundle/bin/cuda-tests"
 step ptxas ptx
 step bench "$bundle/bin/cuda-bench"
 step torch python3 scripts/bench_torch.py
+
+sanitize() {
+  if ! command -v compute-sanitizer >/dev/null; then
+    echo "compute-sanitizer is not on PATH: not run"
+    return 0
+  fi
+  JITC_REQUIRE_GPU=1 compute-sanitizer --tool "$1" --print-limit 20 --error-exitcode 1 "$bundle/bin/cuda-tests"
+}
+step memcheck sanitize memcheck
+step racecheck sanitize racecheck
+
+kernels() {
+  local ncu workload
+  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | tail -1)
+  if [ -z "$ncu" ]; then
+    echo "ncu (Nsight Compute) not found: kernels not profiled"
+    return 0
+  fi
+  # One workload at a time, jitc's kernels then PyTorch's (eager, then
+  # torch.compile), so that each CSV block names one workload. The
+  # clocks are left as they are (locked to base, every kernel looks
+  # slower).
+  local metrics=gpu__time_duration.sum,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes.sum
+  for workload in sigmoid softmax instance layer; do
+    echo "== kernels of $workload: jitc"
+    JITC_BENCH_ONLY=$workload "$ncu" --clock-control none --csv --kernel-name regex:main_fused \
+      --metrics "$metrics" "$bundle/bin/cuda-bench" || return 1
+    echo "== kernels of $workload: torch"
+    JITC_BENCH_ONLY=$workload "$ncu" --clock-control none --csv --metrics "$metrics" \
+      python3 scripts/bench_torch.py || return 1
+  done
+}
+step kernels kernels
 exit $status

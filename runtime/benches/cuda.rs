@@ -25,6 +25,10 @@
 //!    GPU (`Schedule::Host`), against the CPU backend's host plan in the
 //!    same run: medians per call.
 //!
+//! `JITC_BENCH_ONLY=softmax,layer` runs only the rows whose names contain
+//! one of the comma-separated words (lower case; `rnn` names section 3),
+//! as `scripts/gpu-check.sh` does under Nsight Compute.
+//!
 //! Bytes moved are the inputs read plus the outputs written once, so GB/s
 //! is a lower bound on the traffic. `scripts/bench_torch.py` measures the
 //! same workloads in PyTorch eager the same way.
@@ -174,7 +178,30 @@ fn main() {
         "of copy",
         "from host (ms)"
     );
-    for workload in workloads() {
+    let chosen = |name: &str| {
+        std::env::var("JITC_BENCH_ONLY").map_or(true, |only| {
+            only.split(',')
+                .any(|part| name.to_lowercase().contains(part.trim()))
+        })
+    };
+    for workload in workloads().into_iter().filter(|w| chosen(w.name)) {
+        // A workload that fails (the first runs on a new GPU) is reported
+        // and the others still run.
+        let name = workload.name;
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| bench(&device, copy, workload)));
+        if outcome.is_err() {
+            println!("{name:<22} FAILED (the panic above)");
+        }
+    }
+    if chosen("rnn host code") && std::panic::catch_unwind(host_code).is_err() {
+        println!("host code: FAILED (the panic above)");
+    }
+}
+
+/// Times one workload and prints its row.
+fn bench(device: &CudaDevice, copy: f64, workload: workloads::Workload) {
+    {
         let context = new_context().expect("context");
         let _collector = DiagnosticCollector::attach(&context);
         let mut module = parse_module(&context, &workload.source).expect("the workload parses");
@@ -272,5 +299,4 @@ fn main() {
             );
         }
     }
-    host_code();
 }

@@ -10,7 +10,11 @@
 //! same bits twice) and the device plans: which functions get
 //! one, that a run with values kept on the device gives the same bits as
 //! a run from the host, and that run-time errors (a division by zero, a
-//! wrong argument) come back as errors.
+//! wrong argument) come back as errors. Last, it sweeps each math
+//! function the GPU computes (jitc's fast-math polynomials, libdevice's
+//! f32 and f64 functions) against libm, value by value over the inputs of
+//! the CPU's `approximations.rs`, and prints the largest error in ulps
+//! ([`SWEEPS`] gives each one's bound).
 //!
 //! This file has its own `main` (no libtest harness) so that a machine
 //! without a GPU says so: it prints `SKIPPED` and the number of tests not
@@ -24,7 +28,7 @@ use jitc_interp::{Buffer, Interpreter, StateStore, Tensor, Value};
 use jitc_runtime::cuda::{CudaDevice, CudaModule, DeviceValue, Schedule};
 use std::process::ExitCode;
 
-use jitc_test_support::{Match, STATIC_EXAMPLES, example, random, random_inputs};
+use jitc_test_support::{Match, STATIC_EXAMPLES, example, random, random_inputs, sweep};
 
 /// Exact math on the GPU calls libdevice, not the interpreter's libm: 4
 /// ulps ([`Match::Ulps4`]); fast math as on the CPU.
@@ -239,6 +243,91 @@ fn split_reductions() -> Result<(), String> {
     Ok(())
 }
 
+/// The math sweeps: each function on the GPU against libm (the
+/// interpreter), value by value over [`sweep::inputs`] (or
+/// [`sweep::log_inputs`]), and the bound it must keep in ulps. Fast math
+/// runs jitc's polynomials (the CPU's bounds, `approximations.rs`); exact
+/// math runs NVIDIA's libdevice, whose documented f32 bounds are 1 to 2
+/// ulps from the true value, to which libm's own error adds: 4 ulps, the
+/// tolerance of the examples' exact-math runs ([`Match::Ulps4`]).
+const SWEEPS: &[(&str, &str, MathMode, u64)] = &[
+    ("exp", "f32", MathMode::Fast, 2),
+    ("log", "f32", MathMode::Fast, 2),
+    ("tanh", "f32", MathMode::Fast, 4),
+    ("sigmoid", "f32", MathMode::Fast, 4),
+    ("sqrt", "f32", MathMode::Fast, 0),
+    ("exp", "f32", MathMode::Exact, 4),
+    ("log", "f32", MathMode::Exact, 4),
+    ("tanh", "f32", MathMode::Exact, 4),
+    ("sigmoid", "f32", MathMode::Exact, 4),
+    ("sin", "f32", MathMode::Exact, 4),
+    ("cos", "f32", MathMode::Exact, 4),
+    ("erf", "f32", MathMode::Exact, 4),
+    ("exp", "f64", MathMode::Exact, 4),
+    ("log", "f64", MathMode::Exact, 4),
+    ("tanh", "f64", MathMode::Exact, 4),
+    ("sin", "f64", MathMode::Exact, 4),
+    ("cos", "f64", MathMode::Exact, 4),
+    ("erf", "f64", MathMode::Exact, 4),
+];
+
+/// `kind` over the sweep on the GPU: the largest distance from libm in
+/// ulps, with the input, libm's value and the GPU's where it was largest;
+/// `Err` when the kernel does not compile for the GPU or a run fails.
+fn sweep(kind: &str, element: &str, math: MathMode) -> Result<(u64, f64, f64, f64), String> {
+    let values = if kind == "log" {
+        sweep::log_inputs()
+    } else {
+        sweep::inputs()
+    };
+    let n = values.len();
+    let t = format!("tensor<{n}x{element}>");
+    let source = format!(
+        "func.func @main(%x: {t}) -> {t} {{\n  %y = \"meta.unary\"(%x) {{kind = \"{kind}\"}} : ({t}) -> {t}\n  return %y : {t}\n}}\n"
+    );
+    let context = new_context().map_err(|e| e.to_string())?;
+    let collector = DiagnosticCollector::attach(&context);
+    let mut module = parse_module(&context, &source).ok_or_else(|| format!("{:?}", collector.take()))?;
+    let buffer = match element {
+        "f32" => Buffer::F32(values.iter().copied().collect()),
+        _ => Buffer::F64(values.iter().map(|&x| f64::from(x)).collect()),
+    };
+    let input = Tensor::new(vec![n], buffer).ok_or("the input tensor")?;
+    let args = || vec![Value::tensor(input.clone())];
+    let expected = Interpreter::new(&module)
+        .run("main", args(), &mut StateStore::new())
+        .map_err(|e| format!("the interpreter failed: {e}"))?;
+    let options = GpuOptions {
+        math,
+        ..GpuOptions::default()
+    };
+    let compiled = CudaModule::compile(&context, &mut module, &options).map_err(|e| e.to_string())?;
+    if !compiled.interpreted_kernels().is_empty() {
+        return Err(format!(
+            "runs in the interpreter: {:?}",
+            compiled.interpreted_kernels()
+        ));
+    }
+    let got = compiled
+        .run(&module, "main", args(), &mut StateStore::new())
+        .map_err(|e| format!("the GPU run failed: {e}"))?;
+    let (Value::Tensor(expected), Value::Tensor(got)) = (&expected[0], &got[0]) else {
+        return Err("a result is not a tensor".into());
+    };
+    let mut worst = (0, 0.0, 0.0, 0.0);
+    for (i, &x) in values.iter().enumerate() {
+        let (e, g) = (expected.get(i).as_f64(), got.get(i).as_f64());
+        let distance = match element {
+            "f32" => sweep::ulps(e as f32, g as f32),
+            _ => sweep::ulps64(e, g),
+        };
+        if distance > worst.0 {
+            worst = (distance, f64::from(x), e, g);
+        }
+    }
+    Ok(worst)
+}
+
 fn main() -> ExitCode {
     let indrnn: (&str, &[&[usize]]) = ("indrnn.mlir", &[&[3, 16, 64], &[64, 64], &[64]]);
     let cases: Vec<_> = STATIC_EXAMPLES.iter().copied().chain([indrnn]).collect();
@@ -247,7 +336,7 @@ fn main() -> ExitCode {
         (MathMode::Exact, false),
         (MathMode::Fast, true),
     ];
-    let total = cases.len() * modes.len() + 2;
+    let total = cases.len() * modes.len() + 2 + SWEEPS.len();
     if let Err(reason) = CudaDevice::get() {
         println!("cuda tests: SKIPPED, {total} tests not run: {reason}");
         if std::env::var_os("JITC_REQUIRE_GPU").is_some() {
@@ -285,6 +374,24 @@ fn main() -> ExitCode {
         Err(difference) => {
             failures += 1;
             println!("test run-time errors on the GPU ... FAILED\n{difference}");
+        }
+    }
+    for &(kind, element, math, bound) in SWEEPS {
+        let name = format!("test {kind} ({element}, {math:?}) swept against libm on the GPU");
+        match sweep(kind, element, math) {
+            Ok((ulps, ..)) if ulps <= bound => {
+                println!("{name} ... ok: at most {ulps} ulps (bound {bound})")
+            }
+            Ok((ulps, x, libm, gpu)) => {
+                failures += 1;
+                println!(
+                    "{name} ... FAILED\n{kind}({x:e}) = {gpu:e}, libm {libm:e}: {ulps} ulps, over {bound}"
+                );
+            }
+            Err(error) => {
+                failures += 1;
+                println!("{name} ... FAILED\n{error}");
+            }
         }
     }
     println!("cuda tests: {} passed, {failures} failed", total - failures);

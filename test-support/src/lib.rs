@@ -3,13 +3,15 @@
 //! ([`Bytes`]) as sources of choices ([`Draw`]), random f32 inputs
 //! ([`random`]), random well-formed meta programs with special inputs
 //! ([`random_program`]), random host code around kernels
-//! ([`random_host_program`]), the bundled examples' sources ([`example`]), and
-//! how closely compiled results must match the interpreter's ([`Match`]).
+//! ([`random_host_program`]), the bundled examples' sources ([`example`]),
+//! how closely compiled results must match the interpreter's ([`Match`]),
+//! and the sweeps that measure math functions in ulps ([`sweep`]).
 //!
 //! Every crate's tests take these from here (a dev-dependency), so a
 //! failing seed reproduces the same program and inputs everywhere.
 
 mod host;
+pub mod sweep;
 
 pub use host::random_host_program;
 use jitc_interp::{Scalar, StateStore, Tensor, Value};

@@ -23,7 +23,7 @@
 // MLIR-NEXT: scf.if %[[BAD]] {
 // MLIR-NEXT:   %[[ZERO:.+]] = arith.constant 0 : i64
 // MLIR-NEXT:   %[[CODE:.+]] = arith.constant 2 : i64
-// MLIR-NEXT:   %[[CLAIM:.+]] = llvm.cmpxchg %[[STATUS]], %[[ZERO]], %[[CODE]] monotonic monotonic : !llvm.ptr, i64
+// MLIR-NEXT:   %[[CLAIM:.+]] = llvm.cmpxchg %[[STATUS]], %[[ZERO]], %[[CODE]] syncscope("device") monotonic monotonic : !llvm.ptr, i64
 // MLIR-NEXT:   %[[WON:.+]] = llvm.extractvalue %[[CLAIM]][1] : !llvm.struct<(i64, i1)>
 // MLIR-NEXT:   scf.if %[[WON]] {
 // MLIR-NEXT:     %[[ONE:.+]] = arith.constant 1 : i64
@@ -35,7 +35,7 @@
 // MLIR-NEXT: %[[V:.+]] = llvm.load %[[P]] : !llvm.ptr -> f32
 // MLIR-NEXT: arith.select %[[OK]], %[[V]], %{{.+}} : f32
 // The result's store is access 1, status 3, and made only when inside.
-// MLIR:      llvm.cmpxchg %[[STATUS]], %{{.+}}, %{{.+}} monotonic monotonic
+// MLIR:      llvm.cmpxchg %[[STATUS]], %{{.+}}, %{{.+}} syncscope("device") monotonic monotonic
 // MLIR:      %[[OK2:.+]] = arith.cmpi ult, %{{.+}}, %{{.+}} : i64
 // MLIR-NEXT: scf.if %[[OK2]] {
 // MLIR-NEXT:   %[[Q:.+]] = llvm.getelementptr %[[Y]][%{{.+}}]
@@ -56,15 +56,17 @@
 // The checks survive LLVM's optimizations: the split dimension's range
 // comes from the caller, so no offset is known to be in bounds.
 // LLVM-LABEL: define void @shift_right_fused_0(
-// LLVM: cmpxchg ptr %{{.+}}, i64 0, i64 2 monotonic monotonic
-// LLVM: cmpxchg ptr %{{.+}}, i64 0, i64 3 monotonic monotonic
+// LLVM: cmpxchg ptr %{{.+}}, i64 0, i64 2 syncscope("device") monotonic monotonic
+// LLVM: cmpxchg ptr %{{.+}}, i64 0, i64 3 syncscope("device") monotonic monotonic
 
-// On the GPU the claim is an atomic compare-and-swap in global memory.
+// On the GPU the claim is an atomic compare-and-swap in global memory, of
+// the device's scope (a system-scoped one on mapped host memory is not
+// allowed on a GPU attached over PCIe).
 // (Here each thread's point is below the number of points, so LLVM proves
 // every check and drops it; the padded convolution keeps some: its load
 // of x is access 0, status 2.)
 // PTX-LABEL: .entry main_fused_0(
-// PTX: atom.relaxed.sys.global.cas.b64 {{.+}}, [{{.+}}], 0, 2;
+// PTX: atom.relaxed.gpu.global.cas.b64 {{.+}}, [{{.+}}], 0, 2;
 
 func.func @shift_right(%x: tensor<8xf32>) -> tensor<8xf32> {
   %y = "meta.reindex"(%x) {indices = affine_map<(i) -> (i - 1)>} : (tensor<8xf32>) -> tensor<8xf32>

@@ -62,10 +62,10 @@ func.func @rows(%x: tensor<64x4096xf32>) -> tensor<64xf32> {
 // slots in block order, stores the row's sum and zeroes the counter.
 // CHECK: add.rn.f32 [[SUM:%r[0-9]+]], [[PART]], [[LAST]];
 // CHECK: st.global.b32 [%rd{{[0-9]+}}+256], [[SUM]];
-// CHECK-NEXT: fence.sc.sys;
+// CHECK-NEXT: fence.sc.gpu;
 // CHECK: atom.global.add.u32 [[DONE:%r[0-9]+]], [[[COUNTER:%rd[0-9]+]]], 1;
 // CHECK-NEXT: setp.ne.b32 %p{{[0-9]+}}, [[DONE]], 1;
-// CHECK: fence.sc.sys;
+// CHECK: fence.sc.gpu;
 // CHECK-NEXT: add.s64 [[SLOTS:%rd[0-9]+]]
 // CHECK-NEXT: ld.global.v2.b32 {[[A:%r[0-9]+]], [[B:%r[0-9]+]]}, [[[SLOTS]]+256];
 // CHECK-NEXT: add.rn.f32 [[A0:%r[0-9]+]], [[A]], 0f00000000;

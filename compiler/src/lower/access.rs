@@ -62,7 +62,7 @@
 //! ```mlir
 //! %bad = arith.cmpi uge, %i, %c32_i64 : i64
 //! scf.if %bad {
-//!   %r = llvm.cmpxchg %status, %c0_i64, %c2_i64 monotonic monotonic : !llvm.ptr, i64
+//!   %r = llvm.cmpxchg %status, %c0_i64, %c2_i64 syncscope("device") monotonic monotonic : !llvm.ptr, i64
 //!   %won = llvm.extractvalue %r[1] : !llvm.struct<(i64, i1)>
 //!   scf.if %won {
 //!     %w = llvm.getelementptr %status[1] : (!llvm.ptr) -> !llvm.ptr, i64
@@ -572,7 +572,11 @@ pub(super) fn claim<'c>(
             "llvm.cmpxchg",
             &[record, zero, status],
             &[pair],
-            &[("success_ordering", ordering), ("failure_ordering", ordering)],
+            &[
+                ("success_ordering", ordering),
+                ("failure_ordering", ordering),
+                at.device_scope(),
+            ],
         )?
         .ok_or_else(failed)?;
     let position = DenseI64ArrayAttribute::new(context, &[1]).into();

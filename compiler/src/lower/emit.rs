@@ -8,7 +8,7 @@ use melior::{
     ir::{
         Attribute, Block, BlockLike, BlockRef, Identifier, Location, Region, RegionLike, Type, Value,
         ValueLike,
-        attribute::{FloatAttribute, IntegerAttribute},
+        attribute::{FloatAttribute, IntegerAttribute, StringAttribute},
         operation::OperationBuilder,
         r#type::IntegerType,
     },
@@ -45,6 +45,19 @@ pub(super) fn error(message: impl Into<String>) -> Error {
 }
 
 impl<'c, 'a> Emitter<'c, 'a> {
+    /// The `syncscope` attribute of jitc's atomics and fences: `"device"`.
+    /// Their memory is touched by one call's threads on one device (a
+    /// status record, which the host reads only after the call, or a split
+    /// reduction's counters), so the device's scope is enough. On the GPU
+    /// that makes `atom.gpu` and `fence.sc.gpu` rather than `.sys`: a
+    /// system-scoped atomic on mapped host memory (where the status
+    /// records live) is not allowed on a GPU attached over PCIe (an H200
+    /// under compute-sanitizer reported it), and a system-scoped fence
+    /// waits for the whole system. x86 ignores the scope.
+    pub fn device_scope(&self) -> (&'static str, Attribute<'c>) {
+        ("syncscope", StringAttribute::new(self.context, "device").into())
+    }
+
     /// Appends `name` with `operands`, `results` and `attributes`; returns
     /// its first result, if any.
     pub fn op(

@@ -473,6 +473,7 @@ fn combine_shares<'c, 'a>(
             &[
                 ("bin_op", IntegerAttribute::new(i64_type, ATOMIC_ADD).into()),
                 ("ordering", IntegerAttribute::new(i64_type, MONOTONIC).into()),
+                at.device_scope(),
             ],
         )?
         .ok_or_else(|| error("llvm.atomicrmw"))?;
@@ -507,13 +508,18 @@ fn combine_shares<'c, 'a>(
     then.finish()
 }
 
-/// A sequentially consistent fence over the whole system: orders a
+/// A sequentially consistent fence over the device: orders a
 /// block's stores to its slots before its count, and the last block's
 /// count before its loads of the other blocks' slots.
 fn fence(at: &Emitter) -> Result<(), Error> {
     let i64_type: Type = melior::ir::r#type::IntegerType::new(at.context, 64).into();
     let ordering = IntegerAttribute::new(i64_type, SEQ_CST).into();
-    at.op("llvm.fence", &[], &[], &[("ordering", ordering)])?;
+    at.op(
+        "llvm.fence",
+        &[],
+        &[],
+        &[("ordering", ordering), at.device_scope()],
+    )?;
     Ok(())
 }
 

@@ -31,7 +31,7 @@
 //! ```mlir
 //! %z = arith.cmpi eq, %b, %c0_i32 : i32
 //! scf.if %z {
-//!   %r = llvm.cmpxchg %status, %c0_i64, %c1_i64 monotonic monotonic : !llvm.ptr, i64
+//!   %r = llvm.cmpxchg %status, %c0_i64, %c1_i64 syncscope("device") monotonic monotonic : !llvm.ptr, i64
 //!   ... (the winner stores %c7_i64 to the second word)
 //! }
 //! %m = arith.cmpi eq, %b, %c-1_i32 : i32
