@@ -133,8 +133,28 @@ pub fn compile_ptx(
     module: &mut Module,
     options: &GpuOptions,
 ) -> Result<PtxArtifact, Error> {
-    fuse_and_merge(context, module, options.check_bounds, false)?;
+    gpu_row_chains(context, module, options)?;
     codegen::ptx(context, module, options)
+}
+
+/// Fuses `module` in place, merges equal kernels, and with
+/// `options.row_chains` (fast math, no bounds checks) makes its GPU row
+/// chains ([`lower::rows::chain_rows_gpu`]); returns them.
+pub fn gpu_row_chains(
+    context: &Context,
+    module: &mut Module,
+    options: &GpuOptions,
+) -> Result<Vec<RowChain>, Error> {
+    fuse_and_merge(context, module, options.check_bounds, false)?;
+    if !options.row_chains || options.check_bounds || options.math != lower::MathMode::Fast {
+        return Ok(Vec::new());
+    }
+    let libdevice = codegen::libdevice().is_some();
+    let chains = timings::phase("row chains", || {
+        lower::rows::chain_rows_gpu(context, module, libdevice)
+    })?;
+    merge(module, options.check_bounds);
+    Ok(chains)
 }
 
 /// Fuses `module` in place and writes its kernels for the CPU as `emit`
@@ -219,7 +239,7 @@ pub fn emit_gpu(
     emit: Emit,
     options: &GpuOptions,
 ) -> Result<Emitted, Error> {
-    fuse_and_merge(context, module, options.check_bounds, false)?;
+    gpu_row_chains(context, module, options)?;
     codegen::emit_gpu(context, module, emit, options)
 }
 

@@ -19,6 +19,9 @@
 //!    call timed alone for one 64 MiB tensor: a host clone, an upload and
 //!    a download.
 //!
+//!    Softmax and layer norm + GELU run again as GPU row chains (`+chains`,
+//!    `GpuOptions::row_chains`: one block per row).
+//!
 //! 3. times host code on the GPU: the host bench's 32-step RNN (an
 //!    `scf.for` over a sequence, its state read and written; B16, H256)
 //!    through `CudaModule::run`, a host plan with its values kept on the
@@ -185,13 +188,30 @@ fn main() {
         })
     };
     for workload in workloads().into_iter().filter(|w| chosen(w.name)) {
-        // A workload that fails (the first runs on a new GPU) is reported
-        // and the others still run.
-        let name = workload.name;
-        let outcome =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| bench(&device, copy, workload)));
-        if outcome.is_err() {
-            println!("{name:<22} FAILED (the panic above)");
+        // The normalizations again as GPU row chains (`--gpu-row-chains`,
+        // off by default until a GPU has run them), one block per row.
+        let chains = ["softmax", "layer norm"]
+            .iter()
+            .any(|n| workload.name.starts_with(n));
+        let variants: &[(bool, &str)] = if chains {
+            &[(false, ""), (true, " +chains")]
+        } else {
+            &[(false, "")]
+        };
+        for &(row_chains, suffix) in variants {
+            // A workload that fails (the first runs on a new GPU) is
+            // reported and the others still run.
+            let name = format!("{}{suffix}", workload.name);
+            let options = GpuOptions {
+                row_chains,
+                ..GpuOptions::default()
+            };
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                bench(&device, copy, &workload, &name, &options)
+            }));
+            if outcome.is_err() {
+                println!("{name:<22} FAILED (the panic above)");
+            }
         }
     }
     if chosen("rnn host code") && std::panic::catch_unwind(host_code).is_err() {
@@ -199,27 +219,25 @@ fn main() {
     }
 }
 
-/// Times one workload and prints its row.
-fn bench(device: &CudaDevice, copy: f64, workload: workloads::Workload) {
+/// Times one workload compiled with `options` and prints its row, `name`.
+fn bench(device: &CudaDevice, copy: f64, workload: &workloads::Workload, name: &str, options: &GpuOptions) {
     {
         let context = new_context().expect("context");
         let _collector = DiagnosticCollector::attach(&context);
         let mut module = parse_module(&context, &workload.source).expect("the workload parses");
         let start = Instant::now();
-        let compiled = CudaModule::compile(&context, &mut module, &GpuOptions::default())
-            .expect("the workload compiles");
+        let compiled = CudaModule::compile(&context, &mut module, options).expect("the workload compiles");
         let compile = start.elapsed();
         assert!(
             compiled.interpreted_kernels().is_empty(),
             "every kernel of {} compiles: {:?}",
-            workload.name,
+            name,
             compiled.interpreted_kernels()
         );
         let schedule = compiled.schedule(&module, "main").expect("a schedule");
         assert!(
             matches!(schedule, Schedule::Device { .. }),
-            "{} runs as a device plan: {schedule:?}",
-            workload.name
+            "{name} runs as a device plan: {schedule:?}"
         );
         let inputs: Vec<Tensor> = workload
             .inputs
@@ -281,7 +299,7 @@ fn bench(device: &CudaDevice, copy: f64, workload: workloads::Workload) {
         let gpu_gbs = (bytes_in + bytes_out) as f64 / gpu_median.as_secs_f64() / 1e9;
         println!(
             "{:<22} {:>12.1} {:>12.3} {:>10.3} {:>9.1} {:>7.0}% {:>10.3} {:>7.0}% {:>15.2}",
-            workload.name,
+            name,
             compile.as_secs_f64() * 1e3,
             median_device.as_secs_f64() * 1e3,
             minimum.as_secs_f64() * 1e3,
@@ -293,8 +311,7 @@ fn bench(device: &CudaDevice, copy: f64, workload: workloads::Workload) {
         );
         if workload.flops > 0 {
             println!(
-                "  {}: {:.0} GFLOP/s at the kernel's median",
-                workload.name,
+                "  {name}: {:.0} GFLOP/s at the kernel's median",
                 workload.flops as f64 / gpu_median.as_secs_f64() / 1e9
             );
         }

@@ -10,7 +10,7 @@
 //! same bits twice) and the device plans: which functions get
 //! one, that a run with values kept on the device gives the same bits as
 //! a run from the host, and that run-time errors (a division by zero, a
-//! wrong argument) come back as errors. Last, it sweeps each math
+//! wrong argument) come back as errors, and GPU row chains. Last, it sweeps each math
 //! function the GPU computes (jitc's fast-math polynomials, libdevice's
 //! f32 and f64 functions) against libm, value by value over the inputs of
 //! the CPU's `approximations.rs`, and prints the largest error in ulps
@@ -27,6 +27,11 @@ use jitc_compiler::{
 use jitc_interp::{Buffer, Interpreter, StateStore, Tensor, Value};
 use jitc_runtime::cuda::{CudaDevice, CudaModule, DeviceValue, Schedule};
 use std::process::ExitCode;
+
+// The bench's workloads (`median` and `flops` are the bench's alone).
+#[allow(dead_code)]
+#[path = "../benches/workloads/mod.rs"]
+mod workloads;
 
 use jitc_test_support::{Match, STATIC_EXAMPLES, example, random, random_inputs, sweep};
 
@@ -243,6 +248,66 @@ fn split_reductions() -> Result<(), String> {
     Ok(())
 }
 
+/// GPU row chains (`GpuOptions::row_chains`): softmax and layer norm +
+/// GELU at the bench's sizes (4096 and 8192 rows of 1024) become one
+/// launch of a block per row, which must match the interpreter, and give
+/// the bits of the same kernels launched one by one (each row is reduced
+/// in the same order either way).
+fn row_chains() -> Result<(), String> {
+    let chained = workloads::workloads()
+        .into_iter()
+        .filter(|w| w.name.starts_with("softmax") || w.name.starts_with("layer norm"));
+    for workload in chained {
+        let context = new_context().map_err(|e| e.to_string())?;
+        let collector = DiagnosticCollector::attach(&context);
+        let parse =
+            || parse_module(&context, &workload.source).ok_or_else(|| format!("{:?}", collector.take()));
+        let shapes: Vec<&[usize]> = workload.inputs.iter().map(Vec::as_slice).collect();
+        let inputs = random_inputs(&shapes, 11);
+        let args = || inputs.iter().cloned().map(Value::tensor).collect::<Vec<_>>();
+        let module = parse()?;
+        let expected = Interpreter::new(&module)
+            .run("main", args(), &mut StateStore::new())
+            .map_err(|e| format!("the interpreter failed: {e}"))?;
+        let mut runs = Vec::new();
+        for row_chains in [true, false] {
+            let mut module = parse()?;
+            let options = GpuOptions {
+                row_chains,
+                ..GpuOptions::default()
+            };
+            let compiled = CudaModule::compile(&context, &mut module, &options).map_err(|e| e.to_string())?;
+            if row_chains && !compiled.ptx().contains("_rows(") {
+                return Err(format!("{}: no row chain was made", workload.name));
+            }
+            if !compiled.interpreted_kernels().is_empty() {
+                return Err(format!(
+                    "{}: kernels ran in the interpreter: {:?}",
+                    workload.name,
+                    compiled.interpreted_kernels()
+                ));
+            }
+            let got = compiled
+                .run(&module, "main", args(), &mut StateStore::new())
+                .map_err(|e| format!("{}: the GPU run failed: {e}", workload.name))?;
+            runs.push(got);
+        }
+        if !Match::Relative.values(&expected, &runs[0]) {
+            return Err(format!(
+                "{}: the chain differs from the interpreter",
+                workload.name
+            ));
+        }
+        if !Match::Identical.values(&runs[1], &runs[0]) {
+            return Err(format!(
+                "{}: the chain differs from its kernels one by one",
+                workload.name
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The math sweeps: each function on the GPU against libm (the
 /// interpreter), value by value over [`sweep::inputs`] (or
 /// [`sweep::log_inputs`]), and the bound it must keep in ulps. Fast math
@@ -336,7 +401,7 @@ fn main() -> ExitCode {
         (MathMode::Exact, false),
         (MathMode::Fast, true),
     ];
-    let total = cases.len() * modes.len() + 2 + SWEEPS.len();
+    let total = cases.len() * modes.len() + 3 + SWEEPS.len();
     if let Err(reason) = CudaDevice::get() {
         println!("cuda tests: SKIPPED, {total} tests not run: {reason}");
         if std::env::var_os("JITC_REQUIRE_GPU").is_some() {
@@ -374,6 +439,13 @@ fn main() -> ExitCode {
         Err(difference) => {
             failures += 1;
             println!("test run-time errors on the GPU ... FAILED\n{difference}");
+        }
+    }
+    match row_chains() {
+        Ok(()) => println!("test GPU row chains on the GPU ... ok"),
+        Err(difference) => {
+            failures += 1;
+            println!("test GPU row chains on the GPU ... FAILED\n{difference}");
         }
     }
     for &(kind, element, math, bound) in SWEEPS {

@@ -71,6 +71,14 @@ pub struct CompileArgs {
     #[arg(long)]
     jittor_rules: bool,
 
+    /// With `--target nvptx`: run the kernels that share their rows as row
+    /// chains, one thread block per row with the values between them in
+    /// shared memory (softmax's three kernels become one launch). Fast
+    /// math without `--check-bounds` only. Off by default: no GPU has run
+    /// them yet.
+    #[arg(long)]
+    gpu_row_chains: bool,
+
     /// Print the time of each compiler phase to standard error (parsing
     /// and verifying, fusion, row chains, lowering, conversion to the LLVM
     /// dialect, translation, LLVM's optimization, machine code), as
@@ -246,6 +254,7 @@ fn compile_recorded(context: &Context, args: &CompileArgs) -> Result<(), String>
                 arch: args.gpu_arch.into(),
                 math: options.math,
                 check_bounds: args.check_bounds,
+                row_chains: args.gpu_row_chains,
             },
         ),
     }

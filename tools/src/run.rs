@@ -117,6 +117,13 @@ pub struct ProgramArgs {
     #[arg(long)]
     pub jittor_rules: bool,
 
+    /// With `--backend cuda`: run the kernels that share their rows as row
+    /// chains, one thread block per row with the values between them in
+    /// shared memory. Fast math without `--check-bounds` only. Off by
+    /// default: no GPU has run them yet.
+    #[arg(long)]
+    pub gpu_row_chains: bool,
+
     /// Print to stderr how long each phase of compiling took, and where
     /// the code came from: compiled, or loaded from the disk cache (see
     /// `jitc cache`), where no MLIR or LLVM pass runs.
@@ -411,6 +418,7 @@ impl<'c> Program<'c> {
                 let options = GpuOptions {
                     math: args.math.into(),
                     check_bounds: args.check_bounds,
+                    row_chains: args.gpu_row_chains,
                     ..Default::default()
                 };
                 let compiled =

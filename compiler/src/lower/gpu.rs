@@ -62,7 +62,7 @@ use melior::{
 use std::collections::HashMap;
 
 /// The most blocks one launch may have along x.
-const MAX_GRID: i64 = (1 << 31) - 1;
+pub(super) const MAX_GRID: i64 = (1 << 31) - 1;
 
 /// Threads per block of a fill launch.
 const FILL_BLOCK: i64 = 256;
@@ -133,6 +133,19 @@ pub(crate) fn lower_gpu<'c>(
     let mut kernels = Vec::new();
     let mut skipped = Vec::new();
     for kernel in super::kernels(module) {
+        if kernel.has_attribute("meta.chain") {
+            match super::gpu_rows::lower_gpu_chain(context, module, &lowered, kernel, options)? {
+                Ok(chain) => kernels.push(chain),
+                Err(reason) => {
+                    let name = kernel
+                        .attribute("sym_name")
+                        .ok()
+                        .and_then(jitc_dialect::ops::string_attribute);
+                    skipped.push((name.unwrap_or("?").to_owned(), reason));
+                }
+            }
+            continue;
+        }
         let prepared = super::signature(kernel).and_then(|signature| {
             legal::check_gpu(kernel, math, options.libdevice)?;
             let body = kernel
@@ -269,7 +282,7 @@ fn parameter_attributes<'c>(
 
 /// A new entry `name` with `signature`'s parameters; `build` fills its body
 /// given the thread ids and parameters.
-fn entry<'c>(
+pub(super) fn entry<'c>(
     context: &'c Context,
     lowered: &Module<'c>,
     location: Location<'c>,
@@ -330,7 +343,7 @@ fn entry<'c>(
 }
 
 /// A shared-memory array of `count` `element`s, as a generic pointer.
-fn shared_array<'c, 'a>(
+pub(super) fn shared_array<'c, 'a>(
     at: &Emitter<'c, 'a>,
     lowered: &Module<'c>,
     name: &str,
@@ -384,7 +397,7 @@ fn shared_array<'c, 'a>(
 }
 
 /// The kernel's results among its entry's parameters `values`.
-fn outputs_of<'c, 'a>(
+pub(super) fn outputs_of<'c, 'a>(
     signature: &KernelSignature,
     values: &[Value<'c, 'a>],
 ) -> Result<Vec<Output<'c, 'a>>, Error> {

@@ -1,5 +1,9 @@
 //! Row chains: consecutive kernels that share their rows run one block of
-//! rows at a time, past Jittor's rule 2 (CPU only).
+//! rows at a time, past Jittor's rule 2. On the CPU always (unless
+//! `jittor_rules` or bounds checks); on the GPU with
+//! `GpuOptions::row_chains` ([`chain_rows_gpu`], lowered by
+//! `lower::gpu_rows`: one thread block per row, the scratch in shared
+//! memory), which is off until a GPU has run it.
 //!
 //! Rule 2 keeps a reduction's consumers out of its loop nest, so softmax
 //! is three kernels (the row maximum; `exp(x - max)` with the row sum; the
@@ -59,6 +63,18 @@
 //! The bounds-checked mode makes no chains (each kernel's accesses are
 //! checked against its own buffers), nor does
 //! [`crate::CodegenOptions::jittor_rules`].
+//!
+//! **On the GPU** ([`chain_rows_gpu`], fast math only) a stage joins a
+//! chain when one block can run one row of it ([`gpu_row`]): split along
+//! the dimension its CPU schedule splits, with a GPU schedule that is a
+//! block reduction over that dimension alone (one block per row, not
+//! split across blocks, no fill launch) or one thread per point with that
+//! dimension outermost and no loop in the thread. The chain's block
+//! reductions must agree on their threads per block, which must divide
+//! every other stage's points per row ([`gpu_block`]; `meta.threads` on
+//! the chain); it has at least [`GPU_CHAIN_ROWS`] rows, a block is one row,
+//! the scratch of a row fits [`GPU_SCRATCH_BYTES`] of shared memory, and
+//! the scratch with the block reductions' trees fits [`GPU_SHARED_BYTES`].
 
 use super::{
     Buffer, KernelSignature, Lowered, emit::Emitter, gep, i64_array, kernels, legal, schedule, signature,
@@ -149,9 +165,34 @@ struct Stage {
     arguments: Vec<Rows>,
     /// Per result.
     results: Vec<Rows>,
+    /// How a GPU block runs one row of it; `None` for the CPU.
+    gpu: Option<GpuRow>,
+    /// Bytes of shared memory its block reductions' trees take on the GPU
+    /// at most (8 bytes a thread per reduction).
+    tree_bytes: usize,
 }
 
-fn name_of(op: OperationRef) -> String {
+/// How one GPU block runs a stage's row ([`chain_rows_gpu`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum GpuRow {
+    /// A block reduction of `block` threads, one block per row.
+    Reduce { block: i64 },
+    /// One thread per point, `points` points per row: the block's threads
+    /// stride over them.
+    Points { points: i64 },
+}
+
+/// Where [`chain_rows_for`] makes chains.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Cpu,
+    /// With `libdevice`, as [`legal::check_gpu`] takes it.
+    Gpu {
+        libdevice: bool,
+    },
+}
+
+pub(super) fn name_of(op: OperationRef) -> String {
     op.name().as_string_ref().as_str().unwrap_or("").to_owned()
 }
 
@@ -186,6 +227,99 @@ fn stages(kernel: OperationRef) -> Vec<Stage> {
         .chain(others)
         .filter_map(|split| stage(kernel, &domain, split, split == plan.split))
         .collect()
+}
+
+/// The stage view of `kernel` on the GPU, when one block can run a row of
+/// it: split along the dimension its CPU schedule splits (never another,
+/// since `meta.split` would change its GPU schedule too), with at least
+/// [`GPU_CHAIN_ROWS`] rows, and a GPU schedule (fast math) that is a
+/// block reduction over that dimension alone, in one block per row, or
+/// one thread per point with that dimension outermost and no loop inside
+/// the thread.
+fn gpu_stages(kernel: OperationRef, libdevice: bool) -> Vec<Stage> {
+    let view = || -> Option<Stage> {
+        let domain = kernel.attribute("meta.domain").ok().and_then(i64_array)?;
+        let body = kernel.region(0).ok()?.first_block()?;
+        if kernel.has_attribute(schedule::SPLIT_ATTRIBUTE)
+            || legal::check_gpu(kernel, super::MathMode::Fast, libdevice).is_err()
+        {
+            return None;
+        }
+        let plan = schedule::schedule(body, &domain).ok()?;
+        let gpu = schedule::gpu(body, &domain, true).ok()?;
+        let row = gpu_row(&gpu, &domain, plan.split)?;
+        let mut stage = stage(kernel, &domain, plan.split, true)?;
+        (stage.rows >= GPU_CHAIN_ROWS).then_some(())?;
+        if let GpuRow::Reduce { block } = row {
+            let mut reductions = 0;
+            let mut op = body.first_operation();
+            while let Some(current) = op {
+                op = current.next_in_block();
+                reductions += usize::from(name_of(current) == "meta.reindex_reduce");
+            }
+            stage.tree_bytes = reductions * block as usize * 8;
+        }
+        stage.gpu = Some(row);
+        Some(stage)
+    };
+    view().into_iter().collect()
+}
+
+/// The fewest rows of a GPU chain: one block per row, and a GPU needs a
+/// thousand or so blocks in flight (`schedule::GPU_TARGET_BLOCKS`).
+pub const GPU_CHAIN_ROWS: i64 = schedule::GPU_TARGET_BLOCKS;
+
+/// The attribute of a GPU chain that gives its threads per block.
+pub const GPU_THREADS_ATTRIBUTE: &str = "meta.threads";
+
+/// Scratch bytes of one row a GPU chain may keep in shared memory.
+pub const GPU_SCRATCH_BYTES: usize = 16 << 10;
+
+/// Shared memory a GPU chain may take in all, its scratch and its block
+/// reductions' trees: CUDA's limit on a block's static shared memory
+/// (ptxas rejects more).
+pub const GPU_SHARED_BYTES: usize = 48 << 10;
+
+/// How one block runs a row of a kernel of GPU schedule `gpu` over
+/// `domain` split along `split`, if it can.
+pub(super) fn gpu_row(gpu: &schedule::GpuSchedule, domain: &[i64], split: usize) -> Option<GpuRow> {
+    if gpu.fill || gpu.split != 1 || domain.iter().any(|&d| d < 1) {
+        return None;
+    }
+    match gpu.strategy {
+        schedule::GpuStrategy::Blocks { block } if gpu.threads == [split] => Some(GpuRow::Reduce { block }),
+        schedule::GpuStrategy::Threads
+            if gpu.threads.first() == Some(&split) && gpu.threads.len() == domain.len() =>
+        {
+            Some(GpuRow::Points {
+                points: gpu.points / domain[split],
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The block size of a GPU chain of `stages`: that of its block
+/// reductions, which must agree ([`schedule::GPU_BLOCK`] when there are
+/// none), and which must divide every other stage's points per row.
+fn gpu_block<'s>(stages: impl Iterator<Item = &'s Stage> + Clone) -> Option<i64> {
+    let mut block = None;
+    for stage in stages.clone() {
+        if let Some(GpuRow::Reduce { block: b }) = stage.gpu {
+            if block.is_some_and(|a| a != b) {
+                return None;
+            }
+            block = Some(b);
+        }
+    }
+    let block = block.unwrap_or(schedule::GPU_BLOCK);
+    stages
+        .filter_map(|s| match s.gpu {
+            Some(GpuRow::Points { points }) => Some(points),
+            _ => None,
+        })
+        .all(|points| points % block == 0)
+        .then_some(block)
 }
 
 /// The stage view of `kernel` split along `split`, when it can be part of
@@ -280,6 +414,8 @@ fn stage(kernel: OperationRef, domain: &[i64], split: usize, natural: bool) -> O
         rows,
         arguments,
         results,
+        gpu: None,
+        tree_bytes: 0,
     })
 }
 
@@ -356,8 +492,24 @@ struct Link<'c, 'a> {
 }
 
 /// Rewrites runs of kernel calls in the host code of `module` into calls
-/// of chains (see the module doc); returns the chains made.
+/// of chains for the CPU (see the module doc); returns the chains made.
 pub(crate) fn chain_rows(context: &Context, module: &Module) -> Result<Vec<RowChain>, Error> {
+    chain_rows_for(context, module, Target::Cpu)
+}
+
+/// As [`chain_rows`], for the GPU (fast math only: its stages are block
+/// reductions): one block runs one row of every stage, the rows of a
+/// scratch value in shared memory (see `lower::gpu_rows`). `libdevice`
+/// says whether math that needs it lowers.
+pub(crate) fn chain_rows_gpu(
+    context: &Context,
+    module: &Module,
+    libdevice: bool,
+) -> Result<Vec<RowChain>, Error> {
+    chain_rows_for(context, module, Target::Gpu { libdevice })
+}
+
+fn chain_rows_for(context: &Context, module: &Module, target: Target) -> Result<Vec<RowChain>, Error> {
     let functions = jitc_dialect::ops::functions(module.body());
     let mut views: HashMap<String, Vec<Stage>> = HashMap::new();
     // The split each kernel of a chain made so far was given: a kernel
@@ -385,7 +537,10 @@ pub(crate) fn chain_rows(context: &Context, module: &Module) -> Result<Vec<RowCh
                     && kernel.has_attribute("meta.fused")
                     && !kernel.has_attribute("meta.chain")
                 {
-                    let views = views.entry(callee.clone()).or_insert_with(|| stages(*kernel));
+                    let views = views.entry(callee.clone()).or_insert_with(|| match target {
+                        Target::Cpu => stages(*kernel),
+                        Target::Gpu { libdevice } => gpu_stages(*kernel, libdevice),
+                    });
                     // One split per kernel: the one a chain gave it
                     // already, in this chain or an earlier one.
                     let given = splits
@@ -409,12 +564,28 @@ pub(crate) fn chain_rows(context: &Context, module: &Module) -> Result<Vec<RowCh
                     // its schedule chooses.
                     None => {
                         let ended = std::mem::take(&mut chain);
-                        made.extend(close(context, module, &mut taken, &mut splits, &name, ended)?);
+                        made.extend(close(
+                            context,
+                            module,
+                            &mut taken,
+                            &mut splits,
+                            &name,
+                            ended,
+                            target,
+                        )?);
                         chain.extend(candidates.into_iter().next());
                     }
                 }
             }
-            made.extend(close(context, module, &mut taken, &mut splits, &name, chain)?);
+            made.extend(close(
+                context,
+                module,
+                &mut taken,
+                &mut splits,
+                &name,
+                chain,
+                target,
+            )?);
         }
     }
     Ok(made)
@@ -452,6 +623,11 @@ fn extends(chain: &[Link], link: &Link) -> bool {
     if link.stage.rows != last.stage.rows || next != Some(link.call.to_raw().ptr) {
         return false;
     }
+    if link.stage.gpu.is_some()
+        && gpu_block(chain.iter().map(|l| &l.stage).chain(std::iter::once(&link.stage))).is_none()
+    {
+        return false;
+    }
     link.call
         .operands()
         .enumerate()
@@ -482,7 +658,7 @@ fn produced(chain: &[Link], value: Value) -> Option<(usize, usize)> {
 /// The bytes per row of `value`, a tensor of `rows` rows (its row
 /// dimension has only dimensions of extent 1 before it, so row `r` starts
 /// at `r` times this).
-fn row_bytes_of(value: Value, rows: i64) -> Option<usize> {
+pub(super) fn row_bytes_of(value: Value, rows: i64) -> Option<usize> {
     let (shape, element) = super::static_shape(value.r#type())?;
     let elements: usize = shape.iter().product();
     let rows = usize::try_from(rows).ok().filter(|&r| r > 0)?;
@@ -508,6 +684,7 @@ fn close(
     splits: &mut HashMap<String, usize>,
     host: &str,
     chain: Vec<Link>,
+    target: Target,
 ) -> Result<Option<RowChain>, Error> {
     if chain.len() < 2 {
         return Ok(None);
@@ -554,7 +731,12 @@ fn close(
         }
     }
     let row_bytes: usize = scratch.iter().filter_map(|v| row_bytes_of(*v, rows)).sum();
-    if scratch.is_empty() || row_bytes == 0 || row_bytes > SCRATCH_BYTES {
+    let limit = match target {
+        Target::Cpu => SCRATCH_BYTES,
+        Target::Gpu { .. } => GPU_SCRATCH_BYTES,
+    };
+    let trees: usize = chain.iter().map(|l| l.stage.tree_bytes).sum();
+    if scratch.is_empty() || row_bytes == 0 || row_bytes > limit || row_bytes + trees > GPU_SHARED_BYTES {
         return Ok(None);
     }
     // The inputs more than one stage reads along the rows: a block's rows
@@ -573,9 +755,13 @@ fn close(
         })
         .filter_map(|input| row_bytes_of(*input, rows))
         .sum();
-    let block_rows = (SCRATCH_BYTES / row_bytes)
-        .min(REREAD_BYTES / reread_row_bytes.max(1))
-        .clamp(1, rows as usize) as i64;
+    // A GPU block runs one row.
+    let block_rows = match target {
+        Target::Cpu => (SCRATCH_BYTES / row_bytes)
+            .min(REREAD_BYTES / reread_row_bytes.max(1))
+            .clamp(1, rows as usize) as i64,
+        Target::Gpu { .. } => 1,
+    };
 
     // The chain function: the stage calls, on its arguments.
     let location = chain[0].call.location();
@@ -630,30 +816,39 @@ fn close(
         .map(|l| FlatSymbolRefAttribute::new(context, &l.callee).into())
         .collect();
     let i64_type = IntegerType::new(context, 64).into();
+    let mut attributes = vec![
+        (
+            Identifier::new(context, "sym_visibility"),
+            StringAttribute::new(context, "private").into(),
+        ),
+        (Identifier::new(context, "meta.fused"), Attribute::unit(context)),
+        (
+            Identifier::new(context, "meta.chain"),
+            ArrayAttribute::new(context, &stage_names).into(),
+        ),
+        (
+            Identifier::new(context, "meta.domain"),
+            DenseI64ArrayAttribute::new(context, &[rows]).into(),
+        ),
+        (
+            Identifier::new(context, "meta.block"),
+            IntegerAttribute::new(i64_type, block_rows).into(),
+        ),
+    ];
+    if let Target::Gpu { .. } = target {
+        let threads = gpu_block(chain.iter().map(|l| &l.stage))
+            .ok_or_else(|| Error::Lowering("a GPU chain whose stages disagree on the block size".into()))?;
+        attributes.push((
+            Identifier::new(context, GPU_THREADS_ATTRIBUTE),
+            IntegerAttribute::new(i64_type, threads).into(),
+        ));
+    }
     let function = func::func(
         context,
         StringAttribute::new(context, &name),
         TypeAttribute::new(FunctionType::new(context, &input_types, &output_types).into()),
         region,
-        &[
-            (
-                Identifier::new(context, "sym_visibility"),
-                StringAttribute::new(context, "private").into(),
-            ),
-            (Identifier::new(context, "meta.fused"), Attribute::unit(context)),
-            (
-                Identifier::new(context, "meta.chain"),
-                ArrayAttribute::new(context, &stage_names).into(),
-            ),
-            (
-                Identifier::new(context, "meta.domain"),
-                DenseI64ArrayAttribute::new(context, &[rows]).into(),
-            ),
-            (
-                Identifier::new(context, "meta.block"),
-                IntegerAttribute::new(i64_type, block_rows).into(),
-            ),
-        ],
+        &attributes,
         location,
     );
     module.body().append_operation(function);
@@ -731,7 +926,7 @@ pub(crate) fn lower_chains<'c>(
     Ok(())
 }
 
-fn stages_of(chain: OperationRef) -> Vec<String> {
+pub(super) fn stages_of(chain: OperationRef) -> Vec<String> {
     chain
         .attribute("meta.chain")
         .ok()
@@ -748,7 +943,10 @@ fn stages_of(chain: OperationRef) -> Vec<String> {
 
 /// The calling convention of a chain: its arguments and results, split
 /// across threads along its rows.
-fn chain_signature(chain: OperationRef, signatures: &[KernelSignature]) -> Result<KernelSignature, String> {
+pub(super) fn chain_signature(
+    chain: OperationRef,
+    signatures: &[KernelSignature],
+) -> Result<KernelSignature, String> {
     let (name, function_type) = super::name_and_type(chain, "chain")?;
     let buffer = |t: Result<Type, _>| {
         t.ok()

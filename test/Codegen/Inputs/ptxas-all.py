@@ -4,6 +4,9 @@ ptxas: register use and the PTX ISA are checked with no GPU.
 
 Usage: python ptxas-all.py PTXAS MODULE...
 
+A MODULE may name extra `jitc compile` flags after `::`, comma-separated
+(`chains.mlir::--gpu-row-chains`); its lines then name them too.
+
 Prints one line per module, architecture and mode, then `N passed, N failed`;
 exits 1 if ptxas rejects any PTX (its message is printed) or jitc fails.
 """
@@ -17,14 +20,16 @@ if not os.access(ptxas, os.X_OK):
     sys.exit(f"no ptxas at {ptxas}: run bash scripts/setup.sh, which installs it into .venv")
 passed = failed = 0
 with tempfile.TemporaryDirectory() as scratch:
-    for module in modules:
-        name = os.path.basename(module)
+    for spec in modules:
+        module, _, extra = spec.partition("::")
+        flags = [flag for flag in extra.split(",") if flag]
+        name = " ".join([os.path.basename(module)] + flags)
         for arch in ("sm_80", "sm_90"):
             for math in ("fast", "exact"):
-                ptx = os.path.join(scratch, f"{name}.{arch}.{math}.ptx")
+                ptx = os.path.join(scratch, f"{len(flags)}-{os.path.basename(module)}.{arch}.{math}.ptx")
                 compiled = subprocess.run(
                     ["jitc", "compile", "--target", "nvptx", "--gpu-arch", arch, "--math", math,
-                     "--emit", "ptx", module, "-o", ptx],
+                     "--emit", "ptx", *flags, module, "-o", ptx],
                     capture_output=True, text=True)
                 if compiled.returncode != 0:
                     print(f"FAIL {name} {arch} {math}: jitc compile: {compiled.stderr.strip()}")

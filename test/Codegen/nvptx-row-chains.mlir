@@ -1,0 +1,75 @@
+// GPU row chains (`--gpu-row-chains`; lower::rows::chain_rows_gpu and
+// lower::gpu_rows): kernels that share their rows run as one launch of
+// one thread block per row, the values only they read in shared memory.
+// Softmax over 1024 rows of 1024 is three kernels (the row maxima; the
+// exponentials with their row sums; the division); chained, block r runs
+// row r of each, a barrier between them, the exponentials' row (4 KiB)
+// and the row's maximum and sum in shared memory, never in global memory.
+// RUN: jitc compile --target nvptx --emit ptx --gpu-row-chains %s | FileCheck %s
+// Off by default, with exact math (no reassociating block reductions) and
+// with bounds checks, as on the CPU.
+// RUN: jitc compile --target nvptx --emit ptx %s | FileCheck %s --check-prefix=OFF
+// RUN: jitc compile --target nvptx --emit ptx --gpu-row-chains --math exact %s | FileCheck %s --check-prefix=OFF
+// RUN: jitc compile --target nvptx --emit ptx --gpu-row-chains --check-bounds %s | FileCheck %s --check-prefix=OFF
+
+func.func @softmax(%x: tensor<1024x1024xf32>) -> tensor<1024x1024xf32> {
+  %max = "meta.reindex_reduce"(%x) {kind = "max", indices = affine_map<(i, j) -> (i)>} : (tensor<1024x1024xf32>) -> tensor<1024xf32>
+  %max_b = "meta.reindex"(%max) {indices = affine_map<(i, j) -> (i)>} : (tensor<1024xf32>) -> tensor<1024x1024xf32>
+  %s = "meta.binary"(%x, %max_b) {kind = "sub"} : (tensor<1024x1024xf32>, tensor<1024x1024xf32>) -> tensor<1024x1024xf32>
+  %e = "meta.unary"(%s) {kind = "exp"} : (tensor<1024x1024xf32>) -> tensor<1024x1024xf32>
+  %sum = "meta.reindex_reduce"(%e) {kind = "add", indices = affine_map<(i, j) -> (i)>} : (tensor<1024x1024xf32>) -> tensor<1024xf32>
+  %sum_b = "meta.reindex"(%sum) {indices = affine_map<(i, j) -> (i)>} : (tensor<1024xf32>) -> tensor<1024x1024xf32>
+  %y = "meta.binary"(%e, %sum_b) {kind = "div"} : (tensor<1024x1024xf32>, tensor<1024x1024xf32>) -> tensor<1024x1024xf32>
+  return %y : tensor<1024x1024xf32>
+}
+
+// Too few rows (64) to fill a GPU with one block each: no chain.
+func.func @few_rows(%x: tensor<64x1024xf32>) -> tensor<64x1024xf32> {
+  %max = "meta.reindex_reduce"(%x) {kind = "max", indices = affine_map<(i, j) -> (i)>} : (tensor<64x1024xf32>) -> tensor<64xf32>
+  %max_b = "meta.reindex"(%max) {indices = affine_map<(i, j) -> (i)>} : (tensor<64xf32>) -> tensor<64x1024xf32>
+  %y = "meta.binary"(%x, %max_b) {kind = "sub"} : (tensor<64x1024xf32>, tensor<64x1024xf32>) -> tensor<64x1024xf32>
+  return %y : tensor<64x1024xf32>
+}
+
+// The stages keep their own entries; the chain is one more, whose
+// parameters are the chain's input, its result and the status record.
+// CHECK: .visible .entry softmax_fused_0(
+// CHECK: .visible .entry softmax_fused_2(
+// CHECK-NOT: few_rows_fused_{{[0-9]+}}_rows
+// CHECK-LABEL: .visible .entry softmax_fused_0_rows(
+// CHECK-NEXT: .param .u64 .ptr .align 16 softmax_fused_0_rows_param_0,
+// CHECK-NEXT: .param .u64 .ptr .align 16 softmax_fused_0_rows_param_1,
+// CHECK-NEXT: .param .u64 .ptr .align 16 softmax_fused_0_rows_param_2
+// CHECK-NEXT: )
+// The scratch: the row's maximum, its exponentials (1024 floats) and its
+// sum, one row each; then each block reduction's tree.
+// CHECK-DAG: .shared .align 16 .b8 softmax_fused_0_rows_scratch0_0[4];
+// CHECK-DAG: .shared .align 16 .b8 softmax_fused_0_rows_scratch1_0[4096];
+// CHECK-DAG: .shared .align 16 .b8 softmax_fused_0_rows_scratch1_1[4];
+// CHECK-DAG: .shared .align 16 .b8 softmax_fused_0_rows_stage0_shared0[1024];
+// CHECK-DAG: .shared .align 16 .b8 softmax_fused_0_rows_stage1_shared0[1024];
+// Stage 0, block r: the row's maximum, read from global memory (4 steps
+// of 256 threads), stored by thread 0 into shared memory.
+// CHECK: mov.u32 [[ROW:%r[0-9]+]], %ctaid.x;
+// CHECK: ld.global.nc.b32
+// CHECK: max.NaN.f32
+// CHECK: shfl.sync.down.b32
+// CHECK: st.shared.b32
+// CHECK: bar.sync 0;
+// Stage 1: x read again, the maximum from shared memory, each
+// exponential stored to shared memory, not global.
+// CHECK: ld.shared.b32 [[MAX:%r[0-9]+]]
+// CHECK: ld.global.nc.b32 [[X:%r[0-9]+]]
+// CHECK: sub.rn.f32 %r{{[0-9]+}}, [[X]], [[MAX]];
+// CHECK: st.shared.b32
+// CHECK-NOT: st.global
+// CHECK: bar.sync 0;
+// Stage 2: the exponentials and the sum from shared memory, four points a
+// thread, one 16-byte store of the result: the only global store.
+// CHECK: ld.shared.b32
+// CHECK: div.rn.f32
+// CHECK: st.global.v4.b32
+// CHECK-NOT: st.global
+// CHECK: ret;
+
+// OFF-NOT: .entry {{.*}}_rows(
