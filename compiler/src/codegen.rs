@@ -1045,7 +1045,7 @@ pub(crate) fn to_llvm_dialect_gpu<'c>(
     options: &LowerOptions,
 ) -> Result<crate::lower::gpu::LoweredGpu<'c>, Error> {
     let mut lowered = crate::timings::phase("lower kernels", || {
-        crate::lower::gpu::lower_gpu(context, module, options)
+        crate::lower::gpu_rows::lower_gpu_with_chains(context, module, options)
     })?;
     crate::timings::phase("convert to the LLVM dialect", || {
         convert(context, &mut lowered.module)
@@ -1117,7 +1117,8 @@ pub fn emit_gpu(
 ) -> Result<Emitted, Error> {
     match emit {
         Emit::Mlir => {
-            let lowered = crate::lower::gpu::lower_gpu(context, module, &options.lowering())?;
+            let lowered =
+                crate::lower::gpu_rows::lower_gpu_with_chains(context, module, &options.lowering())?;
             Ok((
                 format!("{}\n", lowered.module.as_operation()).into_bytes(),
                 lowered.skipped,

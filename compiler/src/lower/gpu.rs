@@ -133,17 +133,9 @@ pub(crate) fn lower_gpu<'c>(
     let mut kernels = Vec::new();
     let mut skipped = Vec::new();
     for kernel in super::kernels(module) {
+        // Row chains are lowered after their stages
+        // (`gpu_rows::lower_gpu_with_chains`).
         if kernel.has_attribute("meta.chain") {
-            match super::gpu_rows::lower_gpu_chain(context, module, &lowered, kernel, options)? {
-                Ok(chain) => kernels.push(chain),
-                Err(reason) => {
-                    let name = kernel
-                        .attribute("sym_name")
-                        .ok()
-                        .and_then(jitc_dialect::ops::string_attribute);
-                    skipped.push((name.unwrap_or("?").to_owned(), reason));
-                }
-            }
             continue;
         }
         let prepared = super::signature(kernel).and_then(|signature| {

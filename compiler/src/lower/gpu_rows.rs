@@ -29,7 +29,7 @@ use super::{
     KernelSignature, LowerOptions,
     access::Status,
     emit::error,
-    gpu::{GpuKernel, Launch, entry, outputs_of, shared_array},
+    gpu::{GpuKernel, Launch, LoweredGpu, entry, outputs_of, shared_array},
     gpu_nest::{GpuIds, emit_gpu_kernel},
     i64_array,
     rows::{self, GpuRow},
@@ -57,10 +57,36 @@ struct Stage<'c, 'a> {
     row: GpuRow,
 }
 
+/// Lowers the kernels of `module` for the GPU ([`super::gpu::lower_gpu`]),
+/// then its row chains.
+pub(crate) fn lower_gpu_with_chains<'c>(
+    context: &'c Context,
+    module: &Module<'c>,
+    options: &LowerOptions,
+) -> Result<LoweredGpu<'c>, Error> {
+    let mut lowered = super::gpu::lower_gpu(context, module, options)?;
+    for chain in super::kernels(module) {
+        if !chain.has_attribute("meta.chain") {
+            continue;
+        }
+        match lower_gpu_chain(context, module, &lowered.module, chain, options)? {
+            Ok(kernel) => lowered.kernels.push(kernel),
+            Err(reason) => {
+                let name = chain
+                    .attribute("sym_name")
+                    .ok()
+                    .and_then(jitc_dialect::ops::string_attribute);
+                lowered.skipped.push((name.unwrap_or("?").to_owned(), reason));
+            }
+        }
+    }
+    Ok(lowered)
+}
+
 /// Lowers `chain` (a function `rows::chain_rows_gpu` made) into
 /// `lowered`: `Ok(Err(reason))` when it cannot be, and its calls then run
 /// in the interpreter, which calls the stages.
-pub(super) fn lower_gpu_chain<'c>(
+fn lower_gpu_chain<'c>(
     context: &'c Context,
     module: &Module<'c>,
     lowered: &Module<'c>,

@@ -76,7 +76,7 @@ mod contract;
 mod emit;
 pub mod gpu;
 mod gpu_nest;
-mod gpu_rows;
+pub(crate) mod gpu_rows;
 mod index;
 mod inplace;
 mod legal;
