@@ -19,9 +19,9 @@
 #        torch.compile on the same workloads;
 #     4. memcheck, racecheck: the GPU tests again under compute-sanitizer
 #        (every device access, atomics included; shared memory);
-#     5. kernels: the kernels of the memory-bound workloads, jitc's and
-#        PyTorch's, under Nsight Compute (time, registers, occupancy, DRAM
-#        throughput), as CSV.
+#     5. kernels, torch-kernels: the kernels of the memory-bound workloads,
+#        jitc's, then PyTorch's (about four minutes), under Nsight Compute
+#        (time, registers, occupancy, DRAM throughput), as CSV.
 #   Steps 4 and 5 are skipped, and say so, where the tools are missing.
 #
 # Exit status: that of the first step that failed, else 0.
@@ -44,7 +44,7 @@ case $mode in
 esac
 
 logs=${2:-$stash/logs}
-steps=${3:-tests,ptxas,bench,torch,memcheck,racecheck,kernels}
+steps=${3:-tests,ptxas,bench,torch,memcheck,racecheck,kernels,torch-kernels}
 mkdir -p "$logs"
 if ! ls "$stash"/bundle.tar.xz.part* >/dev/null 2>&1; then
   echo "gpu-check: no bundle parts in $stash; run 'scripts/gpu-check.sh stash' first" >&2
@@ -120,26 +120,30 @@ sanitize() {
 step memcheck sanitize memcheck
 step racecheck sanitize racecheck
 
-kernels() {
-  local ncu workload
+# Nsight Compute, when found, over one workload at a time, so that each
+# CSV block names one workload; clocks left as they are (locked to base,
+# every kernel looks slower).
+profile() {
+  local ncu
   ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | tail -1)
   if [ -z "$ncu" ]; then
     echo "ncu (Nsight Compute) not found: kernels not profiled"
     return 0
   fi
-  # One workload at a time, jitc's kernels then PyTorch's (eager, then
-  # torch.compile), so that each CSV block names one workload. The
-  # clocks are left as they are (locked to base, every kernel looks
-  # slower).
   local metrics=gpu__time_duration.sum,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes.sum
+  local who=$1 workload
   for workload in sigmoid softmax instance layer; do
-    echo "== kernels of $workload: jitc"
-    JITC_BENCH_ONLY=$workload "$ncu" --clock-control none --csv --kernel-name regex:main_fused \
-      --metrics "$metrics" "$bundle/bin/cuda-bench" || return 1
-    echo "== kernels of $workload: torch"
-    JITC_BENCH_ONLY=$workload "$ncu" --clock-control none --csv --metrics "$metrics" \
-      python3 scripts/bench_torch.py || return 1
+    echo "== kernels of $workload: $who"
+    if [ "$who" = jitc ]; then
+      JITC_BENCH_ONLY=$workload "$ncu" --clock-control none --csv --kernel-name regex:main_fused \
+        --metrics "$metrics" "$bundle/bin/cuda-bench" || return 1
+    else
+      JITC_BENCH_ONLY=$workload "$ncu" --clock-control none --csv --metrics "$metrics" \
+        python3 scripts/bench_torch.py || return 1
+    fi
   done
 }
-step kernels kernels
+step kernels profile jitc
+# PyTorch's take about four minutes (Inductor autotunes under the profiler).
+step torch-kernels profile torch
 exit $status
