@@ -334,6 +334,16 @@ pub(super) fn entry<'c>(
     Ok(())
 }
 
+/// What `emit_gpu_kernel` makes a block reduction's shared-memory arrays
+/// with: array `r` is `{prefix}_shared{r}`.
+pub(super) fn tree_arrays<'c, 'a, 't>(
+    top: &'t Emitter<'c, 'a>,
+    lowered: &'t Module<'c>,
+    prefix: String,
+) -> impl FnMut(usize, ElementType, i64) -> Result<Value<'c, 'a>, Error> + 't {
+    move |r, element, block| shared_array(top, lowered, &format!("{prefix}_shared{r}"), element, block)
+}
+
 /// A shared-memory array of `count` `element`s, as a generic pointer.
 pub(super) fn shared_array<'c, 'a>(
     at: &Emitter<'c, 'a>,
@@ -460,15 +470,7 @@ fn lower_kernel<'c>(
                 skew,
                 flat: None,
             };
-            let mut shared = |r: usize, element: ElementType, block: i64| {
-                shared_array(
-                    top,
-                    lowered,
-                    &format!("{}_shared{r}", signature.name),
-                    element,
-                    block,
-                )
-            };
+            let mut shared = tree_arrays(top, lowered, signature.name.clone());
             emit_gpu_kernel(
                 top,
                 body,

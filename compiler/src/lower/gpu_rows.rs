@@ -29,7 +29,7 @@ use super::{
     KernelSignature, LowerOptions,
     access::Status,
     emit::error,
-    gpu::{GpuKernel, Launch, LoweredGpu, entry, outputs_of, shared_array},
+    gpu::{GpuKernel, Launch, LoweredGpu, entry, outputs_of, shared_array, tree_arrays},
     gpu_nest::{GpuIds, emit_gpu_kernel},
     i64_array,
     rows::{self, GpuRow},
@@ -187,15 +187,7 @@ fn lower_gpu_chain<'c>(
                 };
                 match stage.row {
                     GpuRow::Reduce { .. } => {
-                        let mut shared = |r: usize, element: ElementType, block: i64| {
-                            shared_array(
-                                top,
-                                lowered,
-                                &format!("{}_stage{n}_shared{r}", signature.name),
-                                element,
-                                block,
-                            )
-                        };
+                        let mut shared = tree_arrays(top, lowered, format!("{}_stage{n}", signature.name));
                         emit_gpu_kernel(
                             top,
                             kernel_body,
@@ -273,12 +265,7 @@ fn prepare<'c, 'a>(
     if options.check_bounds || options.math != super::MathMode::Fast {
         return Err("GPU row chains are made for fast math without bounds checks only".into());
     }
-    let rows = chain
-        .attribute("meta.domain")
-        .ok()
-        .and_then(i64_array)
-        .and_then(|d| d.first().copied())
-        .ok_or("the chain has no rows")?;
+    let rows = rows::rows_of(chain).ok_or("the chain has no rows")?;
     if rows > super::gpu::MAX_GRID {
         return Err(format!("{rows} rows are more blocks than one launch can have"));
     }

@@ -941,6 +941,15 @@ pub(super) fn stages_of(chain: OperationRef) -> Vec<String> {
         .collect()
 }
 
+/// The rows of `chain` (its `meta.domain`).
+pub(super) fn rows_of(chain: OperationRef) -> Option<i64> {
+    chain
+        .attribute("meta.domain")
+        .ok()
+        .and_then(i64_array)
+        .and_then(|d| d.first().copied())
+}
+
 /// The calling convention of a chain: its arguments and results, split
 /// across threads along its rows.
 pub(super) fn chain_signature(
@@ -953,12 +962,7 @@ pub(super) fn chain_signature(
             .and_then(super::buffer_of)
             .ok_or_else(|| format!("@{name} has a dynamic or unsupported type"))
     };
-    let rows = chain
-        .attribute("meta.domain")
-        .ok()
-        .and_then(i64_array)
-        .and_then(|d| d.first().copied())
-        .ok_or("the chain has no rows")?;
+    let rows = rows_of(chain).ok_or("the chain has no rows")?;
     let mut points = 0u64;
     for stage in stages_of(chain) {
         let signature = signatures
