@@ -731,12 +731,16 @@ fn close(
         }
     }
     let row_bytes: usize = scratch.iter().filter_map(|v| row_bytes_of(*v, rows)).sum();
-    let limit = match target {
-        Target::Cpu => SCRATCH_BYTES,
-        Target::Gpu { .. } => GPU_SCRATCH_BYTES,
+    let fits = match target {
+        Target::Cpu => row_bytes <= SCRATCH_BYTES,
+        // Shared memory holds the scratch row and the block reductions'
+        // trees.
+        Target::Gpu { .. } => {
+            let trees: usize = chain.iter().map(|l| l.stage.tree_bytes).sum();
+            row_bytes <= GPU_SCRATCH_BYTES && row_bytes + trees <= GPU_SHARED_BYTES
+        }
     };
-    let trees: usize = chain.iter().map(|l| l.stage.tree_bytes).sum();
-    if scratch.is_empty() || row_bytes == 0 || row_bytes > limit || row_bytes + trees > GPU_SHARED_BYTES {
+    if scratch.is_empty() || row_bytes == 0 || !fits {
         return Ok(None);
     }
     // The inputs more than one stage reads along the rows: a block's rows
