@@ -455,7 +455,6 @@ def _stack(name):
     return found
 
 
-
 def _top(name, default):
     found = _stack(name)
     return found[-1] if found else default

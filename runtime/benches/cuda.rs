@@ -221,99 +221,97 @@ fn main() {
 
 /// Times one workload compiled with `options` and prints its row, `name`.
 fn bench(device: &CudaDevice, copy: f64, workload: &workloads::Workload, name: &str, options: &GpuOptions) {
-    {
-        let context = new_context().expect("context");
-        let _collector = DiagnosticCollector::attach(&context);
-        let mut module = parse_module(&context, &workload.source).expect("the workload parses");
+    let context = new_context().expect("context");
+    let _collector = DiagnosticCollector::attach(&context);
+    let mut module = parse_module(&context, &workload.source).expect("the workload parses");
+    let start = Instant::now();
+    let compiled = CudaModule::compile(&context, &mut module, options).expect("the workload compiles");
+    let compile = start.elapsed();
+    assert!(
+        compiled.interpreted_kernels().is_empty(),
+        "every kernel of {} compiles: {:?}",
+        name,
+        compiled.interpreted_kernels()
+    );
+    let schedule = compiled.schedule(&module, "main").expect("a schedule");
+    assert!(
+        matches!(schedule, Schedule::Device { .. }),
+        "{name} runs as a device plan: {schedule:?}"
+    );
+    let inputs: Vec<Tensor> = workload
+        .inputs
+        .iter()
+        .map(|s| Tensor::splat(s.clone(), Scalar::F32(0.5)))
+        .collect();
+    let on_device: Vec<DeviceValue> = inputs
+        .iter()
+        .map(|t| {
+            device
+                .upload(t)
+                .map(DeviceValue::Device)
+                .expect("the upload runs")
+        })
+        .collect();
+    let bytes_in: usize = inputs.iter().map(|t| t.len() * 4).sum();
+    let heavy = workload.name.starts_with("conv") || workload.name.starts_with("matmul");
+    let repetitions = if heavy { 5 } else { 20 };
+    let mut samples = Vec::new();
+    let mut gpu_samples = Vec::new();
+    let mut bytes_out = 0;
+    compiled.set_timing(true);
+    for repetition in 0..=repetitions {
         let start = Instant::now();
-        let compiled = CudaModule::compile(&context, &mut module, options).expect("the workload compiles");
-        let compile = start.elapsed();
-        assert!(
-            compiled.interpreted_kernels().is_empty(),
-            "every kernel of {} compiles: {:?}",
-            name,
-            compiled.interpreted_kernels()
-        );
-        let schedule = compiled.schedule(&module, "main").expect("a schedule");
-        assert!(
-            matches!(schedule, Schedule::Device { .. }),
-            "{name} runs as a device plan: {schedule:?}"
-        );
-        let inputs: Vec<Tensor> = workload
-            .inputs
+        let results = compiled
+            .run_on_device(&module, "main", on_device.clone())
+            .expect("the workload runs");
+        let elapsed = start.elapsed();
+        let gpu = compiled.last_gpu_time().expect("the call was timed");
+        bytes_out = results
             .iter()
-            .map(|s| Tensor::splat(s.clone(), Scalar::F32(0.5)))
-            .collect();
-        let on_device: Vec<DeviceValue> = inputs
-            .iter()
-            .map(|t| {
-                device
-                    .upload(t)
-                    .map(DeviceValue::Device)
-                    .expect("the upload runs")
+            .map(|r| match r {
+                DeviceValue::Device(t) => t.bytes(),
+                DeviceValue::Host(_) => 0,
             })
-            .collect();
-        let bytes_in: usize = inputs.iter().map(|t| t.len() * 4).sum();
-        let heavy = workload.name.starts_with("conv") || workload.name.starts_with("matmul");
-        let repetitions = if heavy { 5 } else { 20 };
-        let mut samples = Vec::new();
-        let mut gpu_samples = Vec::new();
-        let mut bytes_out = 0;
-        compiled.set_timing(true);
-        for repetition in 0..=repetitions {
-            let start = Instant::now();
-            let results = compiled
-                .run_on_device(&module, "main", on_device.clone())
-                .expect("the workload runs");
-            let elapsed = start.elapsed();
-            let gpu = compiled.last_gpu_time().expect("the call was timed");
-            bytes_out = results
-                .iter()
-                .map(|r| match r {
-                    DeviceValue::Device(t) => t.bytes(),
-                    DeviceValue::Host(_) => 0,
-                })
-                .sum();
-            // The first call is a warm-up.
-            if repetition > 0 {
-                samples.push(elapsed);
-                gpu_samples.push(gpu);
-            }
+            .sum();
+        // The first call is a warm-up.
+        if repetition > 0 {
+            samples.push(elapsed);
+            gpu_samples.push(gpu);
         }
-        let gpu_median = median(gpu_samples);
-        compiled.set_timing(false);
-        let minimum = *samples.iter().min().unwrap();
-        let median_device = median(samples);
-        let mut from_host = Vec::new();
-        for repetition in 0..=repetitions.min(8) {
-            let args = inputs.iter().cloned().map(Value::tensor).collect();
-            let start = Instant::now();
-            compiled
-                .run(&module, "main", args, &mut StateStore::new())
-                .expect("the workload runs");
-            if repetition > 0 {
-                from_host.push(start.elapsed());
-            }
+    }
+    let gpu_median = median(gpu_samples);
+    compiled.set_timing(false);
+    let minimum = *samples.iter().min().unwrap();
+    let median_device = median(samples);
+    let mut from_host = Vec::new();
+    for repetition in 0..=repetitions.min(8) {
+        let args = inputs.iter().cloned().map(Value::tensor).collect();
+        let start = Instant::now();
+        compiled
+            .run(&module, "main", args, &mut StateStore::new())
+            .expect("the workload runs");
+        if repetition > 0 {
+            from_host.push(start.elapsed());
         }
-        let gbs = (bytes_in + bytes_out) as f64 / median_device.as_secs_f64() / 1e9;
-        let gpu_gbs = (bytes_in + bytes_out) as f64 / gpu_median.as_secs_f64() / 1e9;
+    }
+    let gbs = (bytes_in + bytes_out) as f64 / median_device.as_secs_f64() / 1e9;
+    let gpu_gbs = (bytes_in + bytes_out) as f64 / gpu_median.as_secs_f64() / 1e9;
+    println!(
+        "{:<22} {:>12.1} {:>12.3} {:>10.3} {:>9.1} {:>7.0}% {:>10.3} {:>7.0}% {:>15.2}",
+        name,
+        compile.as_secs_f64() * 1e3,
+        median_device.as_secs_f64() * 1e3,
+        minimum.as_secs_f64() * 1e3,
+        gbs,
+        100.0 * gbs / copy,
+        gpu_median.as_secs_f64() * 1e3,
+        100.0 * gpu_gbs / copy,
+        median(from_host).as_secs_f64() * 1e3
+    );
+    if workload.flops > 0 {
         println!(
-            "{:<22} {:>12.1} {:>12.3} {:>10.3} {:>9.1} {:>7.0}% {:>10.3} {:>7.0}% {:>15.2}",
-            name,
-            compile.as_secs_f64() * 1e3,
-            median_device.as_secs_f64() * 1e3,
-            minimum.as_secs_f64() * 1e3,
-            gbs,
-            100.0 * gbs / copy,
-            gpu_median.as_secs_f64() * 1e3,
-            100.0 * gpu_gbs / copy,
-            median(from_host).as_secs_f64() * 1e3
+            "  {name}: {:.0} GFLOP/s at the kernel's median",
+            workload.flops as f64 / gpu_median.as_secs_f64() / 1e9
         );
-        if workload.flops > 0 {
-            println!(
-                "  {name}: {:.0} GFLOP/s at the kernel's median",
-                workload.flops as f64 / gpu_median.as_secs_f64() / 1e9
-            );
-        }
     }
 }

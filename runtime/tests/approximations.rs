@@ -6,16 +6,14 @@
 use jitc_compiler::{CodegenOptions, CpuTarget, DiagnosticCollector, new_context, parse_module};
 use jitc_interp::{Buffer, Interpreter, StateStore, Tensor, Value};
 use jitc_runtime::CpuModule;
-use jitc_test_support::sweep::{inputs, log_inputs, ulps};
+use jitc_test_support::sweep::{inputs, log_inputs, ulps, unary_module};
 
 /// `kind` of each of `values`, by libm (the interpreter) and compiled for
 /// each of [`targets`], one after the other (the interpreter's repeated to
 /// match).
 fn both(kind: &str, values: &[f32]) -> (Vec<f32>, Vec<f32>) {
     let n = values.len();
-    let source = format!(
-        "func.func @main(%x: tensor<{n}xf32>) -> tensor<{n}xf32> {{\n  %y = \"meta.unary\"(%x) {{kind = \"{kind}\"}} : (tensor<{n}xf32>) -> tensor<{n}xf32>\n  return %y : tensor<{n}xf32>\n}}\n"
-    );
+    let source = unary_module(kind, "f32", n);
     let context = new_context().unwrap();
     let collector = DiagnosticCollector::attach(&context);
     let module = parse_module(&context, &source).unwrap_or_else(|| panic!("{:?}", collector.take()));

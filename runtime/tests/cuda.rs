@@ -346,10 +346,7 @@ fn sweep(kind: &str, element: &str, math: MathMode) -> Result<(u64, f64, f64, f6
         sweep::inputs()
     };
     let n = values.len();
-    let t = format!("tensor<{n}x{element}>");
-    let source = format!(
-        "func.func @main(%x: {t}) -> {t} {{\n  %y = \"meta.unary\"(%x) {{kind = \"{kind}\"}} : ({t}) -> {t}\n  return %y : {t}\n}}\n"
-    );
+    let source = sweep::unary_module(kind, element, n);
     let context = new_context().map_err(|e| e.to_string())?;
     let collector = DiagnosticCollector::attach(&context);
     let mut module = parse_module(&context, &source).ok_or_else(|| format!("{:?}", collector.take()))?;

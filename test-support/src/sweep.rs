@@ -1,8 +1,9 @@
 //! Sweeps for math functions against libm, value by value: the inputs
 //! (the whole useful range of `exp`, `tanh` and `sigmoid` plus special
-//! values; every binade of the positive floats for `log`) and the distance
-//! in ulps. The CPU's polynomial tests (`runtime/tests/approximations.rs`)
-//! and the GPU's sweeps (`runtime/tests/cuda.rs`) use the same ones.
+//! values; every binade of the positive floats for `log`), the one-op
+//! module they run, and the distance in ulps. The CPU's polynomial tests
+//! (`runtime/tests/approximations.rs`) and the GPU's sweeps
+//! (`runtime/tests/cuda.rs`) use the same ones.
 
 /// Distance in representable values of `bits`'s width between two floats
 /// given as their bit patterns widened to `i128` (0 when equal, NaN equals
@@ -40,6 +41,15 @@ pub fn ulps64(a: f64, b: f64) -> u64 {
         a.is_nan(),
         b.is_nan(),
         a == b,
+    )
+}
+
+/// A module whose `@main` applies the unary `kind` to a tensor of `n`
+/// `element`s (`f32`, `f64`).
+pub fn unary_module(kind: &str, element: &str, n: usize) -> String {
+    let t = format!("tensor<{n}x{element}>");
+    format!(
+        "func.func @main(%x: {t}) -> {t} {{\n  %y = \"meta.unary\"(%x) {{kind = \"{kind}\"}} : ({t}) -> {t}\n  return %y : {t}\n}}\n"
     )
 }
 

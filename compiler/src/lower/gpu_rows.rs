@@ -138,13 +138,17 @@ fn lower_gpu_chain<'c>(
                     if places.contains_key(&key(value)) {
                         continue;
                     }
-                    let (shape, element) = super::static_shape(value.r#type())
-                        .ok_or_else(|| error("a scratch value of dynamic shape"))?;
-                    let row_elements = shape.iter().product::<usize>() as i64 / rows;
+                    let (row_bytes, element) = rows::row_bytes_of(value, rows)
+                        .zip(super::static_shape(value.r#type()).map(|(_, e)| e))
+                        .ok_or_else(|| error("a scratch value of dynamic or uneven rows"))?;
                     let name = format!("{}_scratch{n}_{j}", signature.name);
-                    let base = shared_array(top, lowered, &name, element, row_elements)?;
-                    let row_bytes = row_elements * element.byte_width() as i64;
-                    let back = top.value("arith.muli", &[row, top.int(i64_type, -row_bytes)?], i64_type)?;
+                    let count = (row_bytes / element.byte_width()) as i64;
+                    let base = shared_array(top, lowered, &name, element, count)?;
+                    let back = top.value(
+                        "arith.muli",
+                        &[row, top.int(i64_type, -(row_bytes as i64))?],
+                        i64_type,
+                    )?;
                     places.insert(key(value), gep(top, base, back, i8_type)?);
                 }
             }

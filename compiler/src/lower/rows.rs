@@ -251,13 +251,7 @@ fn gpu_stages(kernel: OperationRef, libdevice: bool) -> Vec<Stage> {
         let mut stage = stage(kernel, &domain, plan.split, true)?;
         (stage.rows >= GPU_CHAIN_ROWS).then_some(())?;
         if let GpuRow::Reduce { block } = row {
-            let mut reductions = 0;
-            let mut op = body.first_operation();
-            while let Some(current) = op {
-                op = current.next_in_block();
-                reductions += usize::from(name_of(current) == "meta.reindex_reduce");
-            }
-            stage.tree_bytes = reductions * block as usize * 8;
+            stage.tree_bytes = (schedule::reductions_in(body) * block * 8) as usize;
         }
         stage.gpu = Some(row);
         Some(stage)
@@ -930,7 +924,7 @@ pub(crate) fn lower_chains<'c>(
     Ok(())
 }
 
-pub(super) fn stages_of(chain: OperationRef) -> Vec<String> {
+fn stages_of(chain: OperationRef) -> Vec<String> {
     chain
         .attribute("meta.chain")
         .ok()

@@ -876,7 +876,7 @@ pub fn gpu(body: BlockRef, domain: &[i64], reassociate: bool) -> Result<GpuSched
 }
 
 /// How many `meta.reindex_reduce` ops `body` holds.
-fn reductions_in(body: BlockRef) -> i64 {
+pub(super) fn reductions_in(body: BlockRef) -> i64 {
     let mut count = 0;
     let mut op = body.first_operation();
     while let Some(current) = op {
