@@ -895,11 +895,11 @@ pub struct GpuOptions {
     pub math: crate::lower::MathMode,
     /// The bounds-checked mode, as [`CodegenOptions::check_bounds`].
     pub check_bounds: bool,
-    /// Run the kernels that share their rows as row chains, one block per
-    /// row (`lower::gpu_rows`; fast math without bounds checks only).
-    /// Off by default until a GPU has run them: they are checked by
-    /// `ptxas` and FileCheck only.
-    pub row_chains: bool,
+    /// Only Jittor's fusion, as [`CodegenOptions::jittor_rules`]: no row
+    /// chains. Without it, kernels that share their rows run as row
+    /// chains, one block per row with the values between them in shared
+    /// memory (`lower::gpu_rows`; fast math without bounds checks only).
+    pub jittor_rules: bool,
 }
 
 impl GpuOptions {

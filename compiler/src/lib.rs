@@ -137,16 +137,17 @@ pub fn compile_ptx(
     codegen::ptx(context, module, options)
 }
 
-/// Fuses `module` in place, merges equal kernels, and with
-/// `options.row_chains` (fast math, no bounds checks) makes its GPU row
-/// chains ([`lower::rows::chain_rows_gpu`]); returns them.
+/// Fuses `module` in place, merges equal kernels, and, unless
+/// `options.jittor_rules`, makes its GPU row chains
+/// ([`lower::rows::chain_rows_gpu`]; fast math without bounds checks
+/// only); returns them.
 pub fn gpu_row_chains(
     context: &Context,
     module: &mut Module,
     options: &GpuOptions,
 ) -> Result<Vec<RowChain>, Error> {
     fuse_and_merge(context, module, options.check_bounds, false)?;
-    if !options.row_chains || options.check_bounds || options.math != lower::MathMode::Fast {
+    if options.jittor_rules || options.check_bounds || options.math != lower::MathMode::Fast {
         return Ok(Vec::new());
     }
     let libdevice = codegen::libdevice().is_some();

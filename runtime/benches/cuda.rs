@@ -19,8 +19,9 @@
 //!    call timed alone for one 64 MiB tensor: a host clone, an upload and
 //!    a download.
 //!
-//!    Softmax and layer norm + GELU run again as GPU row chains (`+chains`,
-//!    `GpuOptions::row_chains`: one block per row).
+//!    Softmax and layer norm + GELU run as GPU row chains (one block per
+//!    row, the default), then again without them (`(jittor)`,
+//!    `GpuOptions::jittor_rules`: one launch per kernel).
 //!
 //! 3. times host code on the GPU: the host bench's 32-step RNN (an
 //!    `scf.for` over a sequence, its state read and written; B16, H256)
@@ -170,7 +171,7 @@ fn main() {
     );
     host_copies(&device);
     println!(
-        "{:<22} {:>12} {:>12} {:>10} {:>9} {:>8} {:>10} {:>8} {:>15}",
+        "{:<28} {:>12} {:>12} {:>10} {:>9} {:>8} {:>10} {:>8} {:>15}",
         "workload",
         "compile (ms)",
         "median (ms)",
@@ -188,29 +189,29 @@ fn main() {
         })
     };
     for workload in workloads().into_iter().filter(|w| chosen(w.name)) {
-        // The normalizations again as GPU row chains (`--gpu-row-chains`,
-        // off by default until a GPU has run them), one block per row.
+        // The normalizations run as GPU row chains (the default), then by
+        // Jittor's rules alone (`--jittor-rules`), one launch per kernel.
         let chains = ["softmax", "layer norm"]
             .iter()
             .any(|n| workload.name.starts_with(n));
         let variants: &[(bool, &str)] = if chains {
-            &[(false, ""), (true, " +chains")]
+            &[(false, ""), (true, " (jittor)")]
         } else {
             &[(false, "")]
         };
-        for &(row_chains, suffix) in variants {
+        for &(jittor_rules, suffix) in variants {
             // A workload that fails (the first runs on a new GPU) is
             // reported and the others still run.
             let name = format!("{}{suffix}", workload.name);
             let options = GpuOptions {
-                row_chains,
+                jittor_rules,
                 ..GpuOptions::default()
             };
             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 bench(&device, copy, &workload, &name, &options)
             }));
             if outcome.is_err() {
-                println!("{name:<22} FAILED (the panic above)");
+                println!("{name:<28} FAILED (the panic above)");
             }
         }
     }
@@ -297,7 +298,7 @@ fn bench(device: &CudaDevice, copy: f64, workload: &workloads::Workload, name: &
     let gbs = (bytes_in + bytes_out) as f64 / median_device.as_secs_f64() / 1e9;
     let gpu_gbs = (bytes_in + bytes_out) as f64 / gpu_median.as_secs_f64() / 1e9;
     println!(
-        "{:<22} {:>12.1} {:>12.3} {:>10.3} {:>9.1} {:>7.0}% {:>10.3} {:>7.0}% {:>15.2}",
+        "{:<28} {:>12.1} {:>12.3} {:>10.3} {:>9.1} {:>7.0}% {:>10.3} {:>7.0}% {:>15.2}",
         name,
         compile.as_secs_f64() * 1e3,
         median_device.as_secs_f64() * 1e3,

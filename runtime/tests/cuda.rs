@@ -248,7 +248,7 @@ fn split_reductions() -> Result<(), String> {
     Ok(())
 }
 
-/// GPU row chains (`GpuOptions::row_chains`): softmax and layer norm +
+/// GPU row chains (on unless `GpuOptions::jittor_rules`): softmax and layer norm +
 /// GELU at the bench's sizes (4096 and 8192 rows of 1024) become one
 /// launch of a block per row, which must match the interpreter, and give
 /// the bits of the same kernels launched one by one (each row is reduced
@@ -270,10 +270,11 @@ fn row_chains() -> Result<(), String> {
             .run("main", args(), &mut StateStore::new())
             .map_err(|e| format!("the interpreter failed: {e}"))?;
         let mut runs = Vec::new();
-        for row_chains in [true, false] {
+        for jittor_rules in [false, true] {
+            let row_chains = !jittor_rules;
             let mut module = parse()?;
             let options = GpuOptions {
-                row_chains,
+                jittor_rules,
                 ..GpuOptions::default()
             };
             let compiled = CudaModule::compile(&context, &mut module, &options).map_err(|e| e.to_string())?;

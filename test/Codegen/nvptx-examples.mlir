@@ -47,9 +47,15 @@
 // RNN-PARAM-NEXT: .param .u64 .ptr .align 16 main_fused_0_param_0,
 // RNN-PARAM-NEXT: .param .u64 main_fused_0_param_1,
 
-// Sigmoid: the polynomial exp, no calls.
+// Sigmoid: the polynomial exp, no calls; x log2(e) is rounded to the
+// nearest integer by adding 1.5 * 2^23 (0f4B400000), whose bits less the
+// shift's are the integer, without the GPU's slow conversions.
 // SIGMOID-NOT: call
-// SIGMOID: cvt.rmi.f32.f32
+// SIGMOID: fma.rn.f32 [[SHIFTED:%r[0-9]+]], {{%r[0-9]+}}, 0f3FB8AA3B, 0f4B400000;
+// SIGMOID-NEXT: add.rn.f32 {{%r[0-9]+}}, [[SHIFTED]], 0fCB400000;
+// SIGMOID-NEXT: add.s32 {{%r[0-9]+}}, [[SHIFTED]], -1262485504;
+// SIGMOID-NOT: cvt.rmi
+// SIGMOID-NOT: cvt.rzi
 // SIGMOID-NOT: .entry
 
 // The padded convolution: one thread per output, the in-thread loops over

@@ -3,7 +3,7 @@
 // reduction trees (8 bytes a thread each, 256 threads) and the scratch rows
 // exceed it, and ptxas would reject the chain (and with it the module).
 // No chain is made; the kernels run one by one.
-// RUN: jitc compile --target nvptx --emit ptx --gpu-row-chains %s | FileCheck %s
+// RUN: jitc compile --target nvptx --emit ptx %s | FileCheck %s
 // CHECK: .visible .entry many_fused_0(
 // CHECK-NOT: _rows(
 

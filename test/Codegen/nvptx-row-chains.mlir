@@ -1,16 +1,19 @@
-// GPU row chains (`--gpu-row-chains`; lower::rows::chain_rows_gpu and
+// GPU row chains (lower::rows::chain_rows_gpu and
 // lower::gpu_rows): kernels that share their rows run as one launch of
 // one thread block per row, the values only they read in shared memory.
 // Softmax over 1024 rows of 1024 is three kernels (the row maxima; the
 // exponentials with their row sums; the division); chained, block r runs
 // row r of each, a barrier between them, the exponentials' row (4 KiB)
 // and the row's maximum and sum in shared memory, never in global memory.
+// RUN: jitc compile --target nvptx --emit ptx %s | FileCheck %s
+// `--gpu-row-chains`, which turned them on before they were the default,
+// is still accepted and changes nothing.
 // RUN: jitc compile --target nvptx --emit ptx --gpu-row-chains %s | FileCheck %s
-// Off by default, with exact math (no reassociating block reductions) and
-// with bounds checks, as on the CPU.
-// RUN: jitc compile --target nvptx --emit ptx %s | FileCheck %s --check-prefix=OFF
-// RUN: jitc compile --target nvptx --emit ptx --gpu-row-chains --math exact %s | FileCheck %s --check-prefix=OFF
-// RUN: jitc compile --target nvptx --emit ptx --gpu-row-chains --check-bounds %s | FileCheck %s --check-prefix=OFF
+// None with --jittor-rules, with exact math (no reassociating block
+// reductions) or with bounds checks, as on the CPU.
+// RUN: jitc compile --target nvptx --emit ptx --jittor-rules %s | FileCheck %s --check-prefix=OFF
+// RUN: jitc compile --target nvptx --emit ptx --math exact %s | FileCheck %s --check-prefix=OFF
+// RUN: jitc compile --target nvptx --emit ptx --check-bounds %s | FileCheck %s --check-prefix=OFF
 
 func.func @softmax(%x: tensor<1024x1024xf32>) -> tensor<1024x1024xf32> {
   %max = "meta.reindex_reduce"(%x) {kind = "max", indices = affine_map<(i, j) -> (i)>} : (tensor<1024x1024xf32>) -> tensor<1024xf32>

@@ -1,10 +1,10 @@
 // The PTX of every example and of the GPU cases of test/Codegen (the row
-// chains with --gpu-row-chains), for sm_80 and sm_90 in both math modes, assembles with NVIDIA's ptxas (CUDA 12.9,
+// chains with and without --jittor-rules), for sm_80 and sm_90 in both math modes, assembles with NVIDIA's ptxas (CUDA 12.9,
 // from the PyPI wheel nvidia-cuda-nvcc-cu12 that scripts/setup.sh
 // installs into .venv): no GPU is needed, and a rejected PTX fails the test
 // with ptxas's message.
 // RUN: %ptxas --version | FileCheck %s --check-prefix=VERSION
-// RUN: %python %S/Inputs/ptxas-all.py %ptxas %examples/conv.mlir %examples/indrnn.mlir %examples/instance_norm.mlir %examples/matmul.mlir %examples/mlp.mlir %examples/mlp_step.mlir %examples/rnn.mlir %examples/sigmoid.mlir %examples/softmax.mlir %S/nvptx-reductions.mlir %S/nvptx-coarsen.mlir %S/nvptx-row-chains.mlir::--gpu-row-chains | FileCheck %s
+// RUN: %python %S/Inputs/ptxas-all.py %ptxas %examples/conv.mlir %examples/indrnn.mlir %examples/instance_norm.mlir %examples/matmul.mlir %examples/mlp.mlir %examples/mlp_step.mlir %examples/rnn.mlir %examples/sigmoid.mlir %examples/softmax.mlir %S/nvptx-reductions.mlir %S/nvptx-coarsen.mlir %S/nvptx-fast-math.mlir %S/nvptx-row-chains.mlir %S/nvptx-row-chains.mlir::--jittor-rules | FileCheck %s
 
 // VERSION: Cuda compilation tools, release 12.9
 
@@ -13,7 +13,8 @@
 // CHECK-DAG: ok nvptx-reductions.mlir sm_90 fast:
 // CHECK-DAG: ok nvptx-coarsen.mlir sm_90 fast: 3 entries
 // The GPU row chain (fast math only): the stages' five entries and the
-// chain's; with exact math there is no chain.
-// CHECK-DAG: ok nvptx-row-chains.mlir --gpu-row-chains sm_90 fast: 6 entries
-// CHECK-DAG: ok nvptx-row-chains.mlir --gpu-row-chains sm_80 exact: 4 entries
-// CHECK: 48 passed, 0 failed
+// chain's; with exact math or --jittor-rules there is no chain.
+// CHECK-DAG: ok nvptx-row-chains.mlir sm_90 fast: 6 entries
+// CHECK-DAG: ok nvptx-row-chains.mlir sm_80 exact: 4 entries
+// CHECK-DAG: ok nvptx-row-chains.mlir --jittor-rules sm_90 fast: 5 entries
+// CHECK: 56 passed, 0 failed

@@ -67,16 +67,16 @@ pub struct CompileArgs {
 
     /// Fuse by Jittor's rules only: no row chains, so kernels that share
     /// their rows (softmax's three) each stream their tensors through
-    /// memory on their own.
+    /// memory on their own. Without it, such kernels become one (on the
+    /// CPU, a loop over rows; with `--target nvptx`, one launch of a thread
+    /// block per row with the values between them in shared memory, under
+    /// fast math without `--check-bounds`).
     #[arg(long)]
     jittor_rules: bool,
 
-    /// With `--target nvptx`: run the kernels that share their rows as row
-    /// chains, one thread block per row with the values between them in
-    /// shared memory (softmax's three kernels become one launch). Fast
-    /// math without `--check-bounds` only. Off by default: no GPU has run
-    /// them yet.
-    #[arg(long)]
+    /// Row chains on the GPU, which are now the default (`--jittor-rules`
+    /// turns them off); kept so that scripts that name it still run.
+    #[arg(long, hide = true)]
     gpu_row_chains: bool,
 
     /// Print the time of each compiler phase to standard error (parsing
@@ -254,7 +254,7 @@ fn compile_recorded(context: &Context, args: &CompileArgs) -> Result<(), String>
                 arch: args.gpu_arch.into(),
                 math: options.math,
                 check_bounds: args.check_bounds,
-                row_chains: args.gpu_row_chains,
+                jittor_rules: args.jittor_rules,
             },
         ),
     }

@@ -111,17 +111,18 @@ pub struct ProgramArgs {
     #[arg(long)]
     pub check_bounds: bool,
 
-    /// With `--backend cpu`: fuse by Jittor's rules only, with no row
-    /// chains (kernels that share their rows, such as softmax's three,
-    /// then each stream their tensors through memory on their own).
+    /// With `--backend cpu` or `cuda`: fuse by Jittor's rules only, with
+    /// no row chains (kernels that share their rows, such as softmax's
+    /// three, then each stream their tensors through memory on their own).
+    /// Without it, such kernels become one: a loop over rows on the CPU,
+    /// one launch of a thread block per row on the GPU (fast math without
+    /// `--check-bounds` there).
     #[arg(long)]
     pub jittor_rules: bool,
 
-    /// With `--backend cuda`: run the kernels that share their rows as row
-    /// chains, one thread block per row with the values between them in
-    /// shared memory. Fast math without `--check-bounds` only. Off by
-    /// default: no GPU has run them yet.
-    #[arg(long)]
+    /// Row chains on the GPU, which are now the default (`--jittor-rules`
+    /// turns them off); kept so that scripts that name it still run.
+    #[arg(long, hide = true)]
     pub gpu_row_chains: bool,
 
     /// Print to stderr how long each phase of compiling took, and where
@@ -418,7 +419,7 @@ impl<'c> Program<'c> {
                 let options = GpuOptions {
                     math: args.math.into(),
                     check_bounds: args.check_bounds,
-                    row_chains: args.gpu_row_chains,
+                    jittor_rules: args.jittor_rules,
                     ..Default::default()
                 };
                 let compiled =

@@ -52,10 +52,11 @@ use super::{
     MathMode,
     access::{Arg, Check, MONOTONIC, Output, Status, load_at, store_at},
     emit::{Emitter, error},
-    index::delinearize,
+    index::{delinearize, delinearize_narrow},
     memory_type,
     nest::Kernel,
     point::Tuning,
+    poly::PolyTarget,
     scalar::{combine, identity},
     schedule::{self, GpuStrategy},
 };
@@ -108,7 +109,13 @@ pub(super) fn emit_gpu_kernel<'c, 'a>(
         schedule,
         None,
         math,
-        Tuning::default(),
+        Tuning {
+            poly: PolyTarget {
+                scalef: false,
+                gpu: true,
+            },
+            prefetch: false,
+        },
     )?;
     let index = Type::index(top.context);
     let extents: Vec<i64> = gpu.threads.iter().map(|&d| domain[d]).collect();
@@ -126,7 +133,7 @@ pub(super) fn emit_gpu_kernel<'c, 'a>(
             };
             let inside = top.cmpi(6, first, top.index(gpu.points)?)?;
             let then = top.if_then(inside)?;
-            let indices = delinearize(&then, first, &extents)?;
+            let indices = delinearize_narrow(&then, first, &extents)?;
             for (&d, iv) in gpu.threads.iter().zip(&indices) {
                 ivs[d] = Some(*iv);
             }
@@ -170,32 +177,46 @@ pub(super) fn emit_gpu_kernel<'c, 'a>(
                 .iter()
                 .map(|(_, _, kind, element)| identity(top, *kind, *element))
                 .collect::<Result<Vec<_>, _>>()?;
-            let (body, k, carried, partial) = if folded % block == 0 {
-                // Every thread takes the same number of steps, a constant,
-                // so LLVM unrolls the loop and issues several loads before
-                // the first add waits (one load in flight per thread
-                // leaves the memory system idle).
+            let partial = if folded % block == 0 {
+                // Every thread takes the same number of steps, a constant:
+                // `unroll` of them a loop iteration, each its own copy of
+                // the body, so that the thread issues that many loads
+                // before the first add waits (one or two loads in flight
+                // per thread leave the memory system idle). The points are
+                // visited, and combined, in the same order either way.
                 let steps = folded / block / gpu.split;
-                let (body, step, carried, partial) =
-                    top.for_step(top.index(0)?, top.index(steps)?, top.index(1)?, &inits)?;
-                let step = match share {
+                let unroll = (1..=MAX_UNROLL).rev().find(|u| steps % u == 0).unwrap_or(1);
+                let (body, iteration, mut carried, partial) =
+                    top.for_step(top.index(0)?, top.index(steps / unroll)?, top.index(1)?, &inits)?;
+                let first = body.value("arith.muli", &[iteration, body.index(unroll)?], index)?;
+                let first = match share {
                     Some(share) => {
-                        let first = body.value("arith.muli", &[share, body.index(steps)?], index)?;
-                        body.value("arith.addi", &[first, step], index)?
+                        let start = body.value("arith.muli", &[share, body.index(steps)?], index)?;
+                        body.value("arith.addi", &[start, first], index)?
                     }
-                    None => step,
+                    None => first,
                 };
-                let offset = body.value("arith.muli", &[step, body.index(block)?], index)?;
-                let k = body.value("arith.addi", &[offset, ids.thread], index)?;
-                (body, k, carried, partial)
+                for copy in 0..unroll {
+                    let step = body.value("arith.addi", &[first, body.index(copy)?], index)?;
+                    let offset = body.value("arith.muli", &[step, body.index(block)?], index)?;
+                    let k = body.value("arith.addi", &[offset, ids.thread], index)?;
+                    for (&d, iv) in inner.iter().zip(delinearize_narrow(&body, k, &inner_extents)?) {
+                        ivs[d] = Some(iv);
+                    }
+                    carried = kernel.point(&body, &ivs, carried, false)?;
+                }
+                body.yield_values(&carried)?;
+                partial
             } else {
-                top.for_step(ids.thread, top.index(folded)?, ids.block_dim, &inits)?
+                let (body, k, carried, partial) =
+                    top.for_step(ids.thread, top.index(folded)?, ids.block_dim, &inits)?;
+                for (&d, iv) in inner.iter().zip(delinearize_narrow(&body, k, &inner_extents)?) {
+                    ivs[d] = Some(iv);
+                }
+                let next = kernel.point(&body, &ivs, carried, false)?;
+                body.yield_values(&next)?;
+                partial
             };
-            for (&d, iv) in inner.iter().zip(delinearize(&body, k, &inner_extents)?) {
-                ivs[d] = Some(iv);
-            }
-            let next = kernel.point(&body, &ivs, carried, false)?;
-            body.yield_values(&next)?;
             let shared = kernel
                 .registers
                 .iter()
@@ -368,6 +389,9 @@ fn block_reduce<'c, 'a>(
 
 /// Threads per warp.
 const WARP: i64 = 32;
+
+/// The most steps of a block's stride loop that one iteration runs.
+const MAX_UNROLL: i64 = 8;
 
 /// Thread 0's part once the block's `results` are known: store them, or
 /// hand them to the split's combine.

@@ -90,6 +90,39 @@ pub(super) fn delinearize<'c, 'a>(
     Ok(indices)
 }
 
+/// [`delinearize`] in 32-bit arithmetic where the indices fit (`extents`
+/// hold fewer than 2^31 points): a GPU divides a 32-bit integer by a
+/// constant in one multiply-high instruction and a 64-bit one in several,
+/// which a loop that delinearizes every element pays in each step.
+pub(super) fn delinearize_narrow<'c, 'a>(
+    at: &Emitter<'c, 'a>,
+    linear: Value<'c, 'a>,
+    extents: &[i64],
+) -> Result<Vec<Value<'c, 'a>>, Error> {
+    let points = extents.iter().try_fold(1i64, |p, &e| p.checked_mul(e));
+    if extents.len() < 2 || points.is_none_or(|p| p > i64::from(i32::MAX)) {
+        return delinearize(at, linear, extents);
+    }
+    let index = Type::index(at.context);
+    let i32_type: Type = melior::ir::r#type::IntegerType::new(at.context, 32).into();
+    let narrow = at.value("arith.index_castui", &[linear], i32_type)?;
+    let mut rest = narrow;
+    let mut indices = vec![narrow; extents.len()];
+    for (k, &extent) in extents.iter().enumerate().rev() {
+        if k == 0 {
+            indices[k] = rest;
+            break;
+        }
+        let e = at.int(i32_type, extent)?;
+        indices[k] = at.value("arith.remui", &[rest, e], i32_type)?;
+        rest = at.value("arith.divui", &[rest, e], i32_type)?;
+    }
+    indices
+        .into_iter()
+        .map(|i| at.value("arith.index_castui", &[i], index))
+        .collect()
+}
+
 /// What the affine expressions of an op read at one point: the domain
 /// indices and the op's symbols, and the status record their failures
 /// claim.

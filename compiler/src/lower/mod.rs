@@ -829,7 +829,10 @@ fn lower_kernel<'c>(
             range,
             options.math,
             point::Tuning {
-                scalef: options.vector_bits >= 512,
+                poly: poly::PolyTarget {
+                    scalef: options.vector_bits >= 512,
+                    gpu: false,
+                },
                 prefetch: true,
             },
         )

@@ -40,7 +40,9 @@ use super::{
     MathMode,
     access::{Arg, Check, Output, Status, key, load_at, load_marked, store_at},
     emit::{Emitter, error},
-    index, prefetch,
+    index,
+    poly::PolyTarget,
+    prefetch,
     scalar::{binary_op, combine, constant, unary_op},
     schedule::{self, Schedule},
 };
@@ -56,10 +58,8 @@ use std::collections::HashMap;
 /// What the body may use of the target beyond plain LLVM IR.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Tuning {
-    /// The target scales by a power of two in one instruction (AVX-512's
-    /// `vscalefps`): the polynomial `exp` applies its `2^n` with
-    /// `llvm.ldexp` instead of two exponent-field multiplies.
-    pub(super) scalef: bool,
+    /// What the fast-math polynomials may use.
+    pub(super) poly: PolyTarget,
     /// Loads of short contiguous runs that jump are marked for software
     /// prefetch (`super::prefetch`; CPU kernels).
     pub(super) prefetch: bool,
@@ -372,7 +372,7 @@ pub(super) fn emit_op<'c, 'a>(
             );
             let x = body.scalar(input, op)?;
             let kind = unary.kind().ok_or_else(|| error("unary kind"))?;
-            unary_op(&at, kind, x, from, to, body.math, body.tuning.scalef).map(Some)
+            unary_op(&at, kind, x, from, to, body.math, body.tuning.poly).map(Some)
         }
         "meta.binary" => {
             let binary = BinaryOp::cast(op).ok_or_else(|| error("binary"))?;

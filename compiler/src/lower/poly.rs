@@ -35,6 +35,27 @@ use super::Emitter;
 use crate::Error;
 use melior::ir::{Type, Value, ValueLike};
 
+/// What the polynomials may use of their target.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct PolyTarget {
+    /// The target scales by a power of two in one instruction (AVX-512's
+    /// `vscalefps`): `exp` applies its `2^n` with `llvm.ldexp` instead of
+    /// two exponent-field multiplies.
+    pub(super) scalef: bool,
+    /// The target is a GPU (NVPTX), whose conversions (`floor`, float to
+    /// integer) run at a sixteenth of the FMA rate and whose IEEE division
+    /// is a dozen instructions with a slow path: `exp` rounds `x log2(e)`
+    /// to an integer by adding `1.5 * 2^23` instead, and `tanh` divides
+    /// with `div.approx.f32` (2 ulps, where a denominator past 2^126 gives
+    /// 0, as `tanh` wants).
+    pub(super) gpu: bool,
+}
+
+/// `1.5 * 2^23`: a float in `[2^23, 2^24)` has no fraction bits, so adding
+/// it to a value below `2^22` in magnitude rounds that value to the
+/// nearest integer, which the sum's low mantissa bits hold.
+const ROUNDING_SHIFT: f64 = 12_582_912.0;
+
 /// `a * b + c` as a multiply and an add marked `contract`: one FMA where
 /// the target has it (one rounding instead of two), and the two
 /// instructions where it does not (an `fma` op would become a libm call
@@ -74,7 +95,7 @@ fn horner<'c, 'a>(at: &Emitter<'c, 'a>, x: Value<'c, 'a>, p: &[f64]) -> Result<V
 pub(super) fn exp_f32<'c, 'a>(
     at: &Emitter<'c, 'a>,
     x: Value<'c, 'a>,
-    scalef: bool,
+    target: PolyTarget,
 ) -> Result<Value<'c, 'a>, Error> {
     let t = x.r#type();
     let i32_type: Type = melior::ir::r#type::IntegerType::new(at.context, 32).into();
@@ -87,8 +108,19 @@ pub(super) fn exp_f32<'c, 'a>(
     let clamped = at.select(below, x, c(88.8)?)?;
     let above = at.cmpf(2, clamped, c(-104.0)?)?;
     let clamped = at.select(above, clamped, c(-104.0)?)?;
-    let scaled = mul_add(at, clamped, c(std::f64::consts::LOG2_E)?, c(0.5)?)?;
-    let n = at.value("math.floor", &[scaled], t)?;
+    // n = the integer nearest x log2(e): floor(x log2(e) + 1/2), or on the
+    // GPU the sum with 1.5 * 2^23 (ties go to even rather than up, and
+    // |r| <= ln2/2 holds either way), whose bits less the shift's are n.
+    let (n, n_int) = if target.gpu {
+        let shifted = mul_add(at, clamped, c(std::f64::consts::LOG2_E)?, c(ROUNDING_SHIFT)?)?;
+        let n = at.value("arith.subf", &[shifted, c(ROUNDING_SHIFT)?], t)?;
+        let bits = at.value("arith.bitcast", &[shifted], i32_type)?;
+        let shift_bits = at.int(i32_type, i64::from((ROUNDING_SHIFT as f32).to_bits()))?;
+        (n, Some(at.value("arith.subi", &[bits, shift_bits], i32_type)?))
+    } else {
+        let scaled = mul_add(at, clamped, c(std::f64::consts::LOG2_E)?, c(0.5)?)?;
+        (at.value("math.floor", &[scaled], t)?, None)
+    };
     // r = x - n ln2, the high part of ln2 first (n times it is exact).
     let r = mul_add(at, n, c(-0.693359375)?, clamped)?;
     let r = mul_add(at, n, c(2.12194440e-4)?, r)?;
@@ -107,8 +139,11 @@ pub(super) fn exp_f32<'c, 'a>(
     let r2 = at.value("arith.mulf", &[r, r], t)?;
     let y = mul_add(at, p, r2, r)?;
     let y = at.value("arith.addf", &[y, c(1.0)?], t)?;
-    let n = at.value("arith.fptosi", &[n], i32_type)?;
-    if scalef {
+    let n = match n_int {
+        Some(n) => n,
+        None => at.value("arith.fptosi", &[n], i32_type)?,
+    };
+    if target.scalef {
         // One rounding, subnormal results and overflow included.
         let y = at.value("llvm.intr.ldexp", &[y, n], t)?;
         let is_nan = at.cmpf(14, x, x)?;
@@ -203,7 +238,7 @@ pub(super) fn log_f32<'c, 'a>(at: &Emitter<'c, 'a>, x: Value<'c, 'a>) -> Result<
 pub(super) fn tanh_f32<'c, 'a>(
     at: &Emitter<'c, 'a>,
     x: Value<'c, 'a>,
-    scalef: bool,
+    target: PolyTarget,
 ) -> Result<Value<'c, 'a>, Error> {
     let t = x.r#type();
     let c = |v: f64| at.float(t, v);
@@ -224,9 +259,19 @@ pub(super) fn tanh_f32<'c, 'a>(
     let small = at.value("arith.addf", &[small, x], t)?;
     let magnitude = at.value("math.absf", &[x], t)?;
     let doubled = at.value("arith.addf", &[magnitude, magnitude], t)?;
-    let e = exp_f32(at, doubled, scalef)?;
+    let e = exp_f32(at, doubled, target)?;
     let denominator = at.value("arith.addf", &[e, c(1.0)?], t)?;
-    let quotient = at.value("arith.divf", &[c(2.0)?, denominator], t)?;
+    // The denominator is at least 1 + e^1.25 here; on the GPU, `afn` makes
+    // the division `div.approx.f32`, whose 2 ulps in a quotient below 0.45
+    // are at most 1 in the result, which is above 0.55.
+    let quotient = if target.gpu {
+        let flags = melior::ir::Attribute::parse(at.context, "#arith.fastmath<afn>")
+            .ok_or_else(|| super::emit::error("fast-math flags"))?;
+        at.op("arith.divf", &[c(2.0)?, denominator], &[t], &[("fastmath", flags)])?
+            .ok_or_else(|| super::emit::error("arith.divf"))?
+    } else {
+        at.value("arith.divf", &[c(2.0)?, denominator], t)?
+    };
     let large = at.value("arith.subf", &[c(1.0)?, quotient], t)?;
     let large = at.value("math.copysign", &[large, x], t)?;
     let is_small = at.cmpf(4, magnitude, c(0.625)?)?;

@@ -46,7 +46,7 @@ use super::{
     MathMode,
     access::DIVISION_BY_ZERO_STATUS,
     emit::{Emitter, error},
-    poly::{exp_f32, log_f32, tanh_f32},
+    poly::{PolyTarget, exp_f32, log_f32, tanh_f32},
     value_type,
 };
 use crate::Error;
@@ -96,7 +96,7 @@ pub(super) fn unary_op<'c, 'a>(
     from: ElementType,
     to: ElementType,
     math_mode: MathMode,
-    scalef: bool,
+    target: PolyTarget,
 ) -> Result<Value<'c, 'a>, Error> {
     let t = x.r#type();
     let math = |name: &str| at.value(name, &[x], t);
@@ -107,7 +107,7 @@ pub(super) fn unary_op<'c, 'a>(
         UnaryKind::Neg => at.value("arith.subi", &[constant(at, from, 0.0, 0)?, x], t),
         UnaryKind::Abs if from.is_float() => math("math.absf"),
         UnaryKind::Abs => math("math.absi"),
-        UnaryKind::Exp if polynomial => exp_f32(at, x, scalef),
+        UnaryKind::Exp if polynomial => exp_f32(at, x, target),
         UnaryKind::Exp => math("math.exp"),
         UnaryKind::Log if polynomial => log_f32(at, x),
         UnaryKind::Log => math("math.log"),
@@ -118,13 +118,13 @@ pub(super) fn unary_op<'c, 'a>(
         }
         UnaryKind::Sin => math("math.sin"),
         UnaryKind::Cos => math("math.cos"),
-        UnaryKind::Tanh if polynomial => tanh_f32(at, x, scalef),
+        UnaryKind::Tanh if polynomial => tanh_f32(at, x, target),
         UnaryKind::Tanh => math("math.tanh"),
         UnaryKind::Erf => math("math.erf"),
         UnaryKind::Sigmoid => {
             let negated = math("arith.negf")?;
             let e = if polynomial {
-                exp_f32(at, negated, scalef)?
+                exp_f32(at, negated, target)?
             } else {
                 at.value("math.exp", &[negated], t)?
             };

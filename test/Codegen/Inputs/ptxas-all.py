@@ -5,7 +5,7 @@ ptxas: register use and the PTX ISA are checked with no GPU.
 Usage: python ptxas-all.py PTXAS MODULE...
 
 A MODULE may name extra `jitc compile` flags after `::`, comma-separated
-(`chains.mlir::--gpu-row-chains`); its lines then name them too.
+(`chains.mlir::--jittor-rules`); its lines then name them too.
 
 Prints one line per module, architecture and mode, then `N passed, N failed`;
 exits 1 if ptxas rejects any PTX (its message is printed) or jitc fails.
