@@ -1,6 +1,9 @@
 // The sigmoid kernel's inner loop is vectorized: exp is the straight-line
 // polynomial (no libm call), so the whole body runs on 8 x f32 (AVX2) or
-// 16 x f32 (AVX-512). With AVX-512, exp's 2^n is one llvm.ldexp
+// 16 x f32 (AVX-512). exp rounds x log2(e) to the nearest integer n by
+// adding 1.5 * 2^23 (0x4168000000000000 as LLVM prints the float), whose
+// bits less the shift's are n: no rounding instruction and no conversion.
+// With AVX-512, exp's 2^n is one llvm.ldexp
 // (vscalefps); without, two multiplies by exponent fields. With --math
 // exact, exp stays a libm call per element (LLVM scalarizes
 // llvm.exp.v8f32 into expf calls).
@@ -14,7 +17,11 @@
 // LLVM-NOT: call {{.*}}@expf
 // LLVM: vector.body:
 // LLVM: load <8 x float>
-// LLVM: call <8 x float> @llvm.floor.v8f32
+// LLVM-NOT: @llvm.floor
+// LLVM: fadd contract <8 x float> {{%[0-9]+}}, splat (float 0x4168000000000000)
+// LLVM-NEXT: fadd <8 x float> {{%[0-9]+}}, splat (float 0xC168000000000000)
+// LLVM-NEXT: bitcast <8 x float> {{%[0-9]+}} to <8 x i32>
+// LLVM-NEXT: add <8 x i32> {{%[0-9]+}}, splat (i32 -1262485504)
 // LLVM: fdiv <8 x float>
 // LLVM: store <8 x float>
 // LLVM-NOT: call {{.*}}@expf
@@ -22,7 +29,9 @@
 
 // ASM-LABEL: main_fused_0:
 // ASM-NOT: call
-// ASM: vroundps {{.*}}%ymm
+// ASM-NOT: vroundps
+// ASM-NOT: vcvttps2dq
+// ASM: vfmadd{{.*}}%ymm
 // ASM: vdivps {{.*}}%ymm
 // ASM-NOT: call
 // ASM: retq
@@ -30,7 +39,7 @@
 // NOSCALEF-NOT: vscalef
 
 // AVX512-LABEL: main_fused_0:
-// AVX512: vrndscaleps {{.*}}%zmm
+// AVX512-NOT: vrndscaleps
 // AVX512: vscalefps {{.*}}%zmm
 // AVX512: vdivps {{.*}}%zmm
 

@@ -8,8 +8,8 @@
 //! `select`s. Results are within 1-3 ulps of libm (`docs/semantics.md`).
 //!
 //! Invariants:
-//! - no branches and no calls: every op is `arith`, or `math.floor`,
-//!   `math.absf` and `math.copysign`, which become instructions;
+//! - no branches and no calls: every op is `arith`, or `math.absf` and
+//!   `math.copysign`, which become instructions;
 //! - no `fma`, which would become a libm call on a CPU without FMA: each
 //!   polynomial step is a multiply and an add, both marked `contract`, so
 //!   LLVM fuses them into one FMA instruction where the target has one;
@@ -19,7 +19,7 @@
 //! The formulas:
 //!
 //! ```text
-//! exp x  = 2^n e^r             n = floor(x log2(e) + 1/2), r = x - n ln2
+//! exp x  = 2^n e^r             n = round(x log2(e)), r = x - n ln2
 //! log x  = e ln2 + ln(1 + f)   x = 2^e m, m in [sqrt(1/2), sqrt(2)), f = m - 1
 //! tanh x = x + x^3 P(x^2)                   if |x| < 0.625
 //!        = sign(x) (1 - 2 / (e^(2|x|) + 1)) otherwise
@@ -42,12 +42,9 @@ pub(super) struct PolyTarget {
     /// `vscalefps`): `exp` applies its `2^n` with `llvm.ldexp` instead of
     /// two exponent-field multiplies.
     pub(super) scalef: bool,
-    /// The target is a GPU (NVPTX), whose conversions (`floor`, float to
-    /// integer) run at a sixteenth of the FMA rate and whose IEEE division
-    /// is a dozen instructions with a slow path: `exp` rounds `x log2(e)`
-    /// to an integer by adding `1.5 * 2^23` instead, and `tanh` divides
-    /// with `div.approx.f32` (2 ulps, where a denominator past 2^126 gives
-    /// 0, as `tanh` wants).
+    /// The target is a GPU (NVPTX), whose IEEE division is a dozen
+    /// instructions with a slow path: `tanh` divides with `div.approx.f32`
+    /// (2 ulps; a denominator past 2^126 gives 0, as `tanh` wants).
     pub(super) gpu: bool,
 }
 
@@ -108,19 +105,15 @@ pub(super) fn exp_f32<'c, 'a>(
     let clamped = at.select(below, x, c(88.8)?)?;
     let above = at.cmpf(2, clamped, c(-104.0)?)?;
     let clamped = at.select(above, clamped, c(-104.0)?)?;
-    // n = the integer nearest x log2(e): floor(x log2(e) + 1/2), or on the
-    // GPU the sum with 1.5 * 2^23 (ties go to even rather than up, and
-    // |r| <= ln2/2 holds either way), whose bits less the shift's are n.
-    let (n, n_int) = if target.gpu {
-        let shifted = mul_add(at, clamped, c(std::f64::consts::LOG2_E)?, c(ROUNDING_SHIFT)?)?;
-        let n = at.value("arith.subf", &[shifted, c(ROUNDING_SHIFT)?], t)?;
-        let bits = at.value("arith.bitcast", &[shifted], i32_type)?;
-        let shift_bits = at.int(i32_type, i64::from((ROUNDING_SHIFT as f32).to_bits()))?;
-        (n, Some(at.value("arith.subi", &[bits, shift_bits], i32_type)?))
-    } else {
-        let scaled = mul_add(at, clamped, c(std::f64::consts::LOG2_E)?, c(0.5)?)?;
-        (at.value("math.floor", &[scaled], t)?, None)
-    };
+    // n = the integer nearest x log2(e), as the sum with 1.5 * 2^23, whose
+    // bits less the shift's are n: no `floor` and no conversion (a GPU
+    // runs those at a sixteenth of its FMA rate; x86 spends two
+    // instructions either way).
+    let shifted = mul_add(at, clamped, c(std::f64::consts::LOG2_E)?, c(ROUNDING_SHIFT)?)?;
+    let n = at.value("arith.subf", &[shifted, c(ROUNDING_SHIFT)?], t)?;
+    let bits = at.value("arith.bitcast", &[shifted], i32_type)?;
+    let shift_bits = at.int(i32_type, i64::from((ROUNDING_SHIFT as f32).to_bits()))?;
+    let n_int = at.value("arith.subi", &[bits, shift_bits], i32_type)?;
     // r = x - n ln2, the high part of ln2 first (n times it is exact).
     let r = mul_add(at, n, c(-0.693359375)?, clamped)?;
     let r = mul_add(at, n, c(2.12194440e-4)?, r)?;
@@ -139,10 +132,7 @@ pub(super) fn exp_f32<'c, 'a>(
     let r2 = at.value("arith.mulf", &[r, r], t)?;
     let y = mul_add(at, p, r2, r)?;
     let y = at.value("arith.addf", &[y, c(1.0)?], t)?;
-    let n = match n_int {
-        Some(n) => n,
-        None => at.value("arith.fptosi", &[n], i32_type)?,
-    };
+    let n = n_int;
     if target.scalef {
         // One rounding, subnormal results and overflow included.
         let y = at.value("llvm.intr.ldexp", &[y, n], t)?;
@@ -267,8 +257,13 @@ pub(super) fn tanh_f32<'c, 'a>(
     let quotient = if target.gpu {
         let flags = melior::ir::Attribute::parse(at.context, "#arith.fastmath<afn>")
             .ok_or_else(|| super::emit::error("fast-math flags"))?;
-        at.op("arith.divf", &[c(2.0)?, denominator], &[t], &[("fastmath", flags)])?
-            .ok_or_else(|| super::emit::error("arith.divf"))?
+        at.op(
+            "arith.divf",
+            &[c(2.0)?, denominator],
+            &[t],
+            &[("fastmath", flags)],
+        )?
+        .ok_or_else(|| super::emit::error("arith.divf"))?
     } else {
         at.value("arith.divf", &[c(2.0)?, denominator], t)?
     };

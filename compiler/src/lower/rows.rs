@@ -1,9 +1,8 @@
 //! Row chains: consecutive kernels that share their rows run one block of
-//! rows at a time, past Jittor's rule 2. On the CPU always (unless
-//! `jittor_rules` or bounds checks); on the GPU with
-//! `GpuOptions::row_chains` ([`chain_rows_gpu`], lowered by
-//! `lower::gpu_rows`: one thread block per row, the scratch in shared
-//! memory), which is off until a GPU has run it.
+//! rows at a time, past Jittor's rule 2, on the CPU and the GPU alike
+//! unless `jittor_rules` or bounds checks (on the GPU, with fast math
+//! only: [`chain_rows_gpu`], lowered by `lower::gpu_rows`: one thread
+//! block per row, the scratch in shared memory).
 //!
 //! Rule 2 keeps a reduction's consumers out of its loop nest, so softmax
 //! is three kernels (the row maximum; `exp(x - max)` with the row sum; the
