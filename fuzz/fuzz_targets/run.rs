@@ -3,6 +3,13 @@
 //! run or fail with an error, never crash, and when both run they agree bit
 //! for bit. Programs with loops are skipped (a fuzzed trip count is a
 //! timeout, not a bug), as are arguments of more than 4,096 elements.
+//!
+//! With `JITC_FUZZ_CHECK_BOUNDS` set, the kernels are compiled
+//! bounds-checked (`--check-bounds`), and a kernel that reports an access
+//! out of bounds is a crash with its input (whatever the interpreter did): a
+//! hunt for a compiled kernel that writes past its buffers, which in the
+//! unchecked build would corrupt the heap with no input to show for it
+//! (`docs/fuzzing.md`).
 #![no_main]
 
 use jitc_compiler::{CodegenOptions, MathMode, OptimizeOptions, Pipeline, optimize, parse_module, verify};
@@ -41,8 +48,10 @@ fuzz_target!(|data: &[u8]| {
         };
         let mut state = StateStore::new();
         let expected = interpreter.run("main", args.clone(), &mut state);
+        let check_bounds = std::env::var_os("JITC_FUZZ_CHECK_BOUNDS").is_some();
         let options = CodegenOptions {
             math: MathMode::Exact,
+            check_bounds,
             ..CodegenOptions::default()
         };
         let Ok(compiled) = CpuModule::compile_with(context, &mut module, &options) else {
@@ -55,11 +64,18 @@ fuzz_target!(|data: &[u8]| {
             jitc_runtime::cpu::clear_cache();
         }
         let actual = compiled.run(&module, "main", args, &mut StateStore::new());
-        if let (Ok(expected), Ok(actual)) = (expected, actual) {
-            assert!(
+        match (expected, actual) {
+            (Ok(expected), Ok(actual)) => assert!(
                 Match::Identical.values(&expected, &actual),
                 "compiled {actual:?}\nbut the interpreter gave {expected:?}\nfor\n{text}"
-            );
+            ),
+            // A failed check is a compiler bug whatever the interpreter
+            // did: where it reported an error, the unchecked kernel would
+            // still have made the access.
+            (_, Err(error)) if check_bounds && error.to_string().contains("out-of-bounds access") => {
+                panic!("a compiled kernel went out of bounds: {error}\nfor\n{text}")
+            }
+            _ => {}
         }
     });
 });
