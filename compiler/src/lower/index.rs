@@ -75,19 +75,7 @@ pub(super) fn delinearize<'c, 'a>(
     linear: Value<'c, 'a>,
     extents: &[i64],
 ) -> Result<Vec<Value<'c, 'a>>, Error> {
-    let index = Type::index(at.context);
-    let mut rest = linear;
-    let mut indices = vec![linear; extents.len()];
-    for (k, &extent) in extents.iter().enumerate().rev() {
-        if k == 0 {
-            indices[k] = rest;
-            break;
-        }
-        let e = at.index(extent)?;
-        indices[k] = at.value("arith.remui", &[rest, e], index)?;
-        rest = at.value("arith.divui", &[rest, e], index)?;
-    }
-    Ok(indices)
+    split_linear(at, linear, extents, Type::index(at.context))
 }
 
 /// [`delinearize`] in 32-bit arithmetic where the indices fit (`extents`
@@ -106,21 +94,32 @@ pub(super) fn delinearize_narrow<'c, 'a>(
     let index = Type::index(at.context);
     let i32_type: Type = melior::ir::r#type::IntegerType::new(at.context, 32).into();
     let narrow = at.value("arith.index_castui", &[linear], i32_type)?;
-    let mut rest = narrow;
-    let mut indices = vec![narrow; extents.len()];
+    split_linear(at, narrow, extents, i32_type)?
+        .into_iter()
+        .map(|i| at.value("arith.index_castui", &[i], index))
+        .collect()
+}
+
+/// The divisions and remainders of [`delinearize`], in `r#type` (`index`
+/// or an integer type that holds every index).
+fn split_linear<'c, 'a>(
+    at: &Emitter<'c, 'a>,
+    linear: Value<'c, 'a>,
+    extents: &[i64],
+    r#type: Type<'c>,
+) -> Result<Vec<Value<'c, 'a>>, Error> {
+    let mut rest = linear;
+    let mut indices = vec![linear; extents.len()];
     for (k, &extent) in extents.iter().enumerate().rev() {
         if k == 0 {
             indices[k] = rest;
             break;
         }
-        let e = at.int(i32_type, extent)?;
-        indices[k] = at.value("arith.remui", &[rest, e], i32_type)?;
-        rest = at.value("arith.divui", &[rest, e], i32_type)?;
+        let e = at.int(r#type, extent)?;
+        indices[k] = at.value("arith.remui", &[rest, e], r#type)?;
+        rest = at.value("arith.divui", &[rest, e], r#type)?;
     }
-    indices
-        .into_iter()
-        .map(|i| at.value("arith.index_castui", &[i], index))
-        .collect()
+    Ok(indices)
 }
 
 /// What the affine expressions of an op read at one point: the domain
