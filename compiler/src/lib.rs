@@ -137,7 +137,8 @@ pub fn compile_ptx(
     codegen::ptx(context, module, options)
 }
 
-/// Fuses `module` in place, merges equal kernels, and, unless
+/// Fuses `module` in place (by Jittor's rules alone with
+/// `options.jittor_rules`), merges equal kernels, and, unless
 /// `options.jittor_rules`, makes its GPU row chains
 /// ([`lower::rows::chain_rows_gpu`]; fast math without bounds checks
 /// only); returns them.
@@ -146,7 +147,7 @@ pub fn gpu_row_chains(
     module: &mut Module,
     options: &GpuOptions,
 ) -> Result<Vec<RowChain>, Error> {
-    fuse_and_merge(context, module, options.check_bounds, false)?;
+    fuse_and_merge(context, module, options.check_bounds, options.jittor_rules)?;
     if options.jittor_rules || options.check_bounds || options.math != lower::MathMode::Fast {
         return Ok(Vec::new());
     }

@@ -10,9 +10,12 @@
 //   a 64-bit multiply-high's several) and runs several steps an iteration,
 //   so each thread has that many loads in flight.
 // RUN: jitc compile --target nvptx --emit ptx %s | FileCheck %s
+// RUN: jitc compile --target nvptx --emit ptx %s | FileCheck %s --check-prefix=NARROW
 
+// NARROW-LABEL: .visible .entry stats_fused_0(
+// NARROW-NOT: mul.hi.u64
+// NARROW: bar.sync
 // CHECK-LABEL: .visible .entry stats_fused_0(
-// CHECK-NOT: mul.hi.u64
 // CHECK: $L__BB0_1:
 // CHECK-COUNT-7: ld.global.nc.b32
 // CHECK-NOT: ld.global

@@ -19,7 +19,8 @@ use std::{path::PathBuf, process::ExitCode};
 /// Graphviz (`jitc explain f.mlir --format dot | dot -Tsvg > plan.svg`).
 /// The text then lists what the CPU backend makes of the kernels: the
 /// contractions it runs as register tiles, the results it writes with
-/// non-temporal stores, and the row chains.
+/// non-temporal stores, and the row chains; and the row chains of the GPU
+/// backend (`--target nvptx`, `--backend cuda`; fast math).
 ///
 /// Exit status: 0 on success, 1 on any error.
 #[derive(Debug, Args)]
@@ -78,6 +79,7 @@ fn explain(context: &Context, args: &ExplainArgs) -> Result<String, String> {
     let mut text = plans::explain(&module, args.function.as_deref(), args.fanout_limit, format)?;
     if args.format == Format::Text {
         text.push_str(&cpu_kernels(context, args)?);
+        text.push_str(&gpu_chains(context, args)?);
     }
     if args.host && args.format == Format::Text {
         text.push_str(&host_schedules(context, args)?);
@@ -134,6 +136,41 @@ fn cpu_kernels(context: &Context, args: &ExplainArgs) -> Result<String, String> 
             chain.host,
             stages.join(", "),
             chain.block,
+            chain.rows,
+            chain.scratch_row_bytes,
+        ));
+    }
+    Ok(text)
+}
+
+/// The row chains the GPU backend makes (fast math, the default), one
+/// line each; nothing when it makes none.
+fn gpu_chains(context: &Context, args: &ExplainArgs) -> Result<String, String> {
+    let mut module = crate::input::load_module(context, &args.file)?;
+    let chains =
+        match jitc_compiler::gpu_row_chains(context, &mut module, &jitc_compiler::GpuOptions::default()) {
+            Ok(chains) => chains,
+            // The CPU's plan above is the explanation; a GPU-only failure is a
+            // line, not the command's error.
+            Err(error) => return Ok(format!("row chains on the cuda backend: not planned: {error}\n")),
+        };
+    let chains: Vec<_> = chains
+        .into_iter()
+        .filter(|c| args.function.as_ref().is_none_or(|f| *f == c.host))
+        .collect();
+    if chains.is_empty() {
+        return Ok(String::new());
+    }
+    let mut text = String::from(
+        "row chains on the cuda backend (one launch, a thread block per row; fast math; --jittor-rules makes none):\n",
+    );
+    for chain in chains {
+        let stages: Vec<String> = chain.stages.iter().map(|s| format!("@{s}")).collect();
+        text.push_str(&format!(
+            "  @{} in @{} runs {} on each of its {} rows in a block of its own: rows of {} bytes stay in shared memory\n",
+            chain.name,
+            chain.host,
+            stages.join(", "),
             chain.rows,
             chain.scratch_row_bytes,
         ));
