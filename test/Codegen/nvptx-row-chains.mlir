@@ -14,12 +14,18 @@
 // RUN: jitc compile --target nvptx --emit ptx --jittor-rules %s | FileCheck %s --check-prefix=OFF
 // RUN: jitc compile --target nvptx --emit ptx --math exact %s | FileCheck %s --check-prefix=OFF
 // RUN: jitc compile --target nvptx --emit ptx --check-bounds %s | FileCheck %s --check-prefix=OFF
-// `jitc explain` lists the GPU's chains after the CPU's.
+// `jitc explain` lists the GPU's chains after the CPU's; from standard
+// input too, which it reads once for all its sections (it once read it
+// again for each, found it empty, and left them out).
 // RUN: jitc explain %s | FileCheck %s --check-prefix=EXPLAIN
+// RUN: jitc explain - --host < %s | FileCheck %s --check-prefixes=EXPLAIN,HOST
 // EXPLAIN: row chains on the cpu backend
 // EXPLAIN: row chains on the cuda backend (one launch, a thread block per row; fast math; --jittor-rules makes none):
 // EXPLAIN-NEXT: @softmax_fused_0_rows in @softmax runs @softmax_fused_0, @softmax_fused_1, @softmax_fused_2 on each of its 1024 rows in a block of its own: rows of 4104 bytes stay in shared memory
 // EXPLAIN-NOT: @few_rows
+// HOST: host code on the cpu backend:
+// HOST-NEXT: @few_rows: native (host plan)
+// HOST-NEXT: @softmax: native (host plan)
 
 func.func @softmax(%x: tensor<1024x1024xf32>) -> tensor<1024x1024xf32> {
   %max = "meta.reindex_reduce"(%x) {kind = "max", indices = affine_map<(i, j) -> (i)>} : (tensor<1024x1024xf32>) -> tensor<1024xf32>

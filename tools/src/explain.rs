@@ -3,7 +3,10 @@
 
 use clap::{Args, ValueEnum};
 use jitc_compiler::explain::{self as plans, DEFAULT_FANOUT_LIMIT};
-use melior::{Context, ir::operation::OperationLike};
+use melior::{
+    Context,
+    ir::{Module, operation::OperationLike},
+};
 use std::{path::PathBuf, process::ExitCode};
 
 /// Show the fusion plan of each function, as the compilers apply it.
@@ -71,26 +74,34 @@ pub fn run(context: &Context, args: ExplainArgs) -> ExitCode {
 }
 
 fn explain(context: &Context, args: &ExplainArgs) -> Result<String, String> {
-    let module = crate::input::load_module(context, &args.file)?;
+    // Read once: each section parses its own copy (the backends fuse it in
+    // place), and standard input can be read only once.
+    let source = crate::input::read_source(&args.file)?;
+    let module = parse(context, &source)?;
     let format = match args.format {
         Format::Text => plans::Format::Text,
         Format::Dot => plans::Format::Dot,
     };
     let mut text = plans::explain(&module, args.function.as_deref(), args.fanout_limit, format)?;
     if args.format == Format::Text {
-        text.push_str(&cpu_kernels(context, args)?);
-        text.push_str(&gpu_chains(context, args)?);
+        text.push_str(&cpu_kernels(context, args, &source)?);
+        text.push_str(&gpu_chains(context, args, &source)?);
     }
     if args.host && args.format == Format::Text {
-        text.push_str(&host_schedules(context, args)?);
+        text.push_str(&host_schedules(context, args, &source)?);
     }
     Ok(text)
 }
 
+/// A fresh copy of the module `source` (its name and text) holds.
+fn parse<'c>(context: &'c Context, (name, text): &(String, String)) -> Result<Module<'c>, String> {
+    crate::input::parse_source(context, name, text)
+}
+
 /// The contractions, streamed results and row chains the CPU backend
 /// makes of the fused kernels, one line each; nothing when it makes none.
-fn cpu_kernels(context: &Context, args: &ExplainArgs) -> Result<String, String> {
-    let mut module = crate::input::load_module(context, &args.file)?;
+fn cpu_kernels(context: &Context, args: &ExplainArgs, source: &(String, String)) -> Result<String, String> {
+    let mut module = parse(context, source)?;
     let options = jitc_compiler::CodegenOptions::default();
     let chains = jitc_compiler::row_chains(context, &mut module, &options).map_err(|e| e.to_string())?;
     let contractions: Vec<_> = jitc_compiler::contractions(&module, &options)
@@ -145,8 +156,8 @@ fn cpu_kernels(context: &Context, args: &ExplainArgs) -> Result<String, String> 
 
 /// The row chains the GPU backend makes (fast math, the default), one
 /// line each; nothing when it makes none.
-fn gpu_chains(context: &Context, args: &ExplainArgs) -> Result<String, String> {
-    let mut module = crate::input::load_module(context, &args.file)?;
+fn gpu_chains(context: &Context, args: &ExplainArgs, source: &(String, String)) -> Result<String, String> {
+    let mut module = parse(context, source)?;
     let chains =
         match jitc_compiler::gpu_row_chains(context, &mut module, &jitc_compiler::GpuOptions::default()) {
             Ok(chains) => chains,
@@ -179,8 +190,12 @@ fn gpu_chains(context: &Context, args: &ExplainArgs) -> Result<String, String> {
 }
 
 /// One line per function: how `jitc run --backend cpu` runs its host code.
-fn host_schedules(context: &Context, args: &ExplainArgs) -> Result<String, String> {
-    let mut module = crate::input::load_module(context, &args.file)?;
+fn host_schedules(
+    context: &Context,
+    args: &ExplainArgs,
+    source: &(String, String),
+) -> Result<String, String> {
+    let mut module = parse(context, source)?;
     let compiled = jitc_runtime::CpuModule::compile_with(
         context,
         &mut module,

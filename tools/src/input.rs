@@ -47,13 +47,20 @@ pub fn limit_nesting(levels: usize) {
 /// stderr when it is not valid.
 pub fn load_module<'c>(context: &'c Context, path: &Path) -> Result<Module<'c>, String> {
     let (name, text) = read_source(path)?;
+    parse_source(context, &name, &text)
+}
+
+/// Parses and verifies `text` (read from `name`), printing its diagnostics
+/// to stderr when it is not valid: for a command that needs the module more
+/// than once and reads it once (standard input can be read only once).
+pub fn parse_source<'c>(context: &'c Context, name: &str, text: &str) -> Result<Module<'c>, String> {
     let collector = DiagnosticCollector::attach(context);
-    let module = parse_module(context, &text).and_then(|module| verify(&module).ok().map(|()| module));
+    let module = parse_module(context, text).and_then(|module| verify(&module).ok().map(|()| module));
     module.ok_or_else(|| {
         let rendered: String = collector
             .take()
             .iter()
-            .map(|d| render_diagnostic(d, &name, &text))
+            .map(|d| render_diagnostic(d, name, text))
             .collect();
         eprint!("{rendered}");
         format!("'{name}' is not a valid module")
