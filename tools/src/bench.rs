@@ -74,8 +74,9 @@ fn bench(context: &Context, args: &BenchArgs) -> Result<(), String> {
     // module).
     let cached = match common.backend {
         Backend::Cpu => {
-            let process = Program::load(context, common, "bench")?.compile_time;
-            let local = Program::load_with(context, Some(&cache), common, "bench")?.compile_time;
+            let again = |cache| Program::from_source(context, cache, common, "bench", program.source.clone());
+            let process = again(None)?.compile_time;
+            let local = again(Some(&cache))?.compile_time;
             Some((process, local))
         }
         Backend::Interp | Backend::Cuda => None,

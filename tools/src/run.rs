@@ -273,14 +273,14 @@ fn execute(context: &Context, args: &RunArgs) -> Result<(), String> {
         (_, Some(path)) => {
             let profile = load_profile(path)?;
             check_profile(&profile, path, function, &program.module)?;
-            let (_, text) = crate::input::read_source(&common.file)?;
+            let text = &program.source.1;
             let options = jitc_runtime::SessionOptions {
                 codegen: common.codegen_options(),
                 compile: common.backend == Backend::Cpu,
                 log: true,
                 ..Default::default()
             };
-            let mut session = jitc_runtime::Session::new(context, &text, function, options)
+            let mut session = jitc_runtime::Session::new(context, text, function, options)
                 .map_err(|e| e.to_string())?
                 .with_profile(profile);
             let results = session.call(inputs, &mut state).map_err(|e| e.to_string())?;
@@ -366,6 +366,10 @@ pub struct Program<'c> {
     pub compiled: Option<Box<dyn Executor>>,
     /// How long fusing and compiling took.
     pub compile_time: std::time::Duration,
+    /// The file's display name and text, read once (standard input can be
+    /// read only once): what a second load of the program
+    /// ([`Self::from_source`]) or a session parses.
+    pub source: (String, String),
 }
 
 impl<'c> Program<'c> {
@@ -384,7 +388,19 @@ impl<'c> Program<'c> {
         args: &ProgramArgs,
         tool: &str,
     ) -> Result<Self, String> {
-        let mut module = crate::input::load_module(context, &args.file)?;
+        let source = crate::input::read_source(&args.file)?;
+        Self::from_source(context, cache, args, tool, source)
+    }
+
+    /// [`Self::load_with`] from the `source` (name and text) read before.
+    pub fn from_source(
+        context: &'c Context,
+        cache: Option<&CompileCache<'c>>,
+        args: &ProgramArgs,
+        tool: &str,
+        source: (String, String),
+    ) -> Result<Self, String> {
+        let mut module = crate::input::parse_source(context, &source.0, &source.1)?;
         // A missing function or a declaration is reported before anything
         // is compiled.
         Interpreter::new(&module)
@@ -400,7 +416,7 @@ impl<'c> Program<'c> {
         }
         let start = std::time::Instant::now();
         let recording = args.timings.then(jitc_compiler::timings::Recording::start);
-        let mut source = "compiled";
+        let mut origin = "compiled";
         let compiled: Option<Box<dyn Executor>> = match args.backend {
             Backend::Interp => None,
             Backend::Cpu => {
@@ -411,7 +427,7 @@ impl<'c> Program<'c> {
                 }
                 .map_err(|e| e.to_string())?;
                 if compiled.disk_hit() {
-                    source = "loaded from the disk cache";
+                    origin = "loaded from the disk cache";
                 }
                 Some(Box::new(compiled))
             }
@@ -428,7 +444,7 @@ impl<'c> Program<'c> {
             }
         };
         if let Some(recording) = recording {
-            let title = format!("jitc {tool}: compile timings (wall clock); the code was {source}");
+            let title = format!("jitc {tool}: compile timings (wall clock); the code was {origin}");
             eprint!(
                 "{}",
                 crate::compile::report(&title, &recording.finish(), start.elapsed())
@@ -441,6 +457,7 @@ impl<'c> Program<'c> {
             module,
             compiled,
             compile_time: start.elapsed(),
+            source,
         })
     }
 
