@@ -251,9 +251,10 @@ pub(super) fn tanh_f32<'c, 'a>(
     let doubled = at.value("arith.addf", &[magnitude, magnitude], t)?;
     let e = exp_f32(at, doubled, target)?;
     let denominator = at.value("arith.addf", &[e, c(1.0)?], t)?;
-    // The denominator is at least 1 + e^1.25 here; on the GPU, `afn` makes
-    // the division `div.approx.f32`, whose 2 ulps in a quotient below 0.45
-    // are at most 1 in the result, which is above 0.55.
+    // Where this form is selected the denominator is at least 1 + e^1.25;
+    // on the GPU, `afn` makes the division `div.approx.f32`, whose 2 ulps
+    // in a quotient below 0.45 are at most 1 in the result, which is above
+    // 0.55 (about 1.5 with the rounding of `1 - q`).
     let quotient = if target.gpu {
         let flags = melior::ir::Attribute::parse(at.context, "#arith.fastmath<afn>")
             .ok_or_else(|| super::emit::error("fast-math flags"))?;
