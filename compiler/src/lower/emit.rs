@@ -111,6 +111,22 @@ impl<'c, 'a> Emitter<'c, 'a> {
             .ok_or_else(|| failed(name))
     }
 
+    /// [`Self::value`] of an `arith` float op carrying the fast-math
+    /// `flags` (`"contract"`, `"afn"`, `"reassoc"`: what goes between the
+    /// brackets of `#arith.fastmath<...>`).
+    pub fn value_with_flags(
+        &self,
+        name: &str,
+        operands: &[Value<'c, '_>],
+        result: Type<'c>,
+        flags: &str,
+    ) -> Result<Value<'c, 'a>, Error> {
+        let flags = Attribute::parse(self.context, &format!("#arith.fastmath<{flags}>"))
+            .ok_or_else(|| error(format!("the fast-math flags '{flags}' do not parse")))?;
+        self.op(name, operands, &[result], &[("fastmath", flags)])?
+            .ok_or_else(|| failed(name))
+    }
+
     /// `arith.constant` of an integer or index type.
     pub fn int(&self, r#type: Type<'c>, value: i64) -> Result<Value<'c, 'a>, Error> {
         let attribute = IntegerAttribute::new(r#type, value).into();

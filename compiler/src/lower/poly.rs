@@ -64,14 +64,8 @@ fn mul_add<'c, 'a>(
     c: Value<'c, 'a>,
 ) -> Result<Value<'c, 'a>, Error> {
     let t = a.r#type();
-    let flags = melior::ir::Attribute::parse(at.context, "#arith.fastmath<contract>")
-        .ok_or_else(|| super::emit::error("fast-math flags"))?;
-    let contracted = |name: &str, operands: &[Value<'c, 'a>]| {
-        at.op(name, operands, &[t], &[("fastmath", flags)])?
-            .ok_or_else(|| super::emit::error(name))
-    };
-    let product = contracted("arith.mulf", &[a, b])?;
-    contracted("arith.addf", &[product, c])
+    let product = at.value_with_flags("arith.mulf", &[a, b], t, "contract")?;
+    at.value_with_flags("arith.addf", &[product, c], t, "contract")
 }
 
 /// `p[0]*x^(n-1) + ... + p[n-1]` by Horner's rule, one [`mul_add`] a step.
@@ -113,7 +107,7 @@ pub(super) fn exp_f32<'c, 'a>(
     let n = at.value("arith.subf", &[shifted, c(ROUNDING_SHIFT)?], t)?;
     let bits = at.value("arith.bitcast", &[shifted], i32_type)?;
     let shift_bits = at.int(i32_type, i64::from((ROUNDING_SHIFT as f32).to_bits()))?;
-    let n_int = at.value("arith.subi", &[bits, shift_bits], i32_type)?;
+    let exponent = at.value("arith.subi", &[bits, shift_bits], i32_type)?;
     // r = x - n ln2, the high part of ln2 first (n times it is exact).
     let r = mul_add(at, n, c(-0.693359375)?, clamped)?;
     let r = mul_add(at, n, c(2.12194440e-4)?, r)?;
@@ -132,17 +126,16 @@ pub(super) fn exp_f32<'c, 'a>(
     let r2 = at.value("arith.mulf", &[r, r], t)?;
     let y = mul_add(at, p, r2, r)?;
     let y = at.value("arith.addf", &[y, c(1.0)?], t)?;
-    let n = n_int;
     if target.scalef {
         // One rounding, subnormal results and overflow included.
-        let y = at.value("llvm.intr.ldexp", &[y, n], t)?;
+        let y = at.value("llvm.intr.ldexp", &[y, exponent], t)?;
         let is_nan = at.cmpf(14, x, x)?;
         return at.select(is_nan, x, y);
     }
-    // n is in [-150, 128]: split it in two halves that are each a normal
+    // n (`exponent`) is in [-150, 128]: split it in two halves that are each a normal
     // exponent.
-    let half = at.value("arith.shrsi", &[n, at.int(i32_type, 1)?], i32_type)?;
-    let rest = at.value("arith.subi", &[n, half], i32_type)?;
+    let half = at.value("arith.shrsi", &[exponent, at.int(i32_type, 1)?], i32_type)?;
+    let rest = at.value("arith.subi", &[exponent, half], i32_type)?;
     let power = |e: Value<'c, 'a>| -> Result<Value<'c, 'a>, Error> {
         let biased = at.value("arith.addi", &[e, at.int(i32_type, 127)?], i32_type)?;
         let bits = at.value("arith.shli", &[biased, at.int(i32_type, 23)?], i32_type)?;
@@ -255,19 +248,8 @@ pub(super) fn tanh_f32<'c, 'a>(
     // on the GPU, `afn` makes the division `div.approx.f32`, whose 2 ulps
     // in a quotient below 0.45 are at most 1 in the result, which is above
     // 0.55 (about 1.5 with the rounding of `1 - q`).
-    let quotient = if target.gpu {
-        let flags = melior::ir::Attribute::parse(at.context, "#arith.fastmath<afn>")
-            .ok_or_else(|| super::emit::error("fast-math flags"))?;
-        at.op(
-            "arith.divf",
-            &[c(2.0)?, denominator],
-            &[t],
-            &[("fastmath", flags)],
-        )?
-        .ok_or_else(|| super::emit::error("arith.divf"))?
-    } else {
-        at.value("arith.divf", &[c(2.0)?, denominator], t)?
-    };
+    let flags = if target.gpu { "afn" } else { "none" };
+    let quotient = at.value_with_flags("arith.divf", &[c(2.0)?, denominator], t, flags)?;
     let large = at.value("arith.subf", &[c(1.0)?, quotient], t)?;
     let large = at.value("math.copysign", &[large, x], t)?;
     let is_small = at.cmpf(4, magnitude, c(0.625)?)?;

@@ -45,7 +45,7 @@
 use super::{
     MathMode,
     access::DIVISION_BY_ZERO_STATUS,
-    emit::{Emitter, error},
+    emit::Emitter,
     poly::{PolyTarget, exp_f32, log_f32, tanh_f32},
     value_type,
 };
@@ -299,11 +299,7 @@ pub(super) fn combine<'c, 'a>(
         } else {
             "arith.mulf"
         };
-        let flags = melior::ir::Attribute::parse(at.context, "#arith.fastmath<reassoc>")
-            .ok_or_else(|| error("fast-math flags"))?;
-        return at
-            .op(name, &[acc, x], &[acc.r#type()], &[("fastmath", flags)])?
-            .ok_or_else(|| error("reduction"));
+        return at.value_with_flags(name, &[acc, x], acc.r#type(), "reassoc");
     }
     // Reductions never divide: no line to report.
     binary_op(at, kind.step(), acc, x, element, status, None)
