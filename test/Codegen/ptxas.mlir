@@ -4,7 +4,7 @@
 // installs into .venv): no GPU is needed, and a rejected PTX fails the test
 // with ptxas's message.
 // RUN: %ptxas --version | FileCheck %s --check-prefix=VERSION
-// RUN: %python %S/Inputs/ptxas-all.py %ptxas %examples/conv.mlir %examples/indrnn.mlir %examples/instance_norm.mlir %examples/matmul.mlir %examples/mlp.mlir %examples/mlp_step.mlir %examples/rnn.mlir %examples/sigmoid.mlir %examples/softmax.mlir %S/nvptx-reductions.mlir %S/nvptx-coarsen.mlir %S/nvptx-fast-math.mlir %S/nvptx-row-chains.mlir %S/nvptx-row-chains.mlir::--jittor-rules | FileCheck %s
+// RUN: %python %S/Inputs/ptxas-all.py %ptxas %examples/conv.mlir %examples/indrnn.mlir %examples/instance_norm.mlir %examples/matmul.mlir %examples/mlp.mlir %examples/mlp_step.mlir %examples/rnn.mlir %examples/sigmoid.mlir %examples/softmax.mlir %S/nvptx-reductions.mlir %S/nvptx-coarsen.mlir %S/nvptx-fast-math.mlir %S/nvptx-dynamic.mlir %S/nvptx-row-chains.mlir %S/nvptx-row-chains.mlir::--jittor-rules | FileCheck %s
 
 // VERSION: Cuda compilation tools, release 12.9
 
@@ -17,4 +17,8 @@
 // CHECK-DAG: ok nvptx-row-chains.mlir sm_90 fast: 6 entries
 // CHECK-DAG: ok nvptx-row-chains.mlir sm_80 exact: 4 entries
 // CHECK-DAG: ok nvptx-row-chains.mlir --jittor-rules sm_90 fast: 5 entries
-// CHECK: 56 passed, 0 failed
+// Kernels that read tensors of dynamic shape (IndRNN's projection; the
+// window and the two-input kernel), their sizes passed by value.
+// CHECK-DAG: ok indrnn.mlir sm_90 fast: 3 entries
+// CHECK-DAG: ok nvptx-dynamic.mlir sm_80 fast: 2 entries
+// CHECK: 60 passed, 0 failed

@@ -8,7 +8,13 @@
 //! `!llvm.ptr` per result and one to the kernel's status record
 //! ([`super::KernelStatus`], as on the CPU: 1 on an integer division by
 //! zero, `2 + k` and the offset when checked access `k` is out of bounds;
-//! one record per launch, zeroed by the caller). Kernels whose reductions accumulate in
+//! one record per launch, zeroed by the caller), then the scratch memory's
+//! pointer when the kernel has some ([`Launch::scratch`]), and last an
+//! `i64` per dynamic dimension of the tensor arguments, its size
+//! ([`super::KernelSignature::dynamic_dims`]: a tensor of dynamic shape may
+//! be read, as IndRNN's projection reads `xs[t, i, k]` from a sequence of
+//! any length, but the domain and the results are static, since the launch
+//! is sized at compile time). Kernels whose reductions accumulate in
 //! memory get a second entry, `@name_fill`, with the same parameters, to be
 //! launched first (see [`FillLaunch`]). Tensors are dense and row-major;
 //! `i1` elements are bytes.
@@ -140,6 +146,9 @@ pub(crate) fn lower_gpu<'c>(
         }
         let prepared = super::signature(kernel).and_then(|signature| {
             legal::check_gpu(kernel, math, options.libdevice)?;
+            if signature.flat || signature.sizes.is_some() {
+                return Err("a domain of dynamic shape is not lowered for the GPU yet".into());
+            }
             let body = kernel
                 .region(0)
                 .ok()
@@ -223,9 +232,10 @@ fn launch(signature: &KernelSignature, gpu: &schedule::GpuSchedule) -> Result<La
 }
 
 /// Which parameters of a kernel's entries are pointers (the others are
-/// `i64` indices): the inputs, the outputs, the status record and, with
-/// `scratch`, a last pointer to the kernel's scratch memory
-/// ([`Launch::scratch`]).
+/// `i64` indices and sizes): the inputs, the outputs, the status record,
+/// with `scratch` a pointer to the kernel's scratch memory
+/// ([`Launch::scratch`]), and last the size of each dynamic dimension of
+/// the inputs ([`KernelSignature::dynamic_dims`]).
 fn pointer_parameters(signature: &KernelSignature, scratch: bool) -> impl Iterator<Item = bool> + '_ {
     signature
         .inputs
@@ -234,6 +244,7 @@ fn pointer_parameters(signature: &KernelSignature, scratch: bool) -> impl Iterat
         .chain(signature.outputs.iter().map(|_| true))
         .chain([true])
         .chain(scratch.then_some(true))
+        .chain(signature.dynamic_dims().map(|_| false))
 }
 
 /// The parameter types of a kernel's entries.
@@ -398,6 +409,38 @@ pub(super) fn shared_array<'c, 'a>(
     )
 }
 
+/// The sizes of the inputs of dynamic shape, by input: a static dimension
+/// as a constant, a dynamic one from its parameter among `sizes` (the
+/// entry's last parameters, in [`KernelSignature::dynamic_dims`] order).
+fn dynamic_extents<'c, 'a>(
+    top: &Emitter<'c, 'a>,
+    signature: &KernelSignature,
+    sizes: &[Value<'c, 'a>],
+) -> Result<HashMap<usize, Vec<Value<'c, 'a>>>, Error> {
+    let index = Type::index(top.context);
+    let mut parameters = sizes.iter();
+    let mut extents = HashMap::new();
+    for (i, input) in signature.inputs.iter().enumerate() {
+        let Buffer::Dynamic(shape, _) = input else {
+            continue;
+        };
+        let mut dims = Vec::with_capacity(shape.len());
+        for size in shape {
+            dims.push(match size {
+                Some(n) => top.index(*n as i64)?,
+                None => {
+                    let raw = parameters
+                        .next()
+                        .ok_or_else(|| Error::Lowering("a dynamic dimension without its size".into()))?;
+                    top.value("arith.index_cast", &[*raw], index)?
+                }
+            });
+        }
+        extents.insert(i, dims);
+    }
+    Ok(extents)
+}
+
 /// The kernel's results among its entry's parameters `values`.
 pub(super) fn outputs_of<'c, 'a>(
     signature: &KernelSignature,
@@ -453,13 +496,11 @@ fn lower_kernel<'c>(
         scratch,
         |top, ids, values| {
             let index = Type::index(context);
-            // `legal::check_gpu` keeps kernels with dynamic arguments off
-            // the GPU, so there are no sizes to read.
             let arguments = super::lower_arguments(
                 body,
                 &signature.inputs,
                 values,
-                &mut HashMap::new(),
+                &mut dynamic_extents(top, signature, &values[record_at + 1 + usize::from(scratch)..])?,
                 false,
                 |value| top.value("arith.index_cast", &[value], index),
             )?;

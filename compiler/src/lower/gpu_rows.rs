@@ -299,6 +299,11 @@ fn prepare<'c, 'a>(
             .ok_or_else(|| format!("no stage @{callee}"))?;
         super::legal::check_gpu(kernel, options.math, options.libdevice)?;
         let signature = super::signature(kernel)?;
+        // A chain passes no sizes (`rows::stage` forms none with a
+        // dynamic buffer).
+        if signature.dynamic_dims().next().is_some() {
+            return Err(format!("stage @{callee} reads a tensor of dynamic shape"));
+        }
         let domain = kernel
             .attribute("meta.domain")
             .ok()

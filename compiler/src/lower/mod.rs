@@ -203,6 +203,23 @@ impl KernelSignature {
             .map(|_| self.inputs.len() + self.outputs.len() + self.shape_slots().count())
     }
 
+    /// The dynamic dimensions of the inputs, as `(input, dimension)` in
+    /// input order, then dimension order: a GPU kernel takes the size of
+    /// each as one `i64` parameter by value, after all its others (see
+    /// `gpu`'s module docs).
+    pub fn dynamic_dims(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.inputs.iter().enumerate().flat_map(|(i, b)| {
+            let dims: &[Option<usize>] = match b {
+                Buffer::Dynamic(shape, _) => shape,
+                _ => &[],
+            };
+            dims.iter()
+                .enumerate()
+                .filter(|(_, d)| d.is_none())
+                .map(move |(d, _)| (i, d))
+        })
+    }
+
     /// What went wrong in a call that left `status` in its status record
     /// (without the kernel's name); `None` when nothing did.
     pub fn failure(&self, status: KernelStatus) -> Option<KernelFailure> {

@@ -371,7 +371,7 @@ impl CudaModule {
                 let value = values.get(operand).ok_or_else(mismatch)?;
                 let arg = match (value, slot) {
                     (DeviceValue::Host(Value::Index(n)), Slot::Index) => Arg::Index(*n),
-                    (DeviceValue::Host(Value::Tensor(tensor)), Slot::Tensor(..)) => {
+                    (DeviceValue::Host(Value::Tensor(tensor)), Slot::Tensor(..) | Slot::Dynamic(..)) => {
                         match uploaded.get(operand) {
                             Some(on_device) => Arg::Buffer(Arc::clone(on_device)),
                             None => {
@@ -381,16 +381,38 @@ impl CudaModule {
                             }
                         }
                     }
-                    (DeviceValue::Device(tensor), Slot::Tensor(..)) => Arg::Buffer(Arc::clone(tensor)),
+                    (DeviceValue::Device(tensor), Slot::Tensor(..) | Slot::Dynamic(..)) => {
+                        Arg::Buffer(Arc::clone(tensor))
+                    }
                     _ => return Err(mismatch()),
                 };
-                if let (Arg::Buffer(tensor), Slot::Tensor(shape, element)) = (&arg, slot)
-                    && (tensor.shape != *shape || tensor.element != *element)
-                {
-                    return Err(mismatch());
+                if let Arg::Buffer(tensor) = &arg {
+                    let fits = match slot {
+                        Slot::Tensor(shape, element) => tensor.shape == *shape && tensor.element == *element,
+                        Slot::Dynamic(shape, element) => {
+                            tensor.element == *element
+                                && tensor.shape.len() == shape.len()
+                                && shape
+                                    .iter()
+                                    .zip(&tensor.shape)
+                                    .all(|(d, n)| d.is_none_or(|d| d == *n))
+                        }
+                        Slot::Index => false,
+                    };
+                    if !fits {
+                        return Err(mismatch());
+                    }
                 }
                 inputs.push(arg);
             }
+            // The sizes of the inputs' dynamic dimensions, passed last.
+            let sizes: Vec<i64> = signature
+                .dynamic_dims()
+                .map(|(input, dim)| match &inputs[input] {
+                    Arg::Buffer(tensor) => tensor.shape[dim] as i64,
+                    Arg::Index(_) => 0,
+                })
+                .collect();
             let mut outputs = Vec::with_capacity(signature.outputs.len());
             for slot in &signature.outputs {
                 let Slot::Tensor(shape, element) = slot else {
@@ -431,6 +453,9 @@ impl CudaModule {
                 if let Some(scratch) = &loaded.scratch {
                     builder.arg(scratch);
                 }
+                for size in &sizes {
+                    builder.arg(size);
+                }
                 let config = LaunchConfig {
                     grid_dim: (grid, 1, 1),
                     block_dim: (block, 1, 1),
@@ -440,9 +465,11 @@ impl CudaModule {
                 // parameters: one device buffer per tensor argument of its
                 // shape and type (checked above), an i64 per index
                 // argument, one buffer per result of its size, its status
-                // record and, when it has some, its scratch memory of the
-                // size it asked for; the launch dimensions are the ones its
-                // code assumes.
+                // record, when it has some, its scratch memory of the
+                // size it asked for, and an i64 per dynamic dimension of
+                // its arguments (their sizes, checked above to be the
+                // rank and static sizes it was compiled for); the launch
+                // dimensions are the ones its code assumes.
                 unsafe { builder.launch(config) }.map_err(failed("launch"))?;
             }
             drop(inputs);
