@@ -11,8 +11,9 @@ staged, speculative graph, as JANUS does it (`papers/janus.txt`).
 **Profile.** The first calls with a given set of *facts* (each argument's
 shape and type, the values of Python arguments, the attributes of `self`
 and of object arguments and the class attributes the code may read
-through them, the globals and closure variables named by the code the
-function runs, its helpers' too, with the attributes that code names of
+through them, the globals the code the function runs looks up as globals
+(`LOAD_GLOBAL`; a global named like an attribute the code reads, `w` for
+`self.w`, is not one) and its closure variables, its helpers' too, with the attributes that code names of
 a module or class so read, and the contents of NumPy arrays that are not
 arguments) run imperatively on the lazy graph while a tracer
 records every op, every branch taken on a tensor value (the *decisions*)
@@ -135,6 +136,7 @@ the guards are written by the tracer, not by `meta-specialize`.
 
 import ast
 import collections
+import dis
 import functools
 import inspect
 import itertools
@@ -357,9 +359,18 @@ def _beneath_library(frame):
 def _is_var(x):
     # `jitc.Var`, looked up once (the package imports this module first).
     if not _VAR:
-        from . import Var
-        _VAR.append(Var)
+        _package_types()
     return isinstance(x, _VAR[0])
+
+
+def _package_types():
+    """`jitc.Var` and `jitc._Number`, looked up once (the package imports
+    this module before it defines them)."""
+    if len(_VAR) < 2:
+        from . import Var, _Number
+
+        _VAR[:] = [Var, _Number]
+    return _VAR[0], _VAR[1]
 
 
 def _is_object(x):
@@ -383,7 +394,8 @@ def _fact(x, depth=0, input=False, level=0):
         # Which of the call's input tensors it is, if any: a global or a
         # deeper attribute that is an argument in one call and not in the
         # next is another fact (the graph reads an input there).
-        return ("tensor", tuple(x.shape), _dtype_name(x.dtype), _top('aliases', {}).get(id(x._v)))
+        native = x._v
+        return ("tensor", tuple(native.shape), _jitc_dtype_name(native.dtype), _top('aliases', {}).get(id(native)))
     if input and isinstance(x, np.ndarray):
         return ("tensor", tuple(x.shape), _dtype_name(x.dtype), None)
     if isinstance(x, np.ndarray):
@@ -438,6 +450,7 @@ def _fact(x, depth=0, input=False, level=0):
 
 
 _DTYPE_NAMES = {}
+_JITC_DTYPE_NAMES = {}
 # Per thread, while `Function._key` (and the tracing and state snapshots)
 # run: `aliases`, the native id of each input tensor -> its position (read
 # by `_fact`), and `names`, the names the function's code uses
@@ -458,6 +471,17 @@ def _stack(name):
 def _top(name, default):
     found = _stack(name)
     return found[-1] if found else default
+
+
+def _jitc_dtype_name(name):
+    """`str` of the NumPy dtype of jitc's element type `name` (`"f32"` is
+    `"float32"`), remembered."""
+    found = _JITC_DTYPE_NAMES.get(name)
+    if found is None:
+        from . import _TO_NUMPY
+
+        found = _JITC_DTYPE_NAMES[name] = str(_TO_NUMPY[name])
+    return found
 
 
 def _dtype_name(dtype):
@@ -583,28 +607,47 @@ def _code_names(codes):
     return frozenset(names)
 
 
+# The instructions that name a global (or, in a class body or at module
+# level, a name looked up in the globals after the locals).
+_GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_NAME", "STORE_NAME", "DELETE_NAME"})
+
+
+def _global_names(code):
+    """The names `code` may look up in its globals: those its instructions
+    load, store or delete as globals, and the identifier strings it holds
+    (`globals()["name"]`). A name it uses only as an attribute (`self.w`)
+    is not one: a global of that name is not read."""
+    names = {i.argval for i in dis.get_instructions(code) if i.opname in _GLOBAL_OPS}
+    names.update(c for c in code.co_consts if type(c) is str and c.isidentifier())
+    return names
+
+
 def _global_reads(codes):
     """What the code objects `codes` (code -> globals) may read from their
-    modules: each global they name, and the attributes they name of a
-    module or class so read (`config.SCALE`, `Cfg.scale`, two levels), by
-    `module.name`."""
+    modules: each global they name (`_global_names`), and the attributes
+    they name of a module or class so read (`config.SCALE`, `Cfg.scale`,
+    two levels), by `module.name`."""
     reads = {}
     for code, scope in codes.items():
-        module = scope.get("__name__", "?")
-        names = _CODE_NAMES.get(code)
-        if names is None:
-            names = tuple(sorted(_code_names([code])))
-            _remember(_CODE_NAMES, code, names)
-        for name in names:
+        found = _CODE_NAMES.get(code)
+        if found is None or found[0] is not scope:
+            module = scope.get("__name__", "?")
+            # Each global name with its label, worked out once per code.
+            found = (scope, tuple(sorted(_code_names([code]))),
+                     tuple((n, f"{module}.{n}") for n in sorted(_global_names(code))))
+            _remember(_CODE_NAMES, code, found)
+        _, names, labelled = found
+        for name, label in labelled:
             value = scope.get(name, _MISSING)
             if value is not _MISSING:
-                reads[f"{module}.{name}"] = value
+                reads[label] = value
                 if isinstance(value, (types.ModuleType, type)):
-                    _attribute_reads(reads, f"{module}.{name}", value, names, 2)
+                    _attribute_reads(reads, label, value, names, 2)
     return reads
 
 
-# Code object -> the names it uses (`_code_names`).
+# Code object -> (its globals, the names it uses (`_code_names`), and the
+# global names it may read (`_global_names`), each with its label).
 _CODE_NAMES = {}
 # (id of a module or class, the names code uses) -> (it, the names it
 # holds): which attributes `_attribute_reads` looks up, worked out once.
@@ -1385,15 +1428,16 @@ class Function:
             self._counts["imperative"] += 1
             return self._plain(owner, args, kwargs)
         # The call's tensors, once: its facts, and a staged graph's inputs.
-        tensors = self._tensors(owner, args, kwargs)
+        objects = self._objects(owner, args, kwargs)
+        tensors = self._tensors(owner, args, kwargs, objects)
         try:
-            key = self._key(owner, args, kwargs, tensors)
+            key = self._key(owner, args, kwargs, tensors, objects=objects)
             hash(key)
             if key not in self._facts:
                 changed = self._changed_numbers(owner, args, kwargs, tensors)
                 if changed:
                     self._relax(changed, owner)
-                    key = self._key(owner, args, kwargs, tensors)
+                    key = self._key(owner, args, kwargs, tensors, objects=objects)
         except (TypeError, ValueError, RecursionError) as e:
             self._give_up_all(f"its arguments cannot be compared between calls ({e})")
             self._counts["imperative"] += 1
@@ -1420,7 +1464,7 @@ class Function:
             return self._plain(owner, args, kwargs)
         if facts.variant is not None:
             try:
-                result = self._serve(facts.variant, owner, args, kwargs, tensors)
+                result = self._serve(facts.variant, owner, args, kwargs, tensors, objects)
                 self._counts["staged"] += 1
                 return result
             except (_jitc.GuardFailed, _Diverged) as e:
@@ -1455,21 +1499,22 @@ class Function:
         return self.fn(owner, *args, **kwargs) if owner is not None else self.fn(*args, **kwargs)
 
     # -- facts -----------------------------------------------------------------
-    def _key(self, owner, args, kwargs, tensors, relaxed=None):
+    def _key(self, owner, args, kwargs, tensors, relaxed=None, objects=None):
         """The call's facts. A number at a `relaxed` position (`_numbers`;
         the function's relaxed ones by default) is a fact by its type
         only."""
         _stack('aliases').append({id(t._v): k for k, t in reversed(list(enumerate(tensors)))})
         _stack('names').append(self._names)
         try:
-            return self._facts_of(owner, args, kwargs, tensors, relaxed)
+            return self._facts_of(owner, args, kwargs, tensors, relaxed, objects)
         finally:
             _stack('aliases').pop()
             _stack('names').pop()
 
-    def _facts_of(self, owner, args, kwargs, tensors, relaxed):
+    def _facts_of(self, owner, args, kwargs, tensors, relaxed, listed=None):
         relaxed = self._relaxed if relaxed is None else relaxed
-        listed = self._objects(owner, args, kwargs)
+        if listed is None:
+            listed = self._objects(owner, args, kwargs)
         objects = {}
         for k, o in enumerate(listed):
             objects.setdefault(id(o), k)
@@ -1604,7 +1649,7 @@ class Function:
         for key in [k for k, f in self._facts.items() if f.relaxed != current]:
             del self._facts[key]
 
-    def _tensors(self, owner, args, kwargs):
+    def _tensors(self, owner, args, kwargs, objects=None):
         """The tensors a call passes, in input order: arguments (one level
         into sequences), then attributes of `self` and of object arguments."""
         found = []
@@ -1613,7 +1658,7 @@ class Function:
                 found.append(a)
             elif isinstance(a, (tuple, list)):
                 found += [v for v in a if _is_var(v) or isinstance(v, np.ndarray)]
-        for obj in self._objects(owner, args, kwargs):
+        for obj in self._objects(owner, args, kwargs) if objects is None else objects:
             found += [v for _, v in sorted(vars(obj).items()) if _is_var(v)]
         return found
 
@@ -2050,13 +2095,11 @@ class Function:
         outputs += [condition] if split is not None else [replay.mapping[k] for k in ref.outputs]
         return _jitc.stage(list(ref.inputs) + placeholders, outputs + guard_vars)
 
-    def _serve(self, root, owner, args, kwargs, tensors):
-        from . import Var
-
-        from . import _Number
-
+    def _serve(self, root, owner, args, kwargs, tensors, objects=None):
+        Var, _Number = _package_types()
         unique = _unique_natives(tensors)
-        unique += [_Number.of(v)._v for _, v in self._relaxed_numbers(owner, args, kwargs)]
+        if self._relaxed:
+            unique += [_Number.of(v)._v for _, v in self._relaxed_numbers(owner, args, kwargs)]
         values = {}
         segment = root
         while True:
@@ -2072,7 +2115,8 @@ class Function:
             segment = segment.children[way]
         trace_outputs = len(rest) - segment.guards
         outputs = [Var(v) for v in rest[:trace_outputs]]
-        objects = self._objects(owner, args, kwargs)
+        if objects is None:
+            objects = self._objects(owner, args, kwargs)
         # Every value first, then the attributes: all or nothing.
         written = [(objects[k], name, _written(how, outputs)) for k, name, how in segment.writes]
         result = _rebuild(segment.structure, outputs)

@@ -1306,3 +1306,39 @@ def test_what_a_review_of_the_wider_facts_found():
     for _ in range(4):
         assert staged(stepper, x).numpy()[0] == 2.0
     assert staged.stats()["staged"] == 2 and staged.stats()["give_ups"] == 0, staged.explain()
+
+
+# A module global with the name of an attribute the function reads: only
+# `self.TWIN` is read, so the global's contents are not a fact.
+TWIN = np.zeros(3, dtype=np.float32)
+TWIN_SCALE = 2.0
+
+
+class Twin:
+    def __init__(self):
+        self.TWIN = jitc.Var(np.ones(3, dtype=np.float32))
+
+    def __call__(self, x):
+        return x * self.TWIN * TWIN_SCALE
+
+
+class StagedTwin(Twin):
+    __call__ = jitc.function(Twin.__call__, profile=2)
+
+
+def test_a_global_named_like_an_attribute_is_not_a_fact_but_a_global_read_is():
+    global TWIN_SCALE
+    staged, plain = StagedTwin(), Twin()
+    x = np.arange(3, dtype=np.float32)
+    for k in range(6):
+        TWIN[:] = k  # never read: the same facts every call
+        np.testing.assert_array_equal(staged(x).numpy(), plain(jitc.Var(x)).numpy())
+    stats = StagedTwin.__call__.stats()
+    assert stats["traced"] == 2 and stats["staged"] == 4, stats
+    # The global the code does read (LOAD_GLOBAL) is a fact: a new value
+    # is profiled, then served with its own value.
+    TWIN_SCALE = 3.0
+    for _ in range(3):
+        np.testing.assert_array_equal(staged(x).numpy(), x * 3.0)
+    stats = StagedTwin.__call__.stats()
+    assert stats["traced"] == 4 and stats["staged"] == 5 and stats["fallbacks"] == 0, stats
