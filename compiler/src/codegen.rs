@@ -284,6 +284,7 @@ pub(crate) fn to_llvm_dialect<'c>(
     crate::timings::phase("convert to the LLVM dialect", || {
         convert(context, &mut lowered.module)
     })?;
+    crate::lower::interleave::annotate(context, &lowered.module, &lowered.interleave)?;
     Ok(lowered)
 }
 
@@ -459,6 +460,8 @@ fn jit(lowered: crate::lower::Lowered, target: &CpuTarget) -> Result<CpuArtifact
         signatures,
         skipped,
         no_inline,
+        // Already in the module, as loop annotations.
+        interleave: _,
     } = lowered;
     let llvm_context = LlvmContext::create();
     let machine = loadable_target_machine(target)?;

@@ -13,17 +13,26 @@
 // RUN: jitc compile %s --emit asm --cpu x86-64-v3 --math exact | FileCheck %s --check-prefix=LIBM
 // RUN: jitc compile %s --emit asm --cpu x86-64-v3 | FileCheck %s --check-prefix=NOSCALEF
 
+// The loop is interleaved (`lower::interleave`): two vectors of 8 per
+// iteration, two independent chains of the polynomial, each step twice.
 // LLVM-LABEL: define void @main_fused_0(
 // LLVM-NOT: call {{.*}}@expf
 // LLVM: vector.body:
 // LLVM: load <8 x float>
+// LLVM-NEXT: load <8 x float>
 // LLVM-NOT: @llvm.floor
-// LLVM: fadd contract <8 x float> {{%[0-9]+}}, splat (float 0x4168000000000000)
-// LLVM-NEXT: fadd <8 x float> {{%[0-9]+}}, splat (float 0xC168000000000000)
-// LLVM-NEXT: bitcast <8 x float> {{%[0-9]+}} to <8 x i32>
-// LLVM-NEXT: add <8 x i32> {{%[0-9]+}}, splat (i32 -1262485504)
+// LLVM: [[A:%[0-9]+]] = fadd contract <8 x float> {{%[0-9]+}}, splat (float 0x4168000000000000)
+// LLVM-NEXT: [[B:%[0-9]+]] = fadd contract <8 x float> {{%[0-9]+}}, splat (float 0x4168000000000000)
+// LLVM-NEXT: fadd <8 x float> [[A]], splat (float 0xC168000000000000)
+// LLVM-NEXT: fadd <8 x float> [[B]], splat (float 0xC168000000000000)
+// LLVM-NEXT: [[IA:%[0-9]+]] = bitcast <8 x float> [[A]] to <8 x i32>
+// LLVM-NEXT: [[IB:%[0-9]+]] = bitcast <8 x float> [[B]] to <8 x i32>
+// LLVM-NEXT: add <8 x i32> [[IA]], splat (i32 -1262485504)
+// LLVM-NEXT: add <8 x i32> [[IB]], splat (i32 -1262485504)
 // LLVM: fdiv <8 x float>
+// LLVM-NEXT: fdiv <8 x float>
 // LLVM: store <8 x float>
+// LLVM-NEXT: store <8 x float>
 // LLVM-NOT: call {{.*}}@expf
 // LLVM: ret void
 

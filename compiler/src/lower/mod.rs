@@ -79,6 +79,7 @@ mod gpu_nest;
 pub(crate) mod gpu_rows;
 mod index;
 mod inplace;
+pub(crate) mod interleave;
 mod legal;
 mod nest;
 mod point;
@@ -415,6 +416,9 @@ pub struct Lowered<'c> {
     /// once as themselves and called by their chain per block (inlined,
     /// each loop nest would be compiled twice for no gain).
     pub no_inline: Vec<String>,
+    /// Kernels whose innermost loops LLVM is asked to interleave
+    /// ([`interleave`]).
+    pub interleave: Vec<String>,
 }
 
 /// Lowers the kernels of `module` that can be lowered into a new module.
@@ -431,6 +435,7 @@ pub(crate) fn lower<'c>(
     let lowered = Module::new(location);
     let mut signatures = Vec::new();
     let mut skipped = Vec::new();
+    let mut interleaved = Vec::new();
     for kernel in kernels(module) {
         // Row chains are lowered after their stages (`rows::lower_chains`).
         if kernel.has_attribute("meta.chain") {
@@ -467,6 +472,9 @@ pub(crate) fn lower<'c>(
         let accesses = Accesses::default();
         let checked = options.check_bounds.then_some(&accesses);
         lower_kernel(context, module, &lowered, kernel, &signature, checked, options)?;
+        if body.is_some_and(|body| interleave::wants(body, options.math)) {
+            interleaved.push(signature.name.clone());
+        }
         signature.accesses = accesses.into_vec();
         signatures.push(signature);
     }
@@ -475,6 +483,7 @@ pub(crate) fn lower<'c>(
         signatures,
         skipped,
         no_inline: Vec::new(),
+        interleave: interleaved,
     })
 }
 
