@@ -171,6 +171,7 @@ _PURE_BUILTINS = frozenset({
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 _NUMPY = os.path.dirname(os.path.abspath(np.__file__))
 _SIMPLE = (bool, int, float, complex, str, bytes, type(None))
+_EXACT_SIMPLE = frozenset(_SIMPLE)
 # The types whose methods named in `_PURE_BUILTINS` are pure (a method is
 # matched by its name and by what it is bound to: `dict.get`, not
 # `queue.SimpleQueue.get`).
@@ -390,6 +391,9 @@ def _fact(x, depth=0, input=False, level=0):
     kept)."""
     if level > _MAX_FACT_DEPTH:
         raise TypeError(f"a container nests more than {_MAX_FACT_DEPTH} deep")
+    if type(x) in _EXACT_SIMPLE:
+        # The commonest facts first (what the `_SIMPLE` branch below gives).
+        return ("value", type(x).__name__, repr(x))
     if _is_var(x):
         # Which of the call's input tensors it is, if any: a global or a
         # deeper attribute that is an argument in one call and not in the
