@@ -149,9 +149,30 @@ fn innermost_back_edges<'c, 'a>(function: OperationRef<'c, 'a>) -> Result<Vec<Op
 mod tests {
     use super::*;
 
+    /// A function `@name` of one loop, whose back-edge carries `{mark}`.
+    fn one_loop(name: &str, mark: &str) -> String {
+        format!(
+            r#"llvm.func @{name}(%n: i64) {{
+  %c0 = llvm.mlir.constant(0 : i64) : i64
+  %c1 = llvm.mlir.constant(1 : i64) : i64
+  llvm.br ^h(%c0 : i64)
+^h(%i: i64):
+  %more = llvm.icmp "slt" %i, %n : i64
+  llvm.cond_br %more, ^b, ^e
+^b:
+  %i1 = llvm.add %i, %c1 : i64
+  llvm.br ^h(%i1 : i64) {{{mark}}}
+^e:
+  llvm.return
+}}
+"#
+        )
+    }
+
     /// `@nest`: an outer loop around an inner one; `@flat`: one loop;
     /// `@other`: one loop, not named to `annotate`.
-    const MODULE: &str = r#"
+    fn module_text() -> String {
+        let nest = r#"
 llvm.func @nest(%n: i64) {
   %c0 = llvm.mlir.constant(0 : i64) : i64
   %c1 = llvm.mlir.constant(1 : i64) : i64
@@ -173,38 +194,14 @@ llvm.func @nest(%n: i64) {
 ^done:
   llvm.return
 }
-llvm.func @flat(%n: i64) {
-  %c0 = llvm.mlir.constant(0 : i64) : i64
-  %c1 = llvm.mlir.constant(1 : i64) : i64
-  llvm.br ^h(%c0 : i64)
-^h(%i: i64):
-  %more = llvm.icmp "slt" %i, %n : i64
-  llvm.cond_br %more, ^b, ^e
-^b:
-  %i1 = llvm.add %i, %c1 : i64
-  llvm.br ^h(%i1 : i64) {flat}
-^e:
-  llvm.return
-}
-llvm.func @other(%n: i64) {
-  %c0 = llvm.mlir.constant(0 : i64) : i64
-  %c1 = llvm.mlir.constant(1 : i64) : i64
-  llvm.br ^h(%c0 : i64)
-^h(%i: i64):
-  %more = llvm.icmp "slt" %i, %n : i64
-  llvm.cond_br %more, ^b, ^e
-^b:
-  %i1 = llvm.add %i, %c1 : i64
-  llvm.br ^h(%i1 : i64) {other}
-^e:
-  llvm.return
-}
 "#;
+        format!("{nest}{}{}", one_loop("flat", "flat"), one_loop("other", "other"))
+    }
 
     #[test]
     fn only_the_innermost_loops_of_the_named_functions_are_marked() {
         let context = crate::new_context().unwrap();
-        let module = Module::parse(&context, MODULE).unwrap();
+        let module = Module::parse(&context, &module_text()).unwrap();
         let marked = annotate(&context, &module, &["nest".to_owned(), "flat".to_owned()]).unwrap();
         assert_eq!(marked, 2);
         let text = module.as_operation().to_string();
@@ -268,7 +265,7 @@ func.func private @double(%x: tensor<8xf64>) -> tensor<8xf64> attributes {meta.f
     #[test]
     fn nothing_named_marks_nothing() {
         let context = crate::new_context().unwrap();
-        let module = Module::parse(&context, MODULE).unwrap();
+        let module = Module::parse(&context, &module_text()).unwrap();
         assert_eq!(annotate(&context, &module, &[]).unwrap(), 0);
         assert!(!module.as_operation().to_string().contains("loop_annotation"));
     }
