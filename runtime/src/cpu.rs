@@ -747,14 +747,13 @@ impl CpuModule {
             return Arc::clone(plan);
         }
         let plan = Arc::new(HostPlan::build(module, name, &|kernel| {
-            let compiled = self
-                .shared
-                .kernels
-                .get(kernel)
-                .map(|(_, signature)| match signature.sizes {
-                    Some(_) => Compiled::MayDecline,
-                    None => Compiled::Always,
-                });
+            let compiled = self.shared.kernels.get(kernel).map(|(_, signature)| {
+                if signature.sizes.is_some() || !signature.exact.is_empty() {
+                    Compiled::MayDecline
+                } else {
+                    Compiled::Always
+                }
+            });
             compiled_or_skipped(compiled, &self.shared.kernels.skipped, kernel)
         }));
         plans.insert(name.to_owned(), Arc::clone(&plan));
@@ -903,6 +902,16 @@ impl CpuModule {
         mut donated: Option<Tensor>,
     ) -> Option<Result<Vec<Value>, jitc_compiler::KernelFailure>> {
         let (function, signature) = self.shared.kernels.get(name)?;
+        // An argument of dynamic shape read at the points of a static
+        // domain that is not of the domain's shape: the interpreter runs
+        // the call and reports it at the op.
+        for (i, shape) in &signature.exact {
+            if let Some(Value::Tensor(tensor)) = args.get(*i)
+                && tensor.shape() != shape.as_slice()
+            {
+                return None;
+            }
+        }
         let pair = signature.in_place.filter(|_| donated.is_some());
         let mut indices: Vec<i64> = Vec::with_capacity(args.len());
         for (arg, slot) in args.iter().zip(&signature.inputs) {

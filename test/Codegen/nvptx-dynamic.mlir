@@ -44,6 +44,34 @@ func.func @two(%x: tensor<?x?xf32>, %y: tensor<2x?xf32>) -> tensor<2x2xf32> {
   return %s : tensor<2x2xf32>
 }
 
+// A reduction that accumulates in memory: its fill entry takes the same
+// parameters, the size last.
+// CHECK-LABEL: .visible .entry pairs_fused_0(
+// CHECK: .param .u64 .ptr .align 16 pairs_fused_0_param_2,
+// CHECK-NEXT: .param .u64 pairs_fused_0_param_3
+// CHECK-NEXT: )
+// CHECK-LABEL: .visible .entry pairs_fused_0_fill(
+// CHECK: .param .u64 .ptr .align 16 pairs_fused_0_fill_param_2,
+// CHECK-NEXT: .param .u64 pairs_fused_0_fill_param_3
+// CHECK-NEXT: )
+func.func @pairs(%x: tensor<?x8xf32>) -> tensor<2x8xf32> {
+  %w = "meta.reindex"(%x) {indices = affine_map<(i, j) -> (i, j)>} : (tensor<?x8xf32>) -> tensor<4x8xf32>
+  %s = "meta.reindex_reduce"(%w) {kind = "add", indices = affine_map<(i, j) -> (i floordiv 2, j)>} : (tensor<4x8xf32>) -> tensor<2x8xf32>
+  return %s : tensor<2x8xf32>
+}
+
+// A split block reduction: the scratch memory's pointer (param_3), then
+// the size.
+// CHECK-LABEL: .visible .entry rows_fused_0(
+// CHECK: .param .u64 .ptr .align 16 rows_fused_0_param_3,
+// CHECK-NEXT: .param .u64 rows_fused_0_param_4
+// CHECK-NEXT: )
+func.func @rows(%x: tensor<?x65536xf32>) -> tensor<4xf32> {
+  %w = "meta.reindex"(%x) {indices = affine_map<(i, j) -> (i, j)>} : (tensor<?x65536xf32>) -> tensor<4x65536xf32>
+  %s = "meta.reindex_reduce"(%w) {kind = "add", indices = affine_map<(i, j) -> (i)>} : (tensor<4x65536xf32>) -> tensor<4xf32>
+  return %s : tensor<4xf32>
+}
+
 // CHECK-NOT: .entry elementwise
 // CHECK-NOT: .entry total
 // NOTE-DAG: note: kernel @elementwise_fused_0 is not compiled: a domain of dynamic shape is not lowered for the GPU yet

@@ -96,8 +96,9 @@ pub struct Launch {
     pub fill: Option<FillLaunch>,
     /// One thread or one block per point.
     pub strategy: GpuStrategy,
-    /// Bytes of zeroed device memory both entries take as their last
-    /// parameter, kept by the caller from launch to launch (a split block
+    /// Bytes of zeroed device memory both entries take as a parameter
+    /// after the status record (before the sizes of dynamic dimensions),
+    /// kept by the caller from launch to launch (a split block
     /// reduction's counters and partial results, which the kernel leaves
     /// zeroed); 0 for none, and then there is no such parameter.
     pub scratch: usize,
@@ -148,6 +149,16 @@ pub(crate) fn lower_gpu<'c>(
             legal::check_gpu(kernel, math, options.libdevice)?;
             if signature.flat || signature.sizes.is_some() {
                 return Err("a domain of dynamic shape is not lowered for the GPU yet".into());
+            }
+            // The GPU's calls cannot decline (the CPU's leave such a call
+            // to the interpreter when the sizes differ): only reads
+            // through a reindex, which checks its indices.
+            if !signature.exact.is_empty() {
+                return Err(
+                    "an element-wise op reads an argument of dynamic shape, whose size only the \
+                            interpreter checks on the GPU"
+                        .into(),
+                );
             }
             let body = kernel
                 .region(0)

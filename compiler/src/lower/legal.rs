@@ -9,7 +9,8 @@
 //!   `meta.ternary`, splat `arith.constant`s and `func.return` (of static
 //!   or dynamic shape: [`super::shapes`] says whether the sizes of a
 //!   dynamic kernel can be known before the call);
-//! - [`check_gpu`] accepts a subset of it: static shapes only; and
+//! - [`check_gpu`] accepts a subset of it: a static domain (arguments of
+//!   dynamic shape read through a `meta.reindex` only; see `gpu`); and
 //!   unless NVIDIA's libdevice is linked (`codegen::libdevice`), no `sin`,
 //!   `cos`, `erf` or `pow`, and `exp`, `log`, `tanh` and `sigmoid` only
 //!   where they are polynomials ([`super::poly`]: f32 under `--math fast`).

@@ -99,13 +99,16 @@ pub use access::{
 };
 use access::{Accesses, Arg, FLAT_EXTENT, Status};
 use emit::Emitter;
-use jitc_dialect::kinds::{ElementType, ReduceKind};
+use jitc_dialect::{
+    kinds::{ElementType, ReduceKind},
+    ops::ReindexOp,
+};
 use melior::{
     Context,
     dialect::func,
     ir::{
         Attribute, Block, BlockLike, BlockRef, Identifier, Location, Module, OperationRef, Region,
-        RegionLike, Type, TypeLike, Value,
+        RegionLike, Type, TypeLike, Value, ValueLike,
         attribute::{StringAttribute, TypeAttribute},
         operation::OperationLike,
         r#type::FunctionType,
@@ -180,6 +183,16 @@ pub struct KernelSignature {
     /// of parts. Only where reassociating is allowed: fast math, or kinds
     /// whose order cannot change a result (`max`, `min`, integer sums).
     pub partial: Vec<ReduceKind>,
+    /// `(i, shape)`: argument `i` has dynamic dimensions but is read at the
+    /// points of the kernel's static domain (by an element-wise op, not
+    /// through a reindex), so it must have exactly `shape` (the reading
+    /// op's result's). A call whose argument has another shape does not
+    /// run natively: the interpreter runs it, and reports the mismatch at
+    /// the op as it does (`operands have shapes ... at run time`). Empty
+    /// for kernels over a dynamic domain, whose sizes are checked with
+    /// [`Self::sizes`] or as a flat kernel's.
+    #[serde(default)]
+    pub exact: Vec<(usize, Vec<usize>)>,
 }
 
 impl KernelSignature {
@@ -372,10 +385,12 @@ pub fn signature(kernel: OperationRef) -> Result<KernelSignature, String> {
             sizes,
             in_place: None,
             partial: Vec::new(),
+            exact: Vec::new(),
             name,
         });
     }
     let schedule = schedule::schedule(body, &domain)?;
+    let exact = exact_shapes(body, function_type)?;
     Ok(KernelSignature {
         outer: domain.get(schedule.split).copied().unwrap_or(1),
         parallel: schedule.parallel,
@@ -385,6 +400,7 @@ pub fn signature(kernel: OperationRef) -> Result<KernelSignature, String> {
         sizes: None,
         in_place: None,
         partial: Vec::new(),
+        exact,
         inputs: (0..function_type.input_count())
             .map(|i| convert_argument(function_type.input(i)))
             .collect::<Result<_, _>>()?,
@@ -393,6 +409,41 @@ pub fn signature(kernel: OperationRef) -> Result<KernelSignature, String> {
             .collect::<Result<_, _>>()?,
         name,
     })
+}
+
+/// The arguments of dynamic shape of a kernel over a static domain that
+/// its ops read at the domain's points ([`KernelSignature::exact`]), with
+/// the shape each must have: the result's of the op that reads it (a
+/// kernel result's, where it is returned as it is). Read through a
+/// `meta.reindex` (as its input), an argument may have any size, which the
+/// reindex checks its indices against.
+fn exact_shapes(body: BlockRef, function_type: FunctionType) -> Result<Vec<(usize, Vec<usize>)>, String> {
+    let mut exact = Vec::new();
+    for i in 0..body.argument_count() {
+        let Ok(argument) = body.argument(i) else { continue };
+        let argument: Value = argument.into();
+        if !types::dynamic_shape(argument.r#type()).is_some_and(|(shape, _)| shape.contains(&None)) {
+            continue;
+        }
+        for (user, operand) in crate::rewrite::uses(argument) {
+            if ReindexOp::cast(user).is_some() && operand == 0 {
+                continue;
+            }
+            let wanted = if user.name().as_string_ref().as_str() == Ok("func.return") {
+                function_type.result(operand).ok()
+            } else {
+                user.result(0).ok().map(|r| Value::from(r).r#type())
+            };
+            let shape = wanted
+                .and_then(types::static_shape)
+                .map(|(shape, _)| shape)
+                .ok_or("an op reads an argument of dynamic shape at points of unknown shape")?;
+            if !exact.contains(&(i, shape.clone())) {
+                exact.push((i, shape));
+            }
+        }
+    }
+    Ok(exact)
 }
 
 /// The `meta.fused` kernels of `module`.

@@ -239,7 +239,10 @@ fn gpu_stages(kernel: OperationRef, libdevice: bool) -> Vec<Stage> {
     let view = || -> Option<Stage> {
         let domain = kernel.attribute("meta.domain").ok().and_then(i64_array)?;
         let body = kernel.region(0).ok()?.first_block()?;
-        if kernel.has_attribute(schedule::SPLIT_ATTRIBUTE)
+        // A dynamic domain is no stage (`check_gpu` takes dynamic
+        // arguments, so it no longer says).
+        if domain.iter().any(|&d| d < 0)
+            || kernel.has_attribute(schedule::SPLIT_ATTRIBUTE)
             || legal::check_gpu(kernel, super::MathMode::Fast, libdevice).is_err()
         {
             return None;
@@ -983,6 +986,8 @@ pub(super) fn chain_signature(
         sizes: None,
         in_place: None,
         partial: Vec::new(),
+        // Stages have no argument of dynamic shape (`stage`).
+        exact: Vec::new(),
         name,
     })
 }

@@ -748,8 +748,8 @@ pub struct GpuSchedule {
     /// Blocks per point of a block reduction (rule 6): 1, or a divisor of
     /// the block-stride steps; then `split` blocks share each output.
     pub split: i64,
-    /// Bytes of zeroed device memory the kernel takes as its last
-    /// parameter when `split` > 1: a counter (i32) per point, then, per
+    /// Bytes of zeroed device memory the kernel takes as a parameter after
+    /// its status record when `split` > 1: a counter (i32) per point, then, per
     /// reduction, an 8-byte slot per point and block for the partial
     /// results. The kernel leaves the counters zero again.
     pub scratch: i64,

@@ -149,7 +149,8 @@ impl CudaDevice {
         };
         // SAFETY: a non-empty buffer is written by the upload below before
         // any kernel reads it (the compute stream waits for the copy); an
-        // empty one is never read.
+        // empty one holds no element a kernel uses (one that reads a tensor
+        // of dynamic shape selects the overflow value past its sizes).
         let mut buffer = unsafe { stream.alloc::<u8>(bytes.len().max(1)) }.map_err(failed("allocation"))?;
         if !bytes.is_empty() {
             let mut stage = self.staging(bytes.len())?;

@@ -432,7 +432,9 @@ impl CudaModule {
             return Rc::clone(plan);
         }
         let plan = Rc::new(HostPlan::build(module, name, &|kernel| {
-            // GPU kernels have static shapes: every call runs natively.
+            // GPU kernels have static domains and results (an argument of
+            // dynamic shape is read through a reindex, which checks its
+            // indices): every call runs natively.
             let compiled = self.kernels.contains_key(kernel).then_some(Compiled::Always);
             compiled_or_skipped(compiled, &self.ptx.skipped, kernel)
         }));
@@ -465,7 +467,7 @@ impl CudaModule {
                 match host_plan.run_to_host(&on_device, args, state) {
                     Ok(results) => return Ok(results),
                     Err(Stop::Failed(error)) => return Err(error.into()),
-                    // GPU kernels have static shapes and never decline a
+                    // GPU kernels have static domains and never decline a
                     // call (`host_plan`), so this is not reached.
                     Err(Stop::Interpret) => {
                         return Err(Error::Cuda(format!(
