@@ -881,6 +881,12 @@ impl Executor for CpuModule {
     }
 }
 
+/// What a kernel reads in place of an empty argument of dynamic shape: one
+/// vector of zeros of the widest target (kernels only read their inputs).
+#[repr(align(64))]
+struct EmptyInput([u64; 8]);
+static EMPTY_INPUT: EmptyInput = EmptyInput([0; 8]);
+
 impl KernelRunner for CpuModule {
     fn run_kernel(
         &self,
@@ -1026,7 +1032,16 @@ impl CpuModule {
                             .zip(shape)
                             .all(|(&got, want)| want.is_none_or(|want| want == got)) =>
                 {
-                    pointers.push(tensor.buffer().as_ptr().cast_mut());
+                    // An empty tensor's address is never dereferenced, but
+                    // a kernel reads where an index is out of bounds at
+                    // offset 0 and then selects the overflow value: it gets
+                    // memory it may read.
+                    let pointer = if tensor.shape().contains(&0) {
+                        EMPTY_INPUT.0.as_ptr().cast::<u8>()
+                    } else {
+                        tensor.buffer().as_ptr()
+                    };
+                    pointers.push(pointer.cast_mut());
                     shapes.push(tensor.shape().iter().map(|&d| d as i64).collect());
                 }
                 _ => {

@@ -299,6 +299,19 @@ pub(super) struct Check<'c, 'a> {
     /// only (then `elements` is unused).
     extents: Option<Vec<Value<'c, 'a>>>,
     skew: i64,
+    /// Where the access happens at all: an `i1` without which the offset
+    /// is not checked (a reindex's read where its indices are in bounds;
+    /// elsewhere its overflow value is selected, and a dynamic input may be
+    /// empty). `None`: everywhere.
+    active: Option<Value<'c, 'a>>,
+}
+
+impl<'c, 'a> Check<'c, 'a> {
+    /// This check, made only where `active` holds.
+    pub(super) fn when(mut self, active: Value<'c, 'a>) -> Self {
+        self.active = Some(active);
+        self
+    }
 }
 
 impl<'c, 'a> Status<'_, 'c, 'a> {
@@ -328,6 +341,7 @@ impl<'c, 'a> Status<'_, 'c, 'a> {
             elements: elements as i64,
             extents: None,
             skew: self.skew,
+            active: None,
         })
     }
 
@@ -539,7 +553,10 @@ fn guard<'c, 'a>(
         None => at.int(i64_type, check.elements)?,
     };
     // Unsigned: a negative offset is above every element count.
-    let outside = at.cmpi(9, offset, elements)?;
+    let mut outside = at.cmpi(9, offset, elements)?;
+    if let Some(active) = check.active {
+        outside = at.value("arith.andi", &[outside, active], outside.r#type())?;
+    }
     let failed = at.if_then(outside)?;
     report(&failed, check, offset)?;
     failed.finish()?;

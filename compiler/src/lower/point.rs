@@ -292,7 +292,16 @@ pub(super) fn emit_op<'c, 'a>(
                 None => index::clamped_offset(&at, &indices, inside, &checks.shape)?,
             };
             let check = match &dynamic {
-                Some(dynamic) => body.status.check_dynamic(op, false, format!("%arg{i}"), dynamic),
+                // Checked only where the indices are in bounds: elsewhere
+                // the overflow value is taken, and the input may be empty
+                // (its sizes are known at run time only).
+                Some(dynamic) => body
+                    .status
+                    .check_dynamic(op, false, format!("%arg{i}"), dynamic)
+                    .map(|check| match inside {
+                        Some(inside) => check.when(inside),
+                        None => check,
+                    }),
                 None => body.check_argument(op, i, &shape, element),
             };
             let mark = match (&check, &dynamic) {

@@ -151,7 +151,9 @@ impl CudaDevice {
         // any kernel reads it (the compute stream waits for the copy); an
         // empty one holds no element a kernel uses (one that reads a tensor
         // of dynamic shape selects the overflow value past its sizes).
-        let mut buffer = unsafe { stream.alloc::<u8>(bytes.len().max(1)) }.map_err(failed("allocation"))?;
+        // Empty: 64 bytes, so that such a read (at offset 0, its value
+        // selected away) stays inside the allocation.
+        let mut buffer = unsafe { stream.alloc::<u8>(bytes.len().max(64)) }.map_err(failed("allocation"))?;
         if !bytes.is_empty() {
             let mut stage = self.staging(bytes.len())?;
             stage.as_mut_slice().map_err(failed("page-locked copy"))?[..bytes.len()].copy_from_slice(bytes);
