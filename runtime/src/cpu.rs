@@ -1013,8 +1013,8 @@ impl CpuModule {
                 continue;
             }
             match (arg, slot) {
-                (Value::Tensor(tensor), Slot::Tensor(shape, element))
-                    if tensor.shape() == shape.as_slice() && tensor.element_type() == *element =>
+                (Value::Tensor(tensor), Slot::Tensor(..))
+                    if slot.fits(tensor.shape(), tensor.element_type()) =>
                 {
                     // The kernel only reads its inputs.
                     pointers.push(tensor.buffer().as_ptr().cast_mut());
@@ -1023,14 +1023,8 @@ impl CpuModule {
                     pointers.push((&mut indices[next_index] as *mut i64).cast());
                     next_index += 1;
                 }
-                (Value::Tensor(tensor), Slot::Dynamic(shape, element))
-                    if tensor.element_type() == *element
-                        && tensor.shape().len() == shape.len()
-                        && tensor
-                            .shape()
-                            .iter()
-                            .zip(shape)
-                            .all(|(&got, want)| want.is_none_or(|want| want == got)) =>
+                (Value::Tensor(tensor), Slot::Dynamic(..))
+                    if slot.fits(tensor.shape(), tensor.element_type()) =>
                 {
                     // An empty tensor's address is never dereferenced, but
                     // a kernel reads where an index is out of bounds at

@@ -65,7 +65,6 @@ use melior::{
         r#type::{FunctionType, IntegerType},
     },
 };
-use std::collections::HashMap;
 
 /// The most blocks one launch may have along x.
 pub(super) const MAX_GRID: i64 = (1 << 31) - 1;
@@ -147,9 +146,6 @@ pub(crate) fn lower_gpu<'c>(
         }
         let prepared = super::signature(kernel).and_then(|signature| {
             legal::check_gpu(kernel, math, options.libdevice)?;
-            if signature.flat || signature.sizes.is_some() {
-                return Err("a domain of dynamic shape is not lowered for the GPU yet".into());
-            }
             // The GPU's calls cannot decline (the CPU's leave such a call
             // to the interpreter when the sizes differ): only reads
             // through a reindex, which checks its indices.
@@ -420,38 +416,6 @@ pub(super) fn shared_array<'c, 'a>(
     )
 }
 
-/// The sizes of the inputs of dynamic shape, by input: a static dimension
-/// as a constant, a dynamic one from its parameter among `sizes` (the
-/// entry's last parameters, in [`KernelSignature::dynamic_dims`] order).
-fn dynamic_extents<'c, 'a>(
-    top: &Emitter<'c, 'a>,
-    signature: &KernelSignature,
-    sizes: &[Value<'c, 'a>],
-) -> Result<HashMap<usize, Vec<Value<'c, 'a>>>, Error> {
-    let index = Type::index(top.context);
-    let mut parameters = sizes.iter();
-    let mut extents = HashMap::new();
-    for (i, input) in signature.inputs.iter().enumerate() {
-        let Buffer::Dynamic(shape, _) = input else {
-            continue;
-        };
-        let mut dims = Vec::with_capacity(shape.len());
-        for size in shape {
-            dims.push(match size {
-                Some(n) => top.index(*n as i64)?,
-                None => {
-                    let raw = parameters
-                        .next()
-                        .ok_or_else(|| Error::Lowering("a dynamic dimension without its size".into()))?;
-                    top.value("arith.index_cast", &[*raw], index)?
-                }
-            });
-        }
-        extents.insert(i, dims);
-    }
-    Ok(extents)
-}
-
 /// The kernel's results among its entry's parameters `values`.
 pub(super) fn outputs_of<'c, 'a>(
     signature: &KernelSignature,
@@ -507,14 +471,19 @@ fn lower_kernel<'c>(
         scratch,
         |top, ids, values| {
             let index = Type::index(context);
-            let arguments = super::lower_arguments(
-                body,
-                &signature.inputs,
-                values,
-                &mut dynamic_extents(top, signature, &values[record_at + 1 + usize::from(scratch)..])?,
-                false,
-                |value| top.value("arith.index_cast", &[value], index),
-            )?;
+            // The sizes are the entry's last parameters, in the order the
+            // extents ask for them.
+            let mut sizes = values[record_at + 1 + usize::from(scratch)..].iter();
+            let mut extents = super::dynamic_extents(top, &signature.inputs, |_, _| {
+                sizes
+                    .next()
+                    .copied()
+                    .ok_or_else(|| Error::Lowering("a dynamic dimension without its size".into()))
+            })?;
+            let arguments =
+                super::lower_arguments(body, &signature.inputs, values, &mut extents, false, |value| {
+                    top.value("arith.index_cast", &[value], index)
+                })?;
             let outputs = outputs_of(signature, values)?;
             let status = Status {
                 record: values[record_at],

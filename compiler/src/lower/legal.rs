@@ -109,9 +109,14 @@ pub(super) fn flat(kernel: OperationRef) -> Result<(), String> {
 pub(super) fn check_gpu(kernel: OperationRef, math: MathMode, libdevice: bool) -> Result<(), String> {
     check(kernel)?;
     // Arguments of dynamic shape are read with their sizes passed at run
-    // time (`gpu`); a value of dynamic shape inside the kernel means a
-    // domain of dynamic shape, which the GPU's launches cannot size yet.
-    if dynamic_results(kernel)? {
+    // time (`gpu`); a domain of dynamic shape (or a value of dynamic shape
+    // inside the kernel) the GPU's launches cannot size yet.
+    let dynamic_domain = kernel
+        .attribute("meta.domain")
+        .ok()
+        .and_then(super::i64_array)
+        .is_none_or(|domain| domain.iter().any(|&d| d < 0));
+    if dynamic_domain || dynamic_results(kernel)? {
         return Err("a domain of dynamic shape is not lowered for the GPU yet".into());
     }
     let body = kernel

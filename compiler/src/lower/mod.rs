@@ -132,6 +132,25 @@ pub enum Buffer {
     Dynamic(Vec<Option<usize>>, ElementType),
 }
 
+impl Buffer {
+    /// Whether a tensor of `shape` and `element`s may be passed here: the
+    /// same type, of this shape, or of this rank and these static sizes.
+    pub fn fits(&self, shape: &[usize], element: ElementType) -> bool {
+        match self {
+            Self::Tensor(want, want_element) => want == shape && *want_element == element,
+            Self::Dynamic(want, want_element) => {
+                *want_element == element
+                    && want.len() == shape.len()
+                    && want
+                        .iter()
+                        .zip(shape)
+                        .all(|(want, &got)| want.is_none_or(|want| want == got))
+            }
+            Self::Index => false,
+        }
+    }
+}
+
 /// A lowered kernel's name and calling convention.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct KernelSignature {
@@ -738,26 +757,17 @@ fn lower_kernel<'c>(
         .and_then(|r| r.first_block())
         .ok_or_else(|| Error::Lowering("empty kernel".into()))?;
     let index = Type::index(context);
-    // The sizes of dynamic arguments, read once at entry.
-    let mut extents: HashMap<usize, Vec<Value>> = HashMap::new();
-    for (k, &i) in dynamic.iter().enumerate() {
-        let Buffer::Dynamic(shape, _) = &signature.inputs[i] else {
-            continue;
-        };
+    // The sizes of dynamic arguments, read once at entry from the shape
+    // slots.
+    let mut extents = dynamic_extents(&top, &signature.inputs, |i, d| {
+        let k = dynamic
+            .iter()
+            .position(|&input| input == i)
+            .ok_or_else(|| Error::Lowering("a dynamic argument without a shape slot".into()))?;
         let shape_pointer = pointers[signature.inputs.len() + signature.outputs.len() + k];
-        let mut sizes = Vec::with_capacity(shape.len());
-        for (d, size) in shape.iter().enumerate() {
-            sizes.push(match size {
-                Some(n) => top.index(*n as i64)?,
-                None => {
-                    let address = gep(&top, shape_pointer, top.int(i64_type, d as i64)?, i64_type)?;
-                    let raw = top.value("llvm.load", &[address], i64_type)?;
-                    top.value("arith.index_cast", &[raw], index)?
-                }
-            });
-        }
-        extents.insert(i, sizes);
-    }
+        let address = gep(&top, shape_pointer, top.int(i64_type, d as i64)?, i64_type)?;
+        top.value("llvm.load", &[address], i64_type)
+    })?;
     // A flat kernel sees every buffer as one dimension of FLAT_EXTENT;
     // its checks use the first argument's sizes, which every buffer has.
     let flat = match (signature.flat, dynamic.first()) {
@@ -1059,6 +1069,33 @@ fn lower_arguments<'c, 'a, 'b>(
             Ok((argument, lowered))
         })
         .collect()
+}
+
+/// The sizes of the `inputs` of dynamic shape, by input, as `index`es: a
+/// static dimension as a constant, dimension `d` of input `i` that is
+/// dynamic as `size(i, d)` (an `i64`), asked in input, then dimension
+/// order ([`KernelSignature::dynamic_dims`]'s).
+fn dynamic_extents<'c, 'a>(
+    top: &Emitter<'c, 'a>,
+    inputs: &[Buffer],
+    mut size: impl FnMut(usize, usize) -> Result<Value<'c, 'a>, Error>,
+) -> Result<HashMap<usize, Vec<Value<'c, 'a>>>, Error> {
+    let index = Type::index(top.context);
+    let mut extents = HashMap::new();
+    for (i, input) in inputs.iter().enumerate() {
+        let Buffer::Dynamic(shape, _) = input else {
+            continue;
+        };
+        let mut sizes = Vec::with_capacity(shape.len());
+        for (d, extent) in shape.iter().enumerate() {
+            sizes.push(match extent {
+                Some(n) => top.index(*n as i64)?,
+                None => top.value("arith.index_cast", &[size(i, d)?], index)?,
+            });
+        }
+        extents.insert(i, sizes);
+    }
+    Ok(extents)
 }
 
 /// The static tensors of a calling convention, for `inplace`.

@@ -239,10 +239,7 @@ fn gpu_stages(kernel: OperationRef, libdevice: bool) -> Vec<Stage> {
     let view = || -> Option<Stage> {
         let domain = kernel.attribute("meta.domain").ok().and_then(i64_array)?;
         let body = kernel.region(0).ok()?.first_block()?;
-        // A dynamic domain is no stage (`check_gpu` takes dynamic
-        // arguments, so it no longer says).
-        if domain.iter().any(|&d| d < 0)
-            || kernel.has_attribute(schedule::SPLIT_ATTRIBUTE)
+        if kernel.has_attribute(schedule::SPLIT_ATTRIBUTE)
             || legal::check_gpu(kernel, super::MathMode::Fast, libdevice).is_err()
         {
             return None;

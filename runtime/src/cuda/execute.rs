@@ -389,22 +389,10 @@ impl CudaModule {
                     }
                     _ => return Err(mismatch()),
                 };
-                if let Arg::Buffer(tensor) = &arg {
-                    let fits = match slot {
-                        Slot::Tensor(shape, element) => tensor.shape == *shape && tensor.element == *element,
-                        Slot::Dynamic(shape, element) => {
-                            tensor.element == *element
-                                && tensor.shape.len() == shape.len()
-                                && shape
-                                    .iter()
-                                    .zip(&tensor.shape)
-                                    .all(|(d, n)| d.is_none_or(|d| d == *n))
-                        }
-                        Slot::Index => false,
-                    };
-                    if !fits {
-                        return Err(mismatch());
-                    }
+                if let Arg::Buffer(tensor) = &arg
+                    && !slot.fits(&tensor.shape, tensor.element)
+                {
+                    return Err(mismatch());
                 }
                 inputs.push(arg);
             }
