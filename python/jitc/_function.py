@@ -1433,15 +1433,15 @@ class Function:
             return self._plain(owner, args, kwargs)
         # The call's tensors, once: its facts, and a staged graph's inputs.
         objects = self._objects(owner, args, kwargs)
-        tensors = self._tensors(owner, args, kwargs, objects)
+        tensors = self._tensors(args, kwargs, objects)
         try:
-            key = self._key(owner, args, kwargs, tensors, objects=objects)
+            key = self._key(owner, args, kwargs, tensors, objects)
             hash(key)
             if key not in self._facts:
-                changed = self._changed_numbers(owner, args, kwargs, tensors)
+                changed = self._changed_numbers(owner, args, kwargs, tensors, objects)
                 if changed:
                     self._relax(changed, owner)
-                    key = self._key(owner, args, kwargs, tensors, objects=objects)
+                    key = self._key(owner, args, kwargs, tensors, objects)
         except (TypeError, ValueError, RecursionError) as e:
             self._give_up_all(f"its arguments cannot be compared between calls ({e})")
             self._counts["imperative"] += 1
@@ -1503,10 +1503,10 @@ class Function:
         return self.fn(owner, *args, **kwargs) if owner is not None else self.fn(*args, **kwargs)
 
     # -- facts -----------------------------------------------------------------
-    def _key(self, owner, args, kwargs, tensors, relaxed=None, objects=None):
-        """The call's facts. A number at a `relaxed` position (`_numbers`;
-        the function's relaxed ones by default) is a fact by its type
-        only."""
+    def _key(self, owner, args, kwargs, tensors, objects, relaxed=None):
+        """The call's facts (`objects`: the call's, `_objects`). A number at
+        a `relaxed` position (`_numbers`; the function's relaxed ones by
+        default) is a fact by its type only."""
         _stack('aliases').append({id(t._v): k for k, t in reversed(list(enumerate(tensors)))})
         _stack('names').append(self._names)
         try:
@@ -1515,10 +1515,8 @@ class Function:
             _stack('aliases').pop()
             _stack('names').pop()
 
-    def _facts_of(self, owner, args, kwargs, tensors, relaxed, listed=None):
+    def _facts_of(self, owner, args, kwargs, tensors, relaxed, listed):
         relaxed = self._relaxed if relaxed is None else relaxed
-        if listed is None:
-            listed = self._objects(owner, args, kwargs)
         objects = {}
         for k, o in enumerate(listed):
             objects.setdefault(id(o), k)
@@ -1614,13 +1612,13 @@ class Function:
         numbers = self._numbers(owner, args, kwargs)
         return sorted(((p, v) for p, v in numbers.items() if p in self._relaxed), key=lambda pv: repr(pv[0]))
 
-    def _changed_numbers(self, owner, args, kwargs, tensors):
+    def _changed_numbers(self, owner, args, kwargs, tensors, objects):
         """The positions of numbers that differ from the last call whose
         other facts were the same (and that may be relaxed)."""
         numbers = self._numbers(owner, args, kwargs)
         if not numbers:
             return set()
-        loose = self._key(owner, args, kwargs, tensors, relaxed=set(numbers))
+        loose = self._key(owner, args, kwargs, tensors, objects, relaxed=set(numbers))
         seen = self._numbers_seen.get(loose)
         if seen is None and len(self._numbers_seen) >= 4 * self.max_facts:
             self._numbers_seen.clear()
@@ -1653,16 +1651,17 @@ class Function:
         for key in [k for k, f in self._facts.items() if f.relaxed != current]:
             del self._facts[key]
 
-    def _tensors(self, owner, args, kwargs, objects=None):
+    def _tensors(self, args, kwargs, objects):
         """The tensors a call passes, in input order: arguments (one level
-        into sequences), then attributes of `self` and of object arguments."""
+        into sequences), then attributes of `self` and of object arguments
+        (`objects`, the call's `_objects`)."""
         found = []
         for a in list(args) + [kwargs[k] for k in sorted(kwargs)]:
             if _is_var(a) or isinstance(a, np.ndarray):
                 found.append(a)
             elif isinstance(a, (tuple, list)):
                 found += [v for v in a if _is_var(v) or isinstance(v, np.ndarray)]
-        for obj in self._objects(owner, args, kwargs) if objects is None else objects:
+        for obj in objects:
             found += [v for _, v in sorted(vars(obj).items()) if _is_var(v)]
         return found
 
@@ -2099,11 +2098,10 @@ class Function:
         outputs += [condition] if split is not None else [replay.mapping[k] for k in ref.outputs]
         return _jitc.stage(list(ref.inputs) + placeholders, outputs + guard_vars)
 
-    def _serve(self, root, owner, args, kwargs, tensors, objects=None):
+    def _serve(self, root, owner, args, kwargs, tensors, objects):
         Var, _Number = _package_types()
         unique = _unique_natives(tensors)
-        if self._relaxed:
-            unique += [_Number.of(v)._v for _, v in self._relaxed_numbers(owner, args, kwargs)]
+        unique += [_Number.of(v)._v for _, v in self._relaxed_numbers(owner, args, kwargs)]
         values = {}
         segment = root
         while True:
@@ -2119,8 +2117,6 @@ class Function:
             segment = segment.children[way]
         trace_outputs = len(rest) - segment.guards
         outputs = [Var(v) for v in rest[:trace_outputs]]
-        if objects is None:
-            objects = self._objects(owner, args, kwargs)
         # Every value first, then the attributes: all or nothing.
         written = [(objects[k], name, _written(how, outputs)) for k, name, how in segment.writes]
         result = _rebuild(segment.structure, outputs)
