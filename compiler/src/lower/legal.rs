@@ -114,7 +114,7 @@ pub(super) fn check_gpu(kernel: OperationRef, math: MathMode, libdevice: bool) -
     let dynamic_domain = kernel
         .attribute("meta.domain")
         .ok()
-        .and_then(super::i64_array)
+        .and_then(jitc_dialect::ops::i64_array_attribute)
         .is_none_or(|domain| domain.iter().any(|&d| d < 0));
     if dynamic_domain || dynamic_results(kernel)? {
         return Err("a domain of dynamic shape is not lowered for the GPU yet".into());
