@@ -102,8 +102,19 @@ pub fn log_input(data: &[u8]) {
     });
 }
 
-/// Runs `f` with the thread's fuzzing context; diagnostics are collected
-/// and dropped, not printed.
+/// Whether a note of MLIR's dominance check says a use's definition is in
+/// a region that does not hold it ("operand defined here (op in a child
+/// region)", "... (block #1 in a child region)", "... neither in a parent
+/// nor in a child region"). Only a forward reference the parser resolved
+/// makes such a use.
+pub fn resolved_into_another_region(note: &str) -> bool {
+    note.starts_with("operand defined")
+        && (note.contains("in a child region)") || note.contains("neither in a parent nor in a child region"))
+}
+
+/// Runs `f` with the thread's fuzzing context; diagnostics are collected,
+/// not printed, and checked for a use MLIR resolved into another region
+/// (a panic, so a crash with its input: [`resolved_into_another_region`]).
 pub fn with_context<R>(f: impl FnOnce(&Context) -> R) -> R {
     CONTEXT.with(|cell| {
         let mut slot = cell.borrow_mut();
@@ -121,7 +132,17 @@ pub fn with_context<R>(f: impl FnOnce(&Context) -> R) -> R {
         reused.runs += 1;
         let collector = DiagnosticCollector::attach(&reused.context);
         let result = f(&reused.context);
-        drop(collector.take());
+        let diagnostics = collector.take();
+        if let Some(note) = diagnostics
+            .iter()
+            .flat_map(|d| &d.notes)
+            .find(|n| resolved_into_another_region(&n.message))
+        {
+            panic!(
+                "MLIR reports a use of a value defined in a region that does not hold it ({}): in parsed text, a forward reference jitc's scan of names (ssa_scope) should have refused, since with a parse error after the definition MLIR frees it with the use still pointing at it; after a pass, that pass's bug",
+                note.message
+            );
+        }
         result
     })
 }
