@@ -34,7 +34,13 @@
 //! entry argument ... is already in use"), so only results and block
 //! arguments resolve a pending use. Scopes are brace pairs (regions, and
 //! attribute dictionaries, which hold no values); a definition belongs to
-//! the innermost open one. A definition spelled in a form the scan does
+//! the innermost open one. A function or module is no name scope of its
+//! own: MLIR 22's parser opens one only for a region parsed with name
+//! shadowing, and resolves a use left over from one function by a
+//! definition in a later one, so uses stay pending to the end of the
+//! text. Names are lexed as MLIR lexes them (`%0step` is `%0`, then a
+//! keyword), and `//` comments may sit anywhere between tokens. A
+//! definition spelled in a form the scan does
 //! not know (an upstream dialect's own syntax) is taken for a use; that
 //! refuses a valid text only where a later definition of the same name
 //! sits in a region that does not hold it and none is in scope.
