@@ -783,24 +783,22 @@ mod tests {
                 "  %s = scf.index_switch %arg0 -> index\n  case 0 {{\n{def}    scf.yield %arg0 : index\n  }}\n  default {{\n    garbage here\n  }}\n"
             )
         };
+        // A loop whose bound is `%n`, first defined in the switch's case.
+        let bound_n = "  scf.for %i = %c0 to %n step %c1 {\n  }\n";
         let cases = [
             (
                 "  scf.for %i = %c0 to %0step %c1 {\n  }\n",
                 "    %0 = arith.constant 2 : index\n",
                 (3, 23, "%0"),
             ),
+            (bound_n, "    %n : 1 = arith.constant 2 : index\n", (3, 23, "%n")),
             (
-                "  scf.for %i = %c0 to %n step %c1 {\n  }\n",
-                "    %n : 1 = arith.constant 2 : index\n",
-                (3, 23, "%n"),
-            ),
-            (
-                "  scf.for %i = %c0 to %n step %c1 {\n  }\n",
+                bound_n,
                 "    %n // the bound\n      = arith.constant 2 : index\n",
                 (3, 23, "%n"),
             ),
             (
-                "  scf.for %i = %c0 to %n step %c1 {\n  }\n",
+                bound_n,
                 "    %t = scf.execute_region -> index {\n      cf.br ^bb1(%arg0 : index)\n    ^bb1 (%n: index):\n      scf.yield %n : index\n    }\n",
                 (3, 23, "%n"),
             ),
