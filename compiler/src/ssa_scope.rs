@@ -40,10 +40,10 @@
 //! definition in a later one, so uses stay pending to the end of the
 //! text. Names are lexed as MLIR lexes them (`%0step` is `%0`, then a
 //! keyword), and `//` comments may sit anywhere between tokens. A
-//! definition spelled in a form the scan does
-//! not know (an upstream dialect's own syntax) is taken for a use; that
-//! refuses a valid text only where a later definition of the same name
-//! sits in a region that does not hold it and none is in scope.
+//! definition spelled in a form the scan does not know (an upstream
+//! dialect's own syntax) is taken for a use; that refuses a valid text
+//! only where a later definition of the same name sits in a region that
+//! does not hold it and none is in scope.
 
 use std::collections::{HashMap, HashSet};
 
@@ -121,18 +121,19 @@ impl<'t> Scan<'t> {
 
     fn use_name(&mut self, name: &'t str, line: usize, column: usize, scope: usize) {
         if self.visible.get(name).is_none_or(|&count| count == 0) && !self.pending.contains_key(name) {
-            let name_owned = name.to_owned();
-            self.pending.insert(
-                name,
-                (
-                    UndefinedUse {
-                        line,
-                        column,
-                        name: name_owned,
-                    },
-                    scope,
-                ),
-            );
+            let name_at = UndefinedUse {
+                line,
+                column,
+                name: name.to_owned(),
+            };
+            self.pending.insert(name, (name_at, scope));
+        }
+    }
+
+    /// A name in the innermost list, whose kind the list's end decides.
+    fn defer(&mut self, name: &'t str, line: usize, column: usize, scope: usize) {
+        if let Some(frame) = self.frames.last_mut() {
+            frame.deferred.push((name, line, column, scope));
         }
     }
 
@@ -259,13 +260,11 @@ pub fn undefined_use(text: &str) -> Option<UndefinedUse> {
             }
             b')' => {
                 at += 1;
-                if scan.frames.last().is_none_or(|f| f.parens.is_none()) {
+                let Some(frame) = scan.frames.pop_if(|f| f.parens.is_some()) else {
                     continue;
-                }
-                let Some(frame) = scan.frames.pop() else { continue };
-                let next = next_token(bytes, at);
+                };
                 match frame.parens {
-                    Some(Parens::Label) if next == Some(b':') && !type_follows_colon(bytes, at) => {
+                    Some(Parens::Label) if block_label_ends(bytes, at) => {
                         for (name, ..) in frame.deferred {
                             if let Some(earlier) = scan.define(name) {
                                 return Some(earlier);
@@ -355,9 +354,7 @@ pub fn undefined_use(text: &str) -> Option<UndefinedUse> {
                 let here = scan.here();
                 let frame = scan.frames.last().and_then(|f| f.parens);
                 if frame == Some(Parens::Label) {
-                    if let Some(frame) = scan.frames.last_mut() {
-                        frame.deferred.push((name, line, column, here));
-                    }
+                    scan.defer(name, line, column, here);
                 } else if frame == Some(Parens::Signature) && next_token(bytes, after) == Some(b':') {
                     scan.coming.push((name, here));
                 } else if !after_equals(bytes, start)
@@ -375,9 +372,7 @@ pub fn undefined_use(text: &str) -> Option<UndefinedUse> {
                         return Some(earlier);
                     }
                 } else if frame == Some(Parens::Plain) && scan.frames.last().is_some_and(|f| f.only_names) {
-                    if let Some(frame) = scan.frames.last_mut() {
-                        frame.deferred.push((name, line, column, here));
-                    }
+                    scan.defer(name, line, column, here);
                 } else {
                     scan.touch();
                     scan.use_name(name, line, column, here);
@@ -440,12 +435,13 @@ fn name_end(bytes: &[u8], mut at: usize) -> usize {
     at
 }
 
-/// Whether a label's list ending at `at` is followed by `:` and a type
+/// Whether a label's list ending at `at` is a block's arguments: followed
+/// by `:` and the block's first op, not by nothing or by `:` and a type
 /// (`unwind ^bb2(%n : index) : () -> ()`, a branch's operands before the
-/// op's type) rather than by the block's first op.
-fn type_follows_colon(bytes: &[u8], at: usize) -> bool {
+/// op's type).
+fn block_label_ends(bytes: &[u8], at: usize) -> bool {
     let colon = skip_space(bytes, at);
-    matches!(next_token(bytes, colon + 1), Some(b'(' | b'!'))
+    bytes.get(colon) == Some(&b':') && !matches!(next_token(bytes, colon + 1), Some(b'(' | b'!'))
 }
 
 /// Whether the name starting at `start` comes right after an `=` (it is
