@@ -42,7 +42,8 @@ pub struct Signature {
 /// Named frontend state, held by the caller across runs.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StateStore {
-    values: BTreeMap<String, Tensor>,
+    /// Shared, so a read and a commit pass the tensor on without a copy.
+    values: BTreeMap<String, Arc<Tensor>>,
 }
 
 impl StateStore {
@@ -53,17 +54,27 @@ impl StateStore {
 
     /// The value of `name`, if set.
     pub fn get(&self, name: &str) -> Option<&Tensor> {
+        self.values.get(name).map(|v| &**v)
+    }
+
+    /// The value of `name`, if set, shared.
+    pub fn get_shared(&self, name: &str) -> Option<&Arc<Tensor>> {
         self.values.get(name)
     }
 
     /// Sets `name`.
     pub fn insert(&mut self, name: impl Into<String>, value: Tensor) {
+        self.values.insert(name.into(), Arc::new(value));
+    }
+
+    /// Sets `name` to a shared tensor (no copy).
+    pub fn insert_shared(&mut self, name: impl Into<String>, value: Arc<Tensor>) {
         self.values.insert(name.into(), value);
     }
 
     /// Every entry, by name.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Tensor)> {
-        self.values.iter().map(|(k, v)| (k.as_str(), v))
+        self.values.iter().map(|(k, v)| (k.as_str(), &**v))
     }
 }
 
@@ -148,7 +159,7 @@ const MAX_CALL_DEPTH: usize = 256;
 
 struct Run<'s> {
     state: &'s StateStore,
-    pending: Vec<(String, Tensor)>,
+    pending: Vec<(String, Arc<Tensor>)>,
     depth: usize,
     /// What this run observed, when profiling.
     profile: Option<Profile>,
@@ -279,7 +290,7 @@ impl<'c, 'a> Interpreter<'c, 'a> {
         let pending = std::mem::take(&mut run.pending);
         let profile = run.profile.take();
         for (name, value) in pending {
-            state.insert(name, value);
+            state.insert_shared(name, value);
         }
         Ok((results, profile))
     }
@@ -407,21 +418,19 @@ impl<'c, 'a> Interpreter<'c, 'a> {
             "meta.state_read" => {
                 let read = StateReadOp::cast(op).ok_or_else(|| eval_error(op, "is malformed"))?;
                 let name = read.state_name().unwrap_or_default();
-                let value = run.state.get(name).ok_or_else(|| Error::StateMissing {
+                let value = run.state.get_shared(name).ok_or_else(|| Error::StateMissing {
                     name: name.to_owned(),
                     line: location_line(op.location()),
                 })?;
-                let value = Value::tensor(value.clone());
+                let value = Value::Tensor(Arc::clone(value));
                 check_result(op, 0, &value)?;
                 single(value)
             }
             "meta.state_write" => {
                 let write = StateWriteOp::cast(op).ok_or_else(|| eval_error(op, "is malformed"))?;
                 let value = tensor_operand(env, op, 0)?;
-                run.pending.push((
-                    write.state_name().unwrap_or_default().to_owned(),
-                    (*value).clone(),
-                ));
+                run.pending
+                    .push((write.state_name().unwrap_or_default().to_owned(), value));
                 Ok(Vec::new())
             }
             "func.call" => {

@@ -71,6 +71,14 @@ the values earlier pieces computed; its outputs are what later pieces
 read, then the branch's condition, or the return values and the
 attributes the call rebinds.
 
+In every graph, as JANUS's `PyGetAttrOp` and `PySetAttrOp` do it, a
+`jitc.Var` attribute the call reads is a `meta.state_read` of the state
+`self.<name>` (`<parameter>.<name>` for an object argument's; one that is
+also passed as an argument stays an argument), and one the call rebinds
+to a `jitc.Var` is a `meta.state_write`, committed only when every guard
+of the call held (a tree's pieces read state where they need it; only
+its last piece writes). `fn.graphs()` gives the staged modules' text.
+
 **Serve.** A later call with the same facts runs the merged graph (or the
 tree's pieces, choosing at each branch by the condition the piece
 computed) on its inputs without running the Python function. If a guard fails (or a branch goes a way no
@@ -126,9 +134,9 @@ name deeper than two levels, `vars()` of a nested object), objects more
 than six levels down, chains of modules and classes more than two
 deep, and state kept inside C extension objects, are not facts, and a
 staged call does not see a change to them. Every NumPy array that is not
-an argument and is reachable so is hashed on every call. Attributes are
-the graph's inputs and outputs, committed in Python after the whole call
-succeeded, not `meta.state_read`/`meta.state_write` ops; a branch two
+an argument and is reachable so is hashed on every call. Attributes
+rebound to Python values, and relaxed numbers in attributes, are set in
+Python after the whole call succeeded, not through state ops; a branch two
 traces took both ways is an `scf.index_switch` case, not an `scf.if`; a
 loop over a Python `range` is unrolled (one graph per trip count); and
 the guards are written by the tracer, not by `meta-specialize`.
@@ -969,6 +977,9 @@ class _Trace:
         # [(object index, name, ("out", output index, number kind or None)
         # or ("value", a Python value))]
         self.writes = writes
+        # ([(input index, state name)], [(output index, state name)]):
+        # `_Function._state_binding`.
+        self.state = ([], [])
         keys = {id(n): ("in", k) for k, n in enumerate(inputs)}
         # Native id -> key, for the loop staging's Python state.
         self.keys = keys
@@ -1341,7 +1352,7 @@ class _Loop:
                 effects_after.append(_jitc.guard(condition_after, f"branch at {entry[3]} goes {entry[2]}"))
         outputs = [post.mapping[key] for key in t.outputs]
         return _jitc.stage_loop(inputs, init, effects_before, condition, params, nexts, next_condition,
-                                results, outputs, effects_after)
+                                results, outputs, effects_after, t.state)
 
 
 
@@ -1651,19 +1662,66 @@ class Function:
         for key in [k for k, f in self._facts.items() if f.relaxed != current]:
             del self._facts[key]
 
-    def _tensors(self, args, kwargs, objects):
+    def _tensors(self, args, kwargs, objects, names=None):
         """The tensors a call passes, in input order: arguments (one level
         into sequences), then attributes of `self` and of object arguments
-        (`objects`, the call's `_objects`)."""
+        (`objects`, the call's `_objects`). With a list `names`, it also
+        appends, for each, None (an argument) or `(object index,
+        attribute)`."""
         found = []
         for a in list(args) + [kwargs[k] for k in sorted(kwargs)]:
             if _is_var(a) or isinstance(a, np.ndarray):
                 found.append(a)
             elif isinstance(a, (tuple, list)):
                 found += [v for v in a if _is_var(v) or isinstance(v, np.ndarray)]
-        for obj in objects:
-            found += [v for _, v in sorted(vars(obj).items()) if _is_var(v)]
+        if names is not None:
+            names += [None] * len(found)
+        for k, obj in enumerate(objects):
+            attributes = [(n, v) for n, v in sorted(vars(obj).items()) if _is_var(v)]
+            found += [v for _, v in attributes]
+            if names is not None:
+                names += [(k, n) for n, _ in attributes]
         return found
+
+    def _object_labels(self, owner, args, kwargs):
+        """A name for each of `_objects`: `self`, an object argument's
+        parameter name (`args[i]` past the named ones), a keyword."""
+        code = self.fn.__code__
+        skip = 1 if owner is not None else 0
+        parameters = code.co_varnames[skip:code.co_argcount]
+        labels = ["self"] if owner is not None else []
+        labels += [parameters[i] if i < len(parameters) else f"args[{i}]"
+                   for i, a in enumerate(args) if _is_object(a)]
+        return labels + [k for k in sorted(kwargs) if _is_object(kwargs[k])]
+
+    def _state_binding(self, owner, args, kwargs, names, writes):
+        """The named state of a trace's graph (JANUS's `PyGetAttrOp` and
+        `PySetAttrOp`): each input that is an attribute (`names`, from
+        `_tensors` before the call) is read with `meta.state_read` of
+        `self.h` (or `<parameter>.h`), each output an attribute is rebound
+        to is written with `meta.state_write`. Returns `(reads, writes)`
+        of `(index, name)`; a tensor that is also an argument stays an
+        argument."""
+        labels = self._object_labels(owner, args, kwargs)
+        reads, seen = [], {}
+        for native, name in names:
+            if id(native) in seen:
+                continue
+            seen[id(native)] = len(seen)
+            if name is not None:
+                reads.append((seen[id(native)], f"{labels[name[0]]}.{name[1]}"))
+        bound = []
+        for k, name, how in writes:
+            if how[0] == "out" and how[2] is None:
+                bound.append((how[1], f"{labels[k]}.{name}"))
+        return reads, bound
+
+    def _input_names(self, owner, args, kwargs):
+        """`(native, name)` for each of the call's tensors now, as
+        `_tensors` lists them (before the call rebinds any)."""
+        names = []
+        tensors = self._tensors(args, kwargs, self._objects(owner, args, kwargs), names)
+        return [(t._v, n) for t, n in zip(tensors, names)]
 
     def _objects(self, owner, args, kwargs):
         """The objects whose attributes are facts and may be rebound: `self`,
@@ -1687,6 +1745,7 @@ class Function:
         numbers = self._relaxed_numbers(owner, args, kwargs)
         if numbers:
             return self._traced_relaxed(owner, args, kwargs, tensors, numbers)
+        names = self._input_names(owner, args, kwargs)
         run = self._first_run(owner, args, kwargs)
         if run is None:
             return self._plain(owner, args, kwargs), None
@@ -1700,10 +1759,12 @@ class Function:
         if self._discover(tracer):
             return result, None
         try:
-            return result, _Trace(tracer, _unique_natives(tensors), outputs, structure, writes)
+            trace = _Trace(tracer, _unique_natives(tensors), outputs, structure, writes)
         except _Unstageable as e:
             self._give_up_all(str(e))
             return result, None
+        trace.state = self._state_binding(owner, args, kwargs, names, writes)
+        return result, trace
 
     def _first_run(self, owner, args, kwargs):
         """The function run traced on the call's own values: the objects
@@ -1794,6 +1855,7 @@ class Function:
         (`_unrelax`)."""
         from . import _Number
 
+        names = self._input_names(owner, args, kwargs)
         run = self._first_run(owner, args, kwargs)
         if run is None:
             return self._plain(owner, args, kwargs), None
@@ -1849,10 +1911,12 @@ class Function:
             return result, None
         try:
             inputs = _unique_natives(tensors) + [n._v for n in weak.values()]
-            return result, _Trace(tracer, inputs, outputs, structure, writes)
+            trace = _Trace(tracer, inputs, outputs, structure, writes)
         except _Unstageable as e:
             self._give_up_all(str(e))
             return result, None
+        trace.state = self._state_binding(owner, args, kwargs, names, writes)
+        return result, trace
 
     def _run_traced(self, owner, args, kwargs, objects):
         """The function on `args`, traced: its result (or the exception it
@@ -2014,7 +2078,7 @@ class Function:
                 staged_traces.append(([replay.mapping[k] for k in t.outputs], effects))
         finally:
             _jitc.set_site(None)
-        staged = _jitc.stage_merged(list(ref.inputs), staged_traces)
+        staged = _jitc.stage_merged(list(ref.inputs), staged_traces, ref.state)
         leaf = _Segment(staged, [], [], 0)
         leaf.structure, leaf.writes, leaf.decisions = ref.structure, ref.writes, ref.tracer.decisions
         leaf.merged = len(traces)
@@ -2096,7 +2160,11 @@ class Function:
                     guard_vars.append(_jitc.guard(_condition(var, value), f"branch at {site} goes {value}"))
         outputs = [replay.mapping[k] for k in live_out]
         outputs += [condition] if split is not None else [replay.mapping[k] for k in ref.outputs]
-        return _jitc.stage(list(ref.inputs) + placeholders, outputs + guard_vars)
+        # Attributes are read wherever a piece needs them; only the last
+        # piece, which computes the outputs, writes them.
+        reads, writes = ref.state
+        writes = [(len(live_out) + k, name) for k, name in writes] if split is None else []
+        return _jitc.stage(list(ref.inputs) + placeholders, outputs + guard_vars, (reads, writes))
 
     def _serve(self, root, owner, args, kwargs, tensors, objects):
         Var, _Number = _package_types()
@@ -2171,6 +2239,16 @@ class Function:
             lines.append(f"  {event}: {reason}{times}")
         return "\n".join(lines)
 
+    def graphs(self):
+        """The staged graphs, each a module in the textual contract (the
+        text `jitc opt` and `jitc run` read), as compiled: traces merged,
+        before fusion; attributes are `meta.state_read`s and
+        `meta.state_write`s of `self.<name>` (or `<parameter>.<name>`).
+        One per piece of each set of facts' staged tree, in `explain`'s
+        order."""
+        return [segment.staged.text for facts in self._facts.values() if facts.variant is not None
+                for _, segment in facts.variant.walk()]
+
     def __repr__(self):
         return f"<jitc.function {self.__name__}>"
 
@@ -2199,6 +2277,9 @@ class _Bound:
 
     def explain(self):
         return self._function.explain()
+
+    def graphs(self):
+        return self._function.graphs()
 
 
 def _runs(items):

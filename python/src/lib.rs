@@ -333,18 +333,42 @@ impl PyStaged {
         self.0.kernels()
     }
 
+    /// The staged function in the textual contract, as compiled (traces
+    /// merged, before fusion).
+    #[getter]
+    fn text(&self) -> String {
+        self.0.text().to_owned()
+    }
+
     fn __repr__(&self) -> String {
         format!("{:?}", self.0)
     }
 }
 
+/// Named state of a staged function: `(input index, name)` pairs read
+/// with `meta.state_read`, `(output index, name)` pairs written with
+/// `meta.state_write` (see `jitc_runtime::graph::StateBinding`).
+type PyStateBinding = (Vec<(usize, String)>, Vec<(usize, String)>);
+
+fn binding(state: Option<PyStateBinding>) -> graph::StateBinding {
+    let (reads, writes) = state.unwrap_or_default();
+    graph::StateBinding { reads, writes }
+}
+
 /// Stages the ops computing `outputs` from the data `inputs` as one
-/// compiled function.
+/// compiled function; `state` is `(reads, writes)` of named state.
 #[pyfunction]
-fn stage(inputs: Vec<PyRef<'_, PyVar>>, outputs: Vec<PyRef<'_, PyVar>>) -> PyResult<PyStaged> {
+#[pyo3(signature = (inputs, outputs, state=None))]
+fn stage(
+    inputs: Vec<PyRef<'_, PyVar>>,
+    outputs: Vec<PyRef<'_, PyVar>>,
+    state: Option<PyStateBinding>,
+) -> PyResult<PyStaged> {
     let inputs: Vec<&Var> = inputs.iter().map(|v| &v.0).collect();
     let outputs: Vec<&Var> = outputs.iter().map(|v| &v.0).collect();
-    graph::stage(&inputs, &outputs).map(PyStaged).map_err(error)
+    graph::stage(&inputs, &outputs, &binding(state))
+        .map(PyStaged)
+        .map_err(error)
 }
 
 /// Records the ops made from now on at `site` (`None`: at none); see
@@ -369,9 +393,14 @@ fn decision(condition: PyRef<'_, PyVar>, taken: bool, reason: &str) -> PyResult<
 type PyTrace<'py> = (Vec<PyRef<'py, PyVar>>, Vec<PyRef<'py, PyVar>>);
 
 /// Stages several traces, each `(outputs, effects)`, as one merged graph
-/// (see `jitc_runtime::graph::stage_merged`).
+/// (see `jitc_runtime::graph::stage_merged`); `state` as `stage`'s.
 #[pyfunction]
-fn stage_merged(inputs: Vec<PyRef<'_, PyVar>>, traces: Vec<PyTrace<'_>>) -> PyResult<PyStaged> {
+#[pyo3(signature = (inputs, traces, state=None))]
+fn stage_merged(
+    inputs: Vec<PyRef<'_, PyVar>>,
+    traces: Vec<PyTrace<'_>>,
+    state: Option<PyStateBinding>,
+) -> PyResult<PyStaged> {
     let inputs: Vec<&Var> = inputs.iter().map(|v| &v.0).collect();
     let traces: Vec<(Vec<&Var>, Vec<&Var>)> = traces
         .iter()
@@ -382,7 +411,9 @@ fn stage_merged(inputs: Vec<PyRef<'_, PyVar>>, traces: Vec<PyTrace<'_>>) -> PyRe
             )
         })
         .collect();
-    graph::stage_merged(&inputs, &traces).map(PyStaged).map_err(error)
+    graph::stage_merged(&inputs, &traces, &binding(state))
+        .map(PyStaged)
+        .map_err(error)
 }
 
 /// The native values of `list`.
@@ -391,9 +422,11 @@ fn refs<'a>(list: &'a [PyRef<'_, PyVar>]) -> Vec<&'a Var> {
 }
 
 /// Stages a loop on a tensor condition as one function with an
-/// `scf.while` (see `jitc_runtime::graph::stage_loop`).
+/// `scf.while` (see `jitc_runtime::graph::stage_loop`); `state` as
+/// `stage`'s.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (inputs, init, effects_before, condition, params, next, next_condition, results, outputs, effects_after, state=None))]
 fn stage_loop(
     inputs: Vec<PyRef<'_, PyVar>>,
     init: Vec<PyRef<'_, PyVar>>,
@@ -405,6 +438,7 @@ fn stage_loop(
     results: Vec<PyRef<'_, PyVar>>,
     outputs: Vec<PyRef<'_, PyVar>>,
     effects_after: Vec<PyRef<'_, PyVar>>,
+    state: Option<PyStateBinding>,
 ) -> PyResult<PyStaged> {
     let (inputs, init, effects_before, params, next, results, outputs, effects_after) = (
         refs(&inputs),
@@ -427,7 +461,9 @@ fn stage_loop(
         outputs: &outputs,
         effects_after: &effects_after,
     };
-    graph::stage_loop(&inputs, &parts).map(PyStaged).map_err(error)
+    graph::stage_loop(&inputs, &parts, &binding(state))
+        .map(PyStaged)
+        .map_err(error)
 }
 
 /// The native module.

@@ -1342,3 +1342,92 @@ def test_a_global_named_like_an_attribute_is_not_a_fact_but_a_global_read_is():
         np.testing.assert_array_equal(staged(x).numpy(), x * 3.0)
     stats = StagedTwin.__call__.stats()
     assert stats["traced"] == 4 and stats["staged"] == 5 and stats["fallbacks"] == 0, stats
+
+
+class Accumulator:
+    """State in attributes of `self` and of an object argument, read and
+    rebound under a branch on a tensor (`ways`) or a `while` loop on one."""
+
+    def __init__(self):
+        self.h = jitc.Var(np.zeros(3, dtype=np.float32))
+        self.calls = jitc.Var(np.zeros((), dtype=np.float32))
+
+    def ways(self, x, cfg):
+        if jitc.sum(x) > 0:
+            h = self.h + x * cfg.gain
+        else:
+            h = self.h * 0.5 - x
+        self.h = h
+        self.calls = self.calls + 1.0
+        return jitc.sum(h)
+
+    def halve(self, x, cfg):
+        while jitc.max(x) > 1:
+            x = x * 0.5
+        cfg.gain = cfg.gain + x
+        self.h = self.h + x
+        return x
+
+
+class Config:
+    def __init__(self):
+        self.gain = jitc.Var(np.full(3, 2.0, dtype=np.float32))
+
+
+@pytest.mark.parametrize("method,merge", [("ways", True), ("ways", "tree"), ("halve", True)])
+def test_attributes_are_state_reads_and_writes_of_the_graph(method, merge):
+    # JANUS's PyGetAttrOp and PySetAttrOp: the graph reads `self.h` (and
+    # `cfg.gain`, an object argument's attribute) with meta.state_read and
+    # writes what the call rebinds with meta.state_write, committed only
+    # when the whole call succeeds; the attributes after every call equal
+    # the imperative twin's, for the merged graph, the tree and the loop.
+    class Staged(Accumulator):
+        pass
+
+    setattr(Staged, method, jitc.function(getattr(Accumulator, method), merge=merge))
+    staged, plain = Staged(), Accumulator()
+    staged_cfg, plain_cfg = Config(), Config()
+    rng = np.random.default_rng(11)
+    for _ in range(12):
+        x = (rng.standard_normal(3) * 3).astype(np.float32)
+        got = getattr(staged, method)(jitc.Var(x), staged_cfg)
+        want = getattr(plain, method)(jitc.Var(x), plain_cfg)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+        for name in vars(plain):
+            np.testing.assert_array_equal(getattr(staged, name).numpy(), getattr(plain, name).numpy())
+        np.testing.assert_array_equal(staged_cfg.gain.numpy(), plain_cfg.gain.numpy())
+    fn = getattr(Staged, method)
+    assert fn.stats()["staged"] > 0, fn.explain()
+    graphs = fn.graphs()
+    assert graphs, fn.explain()
+    text = "\n".join(graphs)
+    assert '"meta.state_read"() {name = "self.h"} : () -> tensor<3xf32>' in text, text
+    assert '"meta.state_read"() {name = "cfg.gain"} : () -> tensor<3xf32>' in text, text
+    assert 'name = "self.h"} : (tensor<3xf32>) -> ()' in text, text
+    if method == "ways":
+        assert 'name = "self.calls"} : (tensor<f32>) -> ()' in text, text
+        # Read, never rebound: no write.
+        assert not [line for line in text.splitlines() if "meta.state_write" in line and "cfg.gain" in line], text
+    else:
+        assert 'name = "cfg.gain"} : (tensor<3xf32>) -> ()' in text, text
+    # A tree's pieces before its branch write nothing.
+    if merge == "tree":
+        assert len(graphs) == 3 and "meta.state_write" not in graphs[0], graphs
+
+
+def test_an_attribute_passed_as_an_argument_too_stays_an_argument():
+    class Model:
+        def __init__(self):
+            self.h = jitc.Var(np.ones(3, dtype=np.float32))
+
+        @jitc.function
+        def step(self, x):
+            self.h = self.h + x
+            return self.h * 2.0
+
+    model = Model()
+    for _ in range(4):
+        model.step(model.h)
+    np.testing.assert_array_equal(model.h.numpy(), np.full(3, 16.0, dtype=np.float32))
+    (text,) = Model.step.graphs()
+    assert "meta.state_read" not in text and 'meta.state_write"(' in text, text

@@ -185,6 +185,9 @@ pub struct GraphStats {
 /// A compiled fetch.
 struct Executable {
     module: Module<'static>,
+    /// The function as staged, in the textual contract (after `meta-merge`
+    /// when it merged traces), before fusion.
+    source: String,
     /// Compiled for the CPU; `None` on the interpreter backend.
     compiled: Option<CpuModule>,
     kernels: usize,
@@ -733,6 +736,26 @@ struct Cut {
     /// Data nodes read as argument `k` of `arguments` without being it (a
     /// merged trace's copy of a value another node already passes).
     aliases: Vec<(Rc<Node>, usize)>,
+    /// Arguments that are read from named state instead
+    /// (`meta.state_read`), by position in `arguments`.
+    reads: Vec<(usize, String)>,
+    /// Results that are written to named state instead
+    /// (`meta.state_write`), by position in `results`.
+    writes: Vec<(usize, String)>,
+}
+
+/// `text` fit for a string literal: quotes, backslashes and control
+/// characters become `'`.
+fn quoted(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c == '"' || c == '\\' || c.is_control() {
+                '\''
+            } else {
+                c
+            }
+        })
+        .collect()
 }
 
 fn key(node: &Rc<Node>) -> usize {
@@ -831,6 +854,8 @@ impl Runtime {
             arguments,
             results,
             aliases: Vec::new(),
+            reads: Vec::new(),
+            writes: Vec::new(),
         }
     }
 }
@@ -927,6 +952,13 @@ impl Cut {
         for result in &self.results {
             key_bytes.extend_from_slice(&result.slot.get().to_le_bytes());
         }
+        for (tag, bound) in [(b'<', &self.reads), (b'!', &self.writes)] {
+            for (k, name) in bound {
+                key_bytes.push(tag);
+                key_bytes.extend_from_slice(&(*k as u32).to_le_bytes());
+                text(&mut key_bytes, name);
+            }
+        }
         key_bytes
     }
 
@@ -939,19 +971,6 @@ impl Cut {
     /// `trace_of` (`meta.trace`, for `meta-merge`), with each op at its
     /// site and the branches taken marked `meta.decision`.
     fn function_text(&self, function: &str, trace_of: Option<&str>) -> String {
-        // Text in a string literal: quotes, backslashes and control
-        // characters become `'`.
-        let quoted = |text: &str| -> String {
-            text.chars()
-                .map(|c| {
-                    if c == '"' || c == '\\' || c.is_control() {
-                        '\''
-                    } else {
-                        c
-                    }
-                })
-                .collect()
-        };
         let at = |node: &Node| -> String {
             match (&node.site, trace_of) {
                 (Some(site), Some(_)) => format!(" loc(\"{}\")", quoted(site)),
@@ -959,17 +978,36 @@ impl Cut {
             }
         };
         let marked = |node: &Node| trace_of.is_some() && node.decision.get();
+        // A state op has no site; in a trace it is at its state's name, so
+        // `meta-merge` sees the same op in every trace.
+        let at_state = |state: &str| -> String {
+            match trace_of {
+                Some(_) => format!(" loc(\"state {}\")", quoted(state)),
+                None => String::new(),
+            }
+        };
         let mut name: HashMap<usize, String> = HashMap::new();
         let mut params = Vec::new();
+        let mut body = String::new();
         for (k, argument) in self.arguments.iter().enumerate() {
             name.insert(key(argument), format!("%a{k}"));
             let r#type = type_text(&argument.shape, argument.element);
-            params.push(format!("%a{k}: {type}", type = r#type));
+            match self.reads.iter().find(|(r, _)| *r == k) {
+                Some((_, state)) => {
+                    let _ = writeln!(
+                        body,
+                        "  %a{k} = \"meta.state_read\"() {{name = \"{}\"}} : () -> {type}{}",
+                        quoted(state),
+                        at_state(state),
+                        type = r#type
+                    );
+                }
+                None => params.push(format!("%a{k}: {type}", type = r#type)),
+            }
         }
         for (node, k) in &self.aliases {
             name.insert(key(node), format!("%a{k}"));
         }
-        let mut body = String::new();
         let mut guards = 0;
         for (k, node) in self.nodes.iter().enumerate() {
             name.insert(key(node), format!("%v{k}"));
@@ -1052,12 +1090,29 @@ impl Cut {
                 at(node)
             );
         }
-        let results: Vec<&String> = self.results.iter().map(|r| &name[&key(r)]).collect();
-        let result_types: Vec<String> = self
-            .results
-            .iter()
-            .map(|r| type_text(&r.shape, r.element))
-            .collect();
+        // Writes are deferred (committed when the whole run succeeded), so
+        // they go last, in the results' order.
+        let mut results: Vec<&String> = Vec::new();
+        let mut result_types: Vec<String> = Vec::new();
+        for (k, result) in self.results.iter().enumerate() {
+            let value = &name[&key(result)];
+            let r#type = type_text(&result.shape, result.element);
+            match self.writes.iter().find(|(w, _)| *w == k) {
+                Some((_, state)) => {
+                    let _ = writeln!(
+                        body,
+                        "  \"meta.state_write\"({value}) {{name = \"{}\"}} : ({type}) -> (){}",
+                        quoted(state),
+                        at_state(state),
+                        type = r#type
+                    );
+                }
+                None => {
+                    results.push(value);
+                    result_types.push(r#type);
+                }
+            }
+        }
         let attributes = match trace_of {
             Some(of) => format!(" attributes {{meta.trace = \"{}\"}}", quoted(of)),
             None => String::new(),
@@ -1123,11 +1178,20 @@ pub fn fetch(vars: &[&Var]) -> Result<Vec<Arc<Tensor>>, Error> {
 impl Runtime {
     /// Runs a compiled fetch's function on `args`, counting it.
     fn run(&self, executable: &Executable, args: Vec<Value>) -> Result<Vec<Value>, Error> {
+        self.run_with_state(executable, args, &mut StateStore::new())
+    }
+
+    /// [`Self::run`] with the named state `state`, where the run's writes
+    /// are committed if it succeeds.
+    fn run_with_state(
+        &self,
+        executable: &Executable,
+        args: Vec<Value>,
+        state: &mut StateStore,
+    ) -> Result<Vec<Value>, Error> {
         let results = match &executable.compiled {
-            Some(compiled) => compiled.run(&executable.module, "main", args, &mut StateStore::new())?,
-            None => {
-                jitc_interp::Interpreter::new(&executable.module).run("main", args, &mut StateStore::new())?
-            }
+            Some(compiled) => compiled.run(&executable.module, "main", args, state)?,
+            None => jitc_interp::Interpreter::new(&executable.module).run("main", args, state)?,
         };
         let mut stats = self.stats.get();
         stats.fetches += 1;
@@ -1528,6 +1592,11 @@ impl Runtime {
                 return Err(bad(format!("the traces do not merge: {}", messages.join("; "))));
             }
         }
+        let source = if merge {
+            module.as_operation().to_string()
+        } else {
+            text.clone()
+        };
         jitc_compiler::verify(&module)?;
         let compiled = match self.backend.get() {
             Backend::Cpu => Some(CpuModule::compile_with(
@@ -1543,6 +1612,7 @@ impl Runtime {
             .count();
         let executable = Rc::new(Executable {
             module,
+            source,
             compiled,
             kernels,
         });
@@ -1563,15 +1633,99 @@ pub struct Staged {
     /// Data the staged ops read that is not an input: fixed trailing
     /// arguments.
     captured: Vec<Value>,
+    /// The inputs it reads from named state, and the outputs it writes
+    /// to it.
+    state: StateBinding,
+    /// How many outputs it gives (results and state writes).
+    outputs: usize,
+}
+
+/// Which inputs of a staged function it reads from named state and which
+/// of its outputs it writes to named state: a frontend's object
+/// attributes, as JANUS stages Python's attribute reads and writes
+/// (`PyGetAttrOp`, `PySetAttrOp`). An input read so is a
+/// `meta.state_read` of its name instead of an argument; an output written
+/// so is a `meta.state_write` instead of a result, committed only when the
+/// whole call succeeded (every guard held). [`Staged::call`] still takes
+/// and gives them in their places: it passes the inputs in a state store
+/// and gives the committed writes back as outputs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StateBinding {
+    /// `(input index, state name)`.
+    pub reads: Vec<(usize, String)>,
+    /// `(output index, state name)`.
+    pub writes: Vec<(usize, String)>,
+}
+
+impl StateBinding {
+    /// Checks the binding against the inputs and outputs it names: indices
+    /// in range and used once, names not empty and used once per side. A
+    /// name read as one type and written as another (a frontend rebinding
+    /// an attribute to a tensor of another shape) cannot be one piece of
+    /// state (one name has one type in a module), so that output stays a
+    /// result.
+    fn checked(&self, inputs: &[&Var], outputs: &[&Var]) -> Result<StateBinding, Error> {
+        for (side, bound, count) in [
+            ("input", &self.reads, inputs.len()),
+            ("output", &self.writes, outputs.len()),
+        ] {
+            for (n, (k, name)) in bound.iter().enumerate() {
+                if *k >= count {
+                    return Err(bad(format!(
+                        "state '{name}' is bound to {side} {k}, but there are {count} {side}s"
+                    )));
+                }
+                if name.is_empty() {
+                    return Err(bad(format!("the state bound to {side} {k} has no name")));
+                }
+                if bound[..n].iter().any(|(j, other)| j == k || other == name) {
+                    return Err(bad(format!(
+                        "{side} {k} or state '{name}' is bound twice among the {side}s"
+                    )));
+                }
+            }
+        }
+        let type_of = |v: &Var| (v.0.shape.clone(), v.0.element);
+        let writes = self
+            .writes
+            .iter()
+            .filter(|(k, name)| {
+                self.reads
+                    .iter()
+                    .all(|(j, read)| read != name || type_of(inputs[*j]) == type_of(outputs[*k]))
+            })
+            .cloned()
+            .collect();
+        Ok(StateBinding {
+            reads: self.reads.clone(),
+            writes,
+        })
+    }
+
+    fn read(&self, input: usize) -> Option<&str> {
+        self.reads
+            .iter()
+            .find(|(k, _)| *k == input)
+            .map(|(_, n)| n.as_str())
+    }
+
+    fn write(&self, output: usize) -> Option<&str> {
+        self.writes
+            .iter()
+            .find(|(k, _)| *k == output)
+            .map(|(_, n)| n.as_str())
+    }
 }
 
 impl std::fmt::Debug for Staged {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "Staged({} inputs, {} captured, {} kernels)",
+            "Staged({} inputs, {} captured, {} read from state, {} written to state, {} kernels)",
             self.inputs.len(),
             self.captured.len(),
+            self.state.reads.len(),
+            self.state.writes.len(),
             self.executable.kernels
         )
     }
@@ -1630,8 +1784,12 @@ type StagedPart = (Vec<Rc<Node>>, Vec<(Rc<Node>, Arc<Tensor>)>);
 /// Guards among the outputs ([`guard`]) make the call fail, computing and
 /// committing nothing, when their condition does not hold. Nothing runs
 /// now; the function is compiled (or found in the cache) now.
-pub fn stage(inputs: &[&Var], outputs: &[&Var]) -> Result<Staged, Error> {
+///
+/// `state` binds inputs to `meta.state_read`s and outputs to
+/// `meta.state_write`s ([`StateBinding`]).
+pub fn stage(inputs: &[&Var], outputs: &[&Var], state: &StateBinding) -> Result<Staged, Error> {
     let runtime = runtime()?;
+    let state = state.checked(inputs, outputs)?;
     let (nodes, data) = staged_part(&runtime, inputs, outputs)?;
     let mut arguments: Vec<Rc<Node>> = inputs.iter().map(|v| Rc::clone(&v.0)).collect();
     let mut captured = Vec::new();
@@ -1647,12 +1805,16 @@ pub fn stage(inputs: &[&Var], outputs: &[&Var]) -> Result<Staged, Error> {
         arguments,
         results: outputs.iter().map(|o| Rc::clone(&o.0)).collect(),
         aliases: Vec::new(),
+        reads: state.reads.clone(),
+        writes: state.writes.clone(),
     };
     let executable = runtime.executable(cut.key(), || cut.text())?;
     Ok(Staged {
         executable,
         inputs: inputs.iter().map(|v| (v.0.shape.clone(), v.0.element)).collect(),
         captured,
+        state,
+        outputs: outputs.len(),
     })
 }
 
@@ -1670,11 +1832,20 @@ type TraceCut = (Vec<Rc<Node>>, Vec<(Rc<Node>, usize)>);
 /// captured, one argument per distinct value. Fails when the traces do
 /// not merge (`meta-merge`'s reason), so the caller can stage them
 /// another way.
-pub fn stage_merged(inputs: &[&Var], traces: &[(Vec<&Var>, Vec<&Var>)]) -> Result<Staged, Error> {
+/// `state` binds inputs and outputs (the same in every trace) to named
+/// state ([`StateBinding`]).
+pub fn stage_merged(
+    inputs: &[&Var],
+    traces: &[(Vec<&Var>, Vec<&Var>)],
+    state: &StateBinding,
+) -> Result<Staged, Error> {
     let runtime = runtime()?;
     if traces.is_empty() {
         return Err(bad("no trace to stage"));
     }
+    // Every trace's outputs have one set of types (or `meta-merge` says
+    // why not), so the first trace's decide the binding.
+    let state = state.checked(inputs, &traces[0].0)?;
     // Each trace's nodes, and the data it reads that is not an input, each
     // datum with the captured value it is (one argument per distinct value,
     // bit for bit: -0.0 is not 0.0).
@@ -1723,6 +1894,8 @@ pub fn stage_merged(inputs: &[&Var], traces: &[(Vec<&Var>, Vec<&Var>)]) -> Resul
             arguments,
             results: outputs.iter().map(|o| Rc::clone(&o.0)).collect(),
             aliases,
+            reads: state.reads.clone(),
+            writes: state.writes.clone(),
         };
         text.push_str(&cut.function_text(&format!("trace_{k}"), Some("main")));
     }
@@ -1731,6 +1904,8 @@ pub fn stage_merged(inputs: &[&Var], traces: &[(Vec<&Var>, Vec<&Var>)]) -> Resul
         executable,
         inputs: inputs.iter().map(|v| (v.0.shape.clone(), v.0.element)).collect(),
         captured: captured.into_iter().map(Value::Tensor).collect(),
+        state,
+        outputs: traces[0].0.len(),
     })
 }
 
@@ -1765,8 +1940,11 @@ pub struct LoopParts<'a> {
 /// `inputs` must be data, and become the function's arguments in order;
 /// other data the parts read is captured, as [`stage`] does. The body's
 /// guards, and the effects before and after, fail the whole call.
-pub fn stage_loop(inputs: &[&Var], parts: &LoopParts<'_>) -> Result<Staged, Error> {
+/// `state` binds inputs and outputs to named state ([`StateBinding`]):
+/// `@main` reads and writes it.
+pub fn stage_loop(inputs: &[&Var], parts: &LoopParts<'_>, state: &StateBinding) -> Result<Staged, Error> {
     let runtime = runtime()?;
+    let binding = state.checked(inputs, parts.outputs)?;
     let carried = parts.init.len();
     if parts.params.len() != carried || parts.next.len() != carried || parts.results.len() != carried {
         return Err(bad(format!(
@@ -1838,6 +2016,8 @@ pub fn stage_loop(inputs: &[&Var], parts: &LoopParts<'_>) -> Result<Staged, Erro
             arguments: nodes_of(own).into_iter().chain(shared.iter().cloned()).collect(),
             results: nodes_of(results),
             aliases: Vec::new(),
+            reads: Vec::new(),
+            writes: Vec::new(),
         };
         cut.function_text(name, None)
     };
@@ -1850,16 +2030,36 @@ pub fn stage_loop(inputs: &[&Var], parts: &LoopParts<'_>) -> Result<Staged, Erro
         |vars: &[&Var]| -> Vec<String> { vars.iter().map(|v| type_text(v.shape(), v.element())).collect() };
     let shared_types: Vec<String> = shared.iter().map(|n| type_text(&n.shape, n.element)).collect();
     let arguments: Vec<String> = (0..shared.len()).map(|k| format!("%a{k}")).collect();
+    // An input read from state is a `meta.state_read` in @main's body.
     let parameters: Vec<String> = arguments
         .iter()
         .zip(&shared_types)
-        .map(|(a, t)| format!("{a}: {t}"))
+        .enumerate()
+        .filter(|(k, _)| binding.read(*k).is_none())
+        .map(|(_, (a, t))| format!("{a}: {t}"))
+        .collect();
+    let reads: String = binding
+        .reads
+        .iter()
+        .map(|(k, name)| {
+            format!(
+                "  %a{k} = \"meta.state_read\"() {{name = \"{}\"}} : () -> {}\n",
+                quoted(name),
+                shared_types[*k]
+            )
+        })
         .collect();
     let pre_types = types(&pre_values);
     let mut loop_types = types(parts.init);
     loop_types.push("tensor<i1>".to_owned());
     let post_types = types(&post_values);
-    let output_types = types(parts.outputs);
+    // An output written to state is a `meta.state_write` before the
+    // return, not a result.
+    let returned: Vec<usize> = (0..parts.outputs.len())
+        .filter(|k| binding.write(*k).is_none())
+        .collect();
+    let all_output_types = types(parts.outputs);
+    let output_types: Vec<String> = returned.iter().map(|k| all_output_types[*k].clone()).collect();
     let list = |items: &[String]| items.join(", ");
     let group = |name: &str, range: std::ops::Range<usize>| -> Vec<String> {
         range.map(|k| format!("%{name}#{k}")).collect()
@@ -1871,6 +2071,7 @@ pub fn stage_loop(inputs: &[&Var], parts: &LoopParts<'_>) -> Result<Staged, Erro
         list(&parameters),
         list(&output_types)
     );
+    main.push_str(&reads);
     let _ = writeln!(
         main,
         "  %pre:{} = func.call @pre({}) : ({}) -> ({})",
@@ -1943,15 +2144,19 @@ pub fn stage_loop(inputs: &[&Var], parts: &LoopParts<'_>) -> Result<Staged, Erro
         list(&post_argument_types),
         list(&post_types)
     );
+    for (k, name) in &binding.writes {
+        let _ = writeln!(
+            main,
+            "  \"meta.state_write\"(%post#{k}) {{name = \"{}\"}} : ({}) -> ()",
+            quoted(name),
+            all_output_types[*k]
+        );
+    }
     if output_types.is_empty() {
         let _ = writeln!(main, "  return\n}}");
     } else {
-        let _ = writeln!(
-            main,
-            "  return {} : {}\n}}",
-            list(&group("post", 0..parts.outputs.len())),
-            list(&output_types)
-        );
+        let values: Vec<String> = returned.iter().map(|k| format!("%post#{k}")).collect();
+        let _ = writeln!(main, "  return {} : {}\n}}", list(&values), list(&output_types));
     }
     text.push_str(&main);
     let executable = runtime.executable(text.clone().into_bytes(), || text)?;
@@ -1962,6 +2167,8 @@ pub fn stage_loop(inputs: &[&Var], parts: &LoopParts<'_>) -> Result<Staged, Erro
             .into_iter()
             .map(|(_, value)| Value::Tensor(value))
             .collect(),
+        state: binding,
+        outputs: parts.outputs.len(),
     })
 }
 
@@ -1979,6 +2186,7 @@ impl Staged {
             )));
         }
         let mut args = Vec::with_capacity(inputs.len() + self.captured.len());
+        let mut state = StateStore::new();
         for (k, (input, (shape, element))) in inputs.iter().zip(&self.inputs).enumerate() {
             if input.shape() != shape.as_slice() || input.element() != *element {
                 return Err(bad(format!(
@@ -1987,17 +2195,37 @@ impl Staged {
                     type_text(shape, *element)
                 )));
             }
-            args.push(Value::Tensor(input.fetch()?));
+            match self.state.read(k) {
+                Some(name) => state.insert_shared(name, input.fetch()?),
+                None => args.push(Value::Tensor(input.fetch()?)),
+            }
         }
         args.extend(self.captured.iter().cloned());
-        runtime
-            .run(&self.executable, args)?
-            .into_iter()
-            .map(|value| match value {
-                Value::Tensor(tensor) => Ok(Var::from_arc(tensor)),
-                _ => Err(bad("a staged function returned a value that is not a tensor")),
+        let mut results = runtime
+            .run_with_state(&self.executable, args, &mut state)?
+            .into_iter();
+        // The results in their places, and the committed writes in theirs.
+        (0..self.outputs)
+            .map(|k| match self.state.write(k) {
+                Some(name) => state
+                    .get_shared(name)
+                    .map(|tensor| Var::from_arc(Arc::clone(tensor)))
+                    .ok_or_else(|| bad(format!("the staged function did not write state '{name}'"))),
+                None => match results.next() {
+                    Some(Value::Tensor(tensor)) => Ok(Var::from_arc(tensor)),
+                    Some(_) => Err(bad("a staged function returned a value that is not a tensor")),
+                    None => Err(bad(
+                        "a staged function returned fewer values than it was staged with",
+                    )),
+                },
             })
             .collect()
+    }
+
+    /// The staged function in the textual contract, as it was compiled:
+    /// traces merged by `meta-merge`, before fusion.
+    pub fn text(&self) -> &str {
+        &self.executable.source
     }
 
     /// Kernels the staged function runs per call.

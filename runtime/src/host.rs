@@ -791,7 +791,7 @@ impl HostPlan {
         }
         for (name, value) in writes {
             if let Value::Tensor(tensor) = value {
-                state.insert(name.to_owned(), std::sync::Arc::unwrap_or_clone(tensor));
+                state.insert_shared(name.to_owned(), tensor);
             }
         }
         Ok((results, profile))
@@ -1081,11 +1081,11 @@ impl HostPlan {
                 to,
                 site,
             } => {
-                let value = run.state.get(name).ok_or_else(|| Error::StateMissing {
+                let value = run.state.get_shared(name).ok_or_else(|| Error::StateMissing {
                     name: name.clone(),
                     line: site.line,
                 })?;
-                let value = Value::tensor(value.clone());
+                let value = Value::Tensor(std::sync::Arc::clone(value));
                 r#type.check(&value).map_err(|m| site.error(m))?;
                 frame[*to] = Some(kernels.hold(value));
             }

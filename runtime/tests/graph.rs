@@ -6,7 +6,7 @@
 use jitc_compiler::{CodegenOptions, DiagnosticCollector, MathMode, new_context, parse_module};
 use jitc_dialect::kinds::ElementType;
 use jitc_interp::{Interpreter, Scalar, StateStore, Tensor, Value};
-use jitc_runtime::graph::{self, Var};
+use jitc_runtime::graph::{self, StateBinding, Var};
 use jitc_test_support::Rng;
 use std::sync::Arc;
 
@@ -713,7 +713,7 @@ fn a_staged_function_runs_on_new_inputs_without_recording() {
     let total = y.reindex_reduce("add", &[], &[]).unwrap();
     let zero = Var::new(Tensor::parse_literal("f32=0").unwrap());
     let positive = graph::guard(&total.binary("gt", &zero).unwrap(), "total is positive").unwrap();
-    let staged = graph::stage(&[&x, &w], &[&y, &total, &positive]).unwrap();
+    let staged = graph::stage(&[&x, &w], &[&y, &total, &positive], &StateBinding::default()).unwrap();
     assert!(staged.kernels() >= 1);
     let before = graph::stats();
     let a = Var::new(Tensor::parse_literal("3xf32=4 5 6").unwrap());
@@ -738,7 +738,9 @@ fn a_staged_function_runs_on_new_inputs_without_recording() {
         "{e}"
     );
     let pending = a.unary("neg").unwrap();
-    let e = graph::stage(&[&pending], &[&pending]).unwrap_err().to_string();
+    let e = graph::stage(&[&pending], &[&pending], &StateBinding::default())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("is a recorded op, not data"), "{e}");
 }
 
@@ -777,6 +779,7 @@ fn traces_merged_into_one_graph_take_each_path() {
             (vec![&up], vec![&up_decision]),
             (vec![&down], vec![&down_decision]),
         ],
+        &StateBinding::default(),
     )
     .unwrap();
     for (literal, want) in [
@@ -797,7 +800,12 @@ fn traces_merged_into_one_graph_take_each_path() {
     }
     // One trace alone is its path: the other way fails its decision.
     let (only, only_decision) = record_path(&x, true);
-    let single = graph::stage_merged(&[&x], &[(vec![&only], vec![&only_decision])]).unwrap();
+    let single = graph::stage_merged(
+        &[&x],
+        &[(vec![&only], vec![&only_decision])],
+        &StateBinding::default(),
+    )
+    .unwrap();
     let negative = Var::new(Tensor::parse_literal("3xf32=-1 -2 -3").unwrap());
     let error = single.call(&[&negative]).unwrap_err().to_string();
     assert!(error.contains("branch at model.py:1"), "{error}");
@@ -806,8 +814,88 @@ fn traces_merged_into_one_graph_take_each_path() {
     let other = x.unary("tanh").unwrap();
     graph::set_site(None).unwrap();
     let (up, up_decision) = record_path(&x, true);
-    let error = graph::stage_merged(&[&x], &[(vec![&up], vec![&up_decision]), (vec![&other], vec![])])
-        .unwrap_err()
-        .to_string();
+    let error = graph::stage_merged(
+        &[&x],
+        &[(vec![&up], vec![&up_decision]), (vec![&other], vec![])],
+        &StateBinding::default(),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(error.contains("the traces do not merge"), "{error}");
+}
+
+/// A staged function reads its bound inputs with `meta.state_read` and
+/// writes its bound outputs with `meta.state_write` (an object's
+/// attributes, as JANUS stages them); a call still takes and gives them in
+/// their places, and a failed guard gives nothing.
+#[test]
+fn staged_state_is_read_and_written_by_name() {
+    let x = Var::new(Tensor::parse_literal("3xf32=1 2 3").unwrap());
+    let h = Var::new(Tensor::parse_literal("3xf32=10 20 30").unwrap());
+    let next = h.binary("add", &x).unwrap();
+    let total = next.reindex_reduce("add", &[], &[]).unwrap();
+    let zero = Var::new(Tensor::parse_literal("f32=0").unwrap());
+    let positive = graph::guard(&total.binary("gt", &zero).unwrap(), "total is positive").unwrap();
+    let state = StateBinding {
+        reads: vec![(1, "self.h".to_owned())],
+        writes: vec![(0, "self.h".to_owned())],
+    };
+    let staged = graph::stage(&[&x, &h], &[&next, &total, &positive], &state).unwrap();
+    let text = staged.text();
+    assert!(
+        text.contains(r#""meta.state_read"() {name = "self.h"} : () -> tensor<3xf32>"#),
+        "{text}"
+    );
+    assert!(text.contains(r#""meta.state_write"("#), "{text}");
+    // The captured zero is the only other argument.
+    assert!(
+        text.contains("func.func @main(%a0: tensor<3xf32>, %a2: tensor<f32>) -> (tensor<f32>, tensor<i1>)"),
+        "{text}"
+    );
+    let a = Var::new(Tensor::parse_literal("3xf32=4 5 6").unwrap());
+    let out = staged.call(&[&a, &h]).unwrap();
+    assert_eq!(out.len(), 3);
+    assert_eq!(f32s(&out[0].fetch().unwrap()), [14.0, 25.0, 36.0]);
+    assert_eq!(f32s(&out[1].fetch().unwrap()), [75.0]);
+    let negative = Var::new(Tensor::parse_literal("3xf32=-40 -50 -60").unwrap());
+    let error = staged.call(&[&negative, &h]).unwrap_err().to_string();
+    assert!(error.contains("total is positive"), "{error}");
+    // A name read as one type and written as another stays a result.
+    let wide = graph::full(&[6], ElementType::F32, 1.0).unwrap();
+    let regrown = wide
+        .binary("add", &graph::full(&[6], ElementType::F32, 2.0).unwrap())
+        .unwrap();
+    let staged = graph::stage(&[&x, &h], &[&regrown, &total], &state).unwrap();
+    assert!(!staged.text().contains("meta.state_write"), "{}", staged.text());
+    assert_eq!(
+        f32s(&staged.call(&[&x, &h]).unwrap()[0].fetch().unwrap()),
+        [3.0; 6]
+    );
+    // A binding out of range, or of one name twice, is refused.
+    for (bad, want) in [
+        (
+            StateBinding {
+                reads: vec![(2, "s".to_owned())],
+                writes: vec![],
+            },
+            "state 's' is bound to input 2, but there are 2 inputs",
+        ),
+        (
+            StateBinding {
+                reads: vec![(0, "s".to_owned()), (1, "s".to_owned())],
+                writes: vec![],
+            },
+            "input 1 or state 's' is bound twice among the inputs",
+        ),
+        (
+            StateBinding {
+                reads: vec![],
+                writes: vec![(0, String::new())],
+            },
+            "the state bound to output 0 has no name",
+        ),
+    ] {
+        let error = graph::stage(&[&x, &h], &[&next], &bad).unwrap_err().to_string();
+        assert!(error.contains(want), "{error}");
+    }
 }

@@ -11,7 +11,7 @@
 use jitc_compiler::{CodegenOptions, MathMode};
 use jitc_dialect::kinds::ElementType;
 use jitc_interp::Tensor;
-use jitc_runtime::graph::{self, Var};
+use jitc_runtime::graph::{self, StateBinding, Var};
 use jitc_test_support::{Rng, random};
 
 /// A statement of a random program over four variables of `tensor<4xf32>`.
@@ -161,7 +161,7 @@ fn merged_traces_compute_each_traced_path_and_guard_the_rest() {
             .iter()
             .map(|(out, decisions)| (vec![out], decisions.iter().collect()))
             .collect();
-        let staged = match graph::stage_merged(&[&placeholder], &traces) {
+        let staged = match graph::stage_merged(&[&placeholder], &traces, &StateBinding::default()) {
             Ok(staged) => staged,
             Err(e) => {
                 let message = e.to_string();

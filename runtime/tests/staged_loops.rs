@@ -8,7 +8,7 @@
 use jitc_compiler::{CodegenOptions, MathMode};
 use jitc_dialect::kinds::ElementType;
 use jitc_interp::Tensor;
-use jitc_runtime::graph::{self, LoopParts, Var};
+use jitc_runtime::graph::{self, LoopParts, StateBinding, Var};
 use jitc_test_support::random;
 
 fn bits(tensor: &Tensor) -> Vec<u64> {
@@ -67,7 +67,7 @@ fn a_staged_loop_runs_any_trip_count_as_the_loop_does() {
         outputs: &[&out],
         effects_after: &[],
     };
-    let staged = graph::stage_loop(&[&x, &w], &parts).unwrap();
+    let staged = graph::stage_loop(&[&x, &w], &parts, &StateBinding::default()).unwrap();
     let mut trips_seen = Vec::new();
     for case in 0..40u64 {
         // Scales from below 1 (no trip) to thousands (a dozen trips).
@@ -126,7 +126,9 @@ fn bad_loop_parts_are_errors_in_words() {
             outputs: &[&r],
             effects_after: &[],
         };
-        graph::stage_loop(&[&x], &parts).unwrap_err().to_string()
+        graph::stage_loop(&[&x], &parts, &StateBinding::default())
+            .unwrap_err()
+            .to_string()
     };
     let message = parts(&[&x], &[&p], &[], &condition);
     assert!(
