@@ -2224,6 +2224,10 @@ class Function:
                             else "end")
                     lines.append(f"{indent}piece: {segment.staged.kernels} kernels, {segment.guards} guards, "
                                  f"then {what}")
+                    reads, writes = segment.staged.state
+                    if reads or writes:
+                        lines.append(f"{indent}  state: reads {', '.join(sorted(reads)) or 'nothing'}; "
+                                     f"writes {', '.join(sorted(writes)) or 'nothing'}")
                     if segment.children is None:
                         for (site, value), times in _runs(segment.decisions):
                             lines.append(f"{indent}  path: branch at {site} goes {value}{times}")

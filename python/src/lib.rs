@@ -340,6 +340,14 @@ impl PyStaged {
         self.0.text().to_owned()
     }
 
+    /// `(reads, writes)`: the names of the state it reads with
+    /// `meta.state_read` and writes with `meta.state_write`.
+    #[getter]
+    fn state(&self) -> (Vec<String>, Vec<String>) {
+        let names = |bound: &[(usize, String)]| bound.iter().map(|(_, n)| n.clone()).collect();
+        (names(&self.0.state().reads), names(&self.0.state().writes))
+    }
+
     fn __repr__(&self) -> String {
         format!("{:?}", self.0)
     }

@@ -1410,6 +1410,9 @@ def test_attributes_are_state_reads_and_writes_of_the_graph(method, merge):
         assert not [line for line in text.splitlines() if "meta.state_write" in line and "cfg.gain" in line], text
     else:
         assert 'name = "cfg.gain"} : (tensor<3xf32>) -> ()' in text, text
+    # explain says which state each piece reads and writes.
+    if method == "ways":
+        assert "state: reads cfg.gain, self.calls, self.h; writes self.calls, self.h" in fn.explain(), fn.explain()
     # A tree's pieces before its branch write nothing.
     if merge == "tree":
         assert len(graphs) == 3 and "meta.state_write" not in graphs[0], graphs

@@ -2222,6 +2222,12 @@ impl Staged {
             .collect()
     }
 
+    /// The named state it reads and writes ([`StateBinding`]; a write
+    /// dropped for its type is not in it).
+    pub fn state(&self) -> &StateBinding {
+        &self.state
+    }
+
     /// The staged function in the textual contract, as it was compiled:
     /// traces merged by `meta-merge`, before fusion.
     pub fn text(&self) -> &str {
