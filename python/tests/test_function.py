@@ -1434,3 +1434,25 @@ def test_an_attribute_passed_as_an_argument_too_stays_an_argument():
     np.testing.assert_array_equal(model.h.numpy(), np.full(3, 16.0, dtype=np.float32))
     (text,) = Model.step.graphs()
     assert "meta.state_read" not in text and 'meta.state_write"(' in text, text
+
+
+def test_an_attribute_whose_name_needs_escaping_is_state_all_the_same():
+    class Model:
+        def __init__(self):
+            setattr(self, 'odd"name', jitc.Var(np.ones(3, dtype=np.float32)))
+            self.total = jitc.Var(np.zeros(3, dtype=np.float32))
+
+        @jitc.function
+        def step(self, x):
+            # (`setattr` would keep the function imperative.)
+            self.total = getattr(self, 'odd"name') + x
+            return self.total
+
+    model = Model()
+    for k in range(5):
+        got = model.step(np.full(3, k, dtype=np.float32))
+        np.testing.assert_array_equal(got.numpy(), np.full(3, k + 1.0, dtype=np.float32))
+        np.testing.assert_array_equal(model.total.numpy(), np.full(3, k + 1.0, dtype=np.float32))
+    assert Model.step.stats()["staged"] == 2, Model.step.explain()
+    (text,) = Model.step.graphs()
+    assert """"meta.state_read"() {name = "self.odd'name"}""" in text, text

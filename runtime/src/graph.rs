@@ -1665,9 +1665,19 @@ impl StateBinding {
     /// state (one name has one type in a module), so that output stays a
     /// result.
     fn checked(&self, inputs: &[&Var], outputs: &[&Var]) -> Result<StateBinding, Error> {
+        // The names as the module spells them (quotes, backslashes and
+        // control characters become `'`), so the store holds what the
+        // state ops name.
+        let spelled = |bound: &[(usize, String)]| -> Vec<(usize, String)> {
+            bound.iter().map(|(k, name)| (*k, quoted(name))).collect()
+        };
+        let this = StateBinding {
+            reads: spelled(&self.reads),
+            writes: spelled(&self.writes),
+        };
         for (side, bound, count) in [
-            ("input", &self.reads, inputs.len()),
-            ("output", &self.writes, outputs.len()),
+            ("input", &this.reads, inputs.len()),
+            ("output", &this.writes, outputs.len()),
         ] {
             for (n, (k, name)) in bound.iter().enumerate() {
                 if *k >= count {
@@ -1686,18 +1696,18 @@ impl StateBinding {
             }
         }
         let type_of = |v: &Var| (v.0.shape.clone(), v.0.element);
-        let writes = self
+        let writes = this
             .writes
             .iter()
             .filter(|(k, name)| {
-                self.reads
+                this.reads
                     .iter()
                     .all(|(j, read)| read != name || type_of(inputs[*j]) == type_of(outputs[*k]))
             })
             .cloned()
             .collect();
         Ok(StateBinding {
-            reads: self.reads.clone(),
+            reads: this.reads,
             writes,
         })
     }

@@ -860,6 +860,21 @@ fn staged_state_is_read_and_written_by_name() {
     let negative = Var::new(Tensor::parse_literal("3xf32=-40 -50 -60").unwrap());
     let error = staged.call(&[&negative, &h]).unwrap_err().to_string();
     assert!(error.contains("total is positive"), "{error}");
+    // A name with a quote is spelled with `'` in the module, and the call
+    // reads and writes the state by that spelling.
+    let odd = StateBinding {
+        reads: vec![(1, "self.a\"b".to_owned())],
+        writes: vec![(0, "self.a\"b".to_owned())],
+    };
+    let staged = graph::stage(&[&x, &h], &[&next, &total], &odd).unwrap();
+    assert!(
+        staged.text().contains(r#"{name = "self.a'b"}"#),
+        "{}",
+        staged.text()
+    );
+    assert_eq!(staged.state().reads, [(1, "self.a'b".to_owned())]);
+    let out = staged.call(&[&a, &h]).unwrap();
+    assert_eq!(f32s(&out[0].fetch().unwrap()), [14.0, 25.0, 36.0]);
     // A name read as one type and written as another stays a result.
     let wide = graph::full(&[6], ElementType::F32, 1.0).unwrap();
     let regrown = wide
@@ -893,6 +908,14 @@ fn staged_state_is_read_and_written_by_name() {
                 writes: vec![(0, String::new())],
             },
             "the state bound to output 0 has no name",
+        ),
+        // Two names the module would spell alike.
+        (
+            StateBinding {
+                reads: vec![(0, "a\"b".to_owned()), (1, "a'b".to_owned())],
+                writes: vec![],
+            },
+            "input 1 or state 'a'b' is bound twice among the inputs",
         ),
     ] {
         let error = graph::stage(&[&x, &h], &[&next], &bad).unwrap_err().to_string();
