@@ -758,6 +758,24 @@ fn quoted(text: &str) -> String {
         .collect()
 }
 
+/// `  %value = "meta.state_read"() {name = "name"} : () -> type` and a
+/// newline; `at` is its location's text (or nothing).
+fn state_read_line(value: &str, name: &str, r#type: &str, at: &str) -> String {
+    format!(
+        "  {value} = \"meta.state_read\"() {{name = \"{}\"}} : () -> {type}{at}\n",
+        quoted(name)
+    )
+}
+
+/// `  "meta.state_write"(%value) {name = "name"} : (type) -> ()` and a
+/// newline; `at` is its location's text (or nothing).
+fn state_write_line(value: &str, name: &str, r#type: &str, at: &str) -> String {
+    format!(
+        "  \"meta.state_write\"({value}) {{name = \"{}\"}} : ({type}) -> (){at}\n",
+        quoted(name)
+    )
+}
+
 fn key(node: &Rc<Node>) -> usize {
     Rc::as_ptr(node) as usize
 }
@@ -993,15 +1011,12 @@ impl Cut {
             name.insert(key(argument), format!("%a{k}"));
             let r#type = type_text(&argument.shape, argument.element);
             match self.reads.iter().find(|(r, _)| *r == k) {
-                Some((_, state)) => {
-                    let _ = writeln!(
-                        body,
-                        "  %a{k} = \"meta.state_read\"() {{name = \"{}\"}} : () -> {type}{}",
-                        quoted(state),
-                        at_state(state),
-                        type = r#type
-                    );
-                }
+                Some((_, state)) => body.push_str(&state_read_line(
+                    &format!("%a{k}"),
+                    state,
+                    &r#type,
+                    &at_state(state),
+                )),
                 None => params.push(format!("%a{k}: {type}", type = r#type)),
             }
         }
@@ -1098,15 +1113,7 @@ impl Cut {
             let value = &name[&key(result)];
             let r#type = type_text(&result.shape, result.element);
             match self.writes.iter().find(|(w, _)| *w == k) {
-                Some((_, state)) => {
-                    let _ = writeln!(
-                        body,
-                        "  \"meta.state_write\"({value}) {{name = \"{}\"}} : ({type}) -> (){}",
-                        quoted(state),
-                        at_state(state),
-                        type = r#type
-                    );
-                }
+                Some((_, state)) => body.push_str(&state_write_line(value, state, &r#type, &at_state(state))),
                 None => {
                     results.push(value);
                     result_types.push(r#type);
@@ -2051,13 +2058,7 @@ pub fn stage_loop(inputs: &[&Var], parts: &LoopParts<'_>, state: &StateBinding) 
     let reads: String = binding
         .reads
         .iter()
-        .map(|(k, name)| {
-            format!(
-                "  %a{k} = \"meta.state_read\"() {{name = \"{}\"}} : () -> {}\n",
-                quoted(name),
-                shared_types[*k]
-            )
-        })
+        .map(|(k, name)| state_read_line(&format!("%a{k}"), name, &shared_types[*k], ""))
         .collect();
     let pre_types = types(&pre_values);
     let mut loop_types = types(parts.init);
@@ -2155,12 +2156,12 @@ pub fn stage_loop(inputs: &[&Var], parts: &LoopParts<'_>, state: &StateBinding) 
         list(&post_types)
     );
     for (k, name) in &binding.writes {
-        let _ = writeln!(
-            main,
-            "  \"meta.state_write\"(%post#{k}) {{name = \"{}\"}} : ({}) -> ()",
-            quoted(name),
-            all_output_types[*k]
-        );
+        main.push_str(&state_write_line(
+            &format!("%post#{k}"),
+            name,
+            &all_output_types[*k],
+            "",
+        ));
     }
     if output_types.is_empty() {
         let _ = writeln!(main, "  return\n}}");
