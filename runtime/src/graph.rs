@@ -1806,8 +1806,16 @@ type StagedPart = (Vec<Rc<Node>>, Vec<(Rc<Node>, Arc<Tensor>)>);
 /// `meta.state_write`s ([`StateBinding`]).
 pub fn stage(inputs: &[&Var], outputs: &[&Var], state: &StateBinding) -> Result<Staged, Error> {
     let runtime = runtime()?;
-    let state = state.checked(inputs, outputs)?;
+    let mut state = state.checked(inputs, outputs)?;
     let (nodes, data) = staged_part(&runtime, inputs, outputs)?;
+    // State nothing reads is not read: its input stays an (unused)
+    // argument, so the function says what it reads.
+    let used: std::collections::HashSet<usize> = nodes
+        .iter()
+        .flat_map(|n| n.op.borrow().inputs().into_iter().map(key).collect::<Vec<_>>())
+        .chain(outputs.iter().map(|o| key(&o.0)))
+        .collect();
+    state.reads.retain(|(k, _)| used.contains(&key(&inputs[*k].0)));
     let mut arguments: Vec<Rc<Node>> = inputs.iter().map(|v| Rc::clone(&v.0)).collect();
     let mut captured = Vec::new();
     for (node, value) in data {

@@ -875,6 +875,19 @@ fn staged_state_is_read_and_written_by_name() {
     assert_eq!(staged.state().reads, [(1, "self.a'b".to_owned())]);
     let out = staged.call(&[&a, &h]).unwrap();
     assert_eq!(f32s(&out[0].fetch().unwrap()), [14.0, 25.0, 36.0]);
+    // State nothing reads is not read: its input stays an argument.
+    let unread = StateBinding {
+        reads: vec![(0, "self.x".to_owned()), (1, "self.h".to_owned())],
+        writes: vec![],
+    };
+    let doubled = x.binary("add", &x).unwrap();
+    let staged = graph::stage(&[&x, &h], &[&doubled], &unread).unwrap();
+    assert_eq!(staged.state().reads, [(0, "self.x".to_owned())]);
+    assert!(!staged.text().contains("self.h"), "{}", staged.text());
+    assert_eq!(
+        f32s(&staged.call(&[&a, &h]).unwrap()[0].fetch().unwrap()),
+        [8.0, 10.0, 12.0]
+    );
     // A name read as one type and written as another stays a result.
     let wide = graph::full(&[6], ElementType::F32, 1.0).unwrap();
     let regrown = wide
