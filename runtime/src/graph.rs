@@ -2241,8 +2241,9 @@ impl Staged {
             .collect()
     }
 
-    /// The named state it reads and writes ([`StateBinding`]; a write
-    /// dropped for its type is not in it).
+    /// The named state it reads and writes ([`StateBinding`], names as
+    /// the module spells them; a write dropped for its type is not in it,
+    /// nor, from [`stage`], a read of an input nothing reads).
     pub fn state(&self) -> &StateBinding {
         &self.state
     }
