@@ -1410,12 +1410,17 @@ def test_attributes_are_state_reads_and_writes_of_the_graph(method, merge):
         assert not [line for line in text.splitlines() if "meta.state_write" in line and "cfg.gain" in line], text
     else:
         assert 'name = "cfg.gain"} : (tensor<3xf32>) -> ()' in text, text
+        # An attribute the graph does not use is not read (it stays an
+        # unused argument).
+        assert "self.calls" not in text, text
     # explain says which state each piece reads and writes.
     if method == "ways":
         assert "state: reads cfg.gain, self.calls, self.h; writes self.calls, self.h" in fn.explain(), fn.explain()
     # A tree's pieces before its branch write nothing.
     if merge == "tree":
         assert len(graphs) == 3 and "meta.state_write" not in graphs[0], graphs
+        # The way that does not use `cfg.gain` does not read it.
+        assert "state: reads self.calls, self.h; writes self.calls, self.h" in fn.explain(), fn.explain()
 
 
 def test_an_attribute_passed_as_an_argument_too_stays_an_argument():

@@ -1719,6 +1719,23 @@ impl StateBinding {
         })
     }
 
+    /// Drops the reads of inputs that no node of `nodes` reads and no
+    /// value of `values` is: such an input stays an (unused) argument, so
+    /// the function says what state it reads.
+    fn drop_unread<'v>(
+        &mut self,
+        inputs: &[&Var],
+        nodes: &[Rc<Node>],
+        values: impl IntoIterator<Item = &'v Var>,
+    ) {
+        let used: std::collections::HashSet<usize> = nodes
+            .iter()
+            .flat_map(|n| n.op.borrow().inputs().into_iter().map(key).collect::<Vec<_>>())
+            .chain(values.into_iter().map(|v| key(&v.0)))
+            .collect();
+        self.reads.retain(|(k, _)| used.contains(&key(&inputs[*k].0)));
+    }
+
     fn read(&self, input: usize) -> Option<&str> {
         self.reads
             .iter()
@@ -1808,14 +1825,7 @@ pub fn stage(inputs: &[&Var], outputs: &[&Var], state: &StateBinding) -> Result<
     let runtime = runtime()?;
     let mut state = state.checked(inputs, outputs)?;
     let (nodes, data) = staged_part(&runtime, inputs, outputs)?;
-    // State nothing reads is not read: its input stays an (unused)
-    // argument, so the function says what it reads.
-    let used: std::collections::HashSet<usize> = nodes
-        .iter()
-        .flat_map(|n| n.op.borrow().inputs().into_iter().map(key).collect::<Vec<_>>())
-        .chain(outputs.iter().map(|o| key(&o.0)))
-        .collect();
-    state.reads.retain(|(k, _)| used.contains(&key(&inputs[*k].0)));
+    state.drop_unread(inputs, &nodes, outputs.iter().copied());
     let mut arguments: Vec<Rc<Node>> = inputs.iter().map(|v| Rc::clone(&v.0)).collect();
     let mut captured = Vec::new();
     for (node, value) in data {
@@ -1870,7 +1880,7 @@ pub fn stage_merged(
     }
     // Every trace's outputs have one set of types (or `meta-merge` says
     // why not), so the first trace's decide the binding.
-    let state = state.checked(inputs, &traces[0].0)?;
+    let mut state = state.checked(inputs, &traces[0].0)?;
     // Each trace's nodes, and the data it reads that is not an input, each
     // datum with the captured value it is (one argument per distinct value,
     // bit for bit: -0.0 is not 0.0).
@@ -1897,6 +1907,14 @@ pub fn stage_merged(
         }
         cuts.push((nodes, data));
     }
+    let every_node: Vec<Rc<Node>> = cuts.iter().flat_map(|(nodes, _)| nodes.iter().cloned()).collect();
+    state.drop_unread(
+        inputs,
+        &every_node,
+        traces
+            .iter()
+            .flat_map(|(outputs, effects)| outputs.iter().chain(effects).copied()),
+    );
     let mut text = String::new();
     for (k, ((outputs, _), (nodes, data))) in traces.iter().zip(cuts).enumerate() {
         // The arguments: the inputs, then every captured value, each this
@@ -1969,7 +1987,7 @@ pub struct LoopParts<'a> {
 /// `@main` reads and writes it.
 pub fn stage_loop(inputs: &[&Var], parts: &LoopParts<'_>, state: &StateBinding) -> Result<Staged, Error> {
     let runtime = runtime()?;
-    let binding = state.checked(inputs, parts.outputs)?;
+    let mut binding = state.checked(inputs, parts.outputs)?;
     let carried = parts.init.len();
     if parts.params.len() != carried || parts.next.len() != carried || parts.results.len() != carried {
         return Err(bad(format!(
@@ -2022,6 +2040,12 @@ pub fn stage_loop(inputs: &[&Var], parts: &LoopParts<'_>, state: &StateBinding) 
     let pre = staged_part(&runtime, inputs, &pre_values)?;
     let body = staged_part(&runtime, &body_inputs, &body_values)?;
     let post = staged_part(&runtime, &post_inputs, &post_values)?;
+    let every_node: Vec<Rc<Node>> = pre.0.iter().chain(&body.0).chain(&post.0).cloned().collect();
+    binding.drop_unread(
+        inputs,
+        &every_node,
+        pre_values.iter().chain(&body_values).chain(&post_values).copied(),
+    );
     // Data the parts read that is not an input: captured, each node once.
     let mut captured: Vec<(Rc<Node>, Arc<Tensor>)> = Vec::new();
     for (node, value) in pre.1.iter().chain(&body.1).chain(&post.1) {
@@ -2243,7 +2267,7 @@ impl Staged {
 
     /// The named state it reads and writes ([`StateBinding`], names as
     /// the module spells them; a write dropped for its type is not in it,
-    /// nor, from [`stage`], a read of an input nothing reads).
+    /// nor a read of an input nothing reads).
     pub fn state(&self) -> &StateBinding {
         &self.state
     }
