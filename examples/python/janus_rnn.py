@@ -3,8 +3,13 @@ loops over a sequence in Python and keeps its final state in
 `self.state` for the next sequence, here trained with `jitc.grad` on
 sequences whose length changes between calls. `@jitc.function` profiles
 the first calls of each length, then serves later ones from one staged,
-compiled graph per length, without running the Python loop; the run is
-checked against a twin model run imperatively on the lazy graph.
+compiled graph per length, without running the Python loop. The graph
+reads the attributes (`self.w`, `self.u`, `self.b`, `self.state`) with
+`meta.state_read` and writes the updated ones with `meta.state_write`,
+committed only when the whole step succeeded (JANUS's PyGetAttrOp and
+PySetAttrOp; `explain` lists them, `StagedRNN.__call__.graphs()` gives
+the text). The run is checked against a twin model run imperatively on
+the lazy graph.
 
 Run: .venv/bin/python examples/python/janus_rnn.py [--steps N]
 """
