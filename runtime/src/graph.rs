@@ -737,11 +737,10 @@ struct Cut {
     /// merged trace's copy of a value another node already passes).
     aliases: Vec<(Rc<Node>, usize)>,
     /// Arguments that are read from named state instead
-    /// (`meta.state_read`), by position in `arguments`.
-    reads: Vec<(usize, String)>,
-    /// Results that are written to named state instead
-    /// (`meta.state_write`), by position in `results`.
-    writes: Vec<(usize, String)>,
+    /// (`meta.state_read`), by position in `arguments`, and results that
+    /// are written to it instead (`meta.state_write`), by position in
+    /// `results`.
+    state: StateBinding,
 }
 
 /// `text` fit for a string literal: quotes, backslashes and control
@@ -872,8 +871,7 @@ impl Runtime {
             arguments,
             results,
             aliases: Vec::new(),
-            reads: Vec::new(),
-            writes: Vec::new(),
+            state: StateBinding::default(),
         }
     }
 }
@@ -970,7 +968,7 @@ impl Cut {
         for result in &self.results {
             key_bytes.extend_from_slice(&result.slot.get().to_le_bytes());
         }
-        for (tag, bound) in [(b'<', &self.reads), (b'!', &self.writes)] {
+        for (tag, bound) in [(b'<', &self.state.reads), (b'!', &self.state.writes)] {
             for (k, name) in bound {
                 key_bytes.push(tag);
                 key_bytes.extend_from_slice(&(*k as u32).to_le_bytes());
@@ -1010,8 +1008,8 @@ impl Cut {
         for (k, argument) in self.arguments.iter().enumerate() {
             name.insert(key(argument), format!("%a{k}"));
             let r#type = type_text(&argument.shape, argument.element);
-            match self.reads.iter().find(|(r, _)| *r == k) {
-                Some((_, state)) => body.push_str(&state_read_line(
+            match self.state.read(k) {
+                Some(state) => body.push_str(&state_read_line(
                     &format!("%a{k}"),
                     state,
                     &r#type,
@@ -1112,8 +1110,8 @@ impl Cut {
         for (k, result) in self.results.iter().enumerate() {
             let value = &name[&key(result)];
             let r#type = type_text(&result.shape, result.element);
-            match self.writes.iter().find(|(w, _)| *w == k) {
-                Some((_, state)) => body.push_str(&state_write_line(value, state, &r#type, &at_state(state))),
+            match self.state.write(k) {
+                Some(state) => body.push_str(&state_write_line(value, state, &r#type, &at_state(state))),
                 None => {
                     results.push(value);
                     result_types.push(r#type);
@@ -1840,8 +1838,7 @@ pub fn stage(inputs: &[&Var], outputs: &[&Var], state: &StateBinding) -> Result<
         arguments,
         results: outputs.iter().map(|o| Rc::clone(&o.0)).collect(),
         aliases: Vec::new(),
-        reads: state.reads.clone(),
-        writes: state.writes.clone(),
+        state: state.clone(),
     };
     let executable = runtime.executable(cut.key(), || cut.text())?;
     Ok(Staged {
@@ -1937,8 +1934,7 @@ pub fn stage_merged(
             arguments,
             results: outputs.iter().map(|o| Rc::clone(&o.0)).collect(),
             aliases,
-            reads: state.reads.clone(),
-            writes: state.writes.clone(),
+            state: state.clone(),
         };
         text.push_str(&cut.function_text(&format!("trace_{k}"), Some("main")));
     }
@@ -2065,8 +2061,7 @@ pub fn stage_loop(inputs: &[&Var], parts: &LoopParts<'_>, state: &StateBinding) 
             arguments: nodes_of(own).into_iter().chain(shared.iter().cloned()).collect(),
             results: nodes_of(results),
             aliases: Vec::new(),
-            reads: Vec::new(),
-            writes: Vec::new(),
+            state: StateBinding::default(),
         };
         cut.function_text(name, None)
     };
