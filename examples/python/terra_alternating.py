@@ -1,7 +1,7 @@
 """A function whose calls alternate between two paths by a tensor value,
 as in Terra's evaluation (`papers/terra-supplement.txt`): after profiling,
 `@jitc.function` merges the traces of both paths into one graph (`meta-merge`:
-the two ways are cases of an `scf.index_switch`), so later calls are all
+the two ways are the branches of an `scf.if`), so later calls are all
 served by one staged graph, with no fallback. `merge="tree"` stages them as a
 tree of graphs chosen between in Python; with `merge=False` (JANUS's single
 speculated path) every call that changes path fails its guard and falls

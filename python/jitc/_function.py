@@ -59,7 +59,8 @@ decisions, and `jitc_runtime::graph::stage_merged` merges them into one
 compiled graph (`meta-merge`, Terra's Algorithm 1): ops the traces share
 are staged once, also after they part and meet again; the ways a branch
 went are cases of an `scf.index_switch` chosen in the graph by the
-branch's condition; a branch they all took one way becomes a `meta.guard`
+branch's condition (an `scf.if` on it when its two ways are the only
+cases there); a branch they all took one way becomes a `meta.guard`
 that it still goes that way (JANUS's speculative assumptions). When one
 graph cannot hold them (their ways return different things, or differ
 only in which values later ops read), they are merged into a tree
@@ -75,7 +76,8 @@ In every graph, as JANUS's `PyGetAttrOp` and `PySetAttrOp` do it, a
 `jitc.Var` attribute the call reads is a `meta.state_read` of the state
 `self.<name>` (`<parameter>.<name>` for an object argument's; one that is
 also passed as an argument stays an argument), and one the call rebinds
-to a `jitc.Var` is a `meta.state_write`, committed only when every guard
+to a `jitc.Var` is a `meta.state_write` (so are relaxed numbers in
+attributes, below: Python gets them back as numbers), committed only when every guard
 of the call held (a tree's pieces read state where they need it; only
 its last piece writes). `fn.graphs()` gives the staged modules' text.
 
@@ -135,9 +137,9 @@ than six levels down, chains of modules and classes more than two
 deep, and state kept inside C extension objects, are not facts, and a
 staged call does not see a change to them. Every NumPy array that is not
 an argument and is reachable so is hashed on every call. Attributes
-rebound to Python values, and relaxed numbers in attributes, are set in
-Python after the whole call succeeded, not through state ops; a branch two
-traces took both ways is an `scf.index_switch` case, not an `scf.if`; a
+rebound to Python values that are not relaxed numbers (a string, a
+tuple, a number still a fact) are set in Python after the whole call
+succeeded, not through state ops; a
 loop over a Python `range` is unrolled (one graph per trip count); and
 the guards are written by the tracer, not by `meta-specialize`.
 """
@@ -1694,14 +1696,16 @@ class Function:
                    for i, a in enumerate(args) if _is_object(a)]
         return labels + [k for k in sorted(kwargs) if _is_object(kwargs[k])]
 
-    def _state_binding(self, owner, args, kwargs, names, writes):
+    def _state_binding(self, owner, args, kwargs, names, writes, numbers=()):
         """The named state of a trace's graph (JANUS's `PyGetAttrOp` and
         `PySetAttrOp`): each input that is an attribute (`names`, from
-        `_tensors` before the call) is read with `meta.state_read` of
-        `self.h` (or `<parameter>.h`), each output an attribute is rebound
-        to is written with `meta.state_write`. Returns `(reads, writes)`
-        of `(index, name)`; a tensor that is also an argument stays an
-        argument."""
+        `_tensors` before the call; `numbers`, `(index, position)` of the
+        relaxed numbers the graph takes after the tensors) is read with
+        `meta.state_read` of `self.h` (or `<parameter>.h`), each output an
+        attribute is rebound to (a `jitc.Var`, or a relaxed number, which
+        Python gets back as a number) is written with `meta.state_write`.
+        Returns `(reads, writes)` of `(index, name)`; a tensor that is also
+        an argument stays an argument."""
         labels = self._object_labels(owner, args, kwargs)
         reads, seen = [], {}
         for native, name in names:
@@ -1710,10 +1714,9 @@ class Function:
             seen[id(native)] = len(seen)
             if name is not None:
                 reads.append((seen[id(native)], f"{labels[name[0]]}.{name[1]}"))
-        bound = []
-        for k, name, how in writes:
-            if how[0] == "out" and how[2] is None:
-                bound.append((how[1], f"{labels[k]}.{name}"))
+        reads += [(index, f"{labels[position[1]]}.{position[2]}")
+                  for index, position in numbers if position[0] == "attr"]
+        bound = [(how[1], f"{labels[k]}.{name}") for k, name, how in writes if how[0] == "out"]
         return reads, bound
 
     def _input_names(self, owner, args, kwargs):
@@ -1910,12 +1913,14 @@ class Function:
             self._give_up_all(tracer.reasons[0])
             return result, None
         try:
-            inputs = _unique_natives(tensors) + [n._v for n in weak.values()]
+            natives = _unique_natives(tensors)
+            inputs = natives + [n._v for n in weak.values()]
             trace = _Trace(tracer, inputs, outputs, structure, writes)
         except _Unstageable as e:
             self._give_up_all(str(e))
             return result, None
-        trace.state = self._state_binding(owner, args, kwargs, names, writes)
+        numbered = [(len(natives) + j, position) for j, position in enumerate(weak)]
+        trace.state = self._state_binding(owner, args, kwargs, names, writes, numbered)
         return result, trace
 
     def _run_traced(self, owner, args, kwargs, objects):
@@ -2004,7 +2009,7 @@ class Function:
     def _stage(self, traces):
         """The traces staged: when they went different ways, as one merged
         graph (Terra: `meta-merge` shares what they share, and the ways
-        they went are `scf.index_switch` cases chosen in the graph); when
+        they went are `scf.if`/`scf.index_switch` cases chosen in the graph); when
         that cannot be, as a trace tree (shared prefixes once, a branch
         chosen in Python where traces went both ways); a guard where they
         all went one way. Traces that cannot be merged at all (their ops
@@ -2309,8 +2314,8 @@ def _describe_tree(root):
         return (f"one graph with the loop at {root.loop} as an scf.while (AutoGraph), "
                 f"{root.staged.kernels} kernels")
     if root.merged:
-        return (f"one graph merged from {root.merged} traces (Terra; scf.index_switch where they went different "
-                f"ways), {root.staged.kernels} kernels")
+        return (f"one graph merged from {root.merged} traces (Terra; scf.if/scf.index_switch where they went "
+                f"different ways), {root.staged.kernels} kernels")
     segments = [s for _, s in root.walk()]
     branches = sum(1 for s in segments if s.children)
     return (f"{len(segments)} staged piece{'s' if len(segments) != 1 else ''}, {branches} "

@@ -76,9 +76,9 @@ def test_traces_of_both_ways_merge_so_an_alternating_branch_stops_falling_back()
         np.testing.assert_array_equal(staged.total.numpy(), plain.total.numpy())
     # Calls 1-2 profile and stage (speculating "positive" under a guard);
     # 3-4 are served; 5 fails the guard, runs imperatively, and its trace
-    # merges with the others into one graph (meta-merge: the branch selects
-    # a case of an scf.index_switch; the negative way ends at once, and
-    # passes the rest through); 6-11 are all served, whichever way they go.
+    # merges with the others into one graph (meta-merge: the branch is an
+    # scf.if; the negative way ends at once, and passes the rest through);
+    # 6-11 are all served, whichever way they go.
     assert StagedCounter.__call__.stats() == {
         "calls": 11, "staged": 8, "traced": 3, "imperative": 0, "staged_graphs": 1,
         "restaged": 1, "fallbacks": 1, "give_ups": 0, "relaxations": 0, "relaxations_undone": 0,
@@ -86,6 +86,10 @@ def test_traces_of_both_ways_merge_so_an_alternating_branch_stops_falling_back()
     }
     text = jitc.explain(StagedCounter.__call__)
     assert "fallback: guard" in text and "one graph merged from 3 traces" in text, text
+    # The two ways of the one branch are the two regions of an scf.if on
+    # its condition (AutoGraph's staged if), not cases of a switch.
+    [graph] = StagedCounter.__call__.graphs()
+    assert "scf.if" in graph and "scf.index_switch" not in graph, graph
 
 
 def test_traces_that_do_not_merge_into_one_graph_are_staged_as_a_tree():
@@ -352,6 +356,15 @@ def test_python_attribute_writes_are_staged_and_a_counter_becomes_a_graph_input(
     assert stats["traced"] == 6 and stats["staged"] == 4 and stats["give_ups"] == 0, stats
     text = StagedSteps.__call__.explain()
     assert "graph inputs (relaxed Python numbers): self.count" in text, text
+    # The relaxed counter is an attribute like a tensor's: the graph reads
+    # it with meta.state_read and writes it back with meta.state_write (a
+    # 64-bit int; Python gets an int back). The mode, a string, is set in
+    # Python.
+    [graph] = StagedSteps.__call__.graphs()
+    assert '"meta.state_read"() {name = "self.count"} : () -> tensor<i64>' in graph, graph
+    assert 'name = "self.count"} : (tensor<i64>) -> ()' in graph, graph
+    assert "self.mode" not in graph, graph
+    assert "state: reads self.count; writes self.count" in text, text
 
 
 class Decaying:

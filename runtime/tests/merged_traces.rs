@@ -1,12 +1,14 @@
 //! Property test of trace merging (`meta-merge` through
 //! `graph::stage_merged`, what `@jitc.function` does): random programs
-//! with nested branches on computed values and variables reassigned in
-//! them are traced on random inputs, the traces merged into one graph,
+//! with nested branches on computed values (one element of a variable,
+//! by site, so that nested branches go their ways independently) and
+//! variables reassigned in them are traced on random inputs, the traces merged into one graph,
 //! and the graph run on every traced input and on new ones. On an input
 //! whose path a trace took, it must give the program's result bit for bit
 //! (`--math exact`); on any other, that result or a failed guard, never
 //! another number. Merges the pass refuses (in words) are counted, and
-//! must stay a minority.
+//! must stay a minority; some graphs must hold an `scf.if` and some an
+//! `scf.index_switch`.
 
 use jitc_compiler::{CodegenOptions, MathMode};
 use jitc_dialect::kinds::ElementType;
@@ -96,8 +98,11 @@ fn run(program: &[Stmt], input: &Var, forced: Option<&[bool]>) -> (Var, Vec<bool
                 } => {
                     graph::set_site(Some(&format!("p.py:{site}"))).unwrap();
                     let zero = graph::full(&[], ElementType::F32, 0.0).unwrap();
-                    let sum = state.vars[*on].reindex_reduce("add", &[], &[]).unwrap();
-                    let condition = sum.binary("gt", &zero).unwrap();
+                    // One element, by site: branches on different
+                    // elements go their ways independently.
+                    let element = (site % 4).to_string();
+                    let picked = state.vars[*on].reindex(&[], &[&element], None, &[]).unwrap();
+                    let condition = picked.binary("gt", &zero).unwrap();
                     let way = match state.forced {
                         Some(ways) => {
                             let way = ways[state.ways.len()];
@@ -140,6 +145,9 @@ fn merged_traces_compute_each_traced_path_and_guard_the_rest() {
     .unwrap();
     let mut rng = Rng(20261124);
     let (mut merged, mut refused, mut served, mut guarded) = (0, 0, 0, 0);
+    // Merged graphs with an scf.if (two ways of one branch) and with an
+    // scf.index_switch: both forms are exercised.
+    let (mut ifs, mut switches) = (0, 0);
     for case in 0..150 {
         let mut sites = 0;
         let program = block(&mut rng, 0, &mut sites);
@@ -174,6 +182,9 @@ fn merged_traces_compute_each_traced_path_and_guard_the_rest() {
             }
         };
         merged += 1;
+        let text = staged.text();
+        ifs += usize::from(text.contains("scf.if"));
+        switches += usize::from(text.contains("scf.index_switch"));
         for x in traced.iter().chain(fresh) {
             let (want, ways, _) = run(&program, &Var::new(x.clone()), None);
             let want = bits(&want.fetch().unwrap());
@@ -198,7 +209,14 @@ fn merged_traces_compute_each_traced_path_and_guard_the_rest() {
             }
         }
     }
-    eprintln!("merged {merged}, refused {refused}; calls served {served}, guarded {guarded}");
+    eprintln!(
+        "merged {merged} ({ifs} with scf.if, {switches} with scf.index_switch), refused {refused}; \
+         calls served {served}, guarded {guarded}"
+    );
     assert!(merged > refused, "merged {merged}, refused {refused}");
+    assert!(
+        ifs > 0 && switches > 0,
+        "scf.if in {ifs}, scf.index_switch in {switches}"
+    );
     assert!(served > 0 && guarded > 0, "served {served}, guarded {guarded}");
 }

@@ -29,9 +29,11 @@
 // d's block runs one switch-case before ways b's and c's, and node 8 waits
 // twice:
 //   [1] [1' | 7] [2 | (i) | 5 6] [3 | (i) | 4] [8 9]
-// The figure's three-case switch-case after node 1 is the second
-// scf.index_switch below, its way-d case empty (node 7 ran in the first)
-// and passing i on; the third is the text's [3 | 4 | (i)]. The cases of a
+// [1' | 7] is two cases entered by the two ways of node 1's branch, so it
+// is an scf.if on node 1's condition (then: way d). The figure's
+// three-case switch-case after node 1 is the first scf.index_switch
+// below, its way-d case empty (node 7 ran in the scf.if) and passing i
+// on; the second is the text's [3 | 4 | (i)]. The cases of a
 // switch-case are a set in Algorithm 1; the pass orders them by node, and
 // node 8 (the empty case) precedes nodes 4 and 5 because the first trace
 // runs it before the others run them.
@@ -69,17 +71,18 @@
 // CHECK-NEXT: %[[X1:.*]] = tensor.extract %[[C1]]
 // CHECK-NEXT: %[[E1:.*]] = arith.select %[[X1]], %[[ED]], %[[EP]] : index
 // CHECK-NOT: scf.index_switch
-// [1' | 7]: the edge to 1' selects case 0, edge d case 1.
-// CHECK: %[[KP:.*]] = arith.constant [[P]] : index
-// CHECK-NEXT: %[[IP:.*]] = arith.cmpi eq, %[[E1]], %[[KP]] : index
-// CHECK-NEXT: %[[ZERO:.*]] = arith.constant 0 : index
-// CHECK-NEXT: arith.select %[[IP]], %[[ZERO]],
-// CHECK-NEXT: %[[KD:.*]] = arith.constant [[D]] : index
-// CHECK-NEXT: %[[ID:.*]] = arith.cmpi eq, %[[E1]], %[[KD]] : index
-// CHECK-NEXT: %[[ONE:.*]] = arith.constant 1 : index
-// CHECK-NEXT: %[[SEL2:.*]] = arith.select %[[ID]], %[[ONE]],
-// CHECK-NEXT: %[[W2:[0-9]+]]:3 = scf.index_switch %[[SEL2]] -> tensor<4xf32>, index, index
-// CHECK-NEXT: case 0 {
+// [1' | 7]: an scf.if on node 1's condition; way d (true) is node 7, the
+// false way node 1'.
+// Each way starts with the traces on it, known here (way d: trace 3, bit
+// 8; the false way: traces 0-2, bits 7).
+// CHECK: %[[W2:[0-9]+]]:3 = scf.if %[[X1]] -> (tensor<4xf32>, index, index) {
+// CHECK-NEXT: %[[MD:.*]] = arith.constant 8 : index
+// CHECK-NEXT: arith.constant dense<1.0
+// CHECK-NEXT: %[[H7:.*]] = "meta.binary"(%arg0, %{{.*}}) {kind = "sub"}
+// CHECK-NEXT: %[[EI:.*]] = arith.constant [[I:[0-9]+]] : index
+// CHECK-NEXT: scf.yield %[[H7]], %[[EI]], %[[MD]] :
+// CHECK-NEXT: } else {
+// CHECK-NEXT: arith.constant 7 : index
 // CHECK-NEXT: arith.constant dense<0.0
 // CHECK-NEXT: %[[C2:.*]] = "meta.binary"(%[[S]], %{{.*}}) {kind = "gt"}
 // CHECK: tensor.extract %[[C2]]
@@ -87,13 +90,6 @@
 // CHECK-NOT: "meta.binary"
 // CHECK: scf.yield
 // CHECK-NEXT: }
-// CHECK-NEXT: case 1 {
-// CHECK-NEXT: arith.constant dense<1.0
-// CHECK-NEXT: %[[H7:.*]] = "meta.binary"(%arg0, %{{.*}}) {kind = "sub"}
-// CHECK-NEXT: %[[EI:.*]] = arith.constant [[I:[0-9]+]] : index
-// CHECK-NEXT: scf.yield %[[H7]], %[[EI]], %{{.*}} :
-// CHECK-NEXT: }
-// CHECK-NEXT: default {
 // CHECK-NOT: scf.index_switch
 // [2 | (i) | 5 6]: edge i selects the empty case 1, which passes it on.
 // CHECK: %[[KI:.*]] = arith.constant [[I]] : index

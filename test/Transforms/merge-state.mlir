@@ -2,8 +2,9 @@
 // attributes (JANUS's PyGetAttrOp/PySetAttrOp): each trace reads `self.h`
 // with meta.state_read and writes what it rebinds with meta.state_write,
 // each state op at `loc("state <name>")` so the traces share it. The
-// merged graph reads the state once before the switch and writes it once
-// after, from the switch's result.
+// merged graph reads the state once before the branch (an scf.if: the
+// traces went both ways of one branch) and writes it once after, from the
+// branch's result.
 // RUN: jitc opt %s --meta-merge | FileCheck %s
 //
 // Either way, the merged graph's result and committed state are the
@@ -21,8 +22,9 @@
 // CHECK-LABEL: func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32>
 // CHECK:         %[[H:.*]] = "meta.state_read"() {name = "self.h"}
 // CHECK-NOT:     meta.state
-// CHECK:         %[[S:.*]]:3 = scf.index_switch
+// CHECK:         %[[S:.*]]:3 = scf.if
 // CHECK:           "meta.unary"(%arg0) {kind = "tanh"}
+// CHECK:         } else {
 // CHECK:           "meta.unary"(%arg0) {kind = "sigmoid"}
 // CHECK-NOT:     meta.state
 // CHECK:         %[[N:.*]] = "meta.binary"(%[[H]], %[[S]]#0) {kind = "add"}

@@ -4,8 +4,10 @@
 // node 1 branches (to 2 or 7), node 3 branches (to 4 or 5), 4
 // and 5 meet at 6, and 6 and 7 meet at 8, then 9. The switch-cases are
 // [1], [2 3 | 7], [4 | 5 | (7's edge passed on)], [6 | (passed on)],
-// [8 9]: the first and last are emitted in place, the others are
-// scf.index_switch ops selected by the edge the path took.
+// [8 9]: the first and last are emitted in place. [2 3 | 7] is two cases
+// entered by the two ways of node 1's branch, so it is an scf.if on node
+// 1's condition; the others are scf.index_switch ops selected by the edge
+// the path took.
 // RUN: jitc opt %s --meta-merge | FileCheck %s
 //
 // The merged graph computes what each trace computes on the inputs that
@@ -23,6 +25,15 @@
 // RUN: jitc run %t.merged.mlir --function f --backend interp --input "4xf32=3 3 3 3" | FileCheck %s --check-prefix=RUN0
 // RUN0: result[0]: 4xf32=6 6 6 6
 //
+// Every mix of ways a call can take was traced (node 3 is reached only on
+// node 1's true way, and both its ways were traced there), and the traces
+// on each way of the scf.if are known when the pass runs: no guard checks
+// the path.
+// RUN: jitc opt %s --meta-merge | FileCheck %s --check-prefix=NOGUARD
+// NOGUARD-LABEL: func.func @f(
+// NOGUARD-NOT: meta.guard
+// NOGUARD: return
+//
 // CHECK-LABEL: func.func @f(
 // CHECK-NOT: meta.trace
 // Node 1's condition, computed once; its branch selects the next case.
@@ -30,17 +41,18 @@
 // CHECK: %[[C1:.*]] = "meta.binary"({{.*}}) {kind = "gt"}
 // CHECK: %[[S1:.*]] = tensor.extract %[[C1]]
 // CHECK: arith.select %[[S1]]
-// Switch-case [2 3 | 7]; node 3's branch selects the next.
-// CHECK: scf.index_switch
-// CHECK: case 0 {
+// Switch-case [2 3 | 7]: an scf.if on node 1's condition (then: way true,
+// node 2); node 3's branch selects the next.
+// CHECK-NOT: scf.index_switch
+// CHECK: scf.if %[[S1]] -> (tensor<4xf32>, tensor<4xf32>, index, index) {
 // CHECK: "meta.binary"({{.*}}) {kind = "mul"}
 // CHECK: "meta.reindex_reduce"
 // CHECK: %[[C3:.*]] = "meta.binary"({{.*}}) {kind = "gt"}
 // CHECK: %[[S3:.*]] = tensor.extract %[[C3]]
 // CHECK: arith.select %[[S3]]
-// CHECK: case 1 {
+// CHECK: } else {
 // CHECK: "meta.binary"({{.*}}) {kind = "sub"}
-// CHECK: default {
+// CHECK-NOT: default {
 // Switch-case [4 | 7's edge passed on | 5].
 // CHECK: scf.index_switch
 // CHECK: case 0 {

@@ -1,8 +1,9 @@
 //! `meta-merge`: merges the traces of one function into one graph, as
 //! Terra's GraphGenerator does (`papers/terra-supplement.txt`, Algorithm 1):
 //! what the traces share is staged once, and the parts where they went
-//! different ways become the cases of `scf.index_switch` ops, selected at
-//! run time by the same conditions the traces branched on.
+//! different ways become the cases of `scf.index_switch` ops (an `scf.if`
+//! where the two cases are the two ways of one branch), selected at run
+//! time by the same conditions the traces branched on.
 //!
 //! **Input.** Functions carrying `meta.trace = "<name>"` are traces of
 //! `@<name>`, in module order; each is a straight-line speculative program
@@ -23,11 +24,12 @@
 //!
 //! **Output.** One function `@<name>` in place of the traces: ops common to
 //! every trace once, at top level; a branch the traces took both ways
-//! selects the next `scf.index_switch` case; a branch they all took one
-//! way stays a guard (on the condition, or its `not`); other guards are
-//! kept. Values that flow out of a case are results of its switch (a case
-//! that does not compute one yields the value it had before, or zeros
-//! when it had none and no path through that case reads it).
+//! selects the next `scf.index_switch` case (or is an `scf.if`); a branch
+//! they all took one way stays a guard (on the condition, or its `not`);
+//! other guards are kept. Values that flow out of a case are results of
+//! its switch (a case that does not compute one yields the value it had
+//! before, or zeros when it had none and no path through that case reads
+//! it).
 //!
 //! Algorithm:
 //! 1. **Trace graph.** An op of a trace is a node, identified by its name,
@@ -58,10 +60,15 @@
 //!    emitted in place; one of several is an `scf.index_switch` on the case
 //!    its edges select, yielding the slots its cases write and the next
 //!    edge: a constant, or, after a branch taken both ways, a select on its
-//!    condition. The return reads the return's slots.
+//!    condition. A switch-case of two cases, each entered by one way of the
+//!    branch that ended the block emitted just before it, is an `scf.if` on
+//!    that branch's condition instead (AutoGraph's staged `if`), with the
+//!    same results. The return reads the return's slots.
 //! 5. **Only traced paths.** Beside the edge goes a bit mask of the traces
 //!    whose paths hold every edge taken so far; after each branch taken
-//!    both ways a guard checks that some trace is left. A call that went
+//!    both ways a guard checks that some trace is left (none after the
+//!    first such branch on a path, where the mask is still a constant and
+//!    each way has its traces). A call that went
 //!    one trace's way at one branch and another's at the next (a path no
 //!    trace took, whose values were never computed together) fails that
 //!    guard, as a single trace fails its decision: the frontend falls
@@ -73,7 +80,7 @@
 
 use crate::{
     pass::{OptionKind, Options, PassInfo, PassOption},
-    rewrite::{Builder, GuardIds, clone_op, erase, set_operands},
+    rewrite::{Builder, GuardIds, clone_op, constant_int, erase, set_operands},
 };
 use jitc_dialect::{
     emit_error,
@@ -86,7 +93,7 @@ use melior::{
         Attribute, Block, BlockLike, BlockRef, Identifier, Location, OperationRef, Region, RegionLike, Type,
         TypeLike, Value, ValueLike,
         attribute::{DenseI64ArrayAttribute, FloatAttribute, IntegerAttribute, StringAttribute},
-        operation::{OperationBuilder, OperationLike},
+        operation::{Operation, OperationBuilder, OperationLike},
         r#type::{IntegerType, RankedTensorType, ShapedTypeLike},
     },
 };
@@ -107,7 +114,7 @@ impl Merge {
     pub const INFO: PassInfo = PassInfo {
         argument: "meta-merge",
         name: "Merge",
-        summary: "Merge the traces of a function (meta.trace) into one graph with scf.index_switch (Terra)",
+        summary: "Merge the traces of a function (meta.trace) into one graph with scf.if/scf.index_switch (Terra)",
         options: &[PassOption {
             name: "function",
             description: "merge only the traces of this function (default: every traced function)",
@@ -399,14 +406,36 @@ fn merge<'c, 'a>(
         ways: &ways,
         successors: &successors,
     };
+    // The branch taken both ways that chose `edge`, while it still does.
+    let mut branch: Option<TwoWays> = None;
     for switch in &switches {
         if switch.len() == 1 {
             let case = &switch[0];
             let mut local = values.clone();
-            (edge, mask) = emitter.emit_block(&top, &case.block, &mut local, (edge, mask), &mut ids)?;
+            let ended;
+            (edge, mask, ended) =
+                emitter.emit_block(&top, &case.block, &mut local, (edge, mask), &mut ids)?;
             values = local;
+            if !case.block.is_empty() {
+                branch = ended;
+            }
             continue;
         }
+        // Two cases, each entered by one way of the branch that chose the
+        // edge: an `scf.if` on its condition (then: the true way's case).
+        let if_form = branch.take().and_then(|b| {
+            let one = |k: usize, e| switch[k].control == [e];
+            if one(0, b.when_true) && one(1, b.when_false) {
+                Some((b.condition, 0, 1, b.masks))
+            } else if one(1, b.when_true) && one(0, b.when_false) {
+                Some((b.condition, 1, 0, b.masks))
+            } else {
+                None
+            }
+        });
+        // Where the traces on each way are known, each region starts with
+        // its mask as a constant.
+        let region_masks = if_form.and_then(|(_, _, _, masks)| masks);
         // The slots some case writes and a later op reads (not one of this
         // switch's cases, which exclude each other): results of the
         // switch, then the edge.
@@ -430,57 +459,47 @@ fn merge<'c, 'a>(
         // The edge and the mask.
         types.push(Type::index(context));
         types.push(Type::index(context));
-        // The case each control edge selects.
-        let mut selector = top.index(-1).ok_or_else(|| here("could not be built".into()))?;
-        for (k, case) in switch.iter().enumerate() {
-            for e in &case.control {
-                let id = top
-                    .index(edge_id[e])
-                    .ok_or_else(|| here("could not be built".into()))?;
-                let same = top
-                    .compare("arith.cmpi", 0, edge, id)
-                    .ok_or_else(|| here("could not be built".into()))?;
-                let value = top
-                    .index(k as i64)
-                    .ok_or_else(|| here("could not be built".into()))?;
-                selector = top
-                    .select(same, value, selector)
-                    .ok_or_else(|| here("could not be built".into()))?;
+        // Region r runs case `order[r]` (`None`: the switch's default,
+        // which no trace reaches).
+        let (op, order) = match if_form {
+            Some((condition, then, otherwise, _)) => {
+                let regions = vec![Region::new(), Region::new()];
+                for region in &regions {
+                    region.append_block(Block::new(&[]));
+                }
+                let op = OperationBuilder::new("scf.if", location)
+                    .add_operands(&[condition])
+                    .add_results(&types)
+                    .add_regions_vec(regions)
+                    .build()
+                    .map_err(|e| here(format!("could not be built: {e}")))?;
+                (op, vec![Some(then), Some(otherwise)])
             }
-        }
-        let regions: Vec<Region> = (0..=switch.len())
-            .map(|_| {
-                let region = Region::new();
-                region.append_block(Block::new(&[]));
-                region
-            })
-            .collect();
-        let cases: Vec<i64> = (0..switch.len() as i64).collect();
-        let op = OperationBuilder::new("scf.index_switch", location)
-            .add_operands(&[selector])
-            .add_results(&types)
-            .add_attributes(&[(
-                Identifier::new(context, "cases"),
-                DenseI64ArrayAttribute::new(context, &cases).into(),
-            )])
-            .add_regions_vec(regions)
-            .build()
-            .map_err(|e| here(format!("could not be built: {e}")))?;
+            None => switch_op(context, &top, location, switch, &edge_id, edge, &types)
+                .ok_or_else(|| here("could not be built".into()))?,
+        };
         let op = entry.append_operation(op);
-        // Region 0 is the default (no trace reaches it); region k + 1 is
-        // case k.
-        for k in 0..=switch.len() {
+        for (r, case) in order.into_iter().enumerate() {
             let block = op
-                .region(k)
+                .region(r)
                 .ok()
                 .and_then(|r| r.first_block())
                 .ok_or_else(|| here("lost a case".into()))?;
             let at = Builder::at_end(context, block, location);
             let mut local = values.clone();
-            let (next, next_mask) = if k == 0 {
-                (edge, mask)
-            } else {
-                emitter.emit_block(&at, &switch[k - 1].block, &mut local, (edge, mask), &mut ids)?
+            let mask = match region_masks {
+                Some((then, otherwise)) => at
+                    .index(if r == 0 { then } else { otherwise })
+                    .ok_or_else(|| here("could not be built".into()))?,
+                None => mask,
+            };
+            let (next, next_mask) = match case {
+                None => (edge, mask),
+                Some(k) => {
+                    let (next, next_mask, _) =
+                        emitter.emit_block(&at, &switch[k].block, &mut local, (edge, mask), &mut ids)?;
+                    (next, next_mask)
+                }
             };
             let mut yields = Vec::new();
             for (readers, &r#type) in written.iter().zip(&types[..written.len()]) {
@@ -523,6 +542,64 @@ fn merge<'c, 'a>(
     top.op("func.return", &returns, &[], &[])
         .ok_or_else(|| here("could not be built".into()))?;
     Ok(())
+}
+
+/// A branch taken both ways that ended an emitted block: its condition
+/// (an `i1`) and the edges of its true and false ways.
+#[derive(Clone, Copy)]
+struct TwoWays<'c, 'a> {
+    condition: Value<'c, 'a>,
+    when_true: (usize, usize),
+    when_false: (usize, usize),
+    /// The traces on the path after each way, where known when the pass
+    /// runs (the mask before the branch was a constant).
+    masks: Option<(i64, i64)>,
+}
+
+/// The `scf.index_switch` of a switch-case of several cases, on the case
+/// the control `edge` selects (built at `top`, not inserted), and the case
+/// each of its regions runs: the default (which no trace reaches), then
+/// case k in region k + 1.
+fn switch_op<'c, 'a>(
+    context: &'c Context,
+    top: &Builder<'c, 'a>,
+    location: Location<'c>,
+    switch: &[Case],
+    edge_id: &HashMap<(usize, usize), i64>,
+    edge: Value<'c, 'a>,
+    types: &[Type<'c>],
+) -> Option<(Operation<'c>, Vec<Option<usize>>)> {
+    let mut selector = top.index(-1)?;
+    for (k, case) in switch.iter().enumerate() {
+        for e in &case.control {
+            let id = top.index(edge_id[e])?;
+            let same = top.compare("arith.cmpi", 0, edge, id)?;
+            let value = top.index(k as i64)?;
+            selector = top.select(same, value, selector)?;
+        }
+    }
+    let regions: Vec<Region> = (0..=switch.len())
+        .map(|_| {
+            let region = Region::new();
+            region.append_block(Block::new(&[]));
+            region
+        })
+        .collect();
+    let cases: Vec<i64> = (0..switch.len() as i64).collect();
+    let op = OperationBuilder::new("scf.index_switch", location)
+        .add_operands(&[selector])
+        .add_results(types)
+        .add_attributes(&[(
+            Identifier::new(context, "cases"),
+            DenseI64ArrayAttribute::new(context, &cases).into(),
+        )])
+        .add_regions_vec(regions)
+        .build()
+        .ok()?;
+    Some((
+        op,
+        std::iter::once(None).chain((0..switch.len()).map(Some)).collect(),
+    ))
 }
 
 fn module_has_function(module: BlockRef, name: &str) -> bool {
@@ -844,9 +921,9 @@ impl<'c, 'a> Emitter<'_, 'c, 'a> {
         values: &mut HashMap<Reader, Value<'c, 'a>>,
         (edge, mask): (Value<'c, 'a>, Value<'c, 'a>),
         ids: &mut GuardIds,
-    ) -> Result<(Value<'c, 'a>, Value<'c, 'a>), Failure<'c>> {
+    ) -> Result<(Value<'c, 'a>, Value<'c, 'a>, Option<TwoWays<'c, 'a>>), Failure<'c>> {
         let Some(&last) = block.last() else {
-            return Ok((edge, mask));
+            return Ok((edge, mask, None));
         };
         let mut condition = None;
         for &v in block {
@@ -918,6 +995,7 @@ impl<'c, 'a> Emitter<'_, 'c, 'a> {
                 at.index(self.edge_id[&(last, *y)])
                     .ok_or_else(|| fail("an edge"))?,
                 mask,
+                None,
             )),
             ([a, b], Some(condition)) => {
                 let (when_true, when_false) = if self.ways.get(&(last, *a)) == Some(&true) {
@@ -933,12 +1011,33 @@ impl<'c, 'a> Emitter<'_, 'c, 'a> {
                     .ok_or_else(|| fail("an edge"))?;
                 let scalar = at.extract(condition).ok_or_else(|| fail("a condition"))?;
                 let next = at.select(scalar, t, f).ok_or_else(|| fail("a select"))?;
-                let mask_t = at
-                    .index(self.edge_mask[&(last, when_true)])
-                    .ok_or_else(|| fail("a mask"))?;
-                let mask_f = at
-                    .index(self.edge_mask[&(last, when_false)])
-                    .ok_or_else(|| fail("a mask"))?;
+                // A mask known here (no branch taken both ways before, or
+                // an scf.if's way) that has traces on both ways needs no
+                // guard.
+                let (traced_t, traced_f) = (
+                    self.edge_mask[&(last, when_true)],
+                    self.edge_mask[&(last, when_false)],
+                );
+                let known = constant_int(mask);
+                let branch = TwoWays {
+                    condition: scalar,
+                    when_true: (last, when_true),
+                    when_false: (last, when_false),
+                    masks: known.map(|m| (m & traced_t, m & traced_f)),
+                };
+                if let Some(known) = known
+                    && known & traced_t != 0
+                    && known & traced_f != 0
+                {
+                    let mask_t = at.index(known & traced_t).ok_or_else(|| fail("a mask"))?;
+                    let mask_f = at.index(known & traced_f).ok_or_else(|| fail("a mask"))?;
+                    let mask = at
+                        .select(scalar, mask_t, mask_f)
+                        .ok_or_else(|| fail("a select"))?;
+                    return Ok((next, mask, Some(branch)));
+                }
+                let mask_t = at.index(traced_t).ok_or_else(|| fail("a mask"))?;
+                let mask_f = at.index(traced_f).ok_or_else(|| fail("a mask"))?;
                 let way = at
                     .select(scalar, mask_t, mask_f)
                     .ok_or_else(|| fail("a select"))?;
@@ -961,7 +1060,7 @@ impl<'c, 'a> Emitter<'_, 'c, 'a> {
                 )
                 .map_err(|e| fail(&e.to_string()))?;
                 at.insert(guard);
-                Ok((next, mask))
+                Ok((next, mask, Some(branch)))
             }
             _ => Err(fail("a block ends without one way on")),
         }
