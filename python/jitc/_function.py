@@ -61,9 +61,12 @@ are staged once, also after they part and meet again; the ways a branch
 went are cases of an `scf.index_switch` chosen in the graph by the
 branch's condition (an `scf.if` on it when its two ways are the only
 cases there); a branch they all took one way becomes a `meta.guard`
-that it still goes that way (JANUS's speculative assumptions). When one
-graph cannot hold them (their ways return different things, or differ
-only in which values later ops read), they are merged into a tree
+that it still goes that way (JANUS's speculative assumptions). Each trace
+holds every op it ran, also those whose values only other paths read,
+and a branch whose ways differ only in which of the values computed
+before it later ops read (`h = a if ... else b`, a best-so-far update)
+is an `scf.if` that yields them. When one graph cannot hold the traces
+(their ways return different things), they are merged into a tree
 instead: ops the traces share are staged once, a decision the traces took
 both ways splits the tree there, and each straight piece of the tree is
 replayed into one graph and compiled once (`jitc_runtime::graph::stage`):
@@ -126,9 +129,7 @@ What is not done yet: a loop on tensor values that is not one of those
 something else than `range`, a loop that changes a Python counter, a
 second tensor decision inside the loop, or one run fewer than twice in
 every trace kept) is unrolled to the trip counts traced, each count a
-path of its own; a branch whose ways differ only in which values later
-ops read is staged as a tree (kernels do not fuse across a tree's
-branch); relaxed integers compute in 64 bits where Python's are unbounded
+path of its own; relaxed integers compute in 64 bits where Python's are unbounded
 (a difference only past 2**63, and only in calls served by the graph).
 The facts are what can be found, not what a call read: state reached
 only through names the code does not hold (`getattr` with a computed
@@ -2080,7 +2081,12 @@ class Function:
                         site, value = entry[3], entry[2]
                         condition = _condition(replay.value(t.signature[index][1]), True)
                         effects.append(_jitc.decision(condition, value, f"branch at {site} goes {value}"))
-                staged_traces.append(([replay.mapping[k] for k in t.outputs], effects))
+                # Every op the trace ran, also those whose values only
+                # other paths read (`a` and `b` before `h = a if c else
+                # b`), as Terra's traces hold them: so the traces agree
+                # up to the branch (`meta-dce` drops what no path reads).
+                ran = [v for key, v in replay.mapping.items() if key[0] != "in" and isinstance(v, _jitc.Var)]
+                staged_traces.append(([replay.mapping[k] for k in t.outputs], effects + ran))
         finally:
             _jitc.set_site(None)
         staged = _jitc.stage_merged(list(ref.inputs), staged_traces, ref.state)
@@ -2251,7 +2257,7 @@ class Function:
     def graphs(self):
         """The staged graphs, each a module in the textual contract (the
         text `jitc opt` and `jitc run` read), as compiled: traces merged,
-        before fusion; attributes are `meta.state_read`s and
+        what no path reads dropped, before fusion; attributes are `meta.state_read`s and
         `meta.state_write`s of `self.<name>` (or `<parameter>.<name>`).
         One per piece of each set of facts' staged tree, in `explain`'s
         order."""

@@ -334,7 +334,7 @@ impl PyStaged {
     }
 
     /// The staged function in the textual contract, as compiled (traces
-    /// merged, before fusion).
+    /// merged, what no path reads dropped, before fusion).
     #[getter]
     fn text(&self) -> String {
         self.0.text().to_owned()

@@ -92,6 +92,43 @@ def test_traces_of_both_ways_merge_so_an_alternating_branch_stops_falling_back()
     assert "scf.if" in graph and "scf.index_switch" not in graph, graph
 
 
+def pick(x, best):
+    a = x * 2.0
+    b = x - 1.0
+    if jitc.sum(x) > 0:
+        h = a
+    else:
+        h = b
+    if jitc.sum(h) > jitc.sum(best):
+        best = h
+    return h * 3.0, best
+
+
+def test_branches_that_only_pick_a_value_merge_into_one_graph():
+    # Both branches run no op of their own: they decide which value later
+    # ops read (`h = a` or `h = b`, both computed before; a best-so-far
+    # update). meta-merge passes the value each way decides through a way
+    # node, so the traces merge into one graph (scf.ifs yielding the
+    # values), not a tree chosen between in Python.
+    staged = jitc.function(pick, profile=2, max_fallbacks=8)
+    rng = np.random.default_rng(17)
+    for _ in range(24):
+        x = rng.standard_normal(3).astype(np.float32) + np.float32(rng.choice([-1.0, 1.0]))
+        best = rng.standard_normal(3).astype(np.float32)
+        got = staged(x, best)
+        want = pick(jitc.Var(x), jitc.Var(best))
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g.numpy(), w.numpy())
+    stats = staged.stats()
+    # Four paths: each is traced at most once (two profiled, the others
+    # after a fallback), and then every call is served.
+    assert stats["fallbacks"] <= 3 and stats["give_ups"] == 0 and stats["staged"] >= 20, stats
+    text = staged.explain()
+    assert "one graph merged from" in text and "tree:" not in text, text
+    [graph] = staged.graphs()
+    assert graph.count("scf.if") == 2 and "scf.index_switch" not in graph, graph
+
+
 def test_traces_that_do_not_merge_into_one_graph_are_staged_as_a_tree():
     # The two ways return different things (a tensor, a Python number), so
     # no one graph returns both: the traces are staged as a tree, which

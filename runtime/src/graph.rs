@@ -186,7 +186,7 @@ pub struct GraphStats {
 struct Executable {
     module: Module<'static>,
     /// The function as staged, in the textual contract (after `meta-merge`
-    /// when it merged traces), before fusion.
+    /// and `meta-dce` when it merged traces), before fusion.
     source: String,
     /// Compiled for the CPU; `None` on the interpreter backend.
     compiled: Option<CpuModule>,
@@ -1585,7 +1585,8 @@ impl Runtime {
             ))
         })?;
         if merge {
-            let pipeline = jitc_compiler::Pipeline::parse("builtin.module(meta-merge)")?;
+            // The traces hold every op they ran; what no path reads goes.
+            let pipeline = jitc_compiler::Pipeline::parse("builtin.module(meta-merge, meta-dce)")?;
             let merged = jitc_compiler::optimize(
                 self.context,
                 &mut module,
@@ -1856,9 +1857,11 @@ type TraceCut = (Vec<Rc<Node>>, Vec<(Rc<Node>, usize)>);
 
 /// Stages several traces of one function as one merged graph (Terra):
 /// each trace is the ops that compute its `outputs` from `inputs`, with
-/// its `effects` (the guards and [`decision`]s it recorded) run but not
-/// returned; `meta-merge` merges them, sharing what they share and
-/// selecting between what they do not by the branches they took. Every
+/// its `effects` (the guards and [`decision`]s it recorded, and any value
+/// it computed that no output needs, so that traces agree on the ops they
+/// ran) run but not returned; `meta-merge` merges them, sharing what they
+/// share and selecting between what they do not by the branches they
+/// took, and `meta-dce` drops what no path reads. Every
 /// trace must read `inputs` (data of one set of types) and return outputs
 /// of the same types; data the traces read that is not an input is
 /// captured, one argument per distinct value. Fails when the traces do
@@ -2268,7 +2271,8 @@ impl Staged {
     }
 
     /// The staged function in the textual contract, as it was compiled:
-    /// traces merged by `meta-merge`, before fusion.
+    /// traces merged by `meta-merge` (and what no path reads dropped by
+    /// `meta-dce`), before fusion.
     pub fn text(&self) -> &str {
         &self.executable.source
     }

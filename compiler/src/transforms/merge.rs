@@ -40,6 +40,20 @@
 //!    to `end`. The graph must be acyclic, and only a branch taken both
 //!    ways may have two successors; anything else means the traces differ
 //!    without a branch between them, and is an error.
+//!
+//!    **1b. Way nodes** (before the edges). A branch taken both ways may
+//!    decide which value a later op reads without running ops of its own
+//!    (`h = a if c else b`, `a` and `b` computed before it), and then no
+//!    path of the graph tells the values apart (step 3 fails), or its two
+//!    ways may run the same op next (two edges in one). Right after such
+//!    a branch each trace gets a way node for the way it went, which runs
+//!    no op: it passes on the values such readers read on that way, and
+//!    they read it instead. A reader goes through the first branch taken
+//!    both ways that every trace running it runs between the last
+//!    producer of what it reads and itself, when every trace running that
+//!    branch runs the reader after it (others are left to step 3). The
+//!    two way nodes are the branch's two ways (usually an `scf.if` whose
+//!    regions yield the values).
 //! 2. **Case assignment** (Algorithm 1): from the edges out of `start`,
 //!    repeatedly make one switch-case: for each node the current edges
 //!    point to, a case whose basic block is the longest linear chain from
@@ -215,10 +229,29 @@ struct Trace {
 
 /// A node of the trace graph.
 struct Node<'c, 'a> {
-    /// The op, as the first trace that runs it has it.
+    /// The op, as the first trace that runs it has it (a way node: its
+    /// branch's).
     op: OperationRef<'c, 'a>,
     /// A branch (a `meta.guard` with `meta.decision`).
     decision: bool,
+    /// A way node (step 1b): no op; it passes on values of these types,
+    /// its operands, as its results.
+    carry: Option<Vec<Type<'c>>>,
+}
+
+impl<'c> Node<'c, '_> {
+    fn result_count(&self) -> usize {
+        self.carry
+            .as_ref()
+            .map_or_else(|| self.op.result_count(), Vec::len)
+    }
+
+    fn result_type(&self, r: usize) -> Option<Type<'c>> {
+        match &self.carry {
+            Some(types) => types.get(r).copied(),
+            None => self.op.result(r).ok().map(|r| r.r#type()),
+        }
+    }
 }
 
 fn merge<'c, 'a>(
@@ -252,6 +285,14 @@ fn merge<'c, 'a>(
     for trace in traces {
         read_traces.push(read_trace(*trace, &mut keys, &mut nodes)?);
     }
+    let argument_types: Vec<Type<'c>> = match first_block(first) {
+        Some(entry) => (0..entry.argument_count())
+            .filter_map(|k| entry.argument(k).ok().map(|a| a.r#type()))
+            .collect(),
+        None => Vec::new(),
+    };
+    // 1b. Way nodes.
+    route_through_ways(&mut read_traces, &mut nodes, &argument_types);
     // The edges, each with the traces whose paths hold it.
     let mut edge_mask: BTreeMap<(usize, usize), i64> = BTreeMap::new();
     // The way each decision's out-edges go.
@@ -267,8 +308,8 @@ fn merge<'c, 'a>(
                 let op = nodes[previous].op;
                 return Err((
                     op.location(),
-                    "took this branch both ways without running different ops after it; traces that differ \
-                     only in which values later ops read cannot be merged into one graph yet"
+                    "took this branch both ways without running different ops after it, and no way node \
+                     could tell its ways apart"
                         .into(),
                 ));
             }
@@ -318,17 +359,7 @@ fn merge<'c, 'a>(
     let switches = assign_cases(&edges, &successors, &predecessors);
 
     // 3. Slots.
-    let mut slots: BTreeMap<Reader, BTreeSet<Source>> = BTreeMap::new();
-    for trace in &read_traces {
-        for (&v, reads) in &trace.reads {
-            for (j, &source) in reads.iter().enumerate() {
-                slots.entry(Reader::Node(v, j)).or_default().insert(source);
-            }
-        }
-        for (j, &source) in trace.returns.iter().enumerate() {
-            slots.entry(Reader::Return(j)).or_default().insert(source);
-        }
-    }
+    let slots = slots_of(&read_traces);
     check_slots(&slots, &read_traces, &nodes, first.location())?;
     // The slots each producer writes.
     let mut writes: HashMap<Source, Vec<Reader>> = HashMap::new();
@@ -352,7 +383,7 @@ fn merge<'c, 'a>(
         let source = *slots.get(&reader)?.iter().next()?;
         match source {
             Source::Argument(k) => first_block(first)?.argument(k).ok().map(|a| a.r#type()),
-            Source::Result(v, r) => nodes[v].op.result(r).ok().map(|r| r.r#type()),
+            Source::Result(v, r) => nodes[v].result_type(r),
         }
     };
 
@@ -442,7 +473,7 @@ fn merge<'c, 'a>(
         let here_nodes: BTreeSet<usize> = switch.iter().flat_map(|c| c.block.iter().copied()).collect();
         let mut written: BTreeSet<usize> = BTreeSet::new();
         for &v in &here_nodes {
-            for r in 0..nodes[v].op.result_count() {
+            for r in 0..nodes[v].result_count() {
                 for reader in writes.get(&Source::Result(v, r)).into_iter().flatten() {
                     if !matches!(reader, Reader::Node(u, _) if here_nodes.contains(u)) {
                         written.insert(variable_of[reader]);
@@ -679,7 +710,11 @@ fn read_trace<'c, 'a>(
         let key = format!("{key}#{count}");
         *count += 1;
         let v = *keys.entry(key).or_insert_with(|| {
-            nodes.push(Node { op, decision });
+            nodes.push(Node {
+                op,
+                decision,
+                carry: None,
+            });
             nodes.len() - 1
         });
         let reads = operands
@@ -828,6 +863,22 @@ fn assign_cases(
     switches
 }
 
+/// The producers each reader reads, over all traces.
+fn slots_of(traces: &[Trace]) -> BTreeMap<Reader, BTreeSet<Source>> {
+    let mut slots: BTreeMap<Reader, BTreeSet<Source>> = BTreeMap::new();
+    for trace in traces {
+        for (&v, reads) in &trace.reads {
+            for (j, &source) in reads.iter().enumerate() {
+                slots.entry(Reader::Node(v, j)).or_default().insert(source);
+            }
+        }
+        for (j, &source) in trace.returns.iter().enumerate() {
+            slots.entry(Reader::Return(j)).or_default().insert(source);
+        }
+    }
+    slots
+}
+
 /// Checks that every slot can be a variable (see the module's docs).
 fn check_slots<'c>(
     slots: &BTreeMap<Reader, BTreeSet<Source>>,
@@ -836,66 +887,228 @@ fn check_slots<'c>(
     fallback: Location<'c>,
 ) -> Result<(), Failure<'c>> {
     for (&reader, sources) in slots {
-        let location = match reader {
-            Reader::Node(v, _) => nodes[v].op.location(),
-            Reader::Return(_) => fallback,
-        };
-        let fail = || {
-            Err((
+        if conflicts(reader, sources, traces) {
+            let location = match reader {
+                Reader::Node(v, _) => nodes[v].op.location(),
+                Reader::Return(_) => fallback,
+            };
+            return Err((
                 location,
                 "read different values here in a way one graph cannot merge (a value one trace reads is \
                  overwritten by another's before this op)"
                     .to_owned(),
-            ))
-        };
-        if sources
-            .iter()
-            .filter(|s| matches!(s, Source::Argument(_)))
-            .count()
-            > 1
-        {
-            return fail();
-        }
-        // Two results of one op: the variable would hold the last one
-        // written on every path.
-        let producers: Vec<usize> = sources
-            .iter()
-            .filter_map(|s| match s {
-                Source::Result(p, _) => Some(*p),
-                Source::Argument(_) => None,
-            })
-            .collect();
-        if producers.windows(2).any(|w| w[0] == w[1]) {
-            return fail();
-        }
-        for trace in traces {
-            let end = match reader {
-                Reader::Node(v, _) => match trace.position.get(&v) {
-                    Some(&p) => p,
-                    None => continue,
-                },
-                Reader::Return(_) => trace.nodes.len(),
-            };
-            let read = match reader {
-                Reader::Node(v, j) => trace.reads[&v][j],
-                Reader::Return(j) => trace.returns[j],
-            };
-            let begin = match read {
-                Source::Argument(_) => 0,
-                Source::Result(p, _) => trace.position[&p] + 1,
-            };
-            // No other producer of the slot runs in between.
-            for &v in &trace.nodes[begin..end] {
-                let other = sources
-                    .iter()
-                    .any(|&s| matches!(s, Source::Result(p, _) if p == v) && s != read);
-                if other {
-                    return fail();
-                }
-            }
+            ));
         }
     }
     Ok(())
+}
+
+/// Where `reader` is in `trace`: the position of its node (the end, for
+/// the return), or `None` when the trace does not run it.
+fn reader_position(reader: Reader, trace: &Trace) -> Option<usize> {
+    match reader {
+        Reader::Node(v, _) => trace.position.get(&v).copied(),
+        Reader::Return(_) => Some(trace.nodes.len()),
+    }
+}
+
+/// What `reader` reads in `trace` (which runs it).
+fn read_of(reader: Reader, trace: &Trace) -> Source {
+    match reader {
+        Reader::Node(v, j) => trace.reads[&v][j],
+        Reader::Return(j) => trace.returns[j],
+    }
+}
+
+/// Whether the slot of `reader` (read from `sources`) cannot be a
+/// variable: on some trace another of its producers runs between the one
+/// the reader reads and the reader.
+fn conflicts(reader: Reader, sources: &BTreeSet<Source>, traces: &[Trace]) -> bool {
+    if sources
+        .iter()
+        .filter(|s| matches!(s, Source::Argument(_)))
+        .count()
+        > 1
+    {
+        return true;
+    }
+    // Two results of one op: the variable would hold the last one
+    // written on every path.
+    let producers: Vec<usize> = sources
+        .iter()
+        .filter_map(|s| match s {
+            Source::Result(p, _) => Some(*p),
+            Source::Argument(_) => None,
+        })
+        .collect();
+    if producers.windows(2).any(|w| w[0] == w[1]) {
+        return true;
+    }
+    for trace in traces {
+        let Some(end) = reader_position(reader, trace) else {
+            continue;
+        };
+        let read = read_of(reader, trace);
+        let begin = match read {
+            Source::Argument(_) => 0,
+            Source::Result(p, _) => trace.position[&p] + 1,
+        };
+        // No other producer of the slot runs in between.
+        for &v in &trace.nodes[begin..end] {
+            let other = sources
+                .iter()
+                .any(|&s| matches!(s, Source::Result(p, _) if p == v) && s != read);
+            if other {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// Step 1b: a value later ops read that a branch taken both ways decides
+/// (`h = a` on one way, `h = b` on the other, `a` and `b` computed before
+/// it, so no trace graph path tells them apart), or a branch taken both
+/// ways whose ways run the same ops next. Right after such a branch each
+/// trace gets a *way node* for the way it went: it passes on, as its
+/// results, the values those readers read on that way, and the readers
+/// read it instead. Its two way nodes make the branch's two ways (an
+/// `scf.if` whose regions yield those values). A reader is routed through
+/// the first branch taken both ways that every trace running it runs
+/// after the last producer of what the reader reads there and before it,
+/// and only when every trace running that branch runs the reader; others
+/// are left to `check_slots`.
+fn route_through_ways<'c, 'a>(
+    traces: &mut [Trace],
+    nodes: &mut Vec<Node<'c, 'a>>,
+    argument_types: &[Type<'c>],
+) {
+    let mut ways_of: BTreeMap<usize, BTreeSet<bool>> = BTreeMap::new();
+    for trace in traces.iter() {
+        for (&d, &way) in &trace.taken {
+            ways_of.entry(d).or_default().insert(way);
+        }
+    }
+    let both: BTreeSet<usize> = ways_of
+        .into_iter()
+        .filter(|(_, ways)| ways.len() == 2)
+        .map(|(d, _)| d)
+        .collect();
+    if both.is_empty() {
+        return;
+    }
+    // The readers each branch routes.
+    let mut routed: BTreeMap<usize, Vec<Reader>> = BTreeMap::new();
+    // Branches whose two ways run the same op next need way nodes even
+    // when they route nothing.
+    for &d in &both {
+        let next = |way: bool| -> BTreeSet<usize> {
+            traces
+                .iter()
+                .filter(|t| t.taken.get(&d) == Some(&way))
+                .map(|t| t.nodes.get(t.position[&d] + 1).copied().unwrap_or(END))
+                .collect()
+        };
+        if !next(true).is_disjoint(&next(false)) {
+            routed.entry(d).or_default();
+        }
+    }
+    let slots = slots_of(traces);
+    for (&reader, sources) in &slots {
+        if !conflicts(reader, sources, traces) {
+            continue;
+        }
+        let running: Vec<&Trace> = traces
+            .iter()
+            .filter(|t| reader_position(reader, t).is_some())
+            .collect();
+        // The branches each running trace runs between the last producer
+        // of the slot and the reader, in common.
+        let mut common: Option<BTreeSet<usize>> = None;
+        for trace in &running {
+            let end = reader_position(reader, trace).unwrap_or(0);
+            let last = sources
+                .iter()
+                .filter_map(|s| match s {
+                    Source::Result(p, _) => trace.position.get(p).copied(),
+                    Source::Argument(_) => None,
+                })
+                .max();
+            let begin = last.map_or(0, |p| p + 1);
+            let here: BTreeSet<usize> = trace.nodes[begin..end]
+                .iter()
+                .copied()
+                .filter(|v| both.contains(v))
+                .collect();
+            common = Some(match common {
+                Some(c) => c.intersection(&here).copied().collect(),
+                None => here,
+            });
+        }
+        let first = running.first();
+        let branch = common.unwrap_or_default().into_iter().min_by_key(|d| {
+            first
+                .and_then(|t| t.position.get(d).copied())
+                .unwrap_or(usize::MAX)
+        });
+        let Some(d) = branch else {
+            continue;
+        };
+        // Every trace that runs the branch runs the reader after it.
+        let covered = traces
+            .iter()
+            .filter(|t| t.position.contains_key(&d))
+            .all(|t| reader_position(reader, t).is_some_and(|end| end > t.position[&d]));
+        if covered {
+            routed.entry(d).or_default().push(reader);
+        }
+    }
+    for (d, readers) in routed {
+        let types: Vec<Type<'c>> = readers
+            .iter()
+            .filter_map(|&reader| {
+                let source = *slots.get(&reader)?.iter().next()?;
+                match source {
+                    Source::Argument(k) => argument_types.get(k).copied(),
+                    Source::Result(v, r) => nodes[v].result_type(r),
+                }
+            })
+            .collect();
+        if types.len() != readers.len() {
+            continue;
+        }
+        let op = nodes[d].op;
+        let way_node = |nodes: &mut Vec<Node<'c, 'a>>| {
+            nodes.push(Node {
+                op,
+                decision: false,
+                carry: Some(types.clone()),
+            });
+            nodes.len() - 1
+        };
+        let (on_true, on_false) = (way_node(nodes), way_node(nodes));
+        for trace in traces.iter_mut() {
+            let (Some(&at), Some(&way)) = (trace.position.get(&d), trace.taken.get(&d)) else {
+                continue;
+            };
+            let w = if way { on_true } else { on_false };
+            let mut carried = Vec::with_capacity(readers.len());
+            for (m, &reader) in readers.iter().enumerate() {
+                carried.push(read_of(reader, trace));
+                match reader {
+                    Reader::Node(v, j) => {
+                        if let Some(reads) = trace.reads.get_mut(&v) {
+                            reads[j] = Source::Result(w, m);
+                        }
+                    }
+                    Reader::Return(j) => trace.returns[j] = Source::Result(w, m),
+                }
+            }
+            trace.reads.insert(w, carried);
+            trace.nodes.insert(at + 1, w);
+            trace.position = trace.nodes.iter().enumerate().map(|(k, &v)| (v, k)).collect();
+        }
+    }
 }
 
 /// What emitting a block needs to know of the graph.
@@ -929,6 +1142,19 @@ impl<'c, 'a> Emitter<'_, 'c, 'a> {
         for &v in block {
             let node = &self.nodes[v];
             let fail = |message: &str| (node.op.location(), format!("could not be merged: {message}"));
+            if node.carry.is_some() {
+                // A way node: what its readers read on this way.
+                for m in 0..node.result_count() {
+                    let value = values
+                        .get(&Reader::Node(v, m))
+                        .copied()
+                        .ok_or_else(|| fail("a value a branch decides is not computed on this path"))?;
+                    for &reader in self.writes.get(&Source::Result(v, m)).into_iter().flatten() {
+                        values.insert(reader, value);
+                    }
+                }
+                continue;
+            }
             let operands = (0..node.op.operand_count())
                 .map(|j| values.get(&Reader::Node(v, j)).copied())
                 .collect::<Option<Vec<_>>>();
