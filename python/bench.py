@@ -172,6 +172,39 @@ def terra_alternating():
           f"(fallbacks: {m.merged.stats()['fallbacks']} / {m.tree.stats()['fallbacks']} / {m.single.stats()['fallbacks']})")
 
 
+def pick(x):
+    a = x * 2.0 + 1.0
+    b = jitc.tanh(x)
+    if jitc.mean(x) > 0:
+        h = a
+    else:
+        h = b
+    return jitc.sum(h * h)
+
+
+def picked_value():
+    """A branch that only picks a value (`h = a if ... else b`, both
+    computed before it), called with inputs that alternate its way: one
+    merged graph (an `scf.if` yielding `a` or `b`) against the trace tree,
+    whose pieces are chosen between in Python."""
+    rng = np.random.default_rng(5)
+    data = [rng.standard_normal((256, 1024), dtype=np.float32) + np.float32(1 if k % 2 else -1) for k in range(40)]
+    times, staged = {}, {}
+    for name, merge in (("merged", True), ("tree", "tree")):
+        fn = staged[name] = jitc.function(pick, merge=merge)
+        for x in data[:6]:
+            fn(x).item()
+        samples = []
+        for x in data[6:]:
+            start = time.perf_counter()
+            fn(x).item()
+            samples.append(time.perf_counter() - start)
+        times[name] = statistics.median(samples)
+    print(f"  {'picked value (256x1024)':<28} merged graph {times['merged'] * 1e6:8.1f} µs   "
+          f"tree {times['tree'] * 1e6:8.1f} µs   ratio {times['tree'] / times['merged']:5.2f}x   "
+          f"(fallbacks: {staged['merged'].stats()['fallbacks']} / {staged['tree'].stats()['fallbacks']})")
+
+
 def conv(x, w):
     return jitc.conv2d(x, w, 1, 1)
 
@@ -190,6 +223,7 @@ def main():
              [rng.standard_normal((4096, 1024), dtype=np.float32)], binary)
     training_step(binary)
     terra_alternating()
+    picked_value()
     janus_rnn()
 
 

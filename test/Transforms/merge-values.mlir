@@ -34,9 +34,9 @@
 // RUN: FileCheck %s --check-prefix=H0 < %t.got.h0
 // H0: result[0]: 4xi32=0 0 0 0
 // RUN: jitc run %t.merged.mlir --function f --backend interp --input "4xf32=0 0 0 0" --input "i1=0" | FileCheck %s --check-prefix=F0
-// F0: result[0]: 4xf32=-0 -0 -0 -0
+// F0: result[0]: 4xf32=0 0 0 0
 // RUN: jitc run %t.merged.mlir --function f --backend interp --input "4xf32=0 0 0 0" --input "i1=1" | FileCheck %s --check-prefix=F1
-// F1: result[0]: 4xf32=0.7615942 0.7615942 0.7615942 0.7615942
+// F1: result[0]: 4xf32=1.7615942 1.7615942 1.7615942 1.7615942
 //
 // CHECK-LABEL: func.func @f(
 // CHECK: %[[A:.*]] = "meta.unary"(%arg0) {kind = "exp"}
@@ -50,8 +50,11 @@
 // CHECK-NOT: "meta.
 // CHECK: scf.yield %[[B]],
 // CHECK-NEXT: }
+// Three ops read the value the branch picks: one value of the scf.if.
 // CHECK-NEXT: %[[T:.*]] = "meta.unary"(%[[H]]#0) {kind = "tanh"}
-// CHECK: return %[[T]]
+// CHECK-NEXT: %[[M:.*]] = "meta.binary"(%[[H]]#0, %[[T]]) {kind = "mul"}
+// CHECK-NEXT: %[[R:.*]] = "meta.binary"(%[[M]], %[[H]]#0) {kind = "add"}
+// CHECK: return %[[R]]
 //
 // CHECK-LABEL: func.func @g(
 // CHECK: %[[GA:.*]] = "meta.unary"(%arg0) {kind = "exp"}
@@ -76,7 +79,9 @@ func.func @f_0(%x: tensor<4xf32>, %c: tensor<i1>) -> tensor<4xf32> attributes {m
   %b = "meta.unary"(%x) {kind = "neg"} : (tensor<4xf32>) -> tensor<4xf32> loc("v.py":2:0)
   "meta.guard"(%c) {id = 1 : i64, reason = "branch goes true", meta.decision} : (tensor<i1>) -> () loc("v.py":3:0)
   %t = "meta.unary"(%a) {kind = "tanh"} : (tensor<4xf32>) -> tensor<4xf32> loc("v.py":4:0)
-  return %t : tensor<4xf32>
+  %m = "meta.binary"(%a, %t) {kind = "mul"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32> loc("v.py":5:0)
+  %r = "meta.binary"(%m, %a) {kind = "add"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32> loc("v.py":6:0)
+  return %r : tensor<4xf32>
 }
 func.func @f_1(%x: tensor<4xf32>, %c: tensor<i1>) -> tensor<4xf32> attributes {meta.trace = "f"} {
   %a = "meta.unary"(%x) {kind = "exp"} : (tensor<4xf32>) -> tensor<4xf32> loc("v.py":1:0)
@@ -84,7 +89,9 @@ func.func @f_1(%x: tensor<4xf32>, %c: tensor<i1>) -> tensor<4xf32> attributes {m
   %n = "meta.unary"(%c) {kind = "not", meta.decision} : (tensor<i1>) -> tensor<i1> loc("v.py":3:0)
   "meta.guard"(%n) {id = 1 : i64, reason = "branch goes false", meta.decision} : (tensor<i1>) -> () loc("v.py":3:0)
   %t = "meta.unary"(%b) {kind = "tanh"} : (tensor<4xf32>) -> tensor<4xf32> loc("v.py":4:0)
-  return %t : tensor<4xf32>
+  %m = "meta.binary"(%b, %t) {kind = "mul"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32> loc("v.py":5:0)
+  %r = "meta.binary"(%m, %b) {kind = "add"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32> loc("v.py":6:0)
+  return %r : tensor<4xf32>
 }
 
 func.func @g_0(%x: tensor<4xf32>, %c: tensor<i1>) -> tensor<4xf32> attributes {meta.trace = "g"} {

@@ -47,8 +47,9 @@
 //!    path of the graph tells the values apart (step 3 fails), or its two
 //!    ways may run the same op next (two edges in one). Right after such
 //!    a branch each trace gets a way node for the way it went, which runs
-//!    no op: it passes on the values such readers read on that way, and
-//!    they read it instead. A reader goes through the first branch taken
+//!    no op: it passes on the values such readers read on that way (one
+//!    per value: readers of one value on every trace share it), and they
+//!    read it instead. A reader goes through the first branch taken
 //!    both ways that every trace running it runs between the last
 //!    producer of what it reads and itself, when every trace running that
 //!    branch runs the reader after it (others are left to step 3). The
@@ -1064,17 +1065,35 @@ fn route_through_ways<'c, 'a>(
         }
     }
     for (d, readers) in routed {
-        let types: Vec<Type<'c>> = readers
+        // Readers that read the same value on every trace running the
+        // branch share one value of its way nodes (`carried[m]` is read
+        // by the readers of `readers` whose `share` is m).
+        let running: Vec<usize> = (0..traces.len())
+            .filter(|&t| traces[t].position.contains_key(&d))
+            .collect();
+        let mut carried: Vec<(Vec<Source>, Reader)> = Vec::new();
+        let mut share = Vec::with_capacity(readers.len());
+        for &reader in &readers {
+            let reads: Vec<Source> = running.iter().map(|&t| read_of(reader, &traces[t])).collect();
+            share.push(match carried.iter().position(|(r, _)| *r == reads) {
+                Some(m) => m,
+                None => {
+                    carried.push((reads, reader));
+                    carried.len() - 1
+                }
+            });
+        }
+        let types: Vec<Type<'c>> = carried
             .iter()
-            .filter_map(|&reader| {
-                let source = *slots.get(&reader)?.iter().next()?;
+            .filter_map(|(_, reader)| {
+                let source = *slots.get(reader)?.iter().next()?;
                 match source {
                     Source::Argument(k) => argument_types.get(k).copied(),
                     Source::Result(v, r) => nodes[v].result_type(r),
                 }
             })
             .collect();
-        if types.len() != readers.len() {
+        if types.len() != carried.len() {
             continue;
         }
         let op = nodes[d].op;
@@ -1087,14 +1106,13 @@ fn route_through_ways<'c, 'a>(
             nodes.len() - 1
         };
         let (on_true, on_false) = (way_node(nodes), way_node(nodes));
-        for trace in traces.iter_mut() {
+        for (k, &t) in running.iter().enumerate() {
+            let trace = &mut traces[t];
             let (Some(&at), Some(&way)) = (trace.position.get(&d), trace.taken.get(&d)) else {
                 continue;
             };
             let w = if way { on_true } else { on_false };
-            let mut carried = Vec::with_capacity(readers.len());
-            for (m, &reader) in readers.iter().enumerate() {
-                carried.push(read_of(reader, trace));
+            for (&reader, &m) in readers.iter().zip(&share) {
                 match reader {
                     Reader::Node(v, j) => {
                         if let Some(reads) = trace.reads.get_mut(&v) {
@@ -1104,9 +1122,11 @@ fn route_through_ways<'c, 'a>(
                     Reader::Return(j) => trace.returns[j] = Source::Result(w, m),
                 }
             }
-            trace.reads.insert(w, carried);
+            trace
+                .reads
+                .insert(w, carried.iter().map(|(reads, _)| reads[k]).collect());
             trace.nodes.insert(at + 1, w);
-            trace.position = trace.nodes.iter().enumerate().map(|(k, &v)| (v, k)).collect();
+            trace.position = trace.nodes.iter().enumerate().map(|(p, &v)| (v, p)).collect();
         }
     }
 }
