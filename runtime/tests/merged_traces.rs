@@ -2,7 +2,9 @@
 //! `graph::stage_merged`, what `@jitc.function` does): random programs
 //! with nested branches on computed values (one element of a variable,
 //! by site, so that nested branches go their ways independently) and
-//! variables reassigned in them are traced on random inputs, the traces merged into one graph,
+//! variables reassigned in them (by ops, or copied from another variable
+//! with no op, so that ways may differ only in which value later ops
+//! read) are traced on random inputs, the traces merged into one graph,
 //! and the graph run on every traced input and on new ones. On an input
 //! whose path a trace took, it must give the program's result bit for bit
 //! (`--math exact`); on any other, that result or a failed guard, never
@@ -27,7 +29,10 @@ enum Stmt {
         b: usize,
         site: usize,
     },
-    /// `if sum(v[on]) > 0 { then } else { otherwise }`.
+    /// `v[to] = v[from]`: no op, so branches whose ways only copy
+    /// differ in which value later ops read (way nodes).
+    Copy { to: usize, from: usize },
+    /// `if v[on][site % 4] > 0 { then } else { otherwise }`.
     If {
         on: usize,
         site: usize,
@@ -45,7 +50,12 @@ fn block(rng: &mut Rng, depth: usize, sites: &mut usize) -> Vec<Stmt> {
         .map(|_| {
             *sites += 1;
             let site = *sites;
-            if depth < 2 && rng.below(3) == 0 {
+            if depth > 0 && rng.below(4) == 0 {
+                Stmt::Copy {
+                    to: rng.below(4),
+                    from: rng.below(4),
+                }
+            } else if depth < 2 && rng.below(3) == 0 {
                 Stmt::If {
                     on: rng.below(4),
                     site,
@@ -90,6 +100,7 @@ fn run(program: &[Stmt], input: &Var, forced: Option<&[bool]>) -> (Var, Vec<bool
                     };
                     state.vars[*to] = value;
                 }
+                Stmt::Copy { to, from } => state.vars[*to] = state.vars[*from].clone(),
                 Stmt::If {
                     on,
                     site,

@@ -49,12 +49,16 @@
 //!    a branch each trace gets a way node for the way it went, which runs
 //!    no op: it passes on the values such readers read on that way (one
 //!    per value: readers of one value on every trace share it), and they
-//!    read it instead. A reader goes through the first branch taken
-//!    both ways that every trace running it runs between the last
-//!    producer of what it reads and itself, when every trace running that
-//!    branch runs the reader after it (others are left to step 3). The
-//!    two way nodes are the branch's two ways (usually an `scf.if` whose
-//!    regions yield the values).
+//!    read it instead. A reader goes through a branch that every trace
+//!    running it runs between the last producer of what it reads and
+//!    itself, and that those traces took both ways: the first that decides
+//!    its value (traces that went one way read one value), else the last,
+//!    whose way nodes then go through an earlier branch in the next round
+//!    (nested and successive picks). A trace that runs the branch but not
+//!    the reader passes on a value that a trace of its way reads there
+//!    (unread on its path). Readers no branch can route are left to step
+//!    3. The two way nodes are the branch's two ways (usually an `scf.if`
+//!    whose regions yield the values).
 //! 2. **Case assignment** (Algorithm 1): from the edges out of `start`,
 //!    repeatedly make one switch-case: for each node the current edges
 //!    point to, a case whose basic block is the longest linear chain from
@@ -81,9 +85,10 @@
 //!    same results. The return reads the return's slots.
 //! 5. **Only traced paths.** Beside the edge goes a bit mask of the traces
 //!    whose paths hold every edge taken so far; after each branch taken
-//!    both ways a guard checks that some trace is left (none after the
-//!    first such branch on a path, where the mask is still a constant and
-//!    each way has its traces). A call that went
+//!    both ways a guard checks that some trace is left (none where the
+//!    mask is known when the pass runs, before the first such branch on a
+//!    path and inside an `scf.if`'s ways, and each way has traces). A call
+//!    that went
 //!    one trace's way at one branch and another's at the next (a path no
 //!    trace took, whose values were never computed together) fails that
 //!    guard, as a single trace fails its decision: the frontend falls
@@ -968,17 +973,22 @@ fn conflicts(reader: Reader, sources: &BTreeSet<Source>, traces: &[Trace]) -> bo
 }
 
 /// Step 1b: a value later ops read that a branch taken both ways decides
-/// (`h = a` on one way, `h = b` on the other, `a` and `b` computed before
-/// it, so no trace graph path tells them apart), or a branch taken both
-/// ways whose ways run the same ops next. Right after such a branch each
-/// trace gets a *way node* for the way it went: it passes on, as its
-/// results, the values those readers read on that way, and the readers
-/// read it instead. Its two way nodes make the branch's two ways (an
-/// `scf.if` whose regions yield those values). A reader is routed through
-/// the first branch taken both ways that every trace running it runs
-/// after the last producer of what the reader reads there and before it,
-/// and only when every trace running that branch runs the reader; others
-/// are left to `check_slots`.
+/// (`h = a if c else b`, `a` and `b` computed before it, so no trace graph
+/// path tells them apart), or a branch taken both ways whose ways run the
+/// same ops next. Right after such a branch each trace gets a *way node*
+/// for the way it went: it passes on, as its results, the values those
+/// readers read on that way, and the readers read it instead. Its two way
+/// nodes make the branch's two ways (an `scf.if` whose regions yield
+/// those values). A reader whose slot cannot be one variable is routed
+/// through a branch that every trace running it runs between the last
+/// producer it reads and itself, and that those traces took both ways:
+/// the first that decides its value (the traces that went one way read
+/// one value), else the last, and rounds repeat (at most
+/// [`WAY_ROUNDS`]) for the way nodes' own operands, so that nested and
+/// successive picks route through each branch in turn. A trace that runs
+/// the branch but not the reader passes on a value another trace of its
+/// way reads there (unread on its path); a reader for which none is
+/// computed on it yet is left to `check_slots`.
 fn route_through_ways<'c, 'a>(
     traces: &mut [Trace],
     nodes: &mut Vec<Node<'c, 'a>>,
@@ -998,136 +1008,227 @@ fn route_through_ways<'c, 'a>(
     if both.is_empty() {
         return;
     }
-    // The readers each branch routes.
-    let mut routed: BTreeMap<usize, Vec<Reader>> = BTreeMap::new();
-    // Branches whose two ways run the same op next need way nodes even
-    // when they route nothing.
-    for &d in &both {
-        let next = |way: bool| -> BTreeSet<usize> {
-            traces
-                .iter()
-                .filter(|t| t.taken.get(&d) == Some(&way))
-                .map(|t| t.nodes.get(t.position[&d] + 1).copied().unwrap_or(END))
-                .collect()
-        };
-        if !next(true).is_disjoint(&next(false)) {
-            routed.entry(d).or_default();
-        }
-    }
-    let slots = slots_of(traces);
-    for (&reader, sources) in &slots {
-        if !conflicts(reader, sources, traces) {
-            continue;
-        }
-        let running: Vec<&Trace> = traces
-            .iter()
-            .filter(|t| reader_position(reader, t).is_some())
-            .collect();
-        // The branches each running trace runs between the last producer
-        // of the slot and the reader, in common.
-        let mut common: Option<BTreeSet<usize>> = None;
-        for trace in &running {
-            let end = reader_position(reader, trace).unwrap_or(0);
-            let last = sources
-                .iter()
-                .filter_map(|s| match s {
-                    Source::Result(p, _) => trace.position.get(p).copied(),
-                    Source::Argument(_) => None,
-                })
-                .max();
-            let begin = last.map_or(0, |p| p + 1);
-            let here: BTreeSet<usize> = trace.nodes[begin..end]
-                .iter()
-                .copied()
-                .filter(|v| both.contains(v))
-                .collect();
-            common = Some(match common {
-                Some(c) => c.intersection(&here).copied().collect(),
-                None => here,
-            });
-        }
-        let first = running.first();
-        let branch = common.unwrap_or_default().into_iter().min_by_key(|d| {
-            first
-                .and_then(|t| t.position.get(d).copied())
-                .unwrap_or(usize::MAX)
-        });
-        let Some(d) = branch else {
-            continue;
-        };
-        // Every trace that runs the branch runs the reader after it.
-        let covered = traces
-            .iter()
-            .filter(|t| t.position.contains_key(&d))
-            .all(|t| reader_position(reader, t).is_some_and(|end| end > t.position[&d]));
-        if covered {
-            routed.entry(d).or_default().push(reader);
-        }
-    }
-    for (d, readers) in routed {
-        // Readers that read the same value on every trace running the
-        // branch share one value of its way nodes (`carried[m]` is read
-        // by the readers of `readers` whose `share` is m).
-        let running: Vec<usize> = (0..traces.len())
-            .filter(|&t| traces[t].position.contains_key(&d))
-            .collect();
-        let mut carried: Vec<(Vec<Source>, Reader)> = Vec::new();
-        let mut share = Vec::with_capacity(readers.len());
-        for &reader in &readers {
-            let reads: Vec<Source> = running.iter().map(|&t| read_of(reader, &traces[t])).collect();
-            share.push(match carried.iter().position(|(r, _)| *r == reads) {
-                Some(m) => m,
-                None => {
-                    carried.push((reads, reader));
-                    carried.len() - 1
-                }
-            });
-        }
-        let types: Vec<Type<'c>> = carried
-            .iter()
-            .filter_map(|(_, reader)| {
-                let source = *slots.get(reader)?.iter().next()?;
-                match source {
-                    Source::Argument(k) => argument_types.get(k).copied(),
-                    Source::Result(v, r) => nodes[v].result_type(r),
-                }
-            })
-            .collect();
-        if types.len() != carried.len() {
-            continue;
-        }
-        let op = nodes[d].op;
-        let way_node = |nodes: &mut Vec<Node<'c, 'a>>| {
-            nodes.push(Node {
-                op,
-                decision: false,
-                carry: Some(types.clone()),
-            });
-            nodes.len() - 1
-        };
-        let (on_true, on_false) = (way_node(nodes), way_node(nodes));
-        for (k, &t) in running.iter().enumerate() {
-            let trace = &mut traces[t];
-            let (Some(&at), Some(&way)) = (trace.position.get(&d), trace.taken.get(&d)) else {
-                continue;
-            };
-            let w = if way { on_true } else { on_false };
-            for (&reader, &m) in readers.iter().zip(&share) {
-                match reader {
-                    Reader::Node(v, j) => {
-                        if let Some(reads) = trace.reads.get_mut(&v) {
-                            reads[j] = Source::Result(w, m);
-                        }
-                    }
-                    Reader::Return(j) => trace.returns[j] = Source::Result(w, m),
+    // The way nodes each branch has, in order.
+    let mut made: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
+    for round in 0..WAY_ROUNDS {
+        // For each branch, the readers routed through it, each with what
+        // it passes on in each trace that runs the branch.
+        let mut plans: BTreeMap<usize, Vec<Route>> = BTreeMap::new();
+        if round == 0 {
+            // Branches whose two ways run the same op next need way nodes
+            // even when they route nothing.
+            for &d in &both {
+                let next = |way: bool| -> BTreeSet<usize> {
+                    traces
+                        .iter()
+                        .filter(|t| t.taken.get(&d) == Some(&way))
+                        .map(|t| t.nodes.get(t.position[&d] + 1).copied().unwrap_or(END))
+                        .collect()
+                };
+                if !next(true).is_disjoint(&next(false)) {
+                    plans.entry(d).or_default();
                 }
             }
-            trace
-                .reads
-                .insert(w, carried.iter().map(|(reads, _)| reads[k]).collect());
-            trace.nodes.insert(at + 1, w);
-            trace.position = trace.nodes.iter().enumerate().map(|(p, &v)| (v, p)).collect();
         }
+        let slots = slots_of(traces);
+        for (&reader, sources) in &slots {
+            if conflicts(reader, sources, traces)
+                && let Some((d, passed)) = route(reader, sources, traces, &both)
+            {
+                plans.entry(d).or_default().push((reader, passed));
+            }
+        }
+        if plans.is_empty() {
+            return;
+        }
+        for (d, routed) in plans {
+            let ways = made.entry(d).or_default();
+            add_way_nodes(d, &routed, traces, nodes, ways, &slots, argument_types);
+        }
+    }
+}
+
+/// A reader routed through a branch, and what each trace running the
+/// branch passes on for it (by trace).
+type Route = (Reader, BTreeMap<usize, Source>);
+
+/// Rounds of [`route_through_ways`]: how many branches deep a value may be
+/// picked.
+const WAY_ROUNDS: usize = 8;
+
+/// The branch `reader` goes through and what each trace running that
+/// branch passes on for it (see [`route_through_ways`]).
+fn route(
+    reader: Reader,
+    sources: &BTreeSet<Source>,
+    traces: &[Trace],
+    both: &BTreeSet<usize>,
+) -> Option<(usize, BTreeMap<usize, Source>)> {
+    let running: Vec<usize> = (0..traces.len())
+        .filter(|&t| reader_position(reader, &traces[t]).is_some())
+        .collect();
+    // The branches each running trace runs between the last producer of
+    // the slot before the reader and the reader, in common, in the first
+    // running trace's order.
+    let mut common: Option<BTreeSet<usize>> = None;
+    for &t in &running {
+        let trace = &traces[t];
+        let end = reader_position(reader, trace)?;
+        let last = sources
+            .iter()
+            .filter_map(|s| match s {
+                Source::Result(p, _) => trace.position.get(p).copied().filter(|&p| p < end),
+                Source::Argument(_) => None,
+            })
+            .max();
+        let begin = last.map_or(0, |p| p + 1);
+        let here: BTreeSet<usize> = trace.nodes[begin..end]
+            .iter()
+            .copied()
+            .filter(|v| both.contains(v))
+            .collect();
+        common = Some(match common {
+            Some(c) => c.intersection(&here).copied().collect(),
+            None => here,
+        });
+    }
+    let first = &traces[*running.first()?];
+    let mut candidates: Vec<usize> = common?.into_iter().collect();
+    candidates.sort_by_key(|d| first.position[d]);
+    // Taken both ways by the traces that run the reader.
+    candidates.retain(|d| {
+        let ways: BTreeSet<bool> = running
+            .iter()
+            .filter_map(|&t| traces[t].taken.get(d).copied())
+            .collect();
+        ways.len() == 2
+    });
+    let read_on = |d: usize, way: bool| -> BTreeSet<Source> {
+        running
+            .iter()
+            .filter(|&&t| traces[t].taken.get(&d) == Some(&way))
+            .map(|&t| read_of(reader, &traces[t]))
+            .collect()
+    };
+    let decides = |d: &usize| read_on(*d, true).len() == 1 && read_on(*d, false).len() == 1;
+    let d = candidates
+        .iter()
+        .copied()
+        .find(decides)
+        .or_else(|| candidates.last().copied())?;
+    // What each trace running the branch passes on: what it reads, or,
+    // when it does not run the reader after the branch, a value a trace
+    // of its way reads there that it computed before the branch.
+    let mut passed = BTreeMap::new();
+    for (t, trace) in traces.iter().enumerate() {
+        let (Some(&at), Some(&way)) = (trace.position.get(&d), trace.taken.get(&d)) else {
+            continue;
+        };
+        if reader_position(reader, trace).is_some_and(|end| end > at) {
+            passed.insert(t, read_of(reader, trace));
+            continue;
+        }
+        let computed = |s: &Source| match s {
+            Source::Argument(_) => true,
+            Source::Result(p, _) => trace.position.get(p).is_some_and(|&p| p < at),
+        };
+        let stand_in = running
+            .iter()
+            .filter(|&&r| traces[r].taken.get(&d) == Some(&way))
+            .map(|&r| read_of(reader, &traces[r]))
+            .find(computed)?;
+        passed.insert(t, stand_in);
+    }
+    Some((d, passed))
+}
+
+/// Adds a pair of way nodes after branch `d` (after the way nodes it
+/// already has, `ways`) in every trace that runs it, passing on what
+/// `routed` says, and points the routed readers at them. Readers that pass
+/// on the same values on every trace share one value.
+fn add_way_nodes<'c, 'a>(
+    d: usize,
+    routed: &[Route],
+    traces: &mut [Trace],
+    nodes: &mut Vec<Node<'c, 'a>>,
+    ways: &mut BTreeSet<usize>,
+    slots: &BTreeMap<Reader, BTreeSet<Source>>,
+    argument_types: &[Type<'c>],
+) {
+    let mut carried: Vec<(&BTreeMap<usize, Source>, Reader)> = Vec::new();
+    let mut share = Vec::with_capacity(routed.len());
+    for (reader, passed) in routed {
+        share.push(match carried.iter().position(|(p, _)| *p == passed) {
+            Some(m) => m,
+            None => {
+                carried.push((passed, *reader));
+                carried.len() - 1
+            }
+        });
+    }
+    let types: Vec<Type<'c>> = carried
+        .iter()
+        .filter_map(|(_, reader)| {
+            let source = *slots.get(reader)?.iter().next()?;
+            match source {
+                Source::Argument(k) => argument_types.get(k).copied(),
+                Source::Result(v, r) => nodes[v].result_type(r),
+            }
+        })
+        .collect();
+    if types.len() != carried.len() {
+        return;
+    }
+    let op = nodes[d].op;
+    let mut way_node = |nodes: &mut Vec<Node<'c, 'a>>| {
+        nodes.push(Node {
+            op,
+            decision: false,
+            carry: Some(types.clone()),
+        });
+        ways.insert(nodes.len() - 1);
+        nodes.len() - 1
+    };
+    let (on_true, on_false) = (way_node(nodes), way_node(nodes));
+    for (t, trace) in traces.iter_mut().enumerate() {
+        let (Some(&at), Some(&way)) = (trace.position.get(&d), trace.taken.get(&d)) else {
+            continue;
+        };
+        let w = if way { on_true } else { on_false };
+        // After the branch and the way nodes it has.
+        let mut after = at + 1;
+        while trace
+            .nodes
+            .get(after)
+            .is_some_and(|v| ways.contains(v) && *v != w)
+        {
+            after += 1;
+        }
+        for ((reader, passed), &m) in routed.iter().zip(&share) {
+            if reader_position(*reader, trace).is_none_or(|end| end <= at) || !passed.contains_key(&t) {
+                continue;
+            }
+            match *reader {
+                Reader::Node(v, j) => {
+                    if let Some(reads) = trace.reads.get_mut(&v) {
+                        reads[j] = Source::Result(w, m);
+                    }
+                }
+                Reader::Return(j) => trace.returns[j] = Source::Result(w, m),
+            }
+        }
+        let reads = carried
+            .iter()
+            .map(|(passed, _)| passed.get(&t).copied())
+            .collect::<Option<Vec<_>>>();
+        let Some(reads) = reads else {
+            // Not planned for this trace (cannot happen: a plan covers
+            // every trace that runs its branch).
+            continue;
+        };
+        trace.reads.insert(w, reads);
+        trace.nodes.insert(after, w);
+        trace.position = trace.nodes.iter().enumerate().map(|(p, &v)| (v, p)).collect();
     }
 }
 
