@@ -134,3 +134,14 @@ func.func @f_1(%x: tensor<4xf32>, %c: tensor<i1>) -> tensor<4xf32> attributes {m
   %n = "meta.unary"(%x) {kind = "neg"} : (tensor<4xf32>) -> tensor<4xf32> loc("site 127")
   return %n : tensor<4xf32>
 }
+
+// -----
+
+// A trace with a second block (a branch to it): not straight-line code,
+// refused before any op of it is merged.
+// expected-error @+1 {{meta-merge: the traces of @f hold more than one block; a trace is straight-line code}}
+func.func @f_0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {meta.trace = "f"} {
+  cf.br ^bb1
+^bb1:
+  return %x : tensor<4xf32>
+}

@@ -664,6 +664,12 @@ fn read_trace<'c, 'a>(
 ) -> Result<Trace, Failure<'c>> {
     let at = |op: OperationRef<'c, 'a>, message: &str| (op.location(), message.to_owned());
     let entry = first_block(trace).ok_or_else(|| at(trace, "include a declaration, with no body"))?;
+    if entry.next_in_region().is_some() {
+        return Err(at(
+            trace,
+            "hold more than one block; a trace is straight-line code",
+        ));
+    }
     let mut read = Trace {
         nodes: Vec::new(),
         position: HashMap::new(),
@@ -690,6 +696,12 @@ fn read_trace<'c, 'a>(
         let name = op_name(op);
         if op.region_count() > 0 {
             return Err(at(op, "hold an op with regions; a trace is straight-line code"));
+        }
+        if op.successor_count() > 0 {
+            return Err(at(
+                op,
+                "hold a branch to another block; a trace is straight-line code",
+            ));
         }
         if name == "func.return" {
             for operand in op.operands() {
