@@ -385,13 +385,7 @@ fn merge<'c, 'a>(
         .enumerate()
         .flat_map(|(k, readers)| readers.iter().map(move |&r| (r, k)))
         .collect();
-    let slot_type = |reader: Reader| -> Option<Type<'c>> {
-        let source = *slots.get(&reader)?.iter().next()?;
-        match source {
-            Source::Argument(k) => first_block(first)?.argument(k).ok().map(|a| a.r#type()),
-            Source::Result(v, r) => nodes[v].result_type(r),
-        }
-    };
+    let slot_type = |reader: Reader| slot_type(&slots, reader, &nodes, &argument_types);
 
     // 4. Emission, into a copy of the first trace emptied of its ops.
     let copy = clone_op(first);
@@ -1180,13 +1174,7 @@ fn add_way_nodes<'c, 'a>(
     }
     let types: Vec<Type<'c>> = carried
         .iter()
-        .filter_map(|(_, reader)| {
-            let source = *slots.get(reader)?.iter().next()?;
-            match source {
-                Source::Argument(k) => argument_types.get(k).copied(),
-                Source::Result(v, r) => nodes[v].result_type(r),
-            }
-        })
+        .filter_map(|(_, reader)| slot_type(slots, *reader, nodes, argument_types))
         .collect();
     if types.len() != carried.len() {
         return;
@@ -1216,6 +1204,15 @@ fn add_way_nodes<'c, 'a>(
         {
             after += 1;
         }
+        let reads = carried
+            .iter()
+            .map(|(passed, _)| passed.get(&t).copied())
+            .collect::<Option<Vec<_>>>();
+        let Some(reads) = reads else {
+            // Not planned for this trace (cannot happen: a plan covers
+            // every trace that runs its branch).
+            continue;
+        };
         for ((reader, passed), &m) in routed.iter().zip(&share) {
             if reader_position(*reader, trace).is_none_or(|end| end <= at) || !passed.contains_key(&t) {
                 continue;
@@ -1229,18 +1226,23 @@ fn add_way_nodes<'c, 'a>(
                 Reader::Return(j) => trace.returns[j] = Source::Result(w, m),
             }
         }
-        let reads = carried
-            .iter()
-            .map(|(passed, _)| passed.get(&t).copied())
-            .collect::<Option<Vec<_>>>();
-        let Some(reads) = reads else {
-            // Not planned for this trace (cannot happen: a plan covers
-            // every trace that runs its branch).
-            continue;
-        };
         trace.reads.insert(w, reads);
         trace.nodes.insert(after, w);
         trace.position = trace.nodes.iter().enumerate().map(|(p, &v)| (v, p)).collect();
+    }
+}
+
+/// The type of what `reader` reads (any of its slot's producers: they
+/// agree).
+fn slot_type<'c>(
+    slots: &BTreeMap<Reader, BTreeSet<Source>>,
+    reader: Reader,
+    nodes: &[Node<'c, '_>],
+    argument_types: &[Type<'c>],
+) -> Option<Type<'c>> {
+    match *slots.get(&reader)?.iter().next()? {
+        Source::Argument(k) => argument_types.get(k).copied(),
+        Source::Result(v, r) => nodes[v].result_type(r),
     }
 }
 
