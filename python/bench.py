@@ -205,6 +205,65 @@ def picked_value():
           f"(fallbacks: {staged['merged'].stats()['fallbacks']} / {staged['tree'].stats()['fallbacks']})")
 
 
+class _Model:
+    """A method whose object holds two `jitc.Var` attributes and three
+    Python values: what a served call's facts cover."""
+
+    def __init__(self):
+        self.w = jitc.Var(np.full((16, 16), 0.01, np.float32))
+        self.b = jitc.Var(np.zeros(16, np.float32))
+        self.scale, self.name, self.layers = 2.0, "m", 3
+
+    @jitc.function
+    def __call__(self, x):
+        return jitc.tanh(jitc.matmul(x, self.w) + self.b) * self.scale
+
+
+def served_call_facts():
+    """A served `@jitc.function` call (a method on an 8x16 `jitc.Var`, and
+    the alternating-path `layer`) with its facts computed natively
+    (`jitc._jitc.Facts`) against their Python definition (`_fact_py`,
+    `_facts_of_py`), alternating in one process: medians of 9 x 300 calls,
+    the smallest of five rounds."""
+    from jitc import _function as F
+
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "examples" / "python"))
+    import terra_alternating as t
+
+    model = _Model()
+    x = jitc.Var(np.random.default_rng(1).random((8, 16), dtype=np.float32))
+    data = list(t.calls(8))
+    for _ in range(6):
+        model(x).numpy()
+    for a, w in data:
+        t.merged(a, jitc.Var(w)).numpy()
+    layer_args = (data[0][0], jitc.Var(data[0][1]))
+
+    def definition(v, depth=0, input=False, level=0):
+        return F._fact_py(v, depth, input, level, fact=definition)
+
+    def python_facts(self, owner, args, kwargs, tensors, relaxed, listed, aliases):
+        return self._facts_of_py(owner, args, kwargs, tensors, relaxed, listed, aliases, definition)
+
+    native = F.Function._facts_of
+    cases = {"method": lambda: model(x), "layer": lambda: t.merged(*layer_args)}
+    best = {}
+    try:
+        for _ in range(5):
+            for name, impl in (("python", python_facts), ("native", native)):
+                F.Function._facts_of = impl
+                for case, call in cases.items():
+                    time_ = median_time(lambda: [call() for _ in range(300)], 9) / 300
+                    best[name, case] = min(best.get((name, case), time_), time_)
+    finally:
+        F.Function._facts_of = native
+    for case in cases:
+        print(f"  {'served call, ' + case:<28} native facts {best['native', case] * 1e6:6.1f} µs   "
+              f"Python facts {best['python', case] * 1e6:6.1f} µs   "
+              f"ratio {best['python', case] / best['native', case]:5.2f}x")
+
+
 def conv(x, w):
     return jitc.conv2d(x, w, 1, 1)
 
@@ -224,6 +283,7 @@ def main():
     training_step(binary)
     terra_alternating()
     picked_value()
+    served_call_facts()
     janus_rnn()
 
 

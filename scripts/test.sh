@@ -38,7 +38,7 @@ step "lit test/"
 target_dir=${CARGO_TARGET_DIR:-target}
 log=$(mktemp)
 status=0
-JITC_BIN_DIR="$target_dir/debug" /usr/lib/llvm-22/bin/lit test/ 2>&1 | tee "$log" || status=$?
+JITC_BIN_DIR="$target_dir/debug" /usr/lib/llvm-22/bin/lit -v test/ 2>&1 | tee "$log" || status=$?
 passed=$(sed -n 's/^ *Passed *: *\([0-9]*\).*/\1/p' "$log")
 failed=$(sed -n 's/^ *Failed *: *\([0-9]*\).*/\1/p' "$log")
 echo "lit: ${passed:-0} passed, ${failed:-0} failed"

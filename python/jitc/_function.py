@@ -388,18 +388,48 @@ def _package_types():
 def _is_object(x):
     """An instance whose attributes a call may read and write (not a
     function, class or module, which are compared by identity)."""
-    plain = (type, types.FunctionType, types.MethodType, types.ModuleType, types.BuiltinFunctionType)
-    return hasattr(x, "__dict__") and not isinstance(x, plain) and not _is_var(x)
+    return hasattr(x, "__dict__") and not isinstance(x, _PLAIN) and not _is_var(x)
+
+
+_PLAIN = (type, types.FunctionType, types.MethodType, types.ModuleType, types.BuiltinFunctionType)
 
 
 def _fact(x, depth=0, input=False, level=0):
+    """What a staged graph assumes about `x` (`_fact_py` defines it), with
+    the call's context (`_key`'s `aliases` and `names`)."""
+    return _native_facts().fact(x, depth, input, level, _top('aliases', None), _top('names', frozenset()))
+
+
+def _native_facts():
+    """The native half of `_fact` (`jitc._jitc.Facts`), made once (the
+    package imports this module before it defines `jitc.Var`)."""
+    if not _FACTS:
+        _FACTS.append(_jitc.Facts(
+            _package_types()[0], _SIMPLE,
+            (np.ndarray, np.generic, set, frozenset, bytearray, memoryview, collections.deque, types.FunctionType,
+             types.MethodType, functools.partial, types.ModuleType, type, types.BuiltinFunctionType),
+            (Function, _Bound), _Identity, _class_reads, _fact_py, _jitc_dtype_name, _MAX_FACT_DEPTH,
+            _MAX_OBJECT_DEPTH, _PLAIN, _BY_IDENTITY,
+        ))
+    return _FACTS[0]
+
+
+_FACTS = []
+
+
+def _fact_py(x, depth=0, input=False, level=0, fact=None):
     """What a staged graph assumes about `x`: shapes and types of tensors
     (`input`: a graph input, or a `jitc.Var`, whose values the graph reads
     when it runs), the contents of other NumPy arrays too (a graph holds
     them as constants), values of Python values (NumPy scalars too),
     attributes of objects (two levels), anything else by identity (held, so
     that its address is not reused by another object while the facts are
-    kept)."""
+    kept).
+
+    The definition: `_fact` computes the common cases natively
+    (`jitc._jitc.Facts`, the same tuples) and hands the others here;
+    `fact` is what the parts are taken with (`_fact` by default)."""
+    fact = fact or _fact
     if level > _MAX_FACT_DEPTH:
         raise TypeError(f"a container nests more than {_MAX_FACT_DEPTH} deep")
     if type(x) in _EXACT_SIMPLE:
@@ -420,33 +450,33 @@ def _fact(x, depth=0, input=False, level=0):
     if isinstance(x, np.generic):
         return ("value", str(x.dtype), repr(x.item()))
     if isinstance(x, (tuple, list)):
-        return ("sequence", type(x).__name__, tuple(_fact(v, depth, input and level == 0, level + 1) for v in x))
+        return ("sequence", type(x).__name__, tuple(fact(v, depth, input and level == 0, level + 1) for v in x))
     if isinstance(x, (set, frozenset)):
-        return ("set", type(x).__name__, tuple(sorted((_fact(v, depth, False, level + 1) for v in x), key=repr)))
+        return ("set", type(x).__name__, tuple(sorted((fact(v, depth, False, level + 1) for v in x), key=repr)))
     if isinstance(x, (bytearray, memoryview)):
         return ("bytes", type(x).__name__, _bytes(x))
     if isinstance(x, collections.deque):
-        return ("sequence", "deque", tuple(_fact(v, depth, False, level + 1) for v in x))
+        return ("sequence", "deque", tuple(fact(v, depth, False, level + 1) for v in x))
     if isinstance(x, dict):
-        return ("dict", tuple((repr(k), _fact(v, depth, False, level + 1)) for k, v in x.items()))
+        return ("dict", tuple((repr(k), fact(v, depth, False, level + 1)) for k, v in x.items()))
     if isinstance(x, types.FunctionType) and depth <= 1:
         # A function passed in or held: what its closure and defaults hold.
         held = [c.cell_contents for c in x.__closure__ or () if _cell_filled(c)]
-        return ("function", _Identity(x), _fact((held, x.__defaults__, x.__kwdefaults__), depth + 1, False, level + 1))
+        return ("function", _Identity(x), fact((held, x.__defaults__, x.__kwdefaults__), depth + 1, False, level + 1))
     if isinstance(x, types.MethodType):
-        return ("method", _Identity(x.__func__), _fact(x.__self__, depth + 1, False, level + 1))
+        return ("method", _Identity(x.__func__), fact(x.__self__, depth + 1, False, level + 1))
     if isinstance(x, functools.partial):
-        return ("partial", _Identity(x.func), _fact(x.args, depth, False, level + 1),
-                _fact(x.keywords, depth, False, level + 1))
+        return ("partial", _Identity(x.func), fact(x.args, depth, False, level + 1),
+                fact(x.keywords, depth, False, level + 1))
     names = _top('names', frozenset())
     if isinstance(x, (types.ModuleType, type)) and depth <= 1 and names:
         # A module or class as a value: the attributes the code names.
         space = [(n, _class_attribute(x, n) if isinstance(x, type) else vars(x).get(n, _MISSING)) for n in names]
         return ("namespace", _Identity(x),
-                tuple(sorted((n, _fact(v, depth + 1, False, level + 1)) for n, v in space if v is not _MISSING)))
+                tuple(sorted((n, fact(v, depth + 1, False, level + 1)) for n, v in space if v is not _MISSING)))
     slots = _slots(x)
     if slots is not None and depth <= _MAX_OBJECT_DEPTH:
-        return ("slots", _Identity(type(x)), tuple(_fact(v, depth + 1, False, level + 1) for v in slots))
+        return ("slots", _Identity(type(x)), tuple(fact(v, depth + 1, False, level + 1) for v in slots))
     if _is_object(x) and not isinstance(x, (Function, _Bound)):
         if depth <= 1:
             held = vars(x).items()
@@ -458,8 +488,8 @@ def _fact(x, depth=0, input=False, level=0):
         else:
             return ("identity", _Identity(x))
         return ("object", _Identity(type(x)),
-                tuple(sorted((k, _fact(v, depth + 1, False, level + 1)) for k, v in held)),
-                tuple(sorted((k, _fact(v, depth + 1, False, level + 1))
+                tuple(sorted((k, fact(v, depth + 1, False, level + 1)) for k, v in held)),
+                tuple(sorted((k, fact(v, depth + 1, False, level + 1))
                              for k, v in _class_reads(x, names).items())) if names else ())
     return ("identity", _Identity(x))
 
@@ -598,7 +628,7 @@ def _reachable_codes(fn):
 def _held(functions, fn):
     """What `functions` hold besides their code, by function: default
     argument values (read by a call that omits an argument) and, but for
-    `fn`'s own (`Function._globals` has those), closure variables."""
+    `fn`'s own (`Function._global_values` has those), closure variables."""
     held = {}
     for k, f in enumerate(functions):
         # Functions may share a name (made by one factory): numbered.
@@ -1450,17 +1480,19 @@ class Function:
         tensors = self._tensors(args, kwargs, objects)
         try:
             key = self._key(owner, args, kwargs, tensors, objects)
-            hash(key)
-            if key not in self._facts:
+            # (The lookup hashes the key: an unhashable fact raises here.)
+            facts = self._facts.get(key)
+            if facts is None:
                 changed = self._changed_numbers(owner, args, kwargs, tensors, objects)
                 if changed:
                     self._relax(changed, owner)
                     key = self._key(owner, args, kwargs, tensors, objects)
+                    facts = self._facts.get(key)
         except (TypeError, ValueError, RecursionError) as e:
             self._give_up_all(f"its arguments cannot be compared between calls ({e})")
             self._counts["imperative"] += 1
             return self._plain(owner, args, kwargs)
-        if key not in self._facts and len(self._facts) >= self.max_facts:
+        if facts is None and len(self._facts) >= self.max_facts:
             # A fact that changes on every call (a learning rate passed as
             # a Python number) would profile every call and keep every set
             # of facts: stay imperative, and say which fact changes.
@@ -1474,7 +1506,6 @@ class Function:
             self._facts.clear()
             self._counts["imperative"] += 1
             return self._plain(owner, args, kwargs)
-        facts = self._facts.get(key)
         if facts is None:
             facts = self._facts[key] = _Facts(frozenset(self._relaxed))
         if facts.given_up is not None:
@@ -1521,36 +1552,47 @@ class Function:
         """The call's facts (`objects`: the call's, `_objects`). A number at
         a `relaxed` position (`_numbers`; the function's relaxed ones by
         default) is a fact by its type only."""
-        _stack('aliases').append({id(t._v): k for k, t in reversed(list(enumerate(tensors)))})
+        aliases = {id(t._v): k for k, t in reversed(list(enumerate(tensors)))}
+        _stack('aliases').append(aliases)
         _stack('names').append(self._names)
         try:
-            return self._facts_of(owner, args, kwargs, tensors, relaxed, objects)
+            return self._facts_of(owner, args, kwargs, tensors, relaxed, objects, aliases)
         finally:
             _stack('aliases').pop()
             _stack('names').pop()
 
-    def _facts_of(self, owner, args, kwargs, tensors, relaxed, listed):
+    def _facts_of(self, owner, args, kwargs, tensors, relaxed, listed, aliases):
+        """The call's facts, computed natively (`jitc._jitc.Facts.key`;
+        `_facts_of_py` defines them)."""
+        relaxed = self._relaxed if relaxed is None else relaxed
+        return _native_facts().key(
+            args, kwargs, owner, tensors, listed, relaxed, aliases, self._names, self._global_values(),
+        )
+
+    def _facts_of_py(self, owner, args, kwargs, tensors, relaxed, listed, aliases, fact):
+        """The definition of `_facts_of`, with `fact(x, depth, input,
+        level)` for `_fact` (the tests compare the two)."""
         relaxed = self._relaxed if relaxed is None else relaxed
         objects = {}
         for k, o in enumerate(listed):
             objects.setdefault(id(o), k)
 
-        def fact(position, x):
+        def top(position, x):
             if position in relaxed and _relaxable(x):
                 return ("relaxed", type(x).__name__)
             if id(x) in objects and _is_object(x):
                 k = objects[id(x)]
                 return ("object", _Identity(type(x)), tuple(sorted(
                     (name, ("relaxed", type(v).__name__)
-                     if ("attr", k, name) in relaxed and _relaxable(v) else _fact(v, 1))
+                     if ("attr", k, name) in relaxed and _relaxable(v) else fact(v, 1, False, 0))
                     for name, v in vars(x).items()
-                )), tuple(sorted((name, _fact(v, 1)) for name, v in _class_reads(x, self._names).items())))
-            return _fact(x, input=True)
+                )), tuple(sorted((name, fact(v, 1, False, 0)) for name, v in _class_reads(x, self._names).items())))
+            return fact(x, 0, True, 0)
 
-        parts = [fact(("arg", i), a) for i, a in enumerate(args)]
-        parts += [(k, fact(("kwarg", k), v)) for k, v in sorted(kwargs.items())]
+        parts = [top(("arg", i), a) for i, a in enumerate(args)]
+        parts += [(k, top(("kwarg", k), v)) for k, v in sorted(kwargs.items())]
         if owner is not None:
-            parts.append(("self", fact(("self",), owner)))
+            parts.append(("self", top(("self",), owner)))
         # Which tensor arguments are one object (a staged graph's inputs are
         # distinct).
         seen = {}
@@ -1558,20 +1600,21 @@ class Function:
         # And which objects are one (a write through one is seen by both).
         seen = {}
         parts.append(("objects", tuple(seen.setdefault(id(o), k) for k, o in enumerate(listed))))
-        parts.append(("globals", self._globals()))
+        # The globals: modules, functions and classes are facts by
+        # identity, as themselves (they compare and hash by identity).
+        parts.append(("globals", tuple((n, v if type(v) in _BY_IDENTITY else fact(v, 1, False, 0))
+                                       for n, v in self._global_values())))
         return tuple(parts)
 
-    def _globals(self):
+    def _global_values(self):
         """The Python values the code the function runs names as globals
         (and the attributes it names of modules and classes so read), and
-        its closure variables (functions and modules by identity)."""
+        its closure variables, as `(label, value)`."""
         code = self.fn.__code__
         names = sorted(_global_reads(self._codes).items()) + sorted(_held(self._functions, self.fn).items())
         cells = zip(code.co_freevars, self.fn.__closure__ or ())
         names += [(n, c.cell_contents) for n, c in cells if _cell_filled(c)]
-        # Modules, functions and classes are facts by identity, as
-        # themselves (they compare and hash by identity).
-        return tuple((n, v if type(v) in _BY_IDENTITY else _fact(v, 1)) for n, v in names)
+        return names
 
     def _discover(self, tracer):
         """Adds the code a traced call ran that `_codes` did not hold (a
@@ -2348,8 +2391,10 @@ def _as_vars(args, kwargs):
     def one(a):
         if isinstance(a, np.ndarray):
             return Var(a)
-        if isinstance(a, (tuple, list)):
-            return type(a)(Var(v) if isinstance(v, np.ndarray) else v for v in a)
+        if isinstance(a, (tuple, list)) and any(isinstance(v, np.ndarray) for v in a):
+            items = [Var(v) if isinstance(v, np.ndarray) else v for v in a]
+            # A named tuple is made from its fields, not from one iterable.
+            return type(a)._make(items) if isinstance(a, tuple) and hasattr(type(a), "_make") else type(a)(items)
         return a
     return [one(a) for a in args], {k: one(v) for k, v in kwargs.items()}
 

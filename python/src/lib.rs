@@ -10,6 +10,8 @@
 //! carrying jitc's message. A graph belongs to the thread that made it
 //! (`unsendable`).
 
+mod facts;
+
 use jitc_compiler::{CodegenOptions, MathMode};
 use jitc_dialect::kinds::ElementType;
 use jitc_interp::{Buffer, Tensor};
@@ -479,6 +481,7 @@ fn stage_loop(
 fn _jitc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyVar>()?;
     m.add_class::<PyStaged>()?;
+    m.add_class::<facts::Facts>()?;
     m.add("JitcError", m.py().get_type::<JitcError>())?;
     m.add("GuardFailed", m.py().get_type::<GuardFailed>())?;
     m.add_function(wrap_pyfunction!(fetch, m)?)?;

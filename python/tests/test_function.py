@@ -1517,3 +1517,174 @@ def test_an_attribute_whose_name_needs_escaping_is_state_all_the_same():
     assert Model.step.stats()["staged"] == 2, Model.step.explain()
     (text,) = Model.step.graphs()
     assert """"meta.state_read"() {name = "self.odd'name"}""" in text, text
+
+
+class _Colour(__import__("enum").IntEnum):
+    RED = 1
+
+
+class _Slotted:
+    __slots__ = ("a", "b")
+
+    def __init__(self, a):
+        self.a = a
+
+
+class _Holder:
+    scale = 3.0
+
+    def __init__(self, **held):
+        self.__dict__.update(held)
+
+    def method(self):
+        return self
+
+
+class _Mapping(dict):
+    pass
+
+
+def _random_value(rng, depth, leaves):
+    """A random Python value of the kinds calls hold, nested."""
+    if depth > 3 or rng.random() < 0.35:
+        return leaves[rng.integers(len(leaves))]
+    kind = rng.integers(7)
+    items = [_random_value(rng, depth + 1, leaves) for _ in range(rng.integers(4))]
+    if kind == 0:
+        return tuple(items)
+    if kind == 1:
+        return items
+    if kind == 2:
+        return {f"k{i}": v for i, v in enumerate(items)} | {3: "int key"}
+    if kind == 3:
+        return _Mapping({str(i): v for i, v in enumerate(items)})
+    if kind == 4:
+        return _Holder(**{f"a{i}": v for i, v in enumerate(items)})
+    if kind == 5:
+        return collections.namedtuple("Pair", "x y")(items[:1], items[1:])
+    return collections.deque(items)
+
+
+def test_the_native_facts_equal_their_python_definition():
+    """`_fact` computes the common values natively (`jitc._jitc.Facts`) and
+    hands the others to `_fact_py`, the definition: on random nestings of
+    every kind of value, at every depth, with and without the call's
+    names and aliases, both give the same facts (and the same error past
+    the nesting limit)."""
+    from jitc import _function as f
+
+    def definition(x, depth=0, input=False, level=0):
+        return f._fact_py(x, depth, input, level, fact=definition)
+
+    var = jitc.Var(np.ones((2, 3), dtype=np.float32))
+    other = jitc.Var(np.zeros(4, dtype=np.int32))
+    closure = 5
+    leaves = [
+        0, -7, 2**80, True, None, 1.5, float("nan"), -0.0, 2j, "s", b"b", _Colour.RED, np.float32(2.5),
+        np.int64(3), np.arange(4), np.zeros((2, 2), dtype=np.float64), var, other, {1, 2}, frozenset({"a"}),
+        bytearray(b"xy"), memoryview(b"z"), lambda: closure, functools.partial(max, 1), _Holder().method,
+        np, _Holder, len, _Slotted(1), jitc.function(lambda x: x), object(), range(3), type(None),
+    ]
+    rng = np.random.default_rng(7)
+    contexts = [(None, frozenset()), ({id(var._v): 0, id(other._v): 1}, frozenset({"a0", "a1", "scale", "x"}))]
+    checked = 0
+    for _ in range(400):
+        value = _random_value(rng, 0, leaves)
+        for aliases, names in contexts:
+            f._stack('aliases').append(aliases if aliases is not None else {})
+            f._stack('names').append(names)
+            try:
+                for depth in range(4):
+                    for input in (False, True):
+                        assert f._fact(value, depth, input) == definition(value, depth, input), (value, depth)
+                        checked += 1
+            finally:
+                f._stack('aliases').pop()
+                f._stack('names').pop()
+    assert checked == 400 * 2 * 4 * 2
+    deep = []
+    for _ in range(60):
+        deep = [deep]
+    with pytest.raises(TypeError, match="nests more than 48 deep"):
+        f._fact(deep)
+    with pytest.raises(TypeError, match="nests more than 48 deep"):
+        definition(deep)
+
+
+SCALE = 2.0
+
+
+def test_the_native_call_facts_equal_their_python_definition():
+    """A call's facts (`Function._facts_of`, native) equal their Python
+    definition (`_facts_of_py`) on random calls of a method: arguments and
+    keyword arguments of every kind, one tensor or object passed twice,
+    relaxed positions (arguments, keywords, `self`, attributes) and the
+    globals the code reads."""
+    from jitc import _function as f
+
+    def definition(x, depth=0, input=False, level=0):
+        return f._fact_py(x, depth, input, level, fact=definition)
+
+    class Model:
+        rate = 0.5
+
+        def __init__(self, rng):
+            self.w = jitc.Var(np.ones(3, dtype=np.float32))
+            self.steps = int(rng.integers(5))
+            self.scale = float(rng.random())
+            self.inner = _Holder(x=1, scale=2.5)
+
+        @jitc.function
+        def step(self, *args, **kwargs):
+            return self.w * SCALE * self.rate
+
+    fn = Model.step
+    rng = np.random.default_rng(11)
+    tensors_pool = [jitc.Var(np.ones(n, dtype=np.float32)) for n in (2, 3)]
+    leaves = [0, 7, 2**70, 1.5, True, "s", None, np.float64(2.0), (1, 2), [3.0], {"a": 1}, _Holder(x=2)]
+    checked = 0
+    for _ in range(300):
+        owner = Model(rng)
+        shared = _Holder(x=int(rng.integers(3)))
+        pool = leaves + tensors_pool + [shared, shared, owner, _random_value(rng, 0, leaves)]
+        args = [pool[rng.integers(len(pool))] for _ in range(rng.integers(5))]
+        kwargs = {f"k{j}": pool[rng.integers(len(pool))] for j in rng.permutation(rng.integers(3))}
+        args, kwargs = f._as_vars(args, kwargs)
+        objects = fn._objects(owner, args, kwargs)
+        tensors = fn._tensors(args, kwargs, objects)
+        positions = [("arg", i) for i in range(len(args))] + [("kwarg", k) for k in kwargs] + [("self",)]
+        positions += [("attr", k, name) for k, o in enumerate(objects) for name in vars(o)]
+        relaxed = {p for p in positions if rng.random() < 0.3}
+        aliases = {id(t._v): k for k, t in reversed(list(enumerate(tensors)))}
+        f._stack('aliases').append(aliases)
+        f._stack('names').append(fn._names)
+        try:
+            expected = fn._facts_of_py(owner, args, kwargs, tensors, relaxed, objects, aliases, definition)
+        finally:
+            f._stack('aliases').pop()
+            f._stack('names').pop()
+        assert fn._key(owner, args, kwargs, tensors, objects, relaxed) == expected, (args, kwargs, relaxed)
+        checked += 1
+    assert checked == 300
+    # The facts name the globals the code reads, and what relaxing covers.
+    key = fn._key(owner, [], {}, fn._tensors([], {}, [owner]), [owner], {("attr", 0, "scale")})
+    assert ("scale", ("relaxed", "float")) in dict(key)["self"][2], key
+    assert any(label.endswith(".SCALE") for label, _ in dict(key)["globals"]), key
+
+
+def test_a_named_tuple_argument_holding_arrays_is_staged():
+    """A named tuple of NumPy arrays (and one of plain values) as an
+    argument: its arrays become `jitc.Var`s, as a plain tuple's do (its
+    constructor takes fields, not one iterable: this was a TypeError)."""
+    Batch = collections.namedtuple("Batch", "x y")
+
+    @jitc.function
+    def loss(batch, options):
+        return jitc.sum((batch.x - batch.y) * options.weight)
+
+    Options = collections.namedtuple("Options", "weight")
+    for k in range(5):
+        batch = Batch(np.full(4, k, dtype=np.float32), np.ones(4, dtype=np.float32))
+        got = loss(batch, Options(2.0))
+        assert float(got.numpy()) == 2.0 * 4 * (k - 1)
+    assert loss.stats()["staged"] == 2, loss.explain()
