@@ -83,6 +83,16 @@ to a `jitc.Var` is a `meta.state_write` (so are relaxed numbers in
 attributes, below: Python gets them back as numbers), committed only when every guard
 of the call held (a tree's pieces read state where they need it; only
 its last piece writes). `fn.graphs()` gives the staged modules' text.
+A `jitc.Var` held deeper (a sub-layer's `self.layers[0].w`, a dict's
+`self.heads["out"].b`) or in a global is not state but a graph input:
+the first trace that reads one is dropped and profiling starts again
+(*reprofiles*) with those tensors, where the facts reach them (through
+tuples, lists, dicts and objects' attributes: `_held_tensors`), among the
+call's tensors; a call that rebinds one stays imperative, as a change to
+an attribute's own attributes does. A call returns tensors and Python
+values, in tuples, lists, named tuples and dicts (an `OrderedDict`
+too), rebuilt as the traced call built them; any other container keeps
+the function imperative.
 
 **Serve.** A later call with the same facts runs the merged graph (or the
 tree's pieces, choosing at each branch by the condition the piece
@@ -216,6 +226,12 @@ def _pure_owner(fn):
     return isinstance(owner, _PURE_TYPES)
 
 
+def _makes_tuple(fn):
+    """Whether the builtin `fn` is `tuple.__new__`, which a named tuple's
+    constructor calls: pure."""
+    return getattr(fn, "__name__", None) == "__new__" and getattr(fn, "__self__", None) is tuple
+
+
 def _call_site(frame):
     """Where an op is recorded, as Terra's call-id stack names it: the
     `file:line` of every frame outside jitc from the op's up to the traced
@@ -334,7 +350,7 @@ class _Tracer:
         name = getattr(arg, "__name__", "?")
         if name in ("next", "iter", "__next__"):
             self.stateful.append(len(self.entries))
-        if name not in _PURE_BUILTINS or not _pure_owner(arg):
+        if (name not in _PURE_BUILTINS or not _pure_owner(arg)) and not _makes_tuple(arg):
             where = f"{os.path.basename(file)}:{frame.f_lineno}"
             self.reasons.append(f"it calls {name}(), which may have side effects, at {where}")
 
@@ -1024,9 +1040,10 @@ class _Trace:
         def key_of(a):
             found = keys.get(id(a))
             if found is None:
-                raise _Unstageable(
-                    "it reads a jitc.Var that is not an argument, an attribute of self or of an "
-                    "argument, or made in the call (a global or closure variable?)"
+                raise _Unheld(
+                    "it reads a jitc.Var that is not an argument, made in the call, or held where the facts "
+                    "reach (attributes of self and of arguments, globals and closure variables, and the "
+                    "tuples, lists, dicts and objects they hold; not sets, functions' closures or __slots__)"
                 )
             return found
 
@@ -1431,6 +1448,9 @@ class Function:
         self._relaxed = set()
         self._pinned = set()
         self._numbers_seen = {}
+        # Whether the tensors held deeper than attributes (`self.layers[0].w`)
+        # and in globals are inputs too (`_reach_deeper`).
+        self._deep = False
         self._position_names = {}
         self._imperative = None
         self._counts = Counter()
@@ -1648,6 +1668,21 @@ class Function:
                                     f"are facts from now on")
         return True
 
+    def _reach_deeper(self, error):
+        """A trace read a `jitc.Var` that is not one of the call's tensors
+        (`_Unheld`): the first time, the tensors held deeper (`_held_tensors`)
+        become inputs too, and profiling starts again (the trace is dropped).
+        Returns whether it did."""
+        if not isinstance(error, _Unheld) or self._deep:
+            return False
+        self._deep = True
+        self._facts.clear()
+        self._numbers_seen.clear()
+        self._counts["reprofiles"] += 1
+        self._note("profile again", "it reads a jitc.Var held deeper than an attribute of self or of an argument "
+                                    "(self.layers[0].w) or in a global: such tensors are graph inputs from now on")
+        return True
+
     def _numbers(self, owner, args, kwargs):
         """The call's Python numbers that could become graph inputs, by
         position: `("arg", i)`, `("kwarg", name)`, `("attr", k, name)` for
@@ -1727,6 +1762,18 @@ class Function:
             found += [v for _, v in attributes]
             if names is not None:
                 names += [(k, n) for n, _ in attributes]
+        if self._deep:
+            # Then those held deeper, and those of the globals, where the
+            # facts reach (so that equal facts list them alike).
+            held = len(found)
+            for obj in objects:
+                for _, v in sorted(vars(obj).items()):
+                    if not _is_var(v):
+                        _held_tensors(v, 1, self._names, found)
+            for _, v in self._global_values():
+                _held_tensors(v, 1, self._names, found)
+            if names is not None:
+                names += [None] * (len(found) - held)
         return found
 
     def _object_labels(self, owner, args, kwargs):
@@ -1808,7 +1855,8 @@ class Function:
         try:
             trace = _Trace(tracer, _unique_natives(tensors), outputs, structure, writes)
         except _Unstageable as e:
-            self._give_up_all(str(e))
+            if not self._reach_deeper(e):
+                self._give_up_all(str(e))
             return result, None
         trace.state = self._state_binding(owner, args, kwargs, names, writes)
         return result, trace
@@ -1961,7 +2009,8 @@ class Function:
             inputs = natives + [n._v for n in weak.values()]
             trace = _Trace(tracer, inputs, outputs, structure, writes)
         except _Unstageable as e:
-            self._give_up_all(str(e))
+            if not self._reach_deeper(e):
+                self._give_up_all(str(e))
             return result, None
         numbered = [(len(natives) + j, position) for j, position in enumerate(weak)]
         trace.state = self._state_binding(owner, args, kwargs, names, writes, numbered)
@@ -2020,8 +2069,14 @@ class Function:
         if _is_var(value):
             outputs.append(value._v)
             return ("out", len(outputs) - 1)
-        if isinstance(value, (tuple, list)):
-            return (type(value).__name__, [self._structure(v, outputs, tracer) for v in value])
+        kind = type(value)
+        if kind in (tuple, list):
+            return (kind.__name__, [self._structure(v, outputs, tracer) for v in value])
+        if isinstance(value, tuple) and hasattr(kind, "_fields") and hasattr(kind, "_make"):
+            # A named tuple (rebuilt with `_make`).
+            return ("namedtuple", kind, [self._structure(v, outputs, tracer) for v in value])
+        if kind in (dict, collections.OrderedDict) and all(_immutable(k) for k in value):
+            return ("dict", kind, [(k, self._structure(v, outputs, tracer)) for k, v in value.items()])
         if isinstance(value, _SIMPLE):
             return ("value", value)
         tracer.reasons.append(f"it returns a {type(value).__name__}, which a graph cannot return")
@@ -2315,6 +2370,10 @@ class _Unstageable(Exception):
     pass
 
 
+class _Unheld(_Unstageable):
+    """A trace read a `jitc.Var` that is not one of the call's tensors."""
+
+
 # Where the traced function is called from: the walk up from a call stops
 # there.
 _PLAIN_CODE = Function._plain.__code__
@@ -2345,6 +2404,35 @@ def _runs(items):
     for item, group in itertools.groupby(items):
         count = sum(1 for _ in group)
         yield item, f" ({count} times in a row)" if count > 1 else ""
+
+
+def _held_tensors(value, depth, names, found, level=0):
+    """Appends the `jitc.Var`s inside `value` (a value at `depth`, as
+    `_fact` counts it) that its facts cover, in the facts' order: through
+    tuples, lists, deques, dicts and objects' attributes (all of them at
+    depth 1 or less, deeper those the code `names`); not through sets,
+    functions, classes, modules or `__slots__`."""
+    if level > _MAX_FACT_DEPTH or type(value) in _EXACT_SIMPLE:
+        return
+    if _is_var(value):
+        found.append(value)
+    elif isinstance(value, (np.ndarray, np.generic, _SIMPLE)):
+        return
+    elif isinstance(value, (tuple, list, collections.deque)):
+        for v in value:
+            _held_tensors(v, depth, names, found, level + 1)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _held_tensors(v, depth, names, found, level + 1)
+    elif _is_object(value) and not isinstance(value, (Function, _Bound)) and _slots(value) is None:
+        if depth <= 1:
+            held = sorted(vars(value).items())
+        elif depth <= _MAX_OBJECT_DEPTH and names:
+            held = sorted((k, v) for k, v in vars(value).items() if k in names)
+        else:
+            return
+        for _, v in held:
+            _held_tensors(v, depth + 1, names, found, level + 1)
 
 
 def _unique_natives(tensors):
@@ -2549,6 +2637,10 @@ def _rebuild(structure, outputs):
         return _python_number(outputs[structure[2]], structure[1])
     if kind == "value":
         return structure[1]
+    if kind == "namedtuple":
+        return structure[1]._make(_rebuild(s, outputs) for s in structure[2])
+    if kind == "dict":
+        return structure[1]((k, _rebuild(s, outputs)) for k, s in structure[2])
     items = [_rebuild(s, outputs) for s in structure[1]]
     return tuple(items) if kind == "tuple" else items
 
