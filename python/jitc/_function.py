@@ -83,13 +83,18 @@ to a `jitc.Var` is a `meta.state_write` (so are relaxed numbers in
 attributes, below: Python gets them back as numbers), committed only when every guard
 of the call held (a tree's pieces read state where they need it; only
 its last piece writes). `fn.graphs()` gives the staged modules' text.
-A `jitc.Var` held deeper (a sub-layer's `self.layers[0].w`, a dict's
-`self.heads["out"].b`) or in a global is not state but a graph input:
-the first trace that reads one is dropped and profiling starts again
-(*reprofiles*) with those tensors, where the facts reach them (through
-tuples, lists, dicts and objects' attributes: `_held_tensors`), among the
-call's tensors; a call that rebinds one stays imperative, as a change to
-an attribute's own attributes does. A call returns tensors and Python
+Objects held deeper (sub-layers: `self.layers[0]`, `self.heads["out"]`)
+are the call's objects too once a trace reads a `jitc.Var` they hold or
+rebinds one of their attributes: that trace is dropped and profiling
+starts again (*reprofiles*) with them among the objects, where the facts
+reach them (through tuples, lists, dicts and objects' attributes:
+`_held_objects`), so their tensors are state named by path
+(`meta.state_read`/`meta.state_write` of `self.layers[0].w`) and a
+training step that rebinds them is staged; tensors held in a list
+directly or in a global are plain graph inputs (`_held_tensors`), and a
+call that rebinds a global stays imperative. Numbers in those objects are
+facts by value (only the attributes of `self` and of object arguments
+are relaxed). A call returns tensors and Python
 values, in tuples, lists, named tuples and dicts (an `OrderedDict`
 too), rebuilt as the traced call built them; any other container keeps
 the function imperative.
@@ -268,6 +273,9 @@ class _Tracer:
         # The objects whose attributes the traced call's facts cover.
         self.objects = set()
         self.object_refs = []
+        # Whether a reason may go away when the call's objects reach deeper
+        # (`Function._reach_deeper`).
+        self.deeper = False
         # Where a relaxed number's value was read into Python.
         self.relax_failures = []
         # Entry index of each decision -> (Python state, a `while` test?),
@@ -857,6 +865,8 @@ def _marker(value, depth=0):
     if isinstance(value, functools.partial):
         return ("partial", id(value.func), _marker((value.args, value.keywords), depth + 1))
     if _is_object(value) and not isinstance(value, (Function, _Bound)):
+        if id(value) in _top('tracked', ()):
+            return ("object", id(value))
         names = _top('names', None)
         if depth >= 3 and names is None:
             return ("object", id(value))
@@ -1585,9 +1595,12 @@ class Function:
         """The call's facts, computed natively (`jitc._jitc.Facts.key`;
         `_facts_of_py` defines them)."""
         relaxed = self._relaxed if relaxed is None else relaxed
-        return _native_facts().key(
+        key = _native_facts().key(
             args, kwargs, owner, tensors, listed, relaxed, aliases, self._names, self._global_values(),
         )
+        # Which of the paths to objects held deeper are one object.
+        held = getattr(listed, "pattern", None)
+        return key if held is None else key + (("held objects", held),)
 
     def _facts_of_py(self, owner, args, kwargs, tensors, relaxed, listed, aliases, fact):
         """The definition of `_facts_of`, with `fact(x, depth, input,
@@ -1624,6 +1637,9 @@ class Function:
         # identity, as themselves (they compare and hash by identity).
         parts.append(("globals", tuple((n, v if type(v) in _BY_IDENTITY else fact(v, 1, False, 0))
                                        for n, v in self._global_values())))
+        held = getattr(listed, "pattern", None)
+        if held is not None:
+            parts.append(("held objects", held))
         return tuple(parts)
 
     def _global_values(self):
@@ -1668,19 +1684,22 @@ class Function:
                                     f"are facts from now on")
         return True
 
-    def _reach_deeper(self, error):
+    def _reach_deeper(self, error=None):
         """A trace read a `jitc.Var` that is not one of the call's tensors
-        (`_Unheld`): the first time, the tensors held deeper (`_held_tensors`)
-        become inputs too, and profiling starts again (the trace is dropped).
-        Returns whether it did."""
-        if not isinstance(error, _Unheld) or self._deep:
+        (`_Unheld`), or rebound an attribute of an object that is not one of
+        the call's objects: the first time, the objects and tensors held
+        deeper (`_held_objects`, `_held_tensors`) become the call's too,
+        and profiling starts again (the trace is dropped). Returns whether
+        it did."""
+        if (error is not None and not isinstance(error, _Unheld)) or self._deep:
             return False
         self._deep = True
         self._facts.clear()
         self._numbers_seen.clear()
         self._counts["reprofiles"] += 1
-        self._note("profile again", "it reads a jitc.Var held deeper than an attribute of self or of an argument "
-                                    "(self.layers[0].w) or in a global: such tensors are graph inputs from now on")
+        self._note("profile again", "it reads a jitc.Var, or rebinds an attribute, held deeper than an attribute of "
+                                    "self or of an argument (self.layers[0].w) or in a global: the objects and "
+                                    "tensors so held are the call's from now on")
         return True
 
     def _numbers(self, owner, args, kwargs):
@@ -1690,7 +1709,8 @@ class Function:
         found = {("arg", i): a for i, a in enumerate(args) if _relaxable(a)}
         found.update({("kwarg", k): v for k, v in kwargs.items() if _relaxable(v)})
         seen = set()
-        for k, o in enumerate(self._objects(owner, args, kwargs)):
+        # (Those of the objects held deeper are facts by value.)
+        for k, o in enumerate(self._objects(owner, args, kwargs, deep=False)):
             if id(o) in seen:
                 continue
             seen.add(id(o))
@@ -1757,8 +1777,13 @@ class Function:
                 found += [v for v in a if _is_var(v) or isinstance(v, np.ndarray)]
         if names is not None:
             names += [None] * len(found)
+        named_only = getattr(objects, "named_only", ())
         for k, obj in enumerate(objects):
             attributes = [(n, v) for n, v in sorted(vars(obj).items()) if _is_var(v)]
+            if k < len(named_only) and named_only[k]:
+                # An object held more than one level down: the attributes
+                # the code names, which are its facts.
+                attributes = [(n, v) for n, v in attributes if n in self._names]
             found += [v for _, v in attributes]
             if names is not None:
                 names += [(k, n) for n, _ in attributes]
@@ -1778,26 +1803,21 @@ class Function:
 
     def _object_labels(self, owner, args, kwargs):
         """A name for each of `_objects`: `self`, an object argument's
-        parameter name (`args[i]` past the named ones), a keyword."""
-        code = self.fn.__code__
-        skip = 1 if owner is not None else 0
-        parameters = code.co_varnames[skip:code.co_argcount]
-        labels = ["self"] if owner is not None else []
-        labels += [parameters[i] if i < len(parameters) else f"args[{i}]"
-                   for i, a in enumerate(args) if _is_object(a)]
-        return labels + [k for k in sorted(kwargs) if _is_object(kwargs[k])]
+        parameter name (`args[i]` past the named ones), a keyword, then
+        the path of each object held deeper (`self.layers[0]`)."""
+        return self._objects(owner, args, kwargs, labelled=True).labels
 
-    def _state_binding(self, owner, args, kwargs, names, writes, numbers=()):
+    def _state_binding(self, labels, names, writes, numbers=()):
         """The named state of a trace's graph (JANUS's `PyGetAttrOp` and
         `PySetAttrOp`): each input that is an attribute (`names`, from
         `_tensors` before the call; `numbers`, `(index, position)` of the
         relaxed numbers the graph takes after the tensors) is read with
-        `meta.state_read` of `self.h` (or `<parameter>.h`), each output an
+        `meta.state_read` of `self.h` (or `<parameter>.h`, `self.layers[0].w`
+        for an object held deeper: `labels`, `_object_labels`), each output an
         attribute is rebound to (a `jitc.Var`, or a relaxed number, which
         Python gets back as a number) is written with `meta.state_write`.
         Returns `(reads, writes)` of `(index, name)`; a tensor that is also
         an argument stays an argument."""
-        labels = self._object_labels(owner, args, kwargs)
         reads, seen = [], {}
         for native, name in names:
             if id(native) in seen:
@@ -1817,12 +1837,33 @@ class Function:
         tensors = self._tensors(args, kwargs, self._objects(owner, args, kwargs), names)
         return [(t._v, n) for t, n in zip(tensors, names)]
 
-    def _objects(self, owner, args, kwargs):
+    def _objects(self, owner, args, kwargs, deep=None, labelled=False):
         """The objects whose attributes are facts and may be rebound: `self`,
-        then object arguments, then object keyword arguments by name."""
-        objects = [owner] if owner is not None else []
+        then object arguments, then object keyword arguments by name; and
+        when the function reaches deeper (`_deep`, unless `deep` is
+        False), the objects they hold where the facts reach
+        (`_held_objects`: a sub-layer `self.layers[0]`), each once. An
+        `_Objects` list; with `labelled` (or deeper), each one's label."""
+        deep = self._deep if deep is None else deep
+        objects = _Objects([owner] if owner is not None else [])
         objects += [a for a in args if _is_object(a)]
-        return objects + [kwargs[k] for k in sorted(kwargs) if _is_object(kwargs[k])]
+        objects += [kwargs[k] for k in sorted(kwargs) if _is_object(kwargs[k])]
+        if not (labelled or deep):
+            return objects
+        code = self.fn.__code__
+        parameters = code.co_varnames[(1 if owner is not None else 0):code.co_argcount]
+        objects.labels = ["self"] if owner is not None else []
+        objects.labels += [parameters[i] if i < len(parameters) else f"args[{i}]"
+                           for i, a in enumerate(args) if _is_object(a)]
+        objects.labels += [k for k in sorted(kwargs) if _is_object(kwargs[k])]
+        objects.named_only = [False] * len(objects)
+        if deep:
+            found, objects.pattern = _held_objects(objects, self._names)
+            for obj, label, named_only in found:
+                objects.append(obj)
+                objects.labels.append(label)
+                objects.named_only.append(named_only)
+        return objects
 
     # -- tracing ---------------------------------------------------------------
     def _traced(self, owner, args, kwargs, tensors):
@@ -1840,6 +1881,8 @@ class Function:
         if numbers:
             return self._traced_relaxed(owner, args, kwargs, tensors, numbers)
         names = self._input_names(owner, args, kwargs)
+        # (Before the call: it may rebind what holds an object.)
+        labels = self._object_labels(owner, args, kwargs)
         run = self._first_run(owner, args, kwargs)
         if run is None:
             return self._plain(owner, args, kwargs), None
@@ -1848,7 +1891,8 @@ class Function:
         writes = self._writes(objects, before, outputs, tracer)
         structure = self._structure(result, outputs, tracer)
         if tracer.reasons:
-            self._give_up_all(tracer.reasons[0])
+            if not (tracer.deeper and self._reach_deeper()):
+                self._give_up_all(tracer.reasons[0])
             return result, None
         if self._discover(tracer):
             return result, None
@@ -1858,7 +1902,7 @@ class Function:
             if not self._reach_deeper(e):
                 self._give_up_all(str(e))
             return result, None
-        trace.state = self._state_binding(owner, args, kwargs, names, writes)
+        trace.state = self._state_binding(labels, names, writes)
         return result, trace
 
     def _first_run(self, owner, args, kwargs):
@@ -1881,16 +1925,22 @@ class Function:
         why = self._untracked(objects, before, state, args, kwargs)
         if why is not None:
             tracer.reasons.append(why)
+            # (A rebound attribute of an object held deeper, perhaps.)
+            tracer.deeper = why.startswith("it changes what the attribute")
         return objects, before, result, tracer
 
     def _state(self, objects, args, kwargs):
         _stack('names').append(self._names)
+        # An object of `objects` held by another is compared on its own
+        # (`_marker` gives its identity there).
+        _stack('tracked').append(frozenset(id(o) for o in objects))
         try:
             return self._state_unnamed(objects, args, kwargs)
         except (TypeError, ValueError, RecursionError) as e:
             raise _Unstageable(f"its state cannot be compared between calls ({type(e).__name__}: {e})") from e
         finally:
             _stack('names').pop()
+            _stack('tracked').pop()
 
     def _state_unnamed(self, objects, args, kwargs):
         """What a call could change besides rebinding the covered objects'
@@ -1951,12 +2001,15 @@ class Function:
         from . import _Number
 
         names = self._input_names(owner, args, kwargs)
+        # (Before the call: it may rebind what holds an object.)
+        labels = self._object_labels(owner, args, kwargs)
         run = self._first_run(owner, args, kwargs)
         if run is None:
             return self._plain(owner, args, kwargs), None
         objects, before, result, plain = run
         if plain.reasons:
-            self._give_up_all(plain.reasons[0])
+            if not (plain.deeper and self._reach_deeper()):
+                self._give_up_all(plain.reasons[0])
             return result, None
         if self._discover(plain):
             return result, None
@@ -2013,7 +2066,7 @@ class Function:
                 self._give_up_all(str(e))
             return result, None
         numbered = [(len(natives) + j, position) for j, position in enumerate(weak)]
-        trace.state = self._state_binding(owner, args, kwargs, names, writes, numbered)
+        trace.state = self._state_binding(labels, names, writes, numbered)
         return result, trace
 
     def _run_traced(self, owner, args, kwargs, objects):
@@ -2404,6 +2457,63 @@ def _runs(items):
     for item, group in itertools.groupby(items):
         count = sum(1 for _ in group)
         yield item, f" ({count} times in a row)" if count > 1 else ""
+
+
+class _Objects(list):
+    """`Function._objects`: the call's objects, with `labels` (each one's
+    name in state names: `self`, `self.layers[0]`) and `named_only`
+    (whether only the attributes the code names are its facts)."""
+
+    labels = ()
+    named_only = ()
+    # (`_held_objects`'s pattern: None when the call reaches no deeper.)
+    pattern = None
+
+
+def _held_objects(objects, names):
+    """The objects that the attributes of `objects` (labelled by
+    `objects.labels`) hold where the facts reach them (as
+    `_held_tensors` goes: tuples, lists, deques, dicts, objects'
+    attributes), each once and not one of `objects`: `(object, label,
+    named_only)`, in the facts' order; and the index (among `objects`
+    and those) of each object met on the way, in order: which paths are
+    one object, which the facts do not say."""
+    found, pattern = [], []
+    index = {}
+    for k, o in enumerate(objects):
+        index.setdefault(id(o), k)
+
+    def walk(value, label, depth, level):
+        if level > _MAX_FACT_DEPTH or type(value) in _EXACT_SIMPLE or _is_var(value):
+            return
+        if isinstance(value, (np.ndarray, np.generic, _SIMPLE)):
+            return
+        if isinstance(value, (tuple, list, collections.deque)):
+            for i, v in enumerate(value):
+                walk(v, f"{label}[{i}]", depth, level + 1)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                walk(v, f"{label}[{k!r}]", depth, level + 1)
+        elif _is_object(value) and not isinstance(value, (Function, _Bound)) and _slots(value) is None:
+            if depth <= 1:
+                held = sorted(vars(value).items())
+            elif depth <= _MAX_OBJECT_DEPTH and names:
+                held = sorted((k, v) for k, v in vars(value).items() if k in names)
+            else:
+                return
+            met = index.get(id(value))
+            pattern.append(len(objects) + len(found) if met is None else met)
+            if met is not None:
+                return
+            index[id(value)] = len(objects) + len(found)
+            found.append((value, label, depth > 1))
+            for k, v in held:
+                walk(v, f"{label}.{k}", depth + 1, level + 1)
+
+    for obj, label in zip(list(objects), objects.labels):
+        for k, v in sorted(vars(obj).items()):
+            walk(v, f"{label}.{k}", 1, 0)
+    return found, tuple(pattern)
 
 
 def _held_tensors(value, depth, names, found, level=0):
