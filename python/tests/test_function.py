@@ -1892,3 +1892,14 @@ def test_which_paths_to_held_objects_are_one_object_is_a_fact():
         assert (holder.a.on, holder.b.on, holder.c.on) == ((1, 0, 1) if a is c else (0, 0, 1)), k
     stats = _Paths.staged.stats()
     assert stats["staged"] >= 6 and stats["fallbacks"] == 0, _Paths.staged.explain()
+
+
+def test_the_sublayers_example_trains_a_model_of_sub_layers_through_the_staged_graph():
+    module = load_example("sublayers")
+    assert module.main(steps=12) < 1e-4
+    stats = module.StagedClassifier.train_step.stats()
+    # Two reprofiles (the layers' code, then the sub-layers' tensors),
+    # three traced calls, then every step served by one graph.
+    assert stats["staged"] == 7 and stats["staged_graphs"] == 1 and stats["imperative"] == 0, stats
+    text = module.StagedClassifier.train_step.graphs()[0]
+    assert """"meta.state_read"() {name = "self.heads['logits'].w"}""" in text, text[:1500]
