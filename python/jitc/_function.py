@@ -19,8 +19,10 @@ arguments) run imperatively on the lazy graph while a tracer
 records every op, every branch taken on a tensor value (the *decisions*)
 and which attributes the call rebinds (to a `jitc.Var`, an output of the
 graph; or to an immutable Python value, set as traced). Calls into Python that could have
-side effects (`print`, `list.append`, I/O, random numbers, anything
-outside a small set of pure builtins), reading a computed value into
+side effects (`print`, I/O, random numbers, anything outside a small
+set of pure builtins; changing a list, dict, set or deque in place is
+not one: a change to one that outlives the call is a change of state,
+below, and one the call made, `outputs.append(h)`, is its own), reading a computed value into
 Python (`item()`, `numpy()`), named state, and changing state a staged
 call would not change (what an attribute's object holds, an argument's
 contents, a global or closure variable, a class attribute, where an
@@ -237,6 +239,25 @@ def _makes_tuple(fn):
     return getattr(fn, "__name__", None) == "__new__" and getattr(fn, "__self__", None) is tuple
 
 
+# Methods that change a list, dict, set or deque in place.
+_IN_PLACE = frozenset({
+    "append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "update", "setdefault", "popitem",
+    "add", "discard", "difference_update", "intersection_update", "symmetric_difference_update", "appendleft",
+    "extendleft", "popleft", "rotate", "__setitem__", "__delitem__", "__iadd__", "move_to_end",
+})
+
+
+def _in_place(fn):
+    """Whether the builtin `fn` changes a list, dict, set or deque in place:
+    not a side effect the hook must see. A change to one that outlives
+    the call (an argument's, an attribute's, a global's contents) is found
+    by comparing the state before and after the call (`_untracked`), as a
+    subscript store (`d[k] = v`, which calls nothing) is; one made during
+    the call (`outputs.append(h)`) is the call's own."""
+    return (getattr(fn, "__name__", None) in _IN_PLACE
+            and type(getattr(fn, "__self__", None)) in (list, dict, set, collections.deque, collections.OrderedDict))
+
+
 def _call_site(frame):
     """Where an op is recorded, as Terra's call-id stack names it: the
     `file:line` of every frame outside jitc from the op's up to the traced
@@ -358,7 +379,7 @@ class _Tracer:
         name = getattr(arg, "__name__", "?")
         if name in ("next", "iter", "__next__"):
             self.stateful.append(len(self.entries))
-        if (name not in _PURE_BUILTINS or not _pure_owner(arg)) and not _makes_tuple(arg):
+        if (name not in _PURE_BUILTINS or not _pure_owner(arg)) and not _makes_tuple(arg) and not _in_place(arg):
             where = f"{os.path.basename(file)}:{frame.f_lineno}"
             self.reasons.append(f"it calls {name}(), which may have side effects, at {where}")
 
@@ -1494,6 +1515,8 @@ class Function:
                     tracer.unstageable(f"it nests jitc.function calls (or recurses) more than {_MAX_NESTING} deep")
                 foreign = [o for o in self._objects(owner, args, kwargs) if id(o) not in tracer.objects]
                 if foreign:
+                    # (An object held deeper, perhaps: a sub-layer.)
+                    tracer.deeper = True
                     tracer.unstageable(
                         f"it calls the jitc.function {self.__name__} on a {type(foreign[0]).__name__} that is not "
                         f"self or an argument, whose attributes the staged graph would not track"
