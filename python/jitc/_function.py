@@ -2493,70 +2493,27 @@ class _Objects(list):
     pattern = None
 
 
-def _held_objects(objects, names):
-    """The objects that the attributes of `objects` (labelled by
-    `objects.labels`) hold where the facts reach them (as
-    `_held_tensors` goes: tuples, lists, deques, dicts, objects'
-    attributes), each once and not one of `objects`: `(object, label,
-    named_only)`, in the facts' order; and the index (among `objects`
-    and those) of each object met on the way, in order: which paths are
-    one object, which the facts do not say."""
-    found, pattern = [], []
-    index = {}
-    for k, o in enumerate(objects):
-        index.setdefault(id(o), k)
-
-    def walk(value, label, depth, level):
-        if level > _MAX_FACT_DEPTH or type(value) in _EXACT_SIMPLE or _is_var(value):
-            return
-        if isinstance(value, (np.ndarray, np.generic, _SIMPLE)):
-            return
-        if isinstance(value, (tuple, list, collections.deque)):
-            for i, v in enumerate(value):
-                walk(v, f"{label}[{i}]", depth, level + 1)
-        elif isinstance(value, dict):
-            for k, v in value.items():
-                walk(v, f"{label}[{k!r}]", depth, level + 1)
-        elif _is_object(value) and not isinstance(value, (Function, _Bound)) and _slots(value) is None:
-            if depth <= 1:
-                held = sorted(vars(value).items())
-            elif depth <= _MAX_OBJECT_DEPTH and names:
-                held = sorted((k, v) for k, v in vars(value).items() if k in names)
-            else:
-                return
-            met = index.get(id(value))
-            pattern.append(len(objects) + len(found) if met is None else met)
-            if met is not None:
-                return
-            index[id(value)] = len(objects) + len(found)
-            found.append((value, label, depth > 1))
-            for k, v in held:
-                walk(v, f"{label}.{k}", depth + 1, level + 1)
-
-    for obj, label in zip(list(objects), objects.labels):
-        for k, v in sorted(vars(obj).items()):
-            walk(v, f"{label}.{k}", 1, 0)
-    return found, tuple(pattern)
-
-
-def _held_tensors(value, depth, names, found, level=0):
-    """Appends the `jitc.Var`s inside `value` (a value at `depth`, as
-    `_fact` counts it) that its facts cover, in the facts' order: through
-    tuples, lists, deques, dicts and objects' attributes (all of them at
-    depth 1 or less, deeper those the code `names`); not through sets,
-    functions, classes, modules or `__slots__`."""
+def _reach(value, label, depth, names, on_var, on_object, level=0):
+    """Walks `value` (a value at `depth`, as `_fact` counts it) where its
+    facts reach, in the facts' order: through tuples, lists, deques, dicts
+    and objects' attributes (all of them at depth 1 or less, deeper those
+    the code `names`); not through sets, functions, classes, modules or
+    `__slots__`. Calls `on_var(v)` for each `jitc.Var`, and
+    `on_object(obj, label, depth)` for each object, which says whether to
+    go on into its attributes. `label` names `value` (`self.layers`);
+    None: no labels are made."""
     if level > _MAX_FACT_DEPTH or type(value) in _EXACT_SIMPLE:
         return
     if _is_var(value):
-        found.append(value)
+        on_var(value)
     elif isinstance(value, (np.ndarray, np.generic, _SIMPLE)):
         return
     elif isinstance(value, (tuple, list, collections.deque)):
-        for v in value:
-            _held_tensors(v, depth, names, found, level + 1)
+        for i, v in enumerate(value):
+            _reach(v, None if label is None else f"{label}[{i}]", depth, names, on_var, on_object, level + 1)
     elif isinstance(value, dict):
-        for v in value.values():
-            _held_tensors(v, depth, names, found, level + 1)
+        for k, v in value.items():
+            _reach(v, None if label is None else f"{label}[{k!r}]", depth, names, on_var, on_object, level + 1)
     elif _is_object(value) and not isinstance(value, (Function, _Bound)) and _slots(value) is None:
         if depth <= 1:
             held = sorted(vars(value).items())
@@ -2564,8 +2521,42 @@ def _held_tensors(value, depth, names, found, level=0):
             held = sorted((k, v) for k, v in vars(value).items() if k in names)
         else:
             return
-        for _, v in held:
-            _held_tensors(v, depth + 1, names, found, level + 1)
+        if on_object(value, label, depth):
+            for k, v in held:
+                _reach(v, None if label is None else f"{label}.{k}", depth + 1, names, on_var, on_object, level + 1)
+
+
+def _held_objects(objects, names):
+    """The objects that the attributes of `objects` (labelled by
+    `objects.labels`) hold where the facts reach them (`_reach`), each
+    once and not one of `objects`: `(object, label, named_only)`, in the
+    facts' order; and the index (among `objects` and those) of each
+    object met on the way, in order: which paths are one object, which
+    the facts do not say."""
+    found, pattern = [], []
+    index = {}
+    for k, o in enumerate(objects):
+        index.setdefault(id(o), k)
+
+    def on_object(value, label, depth):
+        met = index.get(id(value))
+        pattern.append(len(objects) + len(found) if met is None else met)
+        if met is not None:
+            return False
+        index[id(value)] = len(objects) + len(found)
+        found.append((value, label, depth > 1))
+        return True
+
+    for obj, label in zip(list(objects), objects.labels):
+        for k, v in sorted(vars(obj).items()):
+            _reach(v, f"{label}.{k}", 1, names, lambda v: None, on_object)
+    return found, tuple(pattern)
+
+
+def _held_tensors(value, depth, names, found):
+    """Appends the `jitc.Var`s inside `value` (a value at `depth`) that
+    its facts cover (`_reach`), in the facts' order."""
+    _reach(value, None, depth, names, found.append, lambda *_: True)
 
 
 def _unique_natives(tensors):
