@@ -93,7 +93,7 @@ reach them (through tuples, lists, dicts and objects' attributes:
 `_held_objects`), so their tensors are state named by path
 (`meta.state_read`/`meta.state_write` of `self.layers[0].w`) and a
 training step that rebinds them is staged; tensors held in a list
-directly or in a global are plain graph inputs (`_held_tensors`), and a
+directly or in a global are plain graph inputs (`_reach`), and a
 call that rebinds a global stays imperative. Numbers in those objects are
 facts by value (only the attributes of `self` and of object arguments
 are relaxed). A call returns tensors and Python
@@ -1711,7 +1711,7 @@ class Function:
         """A trace read a `jitc.Var` that is not one of the call's tensors
         (`_Unheld`), or rebound an attribute of an object that is not one of
         the call's objects: the first time, the objects and tensors held
-        deeper (`_held_objects`, `_held_tensors`) become the call's too,
+        deeper (`_held_objects`, `_reach`) become the call's too,
         and profiling starts again (the trace is dropped). Returns whether
         it did."""
         if (error is not None and not isinstance(error, _Unheld)) or self._deep:
@@ -1811,17 +1811,17 @@ class Function:
             if names is not None:
                 names += [(k, n) for n, _ in attributes]
         if self._deep:
-            # Then those held deeper, and those of the globals, where the
-            # facts reach (so that equal facts list them alike).
-            held = len(found)
-            for obj in objects:
-                for _, v in sorted(vars(obj).items()):
-                    if not _is_var(v):
-                        _held_tensors(v, 1, self._names, found)
+            # Then those held deeper (met by `_held_objects`' walk) and
+            # those of the globals, where the facts reach (so that equal
+            # facts list them alike), each not listed above.
+            held = list(getattr(objects, "held_tensors", ()))
             for _, v in self._global_values():
-                _held_tensors(v, 1, self._names, found)
+                _reach(v, None, 1, self._names, held.append, lambda *_: True)
+            listed = {id(v) for v in found}
+            extra = [v for v in held if id(v) not in listed]
+            found += extra
             if names is not None:
-                names += [None] * (len(found) - held)
+                names += [None] * len(extra)
         return found
 
     def _object_labels(self, owner, args, kwargs):
@@ -1881,7 +1881,7 @@ class Function:
         objects.labels += [k for k in sorted(kwargs) if _is_object(kwargs[k])]
         objects.named_only = [False] * len(objects)
         if deep:
-            found, objects.pattern = _held_objects(objects, self._names)
+            found, objects.pattern, objects.held_tensors = _held_objects(objects, self._names)
             for obj, label, named_only in found:
                 objects.append(obj)
                 objects.labels.append(label)
@@ -2489,8 +2489,10 @@ class _Objects(list):
 
     labels = ()
     named_only = ()
-    # (`_held_objects`'s pattern: None when the call reaches no deeper.)
+    # (`_held_objects`'s pattern and tensors: None when the call reaches no
+    # deeper.)
     pattern = None
+    held_tensors = ()
 
 
 def _reach(value, label, depth, names, on_var, on_object, level=0):
@@ -2532,8 +2534,8 @@ def _held_objects(objects, names):
     once and not one of `objects`: `(object, label, named_only)`, in the
     facts' order; and the index (among `objects` and those) of each
     object met on the way, in order: which paths are one object, which
-    the facts do not say."""
-    found, pattern = [], []
+    the facts do not say; and the `jitc.Var`s met on the way, in order."""
+    found, pattern, tensors = [], [], []
     index = {}
     for k, o in enumerate(objects):
         index.setdefault(id(o), k)
@@ -2549,14 +2551,8 @@ def _held_objects(objects, names):
 
     for obj, label in zip(list(objects), objects.labels):
         for k, v in sorted(vars(obj).items()):
-            _reach(v, f"{label}.{k}", 1, names, lambda v: None, on_object)
-    return found, tuple(pattern)
-
-
-def _held_tensors(value, depth, names, found):
-    """Appends the `jitc.Var`s inside `value` (a value at `depth`) that
-    its facts cover (`_reach`), in the facts' order."""
-    _reach(value, None, depth, names, found.append, lambda *_: True)
+            _reach(v, f"{label}.{k}", 1, names, tensors.append, on_object)
+    return found, tuple(pattern), tensors
 
 
 def _unique_natives(tensors):

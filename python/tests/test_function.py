@@ -1965,3 +1965,40 @@ def test_lists_made_in_the_call_and_jitc_functions_of_sub_layers_are_staged():
     for k in range(3):
         into(np.ones(2, dtype=np.float32), sink)
     assert sink == [0, 0, 0] and "changes the contents of an argument" in into.explain(), into.explain()
+
+
+class _Inner:
+    def __init__(self, n):
+        self.w = jitc.Var(np.full(3, 2.0, dtype=np.float32))
+        self.spare = [jitc.Var(np.zeros(n, dtype=np.float32))]
+
+
+class _Encoder:
+    def __init__(self):
+        self.inner = _Inner(2)
+
+
+class _Deep:
+    def __init__(self):
+        self.enc = _Encoder()
+
+    def step(self, x):
+        return x * self.enc.inner.w
+
+    staged = jitc.function(step)
+
+
+def test_tensors_the_facts_do_not_cover_are_not_graph_inputs():
+    """`self.enc.inner` is two levels down, so only the attributes the code
+    names are its facts: a list of tensors in an attribute it does not
+    name is not read by the graph, and a new shape there is served as
+    before (it was an input whose type the facts did not cover, and the
+    served call failed with "input k of the staged function is ...")."""
+    model = _Deep()
+    for k in range(8):
+        if k == 6:
+            model.enc.inner.spare = [jitc.Var(np.zeros(5, dtype=np.float32))]
+        got = model.staged(np.full(3, k, dtype=np.float32))
+        np.testing.assert_array_equal(got.numpy(), np.full(3, 2.0 * k, dtype=np.float32))
+    stats = _Deep.staged.stats()
+    assert stats["staged"] >= 3 and stats["imperative"] == 0, _Deep.staged.explain()
