@@ -194,7 +194,7 @@ _PURE_BUILTINS = frozenset({
     "sorted", "sum", "any", "all", "map", "filter", "iter", "next", "getattr", "hasattr", "callable",
     "divmod", "round", "pow", "type", "id", "hash", "super", "slice", "object", "__build_class__",
     "items", "keys", "values", "get", "index", "count", "startswith", "endswith", "join", "split",
-    "__len__", "__getitem__", "__contains__",
+    "__len__", "__getitem__", "__contains__", "__new__",
 })
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 _NUMPY = os.path.dirname(os.path.abspath(np.__file__))
@@ -230,13 +230,9 @@ def _pure_owner(fn):
     owner = getattr(fn, "__self__", None)
     if owner is None or isinstance(owner, types.ModuleType):
         return owner is None or owner.__name__ == "builtins"
-    return isinstance(owner, _PURE_TYPES)
-
-
-def _makes_tuple(fn):
-    """Whether the builtin `fn` is `tuple.__new__`, which a named tuple's
-    constructor calls: pure."""
-    return getattr(fn, "__name__", None) == "__new__" and getattr(fn, "__self__", None) is tuple
+    # A method of one of them, or one of the type itself (`tuple.__new__`,
+    # which a named tuple's constructor calls).
+    return isinstance(owner, _PURE_TYPES) or (isinstance(owner, type) and owner in _PURE_TYPES)
 
 
 # Methods that change a list, dict, set or deque in place.
@@ -379,7 +375,7 @@ class _Tracer:
         name = getattr(arg, "__name__", "?")
         if name in ("next", "iter", "__next__"):
             self.stateful.append(len(self.entries))
-        if (name not in _PURE_BUILTINS or not _pure_owner(arg)) and not _makes_tuple(arg) and not _in_place(arg):
+        if (name not in _PURE_BUILTINS or not _pure_owner(arg)) and not _in_place(arg):
             where = f"{os.path.basename(file)}:{frame.f_lineno}"
             self.reasons.append(f"it calls {name}(), which may have side effects, at {where}")
 
