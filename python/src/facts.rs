@@ -133,9 +133,10 @@ impl Facts {
             aliases: Some(aliases),
             names,
         };
+        let (objects, object_firsts) = first_occurrences(listed)?;
         let call = Call {
             relaxed: if relaxed.is_truthy()? { Some(relaxed) } else { None },
-            objects: first_positions(listed)?,
+            objects,
         };
         let mut parts = Vec::new();
         for (i, a) in args.try_iter()?.enumerate() {
@@ -169,19 +170,10 @@ impl Facts {
         // Which tensor arguments are one object (a staged graph's inputs
         // are distinct), and which objects are one (a write through one is
         // seen by both).
-        for (label, items) in [
-            (intern!(py, "aliases"), tensors),
-            (intern!(py, "objects"), listed),
+        for (label, firsts) in [
+            (intern!(py, "aliases"), first_occurrences(tensors)?.1),
+            (intern!(py, "objects"), object_firsts),
         ] {
-            // Each item as the index of its first occurrence.
-            let seen = first_positions(items)?;
-            let firsts = items
-                .try_iter()?
-                .map(|item| {
-                    let id = item?.as_ptr() as usize;
-                    Ok(seen.get(&id).copied().unwrap_or_default())
-                })
-                .collect::<PyResult<Vec<usize>>>()?;
             parts.push(tuple(
                 py,
                 [label.clone().into_any(), PyTuple::new(py, firsts)?.into_any()],
@@ -218,13 +210,15 @@ struct Call<'a, 'py> {
     objects: HashMap<usize, usize>,
 }
 
-/// `id(o) -> the first index of o` for the items of `listed`.
-fn first_positions(listed: &Bound<'_, PyAny>) -> PyResult<HashMap<usize, usize>> {
+/// For the items of `listed`: `id(o) -> the first index of o`, and each
+/// item as the index of its first occurrence.
+fn first_occurrences(listed: &Bound<'_, PyAny>) -> PyResult<(HashMap<usize, usize>, Vec<usize>)> {
     let mut found = HashMap::new();
+    let mut firsts = Vec::new();
     for (k, o) in listed.try_iter()?.enumerate() {
-        found.entry(o?.as_ptr() as usize).or_insert(k);
+        firsts.push(*found.entry(o?.as_ptr() as usize).or_insert(k));
     }
-    Ok(found)
+    Ok((found, firsts))
 }
 
 /// `_relaxable(x)`: a float, or an int (not a bool) that fits in 64 bits.
