@@ -384,6 +384,7 @@ def dump(vars, directory):
 
 def set_state(name, value):
     """Sets the piece of state `name` to `value` (an array) now."""
+    _reads("jitc.set_state")
     array = _as_array(value)
     _jitc.set_state(str(name), array.tobytes(), list(array.shape), _TO_JITC[array.dtype])
 
@@ -391,6 +392,7 @@ def set_state(name, value):
 def get_state(name):
     """The committed value of the piece of state `name` as an array (writes
     not computed yet are not in it), or None."""
+    _reads("jitc.get_state")
     found = _jitc.get_state(str(name))
     if found is None:
         return None
@@ -400,16 +402,23 @@ def get_state(name):
 
 def read_state(name):
     """The piece of state `name` as the program sees it now: the last write
-    recorded, or the committed value."""
-    _reads("jitc.read_state")
+    recorded, or the committed value. In a call `jitc.function` traces,
+    the graph reads it with `meta.state_read`."""
+    tracer = _tracing.tracer
+    if tracer is not None:
+        return Var(tracer.read_state(str(name)))
     return Var(_jitc.read_state(str(name)))
 
 
 def write_state(name, value):
     """Records a write of `value` to the piece of state `name`: deferred, it
     is committed by the fetch (or `sync`) that computes `value`, and only if
-    that fetch succeeds."""
-    _reads("jitc.write_state")
+    that fetch succeeds. In a call `jitc.function` traces, the graph
+    writes it with `meta.state_write`."""
+    tracer = _tracing.tracer
+    if tracer is not None:
+        tracer.write_state(str(name), _var(value)._v)
+        return
     _jitc.write_state(str(name), _var(value)._v)
 
 

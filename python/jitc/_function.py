@@ -23,7 +23,8 @@ side effects (`print`, I/O, random numbers, anything outside a small
 set of pure builtins; changing a list, dict, set or deque in place is
 not one: a change to one that outlives the call is a change of state,
 below, and one the call made, `outputs.append(h)`, is its own), reading a computed value into
-Python (`item()`, `numpy()`), named state, and changing state a staged
+Python (`item()`, `numpy()`), committed named state read or set now
+(`jitc.get_state`, `jitc.set_state`), and changing state a staged
 call would not change (what an attribute's object holds, an argument's
 contents, a global or closure variable, a class attribute, where an
 iterator stands) make the function stay imperative, with the reason
@@ -96,7 +97,19 @@ training step that rebinds them is staged; tensors held in a list
 directly or in a global are plain graph inputs (`_reach`), and a
 call that rebinds a global stays imperative. Numbers in those objects are
 facts by value (only the attributes of `self` and of object arguments
-are relaxed). A call returns tensors and Python
+are relaxed). Named state (`jitc.read_state`, `jitc.write_state`, and
+so `jitc.optim`'s parameters and moments) is state of the graph too,
+`meta.state_read`/`meta.state_write` of `jitc:<name>`: every name a
+trace with these facts touched so far is read before the call and
+written after it (unchanged where the path taken did not write it), so
+traces that touched different names on different paths still merge. The
+state's types are not facts: a served call first checks them, and one
+set to another type (`jitc.set_state`) is a fallback. A staged call's
+writes are committed when it returns, as if the call were one fetch
+(the imperative call's are committed by the next fetch that computes
+them). A trace with named state does not fold a loop (the loop staging
+carries Python's state between iterations, and named state is not in
+it): its loops are unrolled. A call returns tensors and Python
 values, in tuples, lists, named tuples and dicts (an `OrderedDict`
 too), rebuilt as the traced call built them; any other container keeps
 the function imperative.
@@ -303,6 +316,40 @@ class _Tracer:
         # Each code object the call ran -> the globals it ran with.
         self.code_globals = {}
         self.number_decisions = set()
+        # Named state (`jitc.read_state`/`jitc.write_state`) the call
+        # touched: each name's value before the call (computed), and what
+        # it holds now in the call.
+        self.named_before = {}
+        self.named = {}
+
+    def _touch(self, name):
+        """The state `name` as the call first sees it, computed: a write
+        pending from before the call is computed (and so committed) now,
+        for a staged graph's inputs are data."""
+        before = _jitc.read_state(name)
+        if not before.is_computed():
+            _jitc.fetch([before])
+        self.named_before[name] = before
+        self.named[name] = before
+
+    def read_state(self, name):
+        """`jitc.read_state` in the traced call: what the call last wrote to
+        `name`, else the state's value before the call, which the graph
+        reads with `meta.state_read`."""
+        with _HookOff():
+            if name not in self.named:
+                self._touch(name)
+            return self.named[name]
+
+    def write_state(self, name, native):
+        """`jitc.write_state` in the traced call: recorded as the imperative
+        run records it (a deferred write), and the graph writes the
+        call's last value of `name` with `meta.state_write`."""
+        with _HookOff():
+            if name not in self.named:
+                self._touch(name)
+            _jitc.write_state(name, native)
+            self.named[name] = native
 
     def log(self, native, args, result):
         # The op's site names it when traces are merged (Terra matches ops
@@ -1056,6 +1103,9 @@ class _Trace:
         # ([(input index, state name)], [(output index, state name)]):
         # `_Function._state_binding`.
         self.state = ([], [])
+        # The named state it takes and gives, with types (`_named_io`).
+        self.named = ()
+        self.named_writes = []
         keys = {id(n): ("in", k) for k, n in enumerate(inputs)}
         # Native id -> key, for the loop staging's Python state.
         self.keys = keys
@@ -1576,7 +1626,8 @@ class Function:
                     self._note("give up", facts.given_up)
                     self._counts["imperative"] += 1
                     return self._plain(owner, args, kwargs)
-        result, trace = self._traced(owner, args, kwargs, tensors)
+        known = {name for t in facts.traces for name, _, _ in t.named}
+        result, trace = self._traced(owner, args, kwargs, tensors, known)
         if trace is None:
             return result
         facts.traced += 1
@@ -1885,7 +1936,7 @@ class Function:
         return objects
 
     # -- tracing ---------------------------------------------------------------
-    def _traced(self, owner, args, kwargs, tensors):
+    def _traced(self, owner, args, kwargs, tensors, known=()):
         """Runs the function imperatively, traced; returns its result and
         the trace (None when the call cannot be staged). `tensors` are the
         call's (`_tensors`)."""
@@ -1898,7 +1949,7 @@ class Function:
             fetch(*pending)
         numbers = self._relaxed_numbers(owner, args, kwargs)
         if numbers:
-            return self._traced_relaxed(owner, args, kwargs, tensors, numbers)
+            return self._traced_relaxed(owner, args, kwargs, tensors, numbers, known)
         names = self._input_names(owner, args, kwargs)
         # (Before the call: it may rebind what holds an object.)
         labels = self._object_labels(owner, args, kwargs)
@@ -1915,13 +1966,16 @@ class Function:
             return result, None
         if self._discover(tracer):
             return result, None
+        inputs = _unique_natives(tensors)
+        named = _named_io(tracer, inputs, outputs, known)
         try:
-            trace = _Trace(tracer, _unique_natives(tensors), outputs, structure, writes)
+            trace = _Trace(tracer, inputs, outputs, structure, writes)
         except _Unstageable as e:
             if not self._reach_deeper(e):
                 self._give_up_all(str(e))
             return result, None
         trace.state = self._state_binding(labels, names, writes)
+        _bind_named(trace, named)
         return result, trace
 
     def _first_run(self, owner, args, kwargs):
@@ -2004,7 +2058,7 @@ class Function:
                     return f"it changes the class attribute {name} (state a staged call would not change)"
         return None
 
-    def _traced_relaxed(self, owner, args, kwargs, tensors, numbers):
+    def _traced_relaxed(self, owner, args, kwargs, tensors, numbers, known=()):
         """A traced call with relaxed numbers. The function runs first on
         the real numbers, traced: that run is the call's result, and if it
         cannot be staged (a side effect, a read into Python, state a
@@ -2039,10 +2093,14 @@ class Function:
         weak = {position: _Number.of(value) for position, value in numbers}
         traced_args = [weak.get(("arg", i), a) for i, a in enumerate(args)]
         traced_kwargs = {k: weak.get(("kwarg", k), v) for k, v in kwargs.items()}
+        tracer = None
         try:
             for position, number in weak.items():
                 if position[0] == "attr":
                     setattr(objects[position[1]], position[2], number)
+            # The named state as the first run found it.
+            for name, before in plain.named_before.items():
+                _jitc.write_state(name, before)
             start = [dict(vars(o)) for o in objects]
             traced, tracer, error = self._run_traced(owner, traced_args, traced_kwargs, objects)
             outputs, writes, structure = [], [], None
@@ -2054,6 +2112,13 @@ class Function:
             for o, old in zip(objects, finished):
                 vars(o).clear()
                 vars(o).update(old)
+            # And as the first run left it (the call's result).
+            if tracer is not None:
+                for name, before in tracer.named_before.items():
+                    if name not in plain.named_before:
+                        _jitc.write_state(name, before)
+            for name, value in plain.named.items():
+                _jitc.write_state(name, value)
         inspected = sorted({n for code in tracer.codes for n in code.co_names} & _INTROSPECTION)
         if error is not None:
             why = f"the call traced with it relaxed raised {type(error).__name__}: {error}"
@@ -2065,7 +2130,8 @@ class Function:
             why = "the call's branches go other ways when the number is relaxed"
         else:
             try:
-                why = _differs(traced, result, "the result") or _attributes_differ(objects, after)
+                why = (_differs(traced, result, "the result") or _attributes_differ(objects, after)
+                       or _named_differ(tracer, plain))
             except (_jitc.GuardFailed, _jitc.JitcError) as e:
                 # The relaxed run cannot be computed for these numbers (a
                 # guard of `_Number` failed): nothing to compare with.
@@ -2076,9 +2142,10 @@ class Function:
         if tracer.reasons:
             self._give_up_all(tracer.reasons[0])
             return result, None
+        natives = _unique_natives(tensors)
+        inputs = natives + [n._v for n in weak.values()]
+        named = _named_io(tracer, inputs, outputs, known)
         try:
-            natives = _unique_natives(tensors)
-            inputs = natives + [n._v for n in weak.values()]
             trace = _Trace(tracer, inputs, outputs, structure, writes)
         except _Unstageable as e:
             if not self._reach_deeper(e):
@@ -2086,6 +2153,7 @@ class Function:
             return result, None
         numbered = [(len(natives) + j, position) for j, position in enumerate(weak)]
         trace.state = self._state_binding(labels, names, writes, numbered)
+        _bind_named(trace, named)
         return result, trace
 
     def _run_traced(self, owner, args, kwargs, objects):
@@ -2184,7 +2252,15 @@ class Function:
         that cannot be, as a trace tree (shared prefixes once, a branch
         chosen in Python where traces went both ways); a guard where they
         all went one way. Traces that cannot be merged at all (their ops
-        differ where their decisions agree) leave the most recent alone."""
+        differ where their decisions agree) leave the most recent alone.
+        Only the traces that touched the same named state as the most
+        recent, with the same types, are staged with it."""
+        traces = [t for t in traces if t.named == traces[-1].named]
+        variant = self._stage_traces(traces)
+        variant.named, variant.named_writes = traces[-1].named, traces[-1].named_writes
+        return variant
+
+    def _stage_traces(self, traces):
         if self.merge:
             try:
                 looped = self._looped(traces)
@@ -2210,6 +2286,10 @@ class Function:
         such a loop at least twice can be folded (`_Loop`) and every trace
         went the same ways outside the loop (those are guards). None when
         there is no such loop."""
+        if any(t.named for t in traces):
+            # The loop staging carries Python's state between iterations,
+            # and named state is not in it.
+            return None
         loops = [_Loop.of(t) for t in traces]
         if any(loop is False for loop in loops):
             # A trace ran a loop that does not fold: what the others show
@@ -2351,6 +2431,7 @@ class Function:
         Var, _Number = _package_types()
         unique = _unique_natives(tensors)
         unique += [_Number.of(v)._v for _, v in self._relaxed_numbers(owner, args, kwargs)]
+        unique += _named_inputs(root.named)
         values = {}
         segment = root
         while True:
@@ -2371,6 +2452,10 @@ class Function:
         result = _rebuild(segment.structure, outputs)
         for obj, name, value in written:
             setattr(obj, name, value)
+        for k, name in root.named_writes:
+            # (Computed, so committed at once, as the imperative call's
+            # writes are by the fetch that computes them.)
+            _jitc.write_state(name, outputs[k]._v)
         return result
 
     # -- reporting ---------------------------------------------------------------
@@ -2731,6 +2816,70 @@ def _attributes_differ(objects, after):
             if why is not None:
                 return why
     return None
+
+
+def _named_inputs(named):
+    """The named state a staged call takes (`_named_io`'s types), now;
+    `_Diverged` (the call runs imperatively) when a piece has another
+    type than when it was traced."""
+    current = []
+    for name, shape, dtype in named:
+        value = _jitc.read_state(name)
+        if tuple(value.shape) != shape or value.dtype != dtype:
+            raise _Diverged(
+                f"the state '{name}' is {_type_text(value.shape, value.dtype)}, and the graph was staged "
+                f"for {_type_text(shape, dtype)}"
+            )
+        current.append(value)
+    return current
+
+
+def _type_text(shape, dtype):
+    return f"tensor<{''.join(f'{d}x' for d in shape)}{dtype}>"
+
+
+def _named_differ(traced, plain):
+    """Why the named state the traced run left differs from what the
+    imperative run left (tracers `traced` and `plain`), or None."""
+    from . import Var
+
+    if set(traced.named) != set(plain.named):
+        return "the call touches other named state when the number is relaxed"
+    for name, value in traced.named.items():
+        why = _differs(Var(value), Var(plain.named[name]), f"the state '{name}'")
+        if why is not None:
+            return why
+    return None
+
+
+def _named_io(tracer, inputs, outputs, known):
+    """The named state a traced call touched (and the names in `known`,
+    those earlier traces with its facts touched, so that traces that took
+    other paths take and give the same values), by name, as graph inputs
+    and outputs: appends to `inputs` each one's value before the call, and
+    to `outputs` its value after. Returns `(reads, writes, named)`: the
+    `(index, name)` of each for the state binding, and the names with
+    their types (what the graph takes)."""
+    names = sorted(set(tracer.named_before) | set(known))
+    for name in names:
+        if name not in tracer.named_before:
+            tracer._touch(name)
+    reads = [(len(inputs) + j, name) for j, name in enumerate(names)]
+    writes = [(len(outputs) + j, name) for j, name in enumerate(names)]
+    inputs += [tracer.named_before[name] for name in names]
+    outputs += [tracer.named[name] for name in names]
+    types = tuple((name, tuple(v.shape), v.dtype) for name, v in
+                  ((name, tracer.named_before[name]) for name in names))
+    return reads, writes, types
+
+
+def _bind_named(trace, named):
+    """Adds the named state of `_named_io` to `trace`'s state binding, as
+    `jitc:<name>` (which no attribute's path can be)."""
+    reads, writes, trace.named = named
+    trace.named_writes = writes
+    trace.state = (trace.state[0] + [(k, f"jitc:{n}") for k, n in reads],
+                   trace.state[1] + [(k, f"jitc:{n}") for k, n in writes])
 
 
 def _position_name(position, owner):

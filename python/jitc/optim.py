@@ -13,9 +13,10 @@ none (JANUS's all-or-nothing update).
         opt.step(loss)                  # gradients and updates, recorded
         print(loss.item())              # one fetch: forward, backward, update
 
-Hyperparameters that change between steps (Adam's bias corrections, a
-learning-rate schedule) enter as data, so every step reuses one
-compilation.
+Hyperparameters that change between steps (a learning-rate schedule)
+enter as data, and Adam's step count is state, so every step reuses one
+compilation, and a step staged with `jitc.function` serves every later
+step.
 """
 
 import numpy as _np
@@ -124,28 +125,48 @@ class SGD(Optimizer):
 class Adam(Optimizer):
     """Adam (Kingma and Ba), as PyTorch's: ``m = b1 m + (1 - b1) g``,
     ``v = b2 v + (1 - b2) g^2``, then
-    ``p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)``."""
+    ``p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)``.
+
+    Each parameter's step count `t` is state too (``name.adam_step``, an
+    f64 scalar, as PyTorch's capturable Adam keeps it in a tensor), and the
+    bias corrections are computed from it in f64 in the graph: no step
+    changes a Python value, so a training step staged with
+    `jitc.function` serves every later step."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
+        from . import get_state, set_state
+
         super().__init__(params, lr)
         self.betas = (float(betas[0]), float(betas[1]))
         self.eps = float(eps)
-        self.steps = 0
         self._m = self._slots("adam_m")
         self._v = self._slots("adam_v")
+        self._t = [f"{n}.adam_step" for n in self.names]
+        for name in self._t:
+            if get_state(name) is None:
+                set_state(name, _np.zeros((), dtype=_np.float64))
+
+    @property
+    def steps(self):
+        """The steps committed (the first parameter's count)."""
+        from . import get_state
+
+        return int(get_state(self._t[0]))
 
     def _update(self, params, gradients):
-        from . import read_state, unary, write_state
+        from . import Var, read_state, unary, write_state
 
-        self.steps += 1
         b1, b2 = self.betas
-        step_size = self.lr / (1.0 - b1**self.steps)
-        root_correction = 1.0 / _np.sqrt(1.0 - b2**self.steps)
+        f64 = lambda value: Var(_np.asarray(value, dtype=_np.float64))  # noqa: E731
         for k, (name, p, g) in enumerate(zip(self.names, params, gradients)):
+            t = read_state(self._t[k]) + f64(1.0)
+            write_state(self._t[k], t)
+            step_size = (f64(self.lr) / (f64(1.0) - f64(b1) ** t)).astype(p.dtype)
+            root_correction = (f64(1.0) / unary(f64(1.0) - f64(b2) ** t, "sqrt")).astype(p.dtype)
             s = lambda value: self._scalar(value, p)  # noqa: E731
             m = s(b1) * read_state(self._m[k]) + s(1.0 - b1) * g
             v = s(b2) * read_state(self._v[k]) + s(1.0 - b2) * (g * g)
             write_state(self._m[k], m)
             write_state(self._v[k], v)
-            denominator = unary(v, "sqrt") * s(root_correction) + s(self.eps)
-            write_state(name, p - s(step_size) * m / denominator)
+            denominator = unary(v, "sqrt") * root_correction + s(self.eps)
+            write_state(name, p - step_size * m / denominator)

@@ -2002,3 +2002,154 @@ def test_tensors_the_facts_do_not_cover_are_not_graph_inputs():
         np.testing.assert_array_equal(got.numpy(), np.full(3, 2.0 * k, dtype=np.float32))
     stats = _Deep.staged.stats()
     assert stats["staged"] >= 3 and stats["imperative"] == 0, _Deep.staged.explain()
+
+
+@pytest.fixture
+def exact_math():
+    """Exact math: the imperative twin's fetches group ops otherwise than
+    the staged graph's (a pending write computed with the next call's
+    ops), and only exact math makes every grouping round alike."""
+    before = jitc.flags.math
+    jitc.flags.math = "exact"
+    yield
+    jitc.flags.math = before
+
+
+def _named_step(prefix):
+    """A step on named state whose paths touch different pieces of it."""
+
+    def step(x, scale):
+        w = jitc.read_state(prefix + "w")
+        y = jitc.matmul(x, w)
+        if jitc.sum(y) > 0:
+            jitc.write_state(prefix + "w", w * 0.5 + 0.01 * scale)
+        else:
+            jitc.write_state(prefix + "n", jitc.read_state(prefix + "n") + 1.0)
+        return jitc.sum(y * scale) + jitc.sum(jitc.read_state(prefix + "w"))
+
+    return step
+
+
+@pytest.mark.parametrize("merge", [True, "tree"])
+def test_named_state_is_read_and_written_by_the_staged_graph(exact_math, merge):
+    """`jitc.read_state`/`jitc.write_state` in a staged function are the
+    graph's `meta.state_read`/`meta.state_write` of `jitc:<name>`: every
+    call's result and the state after it equal an imperative twin's on a
+    random sequence whose calls take both paths (which touch different
+    names: one merged graph, or a tree's pieces, take them all), change a
+    relaxed number, set the state between calls, and leave imperative
+    writes pending."""
+    staged = jitc.function(_named_step(f"fn.s{merge}."), merge=merge)
+    plain = _named_step("fn.p.")
+    for prefix in (f"fn.s{merge}.", "fn.p."):
+        jitc.set_state(prefix + "w", np.ones((4, 3), np.float32))
+        jitc.set_state(prefix + "n", np.zeros((), np.float32))
+    rng = np.random.default_rng(21)
+    for k in range(30):
+        x = rng.standard_normal((2, 4)).astype(np.float32)
+        scale = float(rng.integers(1, 4))
+        if k == 12:
+            for prefix in (f"fn.s{merge}.", "fn.p."):
+                jitc.set_state(prefix + "w", np.full((4, 3), 2.0, np.float32))
+        if k % 7 == 3:
+            for prefix in (f"fn.s{merge}.", "fn.p."):
+                jitc.write_state(prefix + "n", jitc.read_state(prefix + "n") * 2.0)
+        got, want = staged(x, scale).numpy(), plain(jitc.Var(x), scale).numpy()
+        np.testing.assert_array_equal(got, want, err_msg=f"call {k}")
+        for name in ("w", "n"):
+            np.testing.assert_array_equal(jitc.read_state(f"fn.s{merge}." + name).numpy(),
+                                          jitc.read_state("fn.p." + name).numpy(), err_msg=f"{name} after {k}")
+    stats = staged.stats()
+    assert stats["staged"] >= 20 and stats["imperative"] == 0 and stats["give_ups"] == 0, staged.explain()
+    assert ("merged from" if merge is True else "1 branch") in staged.explain(), staged.explain()
+    text = "\n".join(staged.graphs())
+    for name in (f"jitc:fn.s{merge}.w", f"jitc:fn.s{merge}.n"):
+        assert f'"meta.state_read"() {{name = "{name}"}}' in text, text[:2000]
+        assert f'"meta.state_write"' in text and f'name = "{name}"}} : (tensor<' in text, text[:2000]
+
+
+def test_named_state_of_another_type_falls_back_and_restages(exact_math):
+    """Named state is not among the facts: a served call first checks the
+    type of every piece the graph touches, and one set to another shape
+    runs imperatively (a fallback, with the reason) and is traced again."""
+    staged = jitc.function(_named_step("fn.t."))
+    plain = _named_step("fn.u.")
+    for prefix in ("fn.t.", "fn.u."):
+        jitc.set_state(prefix + "w", np.full((4, 3), -1.0, np.float32))
+        jitc.set_state(prefix + "n", np.zeros((), np.float32))
+    x = np.ones((2, 4), np.float32)
+    for k in range(8):
+        if k == 5:
+            for prefix in ("fn.t.", "fn.u."):
+                jitc.set_state(prefix + "n", np.zeros(2, np.float32))
+        np.testing.assert_array_equal(staged(x, 2.0).numpy(), plain(jitc.Var(x), 2.0).numpy())
+        np.testing.assert_array_equal(jitc.read_state("fn.t.n").numpy(), jitc.read_state("fn.u.n").numpy())
+    stats = staged.stats()
+    assert stats["fallbacks"] == 1 and stats["staged"] == 4, staged.explain()
+    assert ("fallback: the state 'fn.t.n' is tensor<2xf32>, and the graph was staged for tensor<f32>"
+            in staged.explain()), staged.explain()
+
+
+class _Regression:
+    def __init__(self, prefix, optimizer, **options):
+        rng = np.random.default_rng(3)
+        self.optimizer = optimizer({prefix + "w": rng.standard_normal((6, 3)).astype(np.float32),
+                                    prefix + "b": np.zeros(3, np.float32)}, **options)
+
+    def step(self, x, y):
+        w, b = self.optimizer.parameters()
+        d = jitc.tanh(jitc.matmul(x, w) + b) - y
+        loss = jitc.mean(d * d)
+        self.optimizer.step(loss)
+        return loss
+
+    staged = jitc.function(step)
+
+
+@pytest.mark.parametrize("optimizer,options", [
+    (jitc.optim.SGD, dict(lr=0.1, momentum=0.9, weight_decay=0.01)),
+    (jitc.optim.Adam, dict(lr=0.01)),
+])
+def test_an_optimizer_step_is_staged_with_its_named_state(exact_math, optimizer, options):
+    """`jitc.optim` keeps parameters and moments (and Adam's step count)
+    in named state, so a training step through `jitc.function` is staged
+    whole, forward, backward and update, and every step's loss and state
+    equal an imperative twin's."""
+    name = optimizer.__name__
+    staged = _Regression(f"opt.s{name}.", optimizer, **options)
+    plain = _Regression(f"opt.p{name}.", optimizer, **options)
+    rng = np.random.default_rng(4)
+    for k in range(12):
+        x = rng.standard_normal((8, 6)).astype(np.float32)
+        y = rng.standard_normal((8, 3)).astype(np.float32)
+        got = staged.staged(x, y).numpy()
+        want = plain.step(jitc.Var(x), jitc.Var(y)).numpy()
+        np.testing.assert_array_equal(got, want, err_msg=f"step {k}")
+        for a, b in zip(staged.optimizer.names, plain.optimizer.names):
+            np.testing.assert_array_equal(jitc.read_state(a).numpy(), jitc.read_state(b).numpy())
+    if optimizer is jitc.optim.Adam:
+        assert staged.optimizer.steps == plain.optimizer.steps == 12
+    explained = _Regression.staged.explain()
+    assert f"jitc:opt.s{name}.w" in explained, explained
+    graphs = [g for g in _Regression.staged.graphs() if f"opt.s{name}.w" in g]
+    assert graphs and "meta.state_write" in graphs[-1], _Regression.staged.graphs()
+
+
+@pytest.mark.parametrize("touch", ["get", "set"])
+def test_committed_state_read_or_set_in_a_call_keeps_it_imperative(touch):
+    """`jitc.get_state` reads committed state into Python and
+    `jitc.set_state` sets it now: a staged graph could do neither, so the
+    function stays imperative and says why."""
+    jitc.set_state("fn.committed", np.ones(2, np.float32))
+
+    def fn(x):
+        if touch == "get":
+            return x * jitc.Var(jitc.get_state("fn.committed"))
+        jitc.set_state("fn.committed", np.full(2, 2.0, np.float32))
+        return x * 2.0
+
+    staged = jitc.function(fn)
+    for _ in range(4):
+        np.testing.assert_array_equal(staged(np.ones(2, np.float32)).numpy(), np.full(2, 1.0 if touch == "get" else 2.0))
+    assert staged.stats()["staged"] == 0
+    assert f"it calls jitc.{touch}_state" in staged.explain(), staged.explain()
