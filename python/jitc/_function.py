@@ -2257,7 +2257,7 @@ class Function:
         recent, with the same types, are staged with it."""
         traces = [t for t in traces if t.named == traces[-1].named]
         variant = self._stage_traces(traces)
-        variant.named, variant.named_writes = traces[-1].named, traces[-1].named_writes
+        variant.named = traces[-1].named
         return variant
 
     def _stage_traces(self, traces):
@@ -2305,6 +2305,7 @@ class Function:
         staged = loop.stage()
         leaf = _Segment(staged, [], [], 0)
         leaf.structure, leaf.writes, leaf.decisions = ref.structure, ref.writes, ref.tracer.decisions
+        leaf.named_writes = ref.named_writes
         leaf.loop = loop.where
         return leaf
 
@@ -2342,6 +2343,7 @@ class Function:
         staged = _jitc.stage_merged(list(ref.inputs), staged_traces, ref.state)
         leaf = _Segment(staged, [], [], 0)
         leaf.structure, leaf.writes, leaf.decisions = ref.structure, ref.writes, ref.tracer.decisions
+        leaf.named_writes = ref.named_writes
         leaf.merged = len(traces)
         return leaf
 
@@ -2383,6 +2385,7 @@ class Function:
         if split is None:
             leaf = _Segment(staged, live_in, live_out, len(guards))
             leaf.structure, leaf.writes, leaf.decisions = ref.structure, ref.writes, ref.tracer.decisions
+            leaf.named_writes = ref.named_writes
             return leaf
         children = {}
         for way in (True, False):
@@ -2452,7 +2455,7 @@ class Function:
         result = _rebuild(segment.structure, outputs)
         for obj, name, value in written:
             setattr(obj, name, value)
-        for k, name in root.named_writes:
+        for k, name in segment.named_writes:
             # (Computed, so committed at once, as the imperative call's
             # writes are by the fetch that computes them.)
             _jitc.write_state(name, outputs[k]._v)
@@ -2795,6 +2798,14 @@ def _differs(traced, plain, what):
             return f"{what} has another structure when the number is relaxed"
         for k, (a, b) in enumerate(zip(traced, plain)):
             why = _differs(a, b, f"{what}[{k}]")
+            if why is not None:
+                return why
+        return None
+    if isinstance(traced, dict):
+        if type(traced) is not type(plain) or list(traced) != list(plain):
+            return f"{what} has another structure when the number is relaxed"
+        for k in traced:
+            why = _differs(traced[k], plain[k], f"{what}[{k!r}]")
             if why is not None:
                 return why
         return None
