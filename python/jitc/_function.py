@@ -163,8 +163,9 @@ path of its own; relaxed integers compute in 64 bits where Python's are unbounde
 (a difference only past 2**63, and only in calls served by the graph).
 The facts are what can be found, not what a call read: state reached
 only through names the code does not hold (`getattr` with a computed
-name deeper than two levels, `vars()` of a nested object), objects more
-than six levels down, chains of modules and classes more than two
+name deeper than two levels, `vars()` of a nested object), the slots an
+object with a `__dict__` inherits from a class with `__slots__`, objects
+more than six levels down, chains of modules and classes more than two
 deep, and state kept inside C extension objects, are not facts, and a
 staged call does not see a change to them. Every NumPy array that is not
 an argument and is reachable so is hashed on every call. Attributes
@@ -538,7 +539,9 @@ def _fact_py(x, depth=0, input=False, level=0, fact=None):
     if isinstance(x, np.generic):
         return ("value", str(x.dtype), repr(x.item()))
     if isinstance(x, (tuple, list)):
-        return ("sequence", type(x).__name__, tuple(fact(v, depth, input and level == 0, level + 1) for v in x))
+        # (Two named tuple classes may share a name: a subclass by identity.)
+        kind = type(x).__name__ if type(x) in (tuple, list) else _Identity(type(x))
+        return ("sequence", kind, tuple(fact(v, depth, input and level == 0, level + 1) for v in x))
     if isinstance(x, (set, frozenset)):
         return ("set", type(x).__name__, tuple(sorted((fact(v, depth, False, level + 1) for v in x), key=repr)))
     if isinstance(x, (bytearray, memoryview)):
@@ -923,6 +926,10 @@ def _marker(value, depth=0):
         return ("function", id(value), _marker((held, value.__defaults__, value.__kwdefaults__), depth + 1))
     if isinstance(value, types.MethodType):
         return ("method", id(value.__func__), _marker(value.__self__, depth + 1))
+    if isinstance(value, types.BuiltinMethodType) and not isinstance(value.__self__, types.ModuleType):
+        # A builtin bound method (`log.append` passed as a callback): what
+        # its object holds is state the call may change.
+        return ("builtin method", value.__name__, _marker(value.__self__, depth + 1))
     slots = _slots(value)
     if slots is not None:
         return ("slots", id(value), _marker(slots, depth + 1))

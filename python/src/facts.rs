@@ -368,7 +368,7 @@ impl Facts {
                 .iter()
                 .map(|v| self.of(&v, depth, input, level + 1, scope))
                 .collect::<PyResult<Vec<_>>>()?;
-            return sequence(x, facts);
+            return sequence(x, self.identity.bind(py), facts);
         }
         if let Ok(items) = x.cast::<PyList>() {
             let input = input && level == 0;
@@ -376,7 +376,7 @@ impl Facts {
                 .iter()
                 .map(|v| self.of(&v, depth, input, level + 1, scope))
                 .collect::<PyResult<Vec<_>>>()?;
-            return sequence(x, facts);
+            return sequence(x, self.identity.bind(py), facts);
         }
         if let Ok(dict) = x.cast::<PyDict>() {
             let facts = dict
@@ -485,14 +485,25 @@ fn value<'py>(x: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     )
 }
 
-/// `("sequence", type(x).__name__, facts)`.
-fn sequence<'py>(x: &Bound<'py, PyAny>, facts: Vec<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+/// `("sequence", kind, facts)`: the kind is `type(x).__name__` for a
+/// tuple or a list, and `_Identity(type(x))` for a subclass (two named
+/// tuple classes may share a name).
+fn sequence<'py>(
+    x: &Bound<'py, PyAny>,
+    identity: &Bound<'py, PyAny>,
+    facts: Vec<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
     let py = x.py();
+    let kind = if x.is_exact_instance_of::<PyTuple>() || x.is_exact_instance_of::<PyList>() {
+        x.get_type().name()?.into_any()
+    } else {
+        identity.call1((x.get_type(),))?
+    };
     tuple(
         py,
         [
             intern!(py, "sequence").clone().into_any(),
-            x.get_type().name()?.into_any(),
+            kind,
             PyTuple::new(py, facts)?.into_any(),
         ],
     )

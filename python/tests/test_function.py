@@ -2191,3 +2191,46 @@ def test_named_state_written_by_the_leaves_of_a_tree_lands_in_each_leafs_place(e
     explained = _Tally.staged.explain()
     assert stats["staged"] >= 8 and stats["relaxations_undone"] == 0, explained
     assert "staged as a tree" in explained, explained
+
+
+def test_appends_through_a_bound_list_method_passed_in_are_not_lost():
+    """`emit=log.append` passed in (or held by a global): an append through
+    it changes a list that outlives the call, so the function stays
+    imperative; the list's contents are state the call is compared on
+    (it was compared by the method's identity, and served calls dropped
+    the appends)."""
+
+    def fn(x, emit):
+        y = x * 2.0
+        emit(y)
+        return y + 1.0
+
+    staged = jitc.function(fn)
+    got, want = [], []
+    for k in range(6):
+        x = np.full(2, float(k), np.float32)
+        np.testing.assert_array_equal(staged(x, got.append).numpy(), fn(jitc.Var(x), want.append).numpy())
+    assert len(got) == len(want) == 6
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert staged.stats()["staged"] == 0
+    assert "it changes the contents of an argument" in staged.explain(), staged.explain()
+
+
+def test_named_tuples_of_one_name_are_told_apart_by_their_class():
+    """Two named tuple classes may share a name (and differ in their
+    fields' order): the class is a fact by identity, so a call with the
+    other class is profiled on its own, and a returned named tuple is of
+    the class the call built."""
+    first = collections.namedtuple("Pair", "a b")
+    second = collections.namedtuple("Pair", "b a")
+    staged = jitc.function(lambda p: (p.a * 2.0, p))
+    one, ten = jitc.Var(np.ones(2, np.float32)), jitc.Var(np.full(2, 10.0, np.float32))
+    for _ in range(4):
+        staged(first(one, ten))
+    result, same = staged(second(one, ten))
+    np.testing.assert_array_equal(result.numpy(), np.full(2, 20.0, np.float32))
+    assert type(same) is second
+    result, same = staged(first(one, ten))
+    np.testing.assert_array_equal(result.numpy(), np.full(2, 2.0, np.float32))
+    assert type(same) is first and staged.stats()["staged"] >= 1, staged.explain()
