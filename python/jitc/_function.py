@@ -117,7 +117,8 @@ the function imperative.
 **Serve.** A later call with the same facts runs the merged graph (or the
 tree's pieces, choosing at each branch by the condition the piece
 computed) on its inputs without running the Python function. If a guard fails (or a branch goes a way no
-trace went), the call commits nothing (attributes are rebound only when
+trace went, or computing the graph fails: an integer division by zero,
+which the imperative run raises at the fetch that computes it), the call commits nothing (attributes are rebound only when
 the whole call succeeded), and the function runs imperatively instead (a
 *fallback*), traced; the tree is then staged again with that trace merged
 in (*restaged*), and after `max_fallbacks` fallbacks for the same facts
@@ -1622,7 +1623,10 @@ class Function:
                 result = self._serve(facts.variant, owner, args, kwargs, tensors, objects)
                 self._counts["staged"] += 1
                 return result
-            except (_jitc.GuardFailed, _Diverged) as e:
+            except (_jitc.JitcError, _Diverged) as e:
+                # (A guard that failed, or an error computing the graph,
+                # an integer division by zero: the imperative run raises
+                # it where it would, at the fetch that computes it.)
                 facts.fallbacks += 1
                 self._counts["fallbacks"] += 1
                 self._note("fallback", str(e))

@@ -2234,3 +2234,25 @@ def test_named_tuples_of_one_name_are_told_apart_by_their_class():
     result, same = staged(first(one, ten))
     np.testing.assert_array_equal(result.numpy(), np.full(2, 2.0, np.float32))
     assert type(same) is first and staged.stats()["staged"] >= 1, staged.explain()
+
+
+def test_an_error_computing_a_served_call_surfaces_where_the_plain_call_raises_it():
+    """An integer division by zero fails the fetch that computes it: a
+    served call that fails so falls back, and the imperative run's
+    result raises it when fetched, as the plain function's does (the
+    served call raised it at the call)."""
+
+    def fn(x, d):
+        return x / d + 1
+
+    staged = jitc.function(fn)
+    x = np.arange(4, dtype=np.int32)
+    for _ in range(4):
+        np.testing.assert_array_equal(staged(x, np.full(4, 2, np.int32)).numpy(), x // 2 + 1)
+    result = staged(x, np.zeros(4, np.int32))
+    with pytest.raises(jitc.JitcError):
+        result.numpy()
+    with pytest.raises(jitc.JitcError):
+        fn(jitc.Var(x), jitc.Var(np.zeros(4, np.int32))).numpy()
+    stats = staged.stats()
+    assert stats["staged"] >= 1 and stats["fallbacks"] == 1, staged.explain()
