@@ -164,9 +164,8 @@ path of its own; relaxed integers compute in 64 bits where Python's are unbounde
 (a difference only past 2**63, and only in calls served by the graph).
 The facts are what can be found, not what a call read: state reached
 only through names the code does not hold (`getattr` with a computed
-name deeper than two levels, `vars()` of a nested object), the slots an
-object with a `__dict__` inherits from a class with `__slots__`, objects
-more than six levels down, chains of modules and classes more than two
+name deeper than two levels, `vars()` of a nested object), objects more
+than six levels down, chains of modules and classes more than two
 deep, and state kept inside C extension objects, are not facts, and a
 staged call does not see a change to them. Every NumPy array that is not
 an argument and is reachable so is hashed on every call. Attributes
@@ -853,7 +852,14 @@ def _class_reads(obj, names):
             # Every class that holds it, not only the first: `super().k`
             # reads a base's.
             held_by = tuple(vars(base)[name] for base in cls.__mro__ if name in vars(base))
-            if held_by:
+            if held_by and isinstance(held_by[0], types.MemberDescriptorType):
+                # A slot (of a base with `__slots__`, beside the object's
+                # `__dict__`): its value, which the object holds.
+                try:
+                    found[name] = ("slot", held_by[0].__get__(obj, cls))
+                except AttributeError:
+                    found[name] = ("slot",)
+            elif held_by:
                 found[name] = held_by if len(held_by) > 1 else held_by[0]
     return found
 

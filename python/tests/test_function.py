@@ -2256,3 +2256,37 @@ def test_an_error_computing_a_served_call_surfaces_where_the_plain_call_raises_i
         fn(jitc.Var(x), jitc.Var(np.zeros(4, np.int32))).numpy()
     stats = staged.stats()
     assert stats["staged"] >= 1 and stats["fallbacks"] == 1, staged.explain()
+
+
+class _SlotBase:
+    __slots__ = ("scale",)
+
+
+class _SlotsAndDict(_SlotBase):
+    """Slots from a base, and a `__dict__`."""
+
+
+def test_slots_an_object_with_a_dict_inherits_are_facts():
+    """A slot of a base class is not in the object's `__dict__`: its value
+    is a fact all the same (through the class reads of the names the code
+    uses), so a changed value is profiled anew, not served stale; a call
+    that sets one stays imperative."""
+
+    def scaled(x, cfg):
+        return x * cfg.scale
+
+    def bump(x, cfg):
+        cfg.scale = cfg.scale + 1.0
+        return x * cfg.scale
+
+    staged, bumped = jitc.function(scaled), jitc.function(bump)
+    cfg, counter, twin = _SlotsAndDict(), _SlotsAndDict(), _SlotsAndDict()
+    counter.scale = twin.scale = 0.0
+    x = np.ones(2, np.float32)
+    for k in range(8):
+        cfg.scale = 2.0 if k < 5 else 5.0
+        np.testing.assert_array_equal(staged(x, cfg).numpy(), np.full(2, cfg.scale, np.float32))
+        np.testing.assert_array_equal(bumped(x, counter).numpy(), bump(jitc.Var(x), twin).numpy())
+        assert counter.scale == twin.scale == k + 1
+    assert staged.stats()["staged"] >= 2, staged.explain()
+    assert bumped.stats()["staged"] == 0, bumped.explain()
