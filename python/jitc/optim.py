@@ -13,10 +13,10 @@ none (JANUS's all-or-nothing update).
         opt.step(loss)                  # gradients and updates, recorded
         print(loss.item())              # one fetch: forward, backward, update
 
-Hyperparameters that change between steps (a learning-rate schedule)
-enter as data, and Adam's step count is state, so every step reuses one
-compilation, and a step staged with `jitc.function` serves every later
-step.
+The learning rate is state (set `opt.lr` between steps for a schedule),
+other hyperparameters enter as data, and Adam's step count is state, so
+every step reuses one compilation, and a step staged with
+`jitc.function` serves every later step, whatever the schedule.
 """
 
 import numpy as _np
@@ -46,8 +46,27 @@ class Optimizer:
         if not names:
             raise JitcError("an optimizer needs at least one parameter")
         self.names = names
-        self.lr = float(lr)
+        # The learning rate is state too (`<first parameter>.lr`, an f64
+        # scalar): a schedule that sets it between steps changes no
+        # Python value a step staged with `jitc.function` depends on.
+        self._lr = f"{names[0]}.lr"
+        self.lr = lr
         self._params = None
+
+    @property
+    def lr(self):
+        """The learning rate (committed). Reading it into Python in a
+        staged function keeps that function imperative."""
+        from . import get_state
+
+        return float(get_state(self._lr))
+
+    @lr.setter
+    def lr(self, value):
+        """Sets the learning rate for the steps recorded from now on."""
+        from . import set_state
+
+        set_state(self._lr, _np.asarray(float(value), dtype=_np.float64))
 
     def parameters(self):
         """The parameters as the program sees them now (the last update
@@ -119,7 +138,7 @@ class SGD(Optimizer):
                 v = self._scalar(self.momentum, p) * read_state(self._velocity[k]) + g
                 write_state(self._velocity[k], v)
                 g = v
-            write_state(name, p - self._scalar(self.lr, p) * g)
+            write_state(name, p - read_state(self._lr).astype(p.dtype) * g)
 
 
 class Adam(Optimizer):
@@ -161,7 +180,7 @@ class Adam(Optimizer):
         for k, (name, p, g) in enumerate(zip(self.names, params, gradients)):
             t = read_state(self._t[k]) + f64(1.0)
             write_state(self._t[k], t)
-            step_size = (f64(self.lr) / (f64(1.0) - f64(b1) ** t)).astype(p.dtype)
+            step_size = (read_state(self._lr) / (f64(1.0) - f64(b1) ** t)).astype(p.dtype)
             root_correction = (f64(1.0) / unary(f64(1.0) - f64(b2) ** t, "sqrt")).astype(p.dtype)
             s = lambda value: self._scalar(value, p)  # noqa: E731
             m = s(b1) * read_state(self._m[k]) + s(1.0 - b1) * g

@@ -2290,3 +2290,32 @@ def test_slots_an_object_with_a_dict_inherits_are_facts():
         assert counter.scale == twin.scale == k + 1
     assert staged.stats()["staged"] >= 2, staged.explain()
     assert bumped.stats()["staged"] == 0, bumped.explain()
+
+
+class _Scheduled(_Regression):
+    staged = jitc.function(_Regression.step)
+
+
+@pytest.mark.parametrize("optimizer", [jitc.optim.SGD, jitc.optim.Adam])
+def test_a_learning_rate_schedule_keeps_serving_one_graph(exact_math, optimizer):
+    """`opt.lr` is state: a schedule that sets it before every step
+    (24 values, more than `max_facts`) changes no fact, so one staged
+    graph serves every step after profiling, and each step equals an
+    imperative twin's."""
+    name = optimizer.__name__
+    staged = _Scheduled(f"opt.lr.s{name}.", optimizer, lr=0.1)
+    plain = _Regression(f"opt.lr.p{name}.", optimizer, lr=0.1)
+    rng = np.random.default_rng(6)
+    before = _Scheduled.staged.stats()
+    for k in range(24):
+        staged.optimizer.lr = plain.optimizer.lr = 0.1 / (1 + k)
+        x = rng.standard_normal((8, 6)).astype(np.float32)
+        y = rng.standard_normal((8, 3)).astype(np.float32)
+        got = staged.staged(x, y).numpy()
+        want = plain.step(jitc.Var(x), jitc.Var(y)).numpy()
+        np.testing.assert_array_equal(got, want, err_msg=f"step {k}")
+        for a, b in zip(staged.optimizer.names, plain.optimizer.names):
+            np.testing.assert_array_equal(jitc.read_state(a).numpy(), jitc.read_state(b).numpy())
+    assert staged.optimizer.lr == plain.optimizer.lr == 0.1 / 24
+    after = _Scheduled.staged.stats()
+    assert after["staged"] - before["staged"] == 21 and after["give_ups"] == 0, _Scheduled.staged.explain()
