@@ -2106,6 +2106,19 @@ class _Regression:
     staged = jitc.function(step)
 
 
+def _step_twins(staged, plain, rng, k):
+    """Step `k` of a `_Regression` through its staged method and of its
+    twin run plainly, on one random batch: the losses and the parameters
+    after it are equal."""
+    x = rng.standard_normal((8, 6)).astype(np.float32)
+    y = rng.standard_normal((8, 3)).astype(np.float32)
+    got = staged.staged(x, y).numpy()
+    want = plain.step(jitc.Var(x), jitc.Var(y)).numpy()
+    np.testing.assert_array_equal(got, want, err_msg=f"step {k}")
+    for a, b in zip(staged.optimizer.names, plain.optimizer.names):
+        np.testing.assert_array_equal(jitc.read_state(a).numpy(), jitc.read_state(b).numpy())
+
+
 @pytest.mark.parametrize("optimizer,options", [
     (jitc.optim.SGD, dict(lr=0.1, momentum=0.9, weight_decay=0.01)),
     (jitc.optim.Adam, dict(lr=0.01)),
@@ -2120,13 +2133,7 @@ def test_an_optimizer_step_is_staged_with_its_named_state(exact_math, optimizer,
     plain = _Regression(f"opt.p{name}.", optimizer, **options)
     rng = np.random.default_rng(4)
     for k in range(12):
-        x = rng.standard_normal((8, 6)).astype(np.float32)
-        y = rng.standard_normal((8, 3)).astype(np.float32)
-        got = staged.staged(x, y).numpy()
-        want = plain.step(jitc.Var(x), jitc.Var(y)).numpy()
-        np.testing.assert_array_equal(got, want, err_msg=f"step {k}")
-        for a, b in zip(staged.optimizer.names, plain.optimizer.names):
-            np.testing.assert_array_equal(jitc.read_state(a).numpy(), jitc.read_state(b).numpy())
+        _step_twins(staged, plain, rng, k)
     if optimizer is jitc.optim.Adam:
         assert staged.optimizer.steps == plain.optimizer.steps == 12
     explained = _Regression.staged.explain()
@@ -2309,13 +2316,7 @@ def test_a_learning_rate_schedule_keeps_serving_one_graph(exact_math, optimizer)
     before = _Scheduled.staged.stats()
     for k in range(24):
         staged.optimizer.lr = plain.optimizer.lr = 0.1 / (1 + k)
-        x = rng.standard_normal((8, 6)).astype(np.float32)
-        y = rng.standard_normal((8, 3)).astype(np.float32)
-        got = staged.staged(x, y).numpy()
-        want = plain.step(jitc.Var(x), jitc.Var(y)).numpy()
-        np.testing.assert_array_equal(got, want, err_msg=f"step {k}")
-        for a, b in zip(staged.optimizer.names, plain.optimizer.names):
-            np.testing.assert_array_equal(jitc.read_state(a).numpy(), jitc.read_state(b).numpy())
+        _step_twins(staged, plain, rng, k)
     assert staged.optimizer.lr == plain.optimizer.lr == 0.1 / 24
     after = _Scheduled.staged.stats()
     assert after["staged"] - before["staged"] == 21 and after["give_ups"] == 0, _Scheduled.staged.explain()
