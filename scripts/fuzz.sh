@@ -86,35 +86,6 @@ seeds_of() {
   esac
 }
 
-# Whether the failure in LOG is the open heap corruption (docs/fuzzing.md,
-# "Open"): a fatal signal (glibc's heap-corruption aborts, "unaligned tcache
-# chunk", "unsorted double linked list corrupted" and the like, or a
-# SIGSEGV) with no Rust panic, no timeout and no out-of-memory, whose input
-# (when libFuzzer could write one) runs cleanly three times alone. It
-# strikes parse_verify, passes and run after a random number of runs (6,783
-# to 261,055 seen); its path is not deterministic (hash maps are seeded per
-# process), and every input it left behind replays cleanly. Every crash that
-# its input reproduces still fails the smoke.
-open_heap_bug() {
-  local binary=$2 log=$3
-  grep -aq "ERROR: libFuzzer: deadly signal" "$log" || return 1
-  if grep -aqE "panicked at|has overflowed its stack|LLVM ERROR|ERROR: libFuzzer: (timeout|out-of-memory)" "$log"; then
-    return 1
-  fi
-  local unit
-  unit=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | head -n 1)
-  # A crash outside any input (at exit, say) leaves no unit to replay: it
-  # is excused only with one of glibc's heap-corruption messages.
-  if [ -z "$unit" ]; then
-    grep -aqE "^(malloc|free|malloc_consolidate|realloc)\(\): |^double free or corruption|^corrupted " "$log"
-    return
-  fi
-  for _ in 1 2 3; do
-    "$binary" "$unit" -timeout=60 -rss_limit_mb=6144 >/dev/null 2>&1 || return 1
-  done
-  return 0
-}
-
 # Runs one target on the corpus folder $corpus_root/TARGET (where libFuzzer
 # adds what it finds) and the seeds.
 run_target() {
@@ -124,10 +95,10 @@ run_target() {
   mkdir -p "$corpus" "$work/artifacts"
   local log=$work/$target.log
   local binary=$fuzz_target_dir/x86_64-unknown-linux-gnu/release/$target
-  # A crash handler that deadlocks on a corrupted heap (the open bug of
-  # docs/fuzzing.md; it once waited on a lock inside malloc for good) would
-  # hang the test command: the smoke kills a target after
-  # JITC_FUZZ_SMOKE_SECONDS (600 by default; a target takes 10-70 s).
+  # A crash handler that deadlocks on a corrupted heap (the heap
+  # corruption of docs/fuzzing.md once left one waiting on a lock inside
+  # malloc for good) would hang the test command: the smoke kills a target
+  # after JITC_FUZZ_SMOKE_SECONDS (600 by default; a target takes 10-70 s).
   local limit=()
   if [ "$mode" = smoke ]; then
     limit=(timeout -s KILL "${JITC_FUZZ_SMOKE_SECONDS:-600}")
@@ -140,14 +111,6 @@ run_target() {
   local runs seconds
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
   seconds=$(sed -n 's/^Done \([0-9]*\) runs in \([0-9]*\) second.*/\2/p' "$log" | tail -n 1)
-  if [ "$status" -ne 0 ] && [ "$mode" = smoke ] && open_heap_bug "$target" "$binary" "$log"; then
-    local what
-    what=$(grep -aoE "^([a-z_]+\(\): [a-z .]+|double free or corruption.*|corrupted [a-z .]+)$" "$log" | head -n 1)
-    echo "fuzz $target: WARNING: the open heap corruption of docs/fuzzing.md" \
-      "(${what:-a fatal signal}) after ${runs:-?} runs, which its input does not" \
-      "reproduce; log: $log" >&2
-    return 0
-  fi
   if [ "$status" -ne 0 ]; then
     echo "fuzz $target: FAILED (exit $status) after ${runs:-?} runs; log: $log" >&2
     grep -aE "panicked|ERROR: libFuzzer|deadly signal|Test unit written|SUMMARY" "$log" | head -n 20 >&2 || true
