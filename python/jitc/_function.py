@@ -2896,8 +2896,8 @@ def _named_io(tracer, inputs, outputs, known):
     writes = [(len(outputs) + j, name) for j, name in enumerate(names)]
     inputs += [tracer.named_before[name] for name in names]
     outputs += [tracer.named[name] for name in names]
-    types = tuple((name, tuple(v.shape), v.dtype) for name, v in
-                  ((name, tracer.named_before[name]) for name in names))
+    types = tuple((name, tuple(tracer.named_before[name].shape), tracer.named_before[name].dtype)
+                  for name in names)
     return reads, writes, types
 
 
