@@ -9,9 +9,9 @@ binary (libFuzzer runs the files it is given one after another):
     python3 scripts/fuzz-replay.py /tmp/pv.log.prev /tmp/pv.log --out /tmp/replay
     $(python3 scripts/fuzz-replay.py ... --binary BINARY --command)
 
-For the open heap corruption of docs/fuzzing.md, whose inputs replay
-cleanly alone: whether the sequence replays it, and under valgrind which
-write does the damage.
+Written for a crash whose inputs replay cleanly alone, as the heap
+corruption of docs/fuzzing.md did (found and fixed, 2026-11-27): whether
+the sequence replays it, and under valgrind which write does the damage.
 """
 
 import argparse

@@ -384,7 +384,8 @@ def dump(vars, directory):
 
 def set_state(name, value):
     """Sets the piece of state `name` to `value` (an array) now."""
-    _reads("jitc.set_state")
+    _reads("jitc.set_state", "it calls jitc.set_state, which sets state now, as no graph can "
+                             "(jitc.write_state is staged)")
     array = _as_array(value)
     _jitc.set_state(str(name), array.tobytes(), list(array.shape), _TO_JITC[array.dtype])
 
@@ -392,7 +393,8 @@ def set_state(name, value):
 def get_state(name):
     """The committed value of the piece of state `name` as an array (writes
     not computed yet are not in it), or None."""
-    _reads("jitc.get_state")
+    _reads("jitc.get_state", "it calls jitc.get_state, which reads committed state into Python "
+                             "(jitc.read_state is staged)")
     found = _jitc.get_state(str(name))
     if found is None:
         return None

@@ -181,6 +181,7 @@ import collections
 import dis
 import functools
 import inspect
+import io
 import itertools
 import os
 import sys
@@ -236,6 +237,22 @@ _MISSING = object()
 _CALLABLES = (types.FunctionType, types.MethodType, functools.partial)
 # Types whose values are facts by identity and compare by it.
 _BY_IDENTITY = frozenset({types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type, np.ufunc})
+
+
+def _bound_builtin(x):
+    """Whether `x` is a builtin method bound to an object (`table.get`,
+    `(1).__add__`), which is not a fact by identity: its object may
+    change. Builtin functions (`len`, `math.exp`) are bound to their
+    module, or to nothing."""
+    if not isinstance(x, (types.BuiltinMethodType, types.MethodWrapperType)):
+        return False
+    owner = getattr(x, "__self__", None)
+    return owner is not None and not isinstance(owner, types.ModuleType)
+
+
+def _by_identity(x):
+    """Whether the global `x` is a fact as itself (`_BY_IDENTITY`)."""
+    return type(x) in _BY_IDENTITY and not _bound_builtin(x)
 
 
 def _pure_owner(fn):
@@ -321,15 +338,24 @@ class _Tracer:
         # touched: each name's value before the call (computed), and what
         # it holds now in the call.
         self.named_before = {}
+        # Why the call is not staged though it could be: a write pending
+        # from before it failed when computed (`_touch`).
+        self.pending_failed = None
         self.named = {}
 
     def _touch(self, name):
         """The state `name` as the call first sees it, computed: a write
         pending from before the call is computed (and so committed) now,
-        for a staged graph's inputs are data."""
+        for a staged graph's inputs are data. If computing it fails, the
+        call runs on with it pending (its error is the error of the fetch
+        that needs it, as without tracing), and is not staged
+        (`pending_failed`)."""
         before = _jitc.read_state(name)
         if not before.is_computed():
-            _jitc.fetch([before])
+            try:
+                _jitc.fetch([before])
+            except _jitc.JitcError as e:
+                self.pending_failed = self.pending_failed or f"the write pending to {name} fails ({e})"
         self.named_before[name] = before
         self.named[name] = before
 
@@ -496,7 +522,8 @@ def _native_facts():
         _FACTS.append(_jitc.Facts(
             _package_types()[0], _SIMPLE,
             (np.ndarray, np.generic, set, frozenset, bytearray, memoryview, collections.deque, types.FunctionType,
-             types.MethodType, functools.partial, types.ModuleType, type, types.BuiltinFunctionType),
+             types.MethodType, functools.partial, types.ModuleType, type, types.BuiltinFunctionType,
+             types.MethodWrapperType),
             (Function, _Bound), _Identity, _class_reads, _fact_py, _jitc_dtype_name, _MAX_FACT_DEPTH,
             _MAX_OBJECT_DEPTH, _PLAIN, _BY_IDENTITY,
         ))
@@ -556,6 +583,12 @@ def _fact_py(x, depth=0, input=False, level=0, fact=None):
         return ("function", _Identity(x), fact((held, x.__defaults__, x.__kwdefaults__), depth + 1, False, level + 1))
     if isinstance(x, types.MethodType):
         return ("method", _Identity(x.__func__), fact(x.__self__, depth + 1, False, level + 1))
+    if _bound_builtin(x):
+        # A builtin bound method (`get = table.get`, `self.push = log.append`):
+        # what its object holds, as for a Python method (by identity, a
+        # table changed between calls would serve the old graph).
+        return ("builtin method", x.__name__, _Identity(type(x.__self__)),
+                fact(x.__self__, depth + 1, False, level + 1))
     if isinstance(x, functools.partial):
         return ("partial", _Identity(x.func), fact(x.args, depth, False, level + 1),
                 fact(x.keywords, depth, False, level + 1))
@@ -957,14 +990,20 @@ def _marker(value, depth=0):
 def _position(iterator, depth):
     """Where an iterator stands, so that a call that advances one (`next`)
     is seen to change it: a generator by its frame, others by what they
-    pickle as (`range`, `list`, `zip`... iterators); an iterator that
-    says neither is a new position each time it is asked (so any call
-    that can reach it is taken to change it)."""
+    pickle as (`range`, `list`, `zip`... iterators), a stream (a file,
+    `io.StringIO`) by `tell()`; an iterator that says none of these is a
+    new position each time it is asked (so any call that can reach it is
+    taken to change it)."""
     frame = getattr(iterator, "gi_frame", _MISSING)
     if frame is not _MISSING:
         if frame is None:
             return "finished"
         return (frame.f_lasti, _state_of(frame.f_locals) if depth < 3 else id(frame))
+    if isinstance(iterator, io.IOBase):
+        try:
+            return ("stream", iterator.closed or iterator.tell())
+        except Exception:  # noqa: BLE001 -- not seekable, or `next` turned `tell` off
+            return ("unknown", object())
     try:
         reduced = iterator.__reduce__()
     except Exception:  # noqa: BLE001 -- any iterator that cannot say where it is
@@ -1501,6 +1540,13 @@ class _Diverged(Exception):
     pass
 
 
+class _PendingFailed(Exception):
+    """An input of a served call (an argument, or named state) was a
+    pending value that failed when computed: the call runs plainly, so
+    that the error comes from the fetch that needs it, and it is no
+    fallback of the graph."""
+
+
 class _Facts:
     """What is known for one set of facts: the traces kept (the most recent
     last), and the trace tree staged from them."""
@@ -1629,6 +1675,9 @@ class Function:
                 result = self._serve(facts.variant, owner, args, kwargs, tensors, objects)
                 self._counts["staged"] += 1
                 return result
+            except _PendingFailed:
+                self._counts["imperative"] += 1
+                return self._plain(owner, args, kwargs)
             except (_jitc.JitcError, _Diverged) as e:
                 # (A guard that failed, or an error computing the graph,
                 # an integer division by zero: the imperative run raises
@@ -1722,7 +1771,7 @@ class Function:
         parts.append(("objects", tuple(seen.setdefault(id(o), k) for k, o in enumerate(listed))))
         # The globals: modules, functions and classes are facts by
         # identity, as themselves (they compare and hash by identity).
-        parts.append(("globals", tuple((n, v if type(v) in _BY_IDENTITY else fact(v, 1, False, 0))
+        parts.append(("globals", tuple((n, v if _by_identity(v) else fact(v, 1, False, 0))
                                        for n, v in self._global_values())))
         held = getattr(listed, "pattern", None)
         if held is not None:
@@ -1963,7 +2012,12 @@ class Function:
         # The tensors, computed: a staged graph's inputs are data.
         pending = [t for t in tensors if not t.is_computed()]
         if pending:
-            fetch(*pending)
+            try:
+                fetch(*pending)
+            except _jitc.JitcError:
+                # An argument that fails when computed: the call runs
+                # plainly, so the error is the fetch's that needs it.
+                return self._plain(owner, args, kwargs), None
         numbers = self._relaxed_numbers(owner, args, kwargs)
         if numbers:
             return self._traced_relaxed(owner, args, kwargs, tensors, numbers, known)
@@ -1985,6 +2039,8 @@ class Function:
             return result, None
         inputs = _unique_natives(tensors)
         named = _named_io(tracer, inputs, outputs, known)
+        if tracer.pending_failed:
+            return result, None
         try:
             trace = _Trace(tracer, inputs, outputs, structure, writes)
         except _Unstageable as e:
@@ -2101,7 +2157,7 @@ class Function:
             if not (plain.deeper and self._reach_deeper()):
                 self._give_up_all(plain.reasons[0])
             return result, None
-        if self._discover(plain):
+        if self._discover(plain) or plain.pending_failed:
             return result, None
         finished = [dict(vars(o)) for o in objects]
         for o, old in zip(objects, before):
@@ -2162,6 +2218,8 @@ class Function:
         natives = _unique_natives(tensors)
         inputs = natives + [n._v for n in weak.values()]
         named = _named_io(tracer, inputs, outputs, known)
+        if tracer.pending_failed:
+            return result, None
         try:
             trace = _Trace(tracer, inputs, outputs, structure, writes)
         except _Unstageable as e:
@@ -2452,6 +2510,12 @@ class Function:
         unique = _unique_natives(tensors)
         unique += [_Number.of(v)._v for _, v in self._relaxed_numbers(owner, args, kwargs)]
         unique += _named_inputs(root.named)
+        pending = [v for v in unique if not v.is_computed()]
+        if pending:
+            try:
+                _jitc.fetch(pending)
+            except _jitc.JitcError as e:
+                raise _PendingFailed() from e
         values = {}
         segment = root
         while True:

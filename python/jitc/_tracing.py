@@ -22,8 +22,10 @@ def _call(native, *args):
     return result
 
 
-def _reads(what):
-    """A value is read into Python (or state is touched) by `what`."""
+def _reads(what, reason=None):
+    """A value is read into Python (or state is touched) by `what`; the
+    tracer is told the function cannot be staged, and why (`reason`, or
+    that it reads a value it computes)."""
     tracer = _tracing.tracer
     if tracer is not None:
-        tracer.unstageable(f"it calls {what} on a value it computes", depth=3)
+        tracer.unstageable(reason or f"it calls {what} on a value it computes", depth=3)

@@ -13,15 +13,29 @@ none (JANUS's all-or-nothing update).
         opt.step(loss)                  # gradients and updates, recorded
         print(loss.item())              # one fetch: forward, backward, update
 
-The learning rate is state (set `opt.lr` between steps for a schedule),
-other hyperparameters enter as data, and Adam's step count is state, so
-every step reuses one compilation, and a step staged with
-`jitc.function` serves every later step, whatever the schedule.
+The learning rate is state of the optimizer's own (`opt.lr_name`; set
+`opt.lr` between steps for a schedule), other hyperparameters enter as
+data, and Adam's step count is state, so every step reuses one
+compilation, and a step staged with `jitc.function` serves every later
+step, whatever the schedule. A parameter's slots (`<name>.momentum`,
+`<name>.adam_m`, `<name>.adam_v`, `<name>.adam_step`) belong to the
+parameter: an optimizer made again over it resumes them.
 """
 
 import numpy as _np
 
 from . import _jitc
+
+
+def _fresh_name(base):
+    """`base`, or `base.2`, `base.3`, ... : the first name that holds no
+    state yet, so that no two optimizers share a learning rate and none
+    overwrites a parameter's value."""
+    name, k = base, 1
+    while _jitc.get_state(name) is not None:
+        k += 1
+        name = f"{base}.{k}"
+    return name
 
 
 class Optimizer:
@@ -46,27 +60,33 @@ class Optimizer:
         if not names:
             raise JitcError("an optimizer needs at least one parameter")
         self.names = names
-        # The learning rate is state too (`<first parameter>.lr`, an f64
-        # scalar): a schedule that sets it between steps changes no
-        # Python value a step staged with `jitc.function` depends on.
-        self._lr = f"{names[0]}.lr"
+        # The learning rate is state too, an f64 scalar of this optimizer's
+        # own: a schedule that sets it between steps changes no Python
+        # value a step staged with `jitc.function` depends on.
+        self.lr_name = _fresh_name(f"{names[0]}.lr")
         self.lr = lr
         self._params = None
 
     @property
     def lr(self):
-        """The learning rate (committed). Reading it into Python in a
-        staged function keeps that function imperative."""
-        from . import get_state
+        """The learning rate (committed), the state `opt.lr_name`. A step
+        staged with `jitc.function` that reads it into Python stays
+        imperative; `jitc.read_state(opt.lr_name)` is the rate as a value
+        of the graph (and a branch on it is staged)."""
+        from . import _TO_NUMPY
+        from ._tracing import _reads
 
-        return float(get_state(self._lr))
+        _reads("opt.lr", "it reads the learning rate into Python (opt.lr), which is state: "
+                         "jitc.read_state(opt.lr_name) is the rate in the graph")
+        data, _, dtype = _jitc.get_state(self.lr_name)
+        return float(_np.frombuffer(data, dtype=_TO_NUMPY[dtype])[0])
 
     @lr.setter
     def lr(self, value):
         """Sets the learning rate for the steps recorded from now on."""
         from . import set_state
 
-        set_state(self._lr, _np.asarray(float(value), dtype=_np.float64))
+        set_state(self.lr_name, _np.asarray(float(value), dtype=_np.float64))
 
     def parameters(self):
         """The parameters as the program sees them now (the last update
@@ -107,8 +127,13 @@ class Optimizer:
         """Optimizer state per parameter, `name.suffix`, zeros at first."""
         from . import get_state, set_state
 
+        from . import JitcError
+
         names = [f"{n}.{suffix}" for n in self.names]
         for param, slot in zip(self.names, names):
+            if slot in self.names:
+                raise JitcError(f"the parameter '{slot}' has the name of the {suffix} state of the "
+                                f"parameter '{param}': rename one of them")
             if get_state(slot) is None:
                 set_state(slot, _np.zeros_like(get_state(param)))
         return names
@@ -138,7 +163,7 @@ class SGD(Optimizer):
                 v = self._scalar(self.momentum, p) * read_state(self._velocity[k]) + g
                 write_state(self._velocity[k], v)
                 g = v
-            write_state(name, p - read_state(self._lr).astype(p.dtype) * g)
+            write_state(name, p - read_state(self.lr_name).astype(p.dtype) * g)
 
 
 class Adam(Optimizer):
@@ -180,7 +205,7 @@ class Adam(Optimizer):
         for k, (name, p, g) in enumerate(zip(self.names, params, gradients)):
             t = read_state(self._t[k]) + f64(1.0)
             write_state(self._t[k], t)
-            step_size = (read_state(self._lr) / (f64(1.0) - f64(b1) ** t)).astype(p.dtype)
+            step_size = (read_state(self.lr_name) / (f64(1.0) - f64(b1) ** t)).astype(p.dtype)
             root_correction = (f64(1.0) / unary(f64(1.0) - f64(b2) ** t, "sqrt")).astype(p.dtype)
             s = lambda value: self._scalar(value, p)  # noqa: E731
             m = s(b1) * read_state(self._m[k]) + s(1.0 - b1) * g

@@ -15,7 +15,10 @@ use crate::PyVar;
 use pyo3::{
     intern,
     prelude::*,
-    types::{PyBool, PyBytes, PyComplex, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PyString, PyTuple},
+    types::{
+        PyBool, PyBytes, PyCFunction, PyComplex, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PyModule,
+        PyString, PyTuple,
+    },
 };
 use std::collections::HashMap;
 
@@ -184,7 +187,7 @@ impl Facts {
         for pair in globals.try_iter()? {
             let pair = pair?;
             let (label, value): (Bound<'py, PyAny>, Bound<'py, PyAny>) = pair.extract()?;
-            let fact = if by_identity.contains(value.get_type())? {
+            let fact = if by_identity.contains(value.get_type())? && !bound_builtin(&value)? {
                 value
             } else {
                 self.of(&value, 1, false, 0, &scope)?
@@ -219,6 +222,18 @@ fn first_occurrences(listed: &Bound<'_, PyAny>) -> PyResult<(HashMap<usize, usiz
         firsts.push(*found.entry(o?.as_ptr() as usize).or_insert(k));
     }
     Ok((found, firsts))
+}
+
+/// `_bound_builtin(x)` for a value of a `_BY_IDENTITY` type: a builtin
+/// method bound to an object (`table.get`), which is a fact by what the
+/// object holds, not as itself. Builtin functions are bound to their
+/// module, or to nothing.
+fn bound_builtin(x: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if !x.is_instance_of::<PyCFunction>() {
+        return Ok(false);
+    }
+    let owner = x.getattr(intern!(x.py(), "__self__"))?;
+    Ok(!owner.is_none() && !owner.is_instance_of::<PyModule>())
 }
 
 /// `_relaxable(x)`: a float, or an int (not a bool) that fits in 64 bits.

@@ -7,6 +7,7 @@ examples."""
 import collections
 import functools
 import importlib.util
+import io
 from pathlib import Path
 
 import numpy as np
@@ -964,6 +965,31 @@ def test_a_call_that_advances_an_iterator_stays_imperative():
     assert "changes the global or closure variable" in staged.explain() and "SHARED_ITERATOR" in staged.explain()
 
 
+LOG_STREAM = io.StringIO("1\n2\n3\n4\n5\n6\n7\n8\n")
+
+
+def logged(x):
+    return x if LOG_STREAM is None else x * 2.0
+
+
+def reads_a_line(x):
+    return x * float(next(LOG_STREAM))
+
+
+def test_a_stream_held_by_a_global_is_state_by_its_position():
+    """A stream (a file, `io.StringIO`) is an iterator whose position is
+    `tell()`: a call that only names it is staged, and one that reads a
+    line from it (`next`) stays imperative, since it changes the global."""
+    staged, reading = jitc.function(logged, profile=2), jitc.function(reads_a_line, profile=2)
+    x = np.ones(2, dtype=np.float32)
+    for k in range(6):
+        np.testing.assert_array_equal(staged(x).numpy(), x * 2.0)
+        np.testing.assert_array_equal(reading(x).numpy(), x * (k + 1))
+    assert staged.stats()["staged"] == 4, staged.explain()
+    assert reading.stats()["staged"] == 0, reading.explain()
+    assert "changes the global or closure variable" in reading.explain() and "LOG_STREAM" in reading.explain()
+
+
 def test_a_method_named_like_a_pure_builtin_is_not_taken_for_one():
     import queue
 
@@ -984,6 +1010,47 @@ def test_a_method_named_like_a_pure_builtin_is_not_taken_for_one():
     for _ in range(4):
         np.testing.assert_array_equal(staged(x).numpy(), x * 2.0)
     assert staged.stats()["staged"] == 2
+
+
+LOOKUP_TABLE = {"w": 2.0}
+LOOKUP = LOOKUP_TABLE.get
+
+
+def looked_up(x):
+    return x * LOOKUP("w")
+
+
+class Pushing:
+    def __init__(self, table):
+        self.get = table.get
+
+    @jitc.function(profile=2)
+    def __call__(self, x):
+        return x * self.get("w")
+
+
+def test_a_builtin_method_held_by_a_global_or_an_attribute_is_a_fact_by_its_object():
+    """`LOOKUP = LOOKUP_TABLE.get` (or `self.get = table.get`) is a fact by
+    what the table holds, not by the method's identity: a graph staged
+    while the table held 2.0 does not serve a call after it holds 3.0."""
+    staged = jitc.function(looked_up, profile=2)
+    table = {"w": 2.0}
+    model = Pushing(table)
+    x = np.arange(3, dtype=np.float32)
+    for k in range(10):
+        LOOKUP_TABLE["w"] = table["w"] = 2.0 if k < 5 else 3.0
+        np.testing.assert_array_equal(staged(x).numpy(), x * LOOKUP_TABLE["w"])
+        np.testing.assert_array_equal(model(x).numpy(), x * table["w"])
+    for fn in (staged, Pushing.__call__):
+        stats = fn.stats()
+        assert stats["staged"] == 6 and stats["staged_graphs"] == 2 and stats["give_ups"] == 0, fn.explain()
+    LOOKUP_TABLE["w"] = 2.0
+    # A method of a table made anew for each call: the same facts each
+    # time (by identity, a new fact per call, and the function would give up).
+    staged = jitc.function(lambda x, get: x * get("w"), profile=2)
+    for _ in range(6):
+        np.testing.assert_array_equal(staged(x, {"w": 3.0}.get).numpy(), x * 3.0)
+    assert staged.stats()["staged"] == 4 and staged.stats()["give_ups"] == 0, staged.explain()
 
 
 class Layered:
@@ -1588,6 +1655,7 @@ def test_the_native_facts_equal_their_python_definition():
         np.int64(3), np.arange(4), np.zeros((2, 2), dtype=np.float64), var, other, {1, 2}, frozenset({"a"}),
         bytearray(b"xy"), memoryview(b"z"), lambda: closure, functools.partial(max, 1), _Holder().method,
         np, _Holder, len, _Slotted(1), jitc.function(lambda x: x), object(), range(3), type(None),
+        {"w": 1.0}.get, [1, 2].append, np.arange(3).sum, (1).__add__, _Holder(x=1).__eq__,
     ]
     rng = np.random.default_rng(7)
     contexts = [(None, frozenset()), ({id(var._v): 0, id(other._v): 1}, frozenset({"a0", "a1", "scale", "x"}))]
@@ -1616,6 +1684,8 @@ def test_the_native_facts_equal_their_python_definition():
 
 
 SCALE = 2.0
+_TABLE = {"k": 1.0}
+_TABLE_GET = _TABLE.get
 
 
 def test_the_native_call_facts_equal_their_python_definition():
@@ -1640,7 +1710,7 @@ def test_the_native_call_facts_equal_their_python_definition():
 
         @jitc.function
         def step(self, *args, **kwargs):
-            return self.w * SCALE * self.rate
+            return self.w * SCALE * self.rate * _TABLE_GET("k")
 
     fn = Model.step
     rng = np.random.default_rng(11)
@@ -1674,6 +1744,9 @@ def test_the_native_call_facts_equal_their_python_definition():
     key = fn._key(owner, [], {}, fn._tensors([], {}, [owner]), [owner], {("attr", 0, "scale")})
     assert ("scale", ("relaxed", "float")) in dict(key)["self"][2], key
     assert any(label.endswith(".SCALE") for label, _ in dict(key)["globals"]), key
+    # A builtin method held by a global is a fact by what its object holds.
+    held = [fact for label, fact in dict(key)["globals"] if label.endswith("._TABLE_GET")]
+    assert held and held[0][0] == "builtin method", key
 
 
 def test_a_named_tuple_argument_holding_arrays_is_staged():
@@ -2159,7 +2232,42 @@ def test_committed_state_read_or_set_in_a_call_keeps_it_imperative(touch):
     for _ in range(4):
         np.testing.assert_array_equal(staged(np.ones(2, np.float32)).numpy(), np.full(2, 1.0 if touch == "get" else 2.0))
     assert staged.stats()["staged"] == 0
-    assert f"it calls jitc.{touch}_state" in staged.explain(), staged.explain()
+    assert f"it calls jitc.{touch}_state, which" in staged.explain(), staged.explain()
+    assert "on a value it computes" not in staged.explain(), staged.explain()
+
+
+def test_a_failing_write_pending_before_a_call_fails_where_it_would_without_tracing():
+    """A write pending from before the call that fails when computed (an
+    integer division by zero), read by the call or passed to it: the call
+    returns, as it does run plainly, and the error comes from the fetch
+    that needs the failing value; nothing is committed, and later calls
+    are staged as before."""
+    jitc.set_state("pending.s", np.ones(2, np.float32))
+
+    def accumulate(x, extra):
+        jitc.write_state("pending.s", jitc.read_state("pending.s") + x)
+        return x * 2.0 + extra
+
+    staged = jitc.function(accumulate)
+    x = np.ones(2, np.float32)
+    zero = np.zeros(2, np.float32)
+    broken = lambda: (jitc.Var(np.ones(2, np.int32)) / jitc.Var(np.zeros(2, np.int32))).astype(np.float32)  # noqa: E731
+    for k in range(8):
+        np.testing.assert_array_equal(staged(x, zero).numpy(), np.full(2, 2.0, np.float32))
+        if k in (2, 5):
+            # Through the state.
+            jitc.write_state("pending.s", broken())
+            np.testing.assert_array_equal(staged(x, zero).numpy(), np.full(2, 2.0, np.float32))
+            with pytest.raises(jitc.JitcError, match="division by zero"):
+                jitc.read_state("pending.s").numpy()
+            # As an argument.
+            result = staged(x, broken())
+            with pytest.raises(jitc.JitcError, match="division by zero"):
+                result.numpy()
+            jitc.set_state("pending.s", np.ones(2, np.float32))
+    np.testing.assert_array_equal(jitc.read_state("pending.s").numpy(), np.full(2, 3.0, np.float32))
+    stats = staged.stats()
+    assert stats["staged"] >= 3 and stats["fallbacks"] == 0 and stats["give_ups"] == 0, staged.explain()
 
 
 class _Tally:
@@ -2320,3 +2428,42 @@ def test_a_learning_rate_schedule_keeps_serving_one_graph(exact_math, optimizer)
     assert staged.optimizer.lr == plain.optimizer.lr == 0.1 / 24
     after = _Scheduled.staged.stats()
     assert after["staged"] - before["staged"] == 21 and after["give_ups"] == 0, _Scheduled.staged.explain()
+
+
+class _Clipped(_Regression):
+    """A step that branches on the learning rate, as a value of the graph."""
+
+    def step(self, x, y):
+        loss = _Regression.step(self, x, y)
+        return loss * 2.0 if jitc.read_state(self.optimizer.lr_name) > 0.05 else loss
+
+    staged = jitc.function(step)
+
+
+class _Printed(_Regression):
+    """A step that reads the learning rate into Python."""
+
+    def step(self, x, y):
+        loss = _Regression.step(self, x, y)
+        return loss * 2.0 if self.optimizer.lr > 0.05 else loss
+
+    staged = jitc.function(step)
+
+
+def test_a_step_that_branches_on_the_learning_rate_is_staged(exact_math):
+    """The rate as a value of the graph (`jitc.read_state(opt.lr_name)`):
+    a branch on it is staged, a new rate that takes the other way falls
+    back once and is merged in, never served stale. Read into Python
+    (`opt.lr`), it keeps the step imperative, and the reason says so."""
+    for cls, prefix in [(_Clipped, "opt.clip."), (_Printed, "opt.print.")]:
+        staged = cls(prefix + "s.", jitc.optim.SGD, lr=0.1)
+        plain = cls(prefix + "p.", jitc.optim.SGD, lr=0.1)
+        rng = np.random.default_rng(8)
+        for k in range(12):
+            staged.optimizer.lr = plain.optimizer.lr = 0.1 if k < 6 or k % 2 else 0.01
+            _step_twins(staged, plain, rng, k)
+    stats = _Clipped.staged.stats()
+    assert stats["staged"] >= 7 and stats["fallbacks"] == 1 and stats["give_ups"] == 0, _Clipped.staged.explain()
+    stats = _Printed.staged.stats()
+    assert stats["staged"] == 0, _Printed.staged.explain()
+    assert "it reads the learning rate into Python (opt.lr)" in _Printed.staged.explain(), _Printed.staged.explain()

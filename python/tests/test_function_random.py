@@ -14,6 +14,7 @@ exception when the plain call raises.
 
 import collections
 import os
+import re
 import textwrap
 
 import numpy as np
@@ -216,9 +217,15 @@ def test_a_random_program_agrees_with_its_plain_twin_on_every_call(exact_math, s
     stats = model.g.stats()
     assert stats["staged_graphs"] + stats["raised"] >= 1, f"{source}\n{model.g.explain()}"
     _SERVED.append((stats["staged"], stats["calls"]))
+    _FALLBACKS.extend(reason for event, reason in model.g._log if event == "fallback")
 
 
 _SERVED = []
+# Why served calls fell back: each must be one the programs can cause (a
+# guard, a branch or a loop going another way, an error the program
+# makes); any other error of a served graph would be a defect of staging
+# that the imperative rerun hides.
+_FALLBACKS = []
 
 
 def test_graphs_served_a_good_share_of_the_random_programs_calls():
@@ -226,3 +233,13 @@ def test_graphs_served_a_good_share_of_the_random_programs_calls():
         pytest.skip("the random programs did not all run in this session")
     served, calls = map(sum, zip(*_SERVED))
     assert served >= calls // 4, f"graphs served {served} of {calls} calls"
+
+
+def test_the_random_programs_fall_back_only_where_they_go_another_way():
+    if len(_SERVED) < PROGRAMS:
+        pytest.skip("the random programs did not all run in this session")
+    expected = re.compile(r"guard \d+ failed( at line \d+)?: |branch at .* went (True|False), which no trace took")
+    unexpected = [reason for reason in _FALLBACKS if not expected.match(reason)]
+    assert not unexpected, unexpected
+    # (The corpus does go other ways, so the check above checks something.)
+    assert _FALLBACKS, "no random program fell back"

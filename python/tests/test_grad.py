@@ -129,6 +129,32 @@ def test_adam_follows_its_formula():
     assert jitc.stats()["cache_hits"] >= 3
 
 
+def test_each_optimizer_has_its_own_learning_rate():
+    """Two optimizers over one parameter keep their own rates, and a
+    parameter named like a rate (`e.lr`) is not overwritten by one."""
+    p0 = np.array([0.0, 1.0, 5.0])
+    slow = jitc.optim.SGD({"own.p": p0}, lr=0.1)
+    fast = jitc.optim.SGD(["own.p"], lr=0.5)
+    assert (slow.lr, fast.lr) == (0.1, 0.5) and slow.lr_name != fast.lr_name
+    p = p0.copy()
+    for opt, lr in [(slow, 0.1), (fast, 0.5), (slow, 0.1)]:
+        quadratic(opt)
+        p = p - lr * 2 * (p - 3)
+        np.testing.assert_allclose(jitc.get_state("own.p"), p, rtol=1e-12)
+    named = jitc.optim.SGD({"e": p0, "e.lr": np.full(3, 7.0)}, lr=0.2)
+    assert named.lr_name == "e.lr.2" and named.lr == 0.2
+    np.testing.assert_array_equal(jitc.get_state("e.lr"), np.full(3, 7.0))
+    np.testing.assert_array_equal(jitc.get_state("e.lr.2"), np.asarray(0.2))
+
+
+def test_a_parameter_named_like_an_optimizer_slot_is_an_error():
+    with pytest.raises(jitc.JitcError, match="the parameter 'slot.w.momentum' has the name of the momentum state "
+                                             "of the parameter 'slot.w'"):
+        jitc.optim.SGD({"slot.w": np.ones(2), "slot.w.momentum": np.ones(2)}, lr=0.1, momentum=0.9)
+    with pytest.raises(jitc.JitcError, match="adam_m state"):
+        jitc.optim.Adam({"slot.a": np.ones(2), "slot.a.adam_m": np.ones(2)})
+
+
 def test_a_training_step_is_one_fetch():
     train = load_example("mlp_train")
     x, y = train.data(train.BATCH, seed=5)
