@@ -107,9 +107,11 @@ state's types are not facts: a served call first checks them, and one
 set to another type (`jitc.set_state`) is a fallback. A staged call's
 writes are committed when it returns, as if the call were one fetch
 (the imperative call's are committed by the next fetch that computes
-them). A trace with named state does not fold a loop (the loop staging
-carries Python's state between iterations, and named state is not in
-it): its loops are unrolled. A call returns tensors and Python
+them). In a loop on a tensor condition, named state is data like any
+other: a read returns what the iteration before wrote, so a loop that
+updates state folds into an `scf.while` that carries it (a value written
+in the loop that the next iteration does not read keeps the loop
+unfolded). A call returns tensors and Python
 values, in tuples, lists, named tuples and dicts (an `OrderedDict`
 too), rebuilt as the traced call built them; any other container keeps
 the function imperative.
@@ -966,9 +968,10 @@ def _marker(value, depth=0):
         return ("function", id(value), _marker((held, value.__defaults__, value.__kwdefaults__), depth + 1))
     if isinstance(value, types.MethodType):
         return ("method", id(value.__func__), _marker(value.__self__, depth + 1))
-    if isinstance(value, types.BuiltinMethodType) and not isinstance(value.__self__, types.ModuleType):
-        # A builtin bound method (`log.append` passed as a callback): what
-        # its object holds is state the call may change.
+    if _bound_builtin(value):
+        # A builtin bound method (`log.append` passed as a callback, a
+        # method-wrapper `it.__next__`): what its object holds is state the
+        # call may change.
         return ("builtin method", value.__name__, _marker(value.__self__, depth + 1))
     slots = _slots(value)
     if slots is not None:
@@ -990,8 +993,9 @@ def _marker(value, depth=0):
 def _position(iterator, depth):
     """Where an iterator stands, so that a call that advances one (`next`)
     is seen to change it: a generator by its frame, others by what they
-    pickle as (`range`, `list`, `zip`... iterators), a stream (a file,
-    `io.StringIO`) by `tell()`; an iterator that says none of these is a
+    pickle as (`range`, `list`, `zip`... iterators), a stream
+    (`io.StringIO`, a file not being iterated: a text file's `for line
+    in f` turns `tell()` off) by `tell()`; an iterator that says none of these is a
     new position each time it is asked (so any call that can reach it is
     taken to change it)."""
     frame = getattr(iterator, "gi_frame", _MISSING)
@@ -1001,7 +1005,7 @@ def _position(iterator, depth):
         return (frame.f_lasti, _state_of(frame.f_locals) if depth < 3 else id(frame))
     if isinstance(iterator, io.IOBase):
         try:
-            return ("stream", iterator.closed or iterator.tell())
+            return ("stream", "closed") if iterator.closed else ("stream", iterator.tell())
         except Exception:  # noqa: BLE001 -- not seekable, or `next` turned `tell` off
             return ("unknown", object())
     try:
@@ -1015,7 +1019,8 @@ def _named_globals(code, scope):
     """The globals `code` names that may hold state (not modules,
     functions or classes)."""
     plain = (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type, Function, _Bound)
-    return {n: scope[n] for n in code.co_names if n in scope and not isinstance(scope[n], plain)}
+    return {n: scope[n] for n in code.co_names
+            if n in scope and (not isinstance(scope[n], plain) or _bound_builtin(scope[n]))}
 
 
 def _state_of(names):
@@ -1675,7 +1680,8 @@ class Function:
                 result = self._serve(facts.variant, owner, args, kwargs, tensors, objects)
                 self._counts["staged"] += 1
                 return result
-            except _PendingFailed:
+            except _PendingFailed as e:
+                self._note("not served", f"an input fails when computed ({e.__cause__})")
                 self._counts["imperative"] += 1
                 return self._plain(owner, args, kwargs)
             except (_jitc.JitcError, _Diverged) as e:
@@ -2008,16 +2014,18 @@ class Function:
         call's (`_tensors`)."""
         from . import fetch
 
-        self._counts["traced"] += 1
         # The tensors, computed: a staged graph's inputs are data.
         pending = [t for t in tensors if not t.is_computed()]
         if pending:
             try:
                 fetch(*pending)
-            except _jitc.JitcError:
+            except _jitc.JitcError as e:
                 # An argument that fails when computed: the call runs
                 # plainly, so the error is the fetch's that needs it.
+                self._note("not traced", f"an argument fails when computed ({e})")
+                self._counts["imperative"] += 1
                 return self._plain(owner, args, kwargs), None
+        self._counts["traced"] += 1
         numbers = self._relaxed_numbers(owner, args, kwargs)
         if numbers:
             return self._traced_relaxed(owner, args, kwargs, tensors, numbers, known)
@@ -2040,6 +2048,7 @@ class Function:
         inputs = _unique_natives(tensors)
         named = _named_io(tracer, inputs, outputs, known)
         if tracer.pending_failed:
+            self._note("not staged", tracer.pending_failed)
             return result, None
         try:
             trace = _Trace(tracer, inputs, outputs, structure, writes)
@@ -2157,7 +2166,10 @@ class Function:
             if not (plain.deeper and self._reach_deeper()):
                 self._give_up_all(plain.reasons[0])
             return result, None
-        if self._discover(plain) or plain.pending_failed:
+        if self._discover(plain):
+            return result, None
+        if plain.pending_failed:
+            self._note("not staged", plain.pending_failed)
             return result, None
         finished = [dict(vars(o)) for o in objects]
         for o, old in zip(objects, before):
@@ -2219,6 +2231,7 @@ class Function:
         inputs = natives + [n._v for n in weak.values()]
         named = _named_io(tracer, inputs, outputs, known)
         if tracer.pending_failed:
+            self._note("not staged", tracer.pending_failed)
             return result, None
         try:
             trace = _Trace(tracer, inputs, outputs, structure, writes)
@@ -2361,10 +2374,6 @@ class Function:
         such a loop at least twice can be folded (`_Loop`) and every trace
         went the same ways outside the loop (those are guards). None when
         there is no such loop."""
-        if any(t.named for t in traces):
-            # The loop staging carries Python's state between iterations,
-            # and named state is not in it.
-            return None
         loops = [_Loop.of(t) for t in traces]
         if any(loop is False for loop in loops):
             # A trace ran a loop that does not fold: what the others show

@@ -17,9 +17,15 @@ The learning rate is state of the optimizer's own (`opt.lr_name`; set
 `opt.lr` between steps for a schedule), other hyperparameters enter as
 data, and Adam's step count is state, so every step reuses one
 compilation, and a step staged with `jitc.function` serves every later
-step, whatever the schedule. A parameter's slots (`<name>.momentum`,
-`<name>.adam_m`, `<name>.adam_v`, `<name>.adam_step`) belong to the
-parameter: an optimizer made again over it resumes them.
+step, whatever the schedule.
+
+Optimizer state belongs to the parameters: each parameter's slots
+(`<name>.momentum`, `<name>.adam_m`, `<name>.adam_v`, `<name>.adam_step`),
+and the rate of each list of parameters (`opt.lr_name`: `<first>.lr`, or
+`<first>.lr.2`, ... when that name is another list's rate or other
+state). An optimizer made again over the same parameters resumes them
+(and so has the same names, and a staged step the same facts); two
+optimizers alive over the same list share them.
 """
 
 import numpy as _np
@@ -27,43 +33,63 @@ import numpy as _np
 from . import _jitc
 
 
-def _fresh_name(base):
-    """`base`, or `base.2`, `base.3`, ... : the first name that holds no
-    state yet, so that no two optimizers share a learning rate and none
-    overwrites a parameter's value."""
+# The parameters whose learning rate each rate's state is, by its name:
+# a rate, like a slot, belongs to the parameters (the same list of names
+# always has the same rate's name, so an optimizer made again over them
+# resumes it, and a step staged with `jitc.function` keeps its facts).
+_RATES = {}
+
+
+def _rate_name(names):
+    """`<first>.lr`, or `<first>.lr.2`, `.lr.3`, ...: the first name that
+    is the rate of exactly these parameters, or is free (neither another
+    list's rate nor other state, such as a parameter's value)."""
+    base = f"{names[0]}.lr"
     name, k = base, 1
-    while _jitc.get_state(name) is not None:
+    while True:
+        owner = _RATES.get(name)
+        if owner == names or (owner is None and _jitc.get_state(name) is None):
+            return name
         k += 1
         name = f"{base}.{k}"
-    return name
 
 
 class Optimizer:
     """What SGD and Adam share: the parameters by name, and a step that
     differentiates the loss with respect to them."""
 
+    # The suffixes of each parameter's own state (`<name>.<suffix>`).
+    _slot_suffixes = ()
+
     def __init__(self, params, lr):
         from . import JitcError, set_state
 
+        names = [str(n) for n in params]
+        if not names:
+            raise JitcError("an optimizer needs at least one parameter")
+        # Every name checked before any state is set.
+        for name in names:
+            if name in _RATES:
+                raise JitcError(f"the parameter '{name}' is the learning rate of the optimizers over "
+                                f"{list(_RATES[name])}: rename it")
+            for suffix in self._slot_suffixes:
+                if f"{name}.{suffix}" in names:
+                    raise JitcError(f"the parameter '{name}.{suffix}' has the name of the {suffix} state of "
+                                    f"the parameter '{name}': rename one of them")
+            if not isinstance(params, dict) and _jitc.get_state(name) is None:
+                raise JitcError(
+                    f"there is no state '{name}': give the parameters as a dict of "
+                    "initial values, or set them first with jitc.set_state"
+                )
         if isinstance(params, dict):
             for name, value in params.items():
                 set_state(name, value)
-            names = list(params)
-        else:
-            names = [str(n) for n in params]
-            for name in names:
-                if _jitc.get_state(name) is None:
-                    raise JitcError(
-                        f"there is no state '{name}': give the parameters as a dict of "
-                        "initial values, or set them first with jitc.set_state"
-                    )
-        if not names:
-            raise JitcError("an optimizer needs at least one parameter")
         self.names = names
-        # The learning rate is state too, an f64 scalar of this optimizer's
-        # own: a schedule that sets it between steps changes no Python
-        # value a step staged with `jitc.function` depends on.
-        self.lr_name = _fresh_name(f"{names[0]}.lr")
+        # The learning rate is state too, an f64 scalar of these
+        # parameters': a schedule that sets it between steps changes no
+        # Python value a step staged with `jitc.function` depends on.
+        self.lr_name = _rate_name(tuple(names))
+        _RATES[self.lr_name] = tuple(names)
         self.lr = lr
         self._params = None
 
@@ -127,13 +153,8 @@ class Optimizer:
         """Optimizer state per parameter, `name.suffix`, zeros at first."""
         from . import get_state, set_state
 
-        from . import JitcError
-
         names = [f"{n}.{suffix}" for n in self.names]
         for param, slot in zip(self.names, names):
-            if slot in self.names:
-                raise JitcError(f"the parameter '{slot}' has the name of the {suffix} state of the "
-                                f"parameter '{param}': rename one of them")
             if get_state(slot) is None:
                 set_state(slot, _np.zeros_like(get_state(param)))
         return names
@@ -148,9 +169,10 @@ class SGD(Optimizer):
     ``p -= lr * v``; else ``p -= lr * g``."""
 
     def __init__(self, params, lr, momentum=0.0, weight_decay=0.0):
-        super().__init__(params, lr)
         self.momentum = float(momentum)
         self.weight_decay = float(weight_decay)
+        self._slot_suffixes = ("momentum",) if self.momentum else ()
+        super().__init__(params, lr)
         self._velocity = self._slots("momentum") if self.momentum else None
 
     def _update(self, params, gradients):
@@ -176,6 +198,8 @@ class Adam(Optimizer):
     bias corrections are computed from it in f64 in the graph: no step
     changes a Python value, so a training step staged with
     `jitc.function` serves every later step."""
+
+    _slot_suffixes = ("adam_m", "adam_v", "adam_step")
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
         from . import get_state, set_state

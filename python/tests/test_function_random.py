@@ -221,10 +221,10 @@ def test_a_random_program_agrees_with_its_plain_twin_on_every_call(exact_math, s
 
 
 _SERVED = []
-# Why served calls fell back: each must be one the programs can cause (a
-# guard, a branch or a loop going another way, an error the program
-# makes); any other error of a served graph would be a defect of staging
-# that the imperative rerun hides.
+# Why served calls fell back: each must be a guard that failed or a
+# branch that went a way no trace took (the programs make no error a
+# graph would meet); any other error of a served graph would be a defect
+# of staging that the imperative rerun hides.
 _FALLBACKS = []
 
 
@@ -241,5 +241,6 @@ def test_the_random_programs_fall_back_only_where_they_go_another_way():
     expected = re.compile(r"guard \d+ failed( at line \d+)?: |branch at .* went (True|False), which no trace took")
     unexpected = [reason for reason in _FALLBACKS if not expected.match(reason)]
     assert not unexpected, unexpected
-    # (The corpus does go other ways, so the check above checks something.)
-    assert _FALLBACKS, "no random program fell back"
+    # (The default corpus of 16 does go other ways, so the check above
+    # checks something.)
+    assert _FALLBACKS or PROGRAMS < 16, "no random program fell back"

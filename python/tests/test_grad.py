@@ -129,30 +129,55 @@ def test_adam_follows_its_formula():
     assert jitc.stats()["cache_hits"] >= 3
 
 
-def test_each_optimizer_has_its_own_learning_rate():
-    """Two optimizers over one parameter keep their own rates, and a
-    parameter named like a rate (`e.lr`) is not overwritten by one."""
+def test_each_list_of_parameters_has_its_own_learning_rate():
+    """Optimizers over different parameter lists that start with the same
+    parameter keep their own rates; a parameter named like a rate (`e.lr`)
+    is not overwritten by one, and one named like a rate already made is
+    an error."""
     p0 = np.array([0.0, 1.0, 5.0])
+    jitc.set_state("own.q", np.zeros(3))
     slow = jitc.optim.SGD({"own.p": p0}, lr=0.1)
-    fast = jitc.optim.SGD(["own.p"], lr=0.5)
-    assert (slow.lr, fast.lr) == (0.1, 0.5) and slow.lr_name != fast.lr_name
+    fast = jitc.optim.SGD(["own.p", "own.q"], lr=0.5)
+    assert (slow.lr, fast.lr) == (0.1, 0.5) and (slow.lr_name, fast.lr_name) == ("own.p.lr", "own.p.lr.2")
     p = p0.copy()
     for opt, lr in [(slow, 0.1), (fast, 0.5), (slow, 0.1)]:
-        quadratic(opt)
+        params = opt.parameters()
+        loss = jitc.sum((params[0] - 3.0) * (params[0] - 3.0))
+        for q in params[1:]:
+            loss = loss + jitc.sum(q * q)
+        opt.step(loss)
+        loss.item()
         p = p - lr * 2 * (p - 3)
         np.testing.assert_allclose(jitc.get_state("own.p"), p, rtol=1e-12)
     named = jitc.optim.SGD({"e": p0, "e.lr": np.full(3, 7.0)}, lr=0.2)
     assert named.lr_name == "e.lr.2" and named.lr == 0.2
     np.testing.assert_array_equal(jitc.get_state("e.lr"), np.full(3, 7.0))
     np.testing.assert_array_equal(jitc.get_state("e.lr.2"), np.asarray(0.2))
+    # A parameter that would be a rate is an error, and sets nothing.
+    first = jitc.optim.SGD({"f": p0}, lr=0.1)
+    with pytest.raises(jitc.JitcError, match=r"the parameter 'f.lr' is the learning rate of the optimizers over "
+                                             r"\['f'\]"):
+        jitc.optim.SGD({"g": np.ones(3), "f.lr": np.full(3, 7.0)}, lr=0.5)
+    assert first.lr == 0.1 and jitc.get_state("g") is None
+
+
+def test_an_optimizer_made_again_resumes_its_rate():
+    """An optimizer made again over the same parameters has the same rate's
+    name (a step staged with `jitc.function` keeps its facts), as it
+    resumes their slots."""
+    names = [jitc.optim.SGD({"again.p": np.zeros(2)}, lr=0.1).lr_name for _ in range(3)]
+    assert names == ["again.p.lr"] * 3
 
 
 def test_a_parameter_named_like_an_optimizer_slot_is_an_error():
     with pytest.raises(jitc.JitcError, match="the parameter 'slot.w.momentum' has the name of the momentum state "
                                              "of the parameter 'slot.w'"):
         jitc.optim.SGD({"slot.w": np.ones(2), "slot.w.momentum": np.ones(2)}, lr=0.1, momentum=0.9)
-    with pytest.raises(jitc.JitcError, match="adam_m state"):
-        jitc.optim.Adam({"slot.a": np.ones(2), "slot.a.adam_m": np.ones(2)})
+    for suffix in ("adam_m", "adam_v", "adam_step"):
+        with pytest.raises(jitc.JitcError, match=f"{suffix} state"):
+            jitc.optim.Adam({"slot.a": np.ones(2), f"slot.a.{suffix}": np.ones(2)})
+    # Nothing was set by the optimizers that failed.
+    assert jitc.get_state("slot.w") is None and jitc.get_state("slot.a") is None
 
 
 def test_a_training_step_is_one_fetch():
