@@ -41,7 +41,9 @@ the attributes the code names (as names or as strings), up to six
 levels; `__slots__` objects, sets, bytearrays and deques by contents.
 Objects are
 facts with their attributes (two levels deep, globals' too), which
-arguments are one object is a fact, NumPy scalars are facts by value,
+arguments are one object is a fact (an object a left-out parameter
+defaults to, `cfg=CONFIG`, is passed by the call as if given, so it is
+one of the call's objects), NumPy scalars are facts by value,
 and anything else by identity (held, so its address is not reused).
 
 **Generate.** After `profile` traced calls (3 by default) with the same
@@ -751,16 +753,31 @@ def _reachable_codes(fn):
     return codes, functions
 
 
+# What an object default of the function itself is in its held facts:
+# the call passes it (`Function._object_defaults`).
+_PASSED = "(passed by the call)"
+
+
 def _held(functions, fn):
     """What `functions` hold besides their code, by function: default
-    argument values (read by a call that omits an argument) and, but for
-    `fn`'s own (`Function._global_values` has those), closure variables."""
+    argument values (read by a call that omits an argument; `fn`'s that
+    are objects are the call's, `Function._object_defaults`, whose facts
+    are taken there) and, but for `fn`'s own (`Function._global_values`
+    has those), closure variables."""
     held = {}
     for k, f in enumerate(functions):
         # Functions may share a name (made by one factory): numbered.
         of = f"{f.__module__}.{f.__qualname__} ({k})"
-        if f.__defaults__ or f.__kwdefaults__:
-            held[f"defaults of {of}"] = (f.__defaults__, f.__kwdefaults__)
+        defaults, kwdefaults = f.__defaults__, f.__kwdefaults__
+        if f is fn and defaults:
+            code = f.__code__
+            first = code.co_argcount - len(defaults)
+            defaults = tuple(_PASSED if first + j >= code.co_posonlyargcount and _is_object(v) else v
+                             for j, v in enumerate(defaults))
+        if f is fn and kwdefaults:
+            kwdefaults = {n: _PASSED if _is_object(v) else v for n, v in kwdefaults.items()}
+        if defaults or kwdefaults:
+            held[f"defaults of {of}"] = (defaults, kwdefaults)
         if f is not fn:
             for name, cell in zip(f.__code__.co_freevars, f.__closure__ or ()):
                 if _cell_filled(cell):
@@ -1593,6 +1610,9 @@ class Function:
         # Whether the tensors held deeper than attributes (`self.layers[0].w`)
         # and in globals are inputs too (`_reach_deeper`).
         self._deep = False
+        # The parameters whose defaults are objects (`_object_defaults`),
+        # worked out for the defaults they were found in.
+        self._default_objects = None
         self._position_names = {}
         self._imperative = None
         self._counts = Counter()
@@ -1613,8 +1633,40 @@ class Function:
     def __call__(self, *args, **kwargs):
         return self._invoke(None, args, kwargs)
 
+    def _object_defaults(self, owner, args, kwargs):
+        """`kwargs` with the default of each parameter the call leaves out
+        whose default is an object (`def f(x, cfg=CONFIG)`) passed by name:
+        it is then one of the call's objects, as if the caller had passed
+        it (its attributes facts, rebinding them state), and a
+        `jitc.function` called on it inside is part of the call."""
+        fn = self.fn
+        defaults, kwdefaults = fn.__defaults__, fn.__kwdefaults__
+        if defaults is None and not kwdefaults:
+            return kwargs
+        found = self._default_objects
+        if found is None or found[0] is not defaults or found[1] is not kwdefaults:
+            code = fn.__code__
+            positional = code.co_varnames[:code.co_argcount]
+            listed = []
+            for k, value in enumerate(defaults or ()):
+                index = len(positional) - len(defaults) + k
+                if index >= code.co_posonlyargcount and _is_object(value):
+                    listed.append((positional[index], index, value))
+            listed += [(name, None, value) for name, value in (kwdefaults or {}).items() if _is_object(value)]
+            found = self._default_objects = (defaults, kwdefaults, listed)
+        filled = None
+        given = len(args) + (1 if owner is not None else 0)
+        for name, index, value in found[2]:
+            if name in kwargs or (index is not None and index < given):
+                continue
+            if filled is None:
+                filled = dict(kwargs)
+            filled[name] = value
+        return kwargs if filled is None else filled
+
     def _invoke(self, owner, args, kwargs):
         args, kwargs = _as_vars(args, kwargs)
+        kwargs = self._object_defaults(owner, args, kwargs)
         tracer = _tracing.tracer
         if tracer is not None:
             # Called while another call is traced (a nested or recursive

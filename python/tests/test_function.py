@@ -1034,6 +1034,45 @@ def test_a_method_named_like_a_pure_builtin_is_not_taken_for_one():
     assert staged.stats()["staged"] == 2
 
 
+class _Config:
+    def __init__(self, scale):
+        self.scale, self.calls = scale, 0
+
+
+@jitc.function
+def _scaled_by(x, cfg):
+    return x * cfg.scale
+
+
+_DEFAULT_CONFIG = _Config(2.0)
+
+
+def _with_default(x, cfg=_DEFAULT_CONFIG, *, count=_DEFAULT_CONFIG):
+    count.calls += 1
+    return _scaled_by(x, cfg) + 1.0
+
+
+def test_an_object_default_is_one_of_the_calls_objects():
+    """An object a parameter defaults to (`cfg=CONFIG`, keyword-only too)
+    is one of the call's objects, as if passed: a nested `jitc.function`
+    called on it is part of the call (it used to keep the caller
+    imperative), its attributes are facts (a changed scale is profiled
+    anew), and rebinding one is state of the graph."""
+    staged = jitc.function(_with_default)
+    x = np.arange(3, dtype=np.float32)
+    for k in range(10):
+        _DEFAULT_CONFIG.scale = 2.0 if k < 6 else 3.0
+        before = _DEFAULT_CONFIG.calls
+        np.testing.assert_array_equal(staged(x).numpy(), x * _DEFAULT_CONFIG.scale + 1.0)
+        assert _DEFAULT_CONFIG.calls == before + 1
+    # Passed explicitly, another object is used instead.
+    other = _Config(5.0)
+    np.testing.assert_array_equal(staged(x, other, count=other).numpy(), x * 5.0 + 1.0)
+    assert other.calls == 1
+    stats = staged.stats()
+    assert stats["staged"] >= 3 and stats["give_ups"] == 0, staged.explain()
+
+
 LOOKUP_TABLE = {"w": 2.0}
 LOOKUP = LOOKUP_TABLE.get
 
