@@ -177,7 +177,10 @@ rebound to Python values that are not relaxed numbers (a string, a
 tuple, a number still a fact) are set in Python after the whole call
 succeeded, not through state ops; a
 loop over a Python `range` is unrolled (one graph per trip count); and
-the guards are written by the tracer, not by `meta-specialize`.
+the guards are written by the tracer, not by `meta-specialize`, and
+calls are served here, not by the runtime's `Session` (ARCHITECTURE.md
+says why: a trace has no generic program to specialize, and the
+fallback is the Python function).
 """
 
 import ast
