@@ -397,11 +397,13 @@ class _Tracer:
         value = bool(np.frombuffer(data, dtype=var.dtype).reshape(-1)[0])
         frame = sys._getframe(1)
         site = _site(frame)
-        # For staging a loop: the Python state at this decision, and
-        # whether it is a `while` loop's test.
+        # For staging a loop: the Python state at this decision, whether
+        # it is a `while` loop's test, and the value each piece of named
+        # state holds (those not touched yet hold their value before the
+        # call, `_Loop.states_agree`).
         user = _user_frame(frame)
         with _HookOff():
-            self.boundaries[len(self.entries)] = (self._python_state(user), _loop_test(user))
+            self.boundaries[len(self.entries)] = (self._python_state(user), _loop_test(user), dict(self.named))
         if getattr(var, "_kind", None) is not None:
             # A branch on a relaxed number (Python branched on the number
             # itself when it was not relaxed).
@@ -1388,8 +1390,14 @@ class _Loop:
         states = []
         for j, d in enumerate(self.ds):
             chunk = j - 1 if while_loop else j
-            state = _without(t.tracer.boundaries[d][0], target)
-            states.append(_relabel_state(state, relative(chunk)))
+            python, _, named = t.tracer.boundaries[d]
+            # Named state too: which value each name holds at the test (a
+            # loop that writes a name a value that is not what it held
+            # the iteration before, or swaps two names, is not the same
+            # at every test, and does not fold).
+            held = tuple((("named", name), ("tensor", id(named.get(name, before))))
+                         for name, before in sorted(t.tracer.named_before.items()))
+            states.append(_relabel_state((_without(python, target), held), relative(chunk)))
         steady = states[1:] if while_loop else states
         if any(s != steady[0] for s in steady[1:]):
             return False

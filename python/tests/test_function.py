@@ -2363,10 +2363,38 @@ def _last_written(x, limit):
     return h
 
 
+def _write_carried(x, limit):
+    c = x
+    while jitc.sum(c) < limit:
+        c = c + x
+        jitc.write_state("loop.e", c)
+    return c
+
+
+def _swap_state():
+    a, b = jitc.read_state("loop.f"), jitc.read_state("loop.g")
+    jitc.write_state("loop.f", b)
+    jitc.write_state("loop.g", a)
+
+
+def _swapping(x, limit):
+    c = x
+    while jitc.sum(c) < limit:
+        c = c + x
+        _swap_state()
+    return c
+
+
 @pytest.mark.parametrize("fn,names,folds", [
     (_count_up, ["loop.a", "loop.b"], True),
     (_grow, ["loop.c"], True),
     (_last_written, ["loop.d"], False),
+    # A carried value that is not what the name held before the loop, and
+    # two names swapped each iteration: the named state is not the same
+    # at every test (with 0 iterations the state must stay; with an even
+    # count the swap undoes itself).
+    (_write_carried, ["loop.e"], False),
+    (_swapping, ["loop.f", "loop.g"], False),
 ])
 def test_a_loop_over_named_state_folds_into_an_scf_while(exact_math, fn, names, folds):
     """Named state read and written in a `while` loop on a tensor
