@@ -56,8 +56,9 @@ The ops before it, one iteration (the second, on placeholders for the
 values it carries) and the ops after it are compiled as one graph that
 runs any trip count, when the iterations are the same ops, nothing else
 decides inside the loop, and the Python state (every frame's locals, the
-attributes the facts cover, a `for` loop's target aside) is the same at
-the tests, so that no later iteration can do something else in Python;
+attributes the facts cover, the globals, closures and defaults of all
+the code the function runs, the value each piece of named state holds;
+a `for` loop's target aside) is the same at the tests, so that no later iteration can do something else in Python;
 the branches outside the loop are guards. Otherwise, when the traces went different ways, each is
 replayed whole onto fresh nodes at its ops' Python sites, its branches as
 decisions, and `jitc_runtime::graph::stage_merged` merges them into one
@@ -160,7 +161,8 @@ stand-in is a `jitc.Var`, not an `int`). If not, the number goes back to
 being a fact by value (*relaxations_undone*), with the reason.
 
 What is not done yet: a loop on tensor values that is not one of those
-(a `break` that is not the end of a `for` loop's body, a loop over
+(a `break` that is not the end of a `for` loop's body, a `return` or
+`raise` in its body, a loop run more than once in a call at one site, a loop over
 something else than `range`, a loop that changes a Python counter, a
 second tensor decision inside the loop, or one run fewer than twice in
 every trace kept) is unrolled to the trip counts traced, each count a
@@ -336,6 +338,9 @@ class _Tracer:
         # Entry index of each decision -> (Python state, a `while` test?),
         # and the entry counts at calls of stateful builtins (`next`).
         self.boundaries = {}
+        # What the facts cover beyond the stack, by label (`_python_state`):
+        # set by the function that traces.
+        self.held = None
         self.stateful = []
         self.codes = set()
         # Each code object the call ran -> the globals it ran with.
@@ -403,7 +408,8 @@ class _Tracer:
         # call, `_Loop.states_agree`).
         user = _user_frame(frame)
         with _HookOff():
-            self.boundaries[len(self.entries)] = (self._python_state(user), _loop_test(user), dict(self.named))
+            test = _loop_test(user)
+            self.boundaries[len(self.entries)] = (self._python_state(user, test), test, dict(self.named))
         if getattr(var, "_kind", None) is not None:
             # A branch on a relaxed number (Python branched on the number
             # itself when it was not relaxed).
@@ -412,26 +418,30 @@ class _Tracer:
         self.decisions.append((site, value))
         return value
 
-    def _python_state(self, frame):
+    def _python_state(self, frame, test):
         """What the Python code can see at `frame` that may change while
         the call runs: the locals of every frame of the traced call, the
         globals its code names that may hold state (`_named_globals`; a
         `jitc.Var` by its native value, objects with their attributes), and
-        the attributes of the objects the facts cover. Narrower than the
-        facts (`_global_reads`: attributes of modules and classes too, and
-        functions' closures and defaults) on purpose: a call that changes
-        those is not staged at all (`_first_run` compares them before and
-        after), so within a staged call they cannot differ between two
-        tests; reading them at each decision cost about 0.1 ms per traced
-        call of `examples/python/terra_alternating.py` (0.5 ms while the
-        profile hook was on)."""
+        the attributes of the objects the facts cover. At a loop's `test`,
+        also everything the facts cover that the code not on the stack
+        holds (`held`: the globals of all the code the function runs, the
+        attributes of modules and classes it names, functions' closures
+        and defaults): a helper called in the loop may change its closure
+        or a global and the function put it back after the loop, which the
+        before-and-after comparison (`_first_run`) cannot see, and then no
+        later iteration need do in Python what the traced ones did. (Not
+        at other decisions: there it cost about 0.1 ms per traced call of
+        `examples/python/terra_alternating.py`.)"""
         frames = []
         while frame is not None and frame.f_code is not _PLAIN_CODE:
             if not frame.f_code.co_filename.startswith(_PACKAGE):
                 frames.append((frame.f_code, _state_of(frame.f_locals),
                                _state_of(_named_globals(frame.f_code, frame.f_globals))))
             frame = frame.f_back
-        return tuple(frames), tuple(_state_of(vars(o)) for o in self.object_refs)
+        objects = tuple(_state_of(vars(o)) for o in self.object_refs)
+        held = _state_of(self.held()) if test is not None and self.held is not None else ()
+        return tuple(frames), (objects, held)
 
     def relax_failed(self, why):
         self.relax_failures.append(f"{why} at {_site(sys._getframe(2))}")
@@ -1065,6 +1075,27 @@ _LOOP_TESTS = {}
 _POSITIONS = {}
 
 
+def _exits(statements, nested=False):
+    """Whether `statements` of a loop's body may leave the loop other than
+    at its test: a `break` of that loop (not of a loop inside it), a
+    `return`, a `raise` (code after the loop may catch it and run the
+    loop again: its tests would look like one run's). Such a loop is not
+    folded (`_loop_tests`)."""
+    for node in statements:
+        if isinstance(node, (ast.Return, ast.Raise)) or (isinstance(node, ast.Break) and not nested):
+            return True
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            # Its body's `break`s are its own; its `else`'s are the outer loop's.
+            if _exits(node.body, True) or _exits(node.orelse, nested):
+                return True
+            continue
+        if _exits(ast.iter_child_nodes(node), nested):
+            return True
+    return False
+
+
 def _loop_tests(code):
     """The lines of `code`'s loop tests: a `while` statement's test
     (`("while",)`), and the test of an `if ...: break` that ends the body
@@ -1093,11 +1124,12 @@ def _loop_tests(code):
 
     for node in ast.walk(tree) if tree is not None else ():
         if isinstance(node, ast.While):
-            tests[span(node.test)] = ("while",)
+            if not _exits(node.body):
+                tests[span(node.test)] = ("while",)
         elif isinstance(node, ast.For) and not node.orelse and isinstance(node.target, ast.Name) and node.body:
             last, call = node.body[-1], node.iter
             if not (isinstance(last, ast.If) and not last.orelse and len(last.body) == 1
-                    and isinstance(last.body[0], ast.Break)):
+                    and isinstance(last.body[0], ast.Break)) or _exits(node.body[:-1]):
                 continue
             if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "range"
                     and not call.keywords and 1 <= len(call.args) <= 3
@@ -1356,6 +1388,10 @@ class _Loop:
                 return False
             if test[0] == "for" and values[-1] == go and len(ds) != test[2]:
                 return False
+            if test[0] == "for" and len(ds) > test[2]:
+                # More tests than the range has: the loop ran more than
+                # once (called twice, or in another loop).
+                return False
             if len({ds[i + 1] - ds[i] for i in range(len(ds) - 1)}) != 1:
                 return False
             loop = _Loop(trace, ds, go, test)
@@ -1603,6 +1639,13 @@ class Function:
             raise ValueError("profile must be at least 1")
         if max_facts < 1:
             raise ValueError("max_facts must be at least 1")
+        self.__wrapped__ = fn
+        # A bound method (`jitc.function(self._step)`): its object is
+        # `self` of every call, one of the call's objects, as for a method
+        # made speculative in its class.
+        self._owner = None
+        if isinstance(fn, types.MethodType):
+            self._owner, fn = fn.__self__, fn.__func__
         self.fn = fn
         self.profile = profile
         self.max_fallbacks = max_fallbacks
@@ -1610,7 +1653,6 @@ class Function:
         self.merge = merge
         self.__name__ = getattr(fn, "__name__", "function")
         self.__doc__ = getattr(fn, "__doc__", None)
-        self.__wrapped__ = fn
         self._facts = {}
         # Numbers that are graph inputs (JANUS's relaxed assumptions), those
         # whose relaxation was undone, and each call's numbers by the rest
@@ -1642,7 +1684,7 @@ class Function:
         return _Bound(self, obj)
 
     def __call__(self, *args, **kwargs):
-        return self._invoke(None, args, kwargs)
+        return self._invoke(self._owner, args, kwargs)
 
     def _object_defaults(self, owner, args, kwargs):
         """`kwargs` with the default of each parameter the call leaves out
@@ -2313,6 +2355,7 @@ class Function:
         tracer = _Tracer()
         tracer.objects = {id(o) for o in objects}
         tracer.object_refs = list(objects)
+        tracer.held = lambda: {**_global_reads(self._codes), **_held(self._functions, self.fn)}
         previous_profile = sys.getprofile()
         _tracing.tracer = tracer
         sys.setprofile(tracer.profile)

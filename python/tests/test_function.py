@@ -2426,6 +2426,104 @@ def test_a_loop_over_named_state_folds_into_an_scf_while(exact_math, fn, names, 
         assert "scf.while" not in staged.explain(), staged.explain()
 
 
+def _bump(x, limit):
+    for _ in range(2):
+        jitc.write_state("exit.s", jitc.read_state("exit.s") + x)
+        if jitc.sum(jitc.read_state("exit.s")) > limit:
+            break
+
+
+def _bump_twice(x, limit):
+    # (On one line: both runs' tests are at one site.)
+    _bump(x, limit), _bump(x, limit)
+    return jitc.read_state("exit.s")
+
+
+def _while_with_break(x, limit):
+    for _ in (0, 0, 0):
+        while jitc.sum(jitc.read_state("exit.s")) < limit:
+            jitc.write_state("exit.s", jitc.read_state("exit.s") + x)
+            break
+    return jitc.read_state("exit.s") * 2.0
+
+
+def _make_counter():
+    cell = [0]
+
+    def count():
+        cell[0] += 1
+        return cell[0]
+
+    def reset():
+        cell[0] = 0
+
+    return count, reset
+
+
+_COUNT, _RESET = _make_counter()
+
+
+def _counted(x, limit):
+    c = x
+    while jitc.sum(c) < limit:
+        c = c + x
+        jitc.write_state("exit.s", jitc.read_state("exit.s") + float(_COUNT() > 3))
+    _RESET()
+    return c
+
+
+@pytest.mark.parametrize("fn,limits", [
+    # One `for ... break` loop run twice (a helper called twice): its tests
+    # at one site are not one run's.
+    (_bump_twice, [7, 7, 7, 100, 1, 4, 10, 0, 7]),
+    # A `while` left by `break` inside a Python loop.
+    (_while_with_break, [5, 5, 5, 30, 0, 4, 7, 100, 5]),
+    # A helper's closure changed in the loop and put back after it.
+    (_counted, [10, 10, 10, 16, 0, 10, 30]),
+])
+def test_loops_that_do_not_fold_are_never_served_as_one(exact_math, fn, limits):
+    """Loops whose tests look like one run's but are not, or whose Python
+    state changes where the tests do not look: served calls give what the
+    imperative calls give, state included (each was served wrong by a
+    folded loop)."""
+    staged = jitc.function(fn)
+    x = np.ones(3, np.float32)
+    for k, limit in enumerate(limits):
+        limit = np.array(limit, np.float32)
+        outcomes = []
+        for run in (lambda: staged(x, limit), lambda: fn(jitc.Var(x), jitc.Var(limit))):
+            jitc.set_state("exit.s", np.zeros(3, np.float32))
+            outcomes.append((run().numpy(), jitc.read_state("exit.s").numpy()))
+        (got, got_state), (want, want_state) = outcomes
+        np.testing.assert_array_equal(got, want, err_msg=f"call {k}")
+        np.testing.assert_array_equal(got_state, want_state, err_msg=f"state after call {k}")
+    assert "scf.while" not in staged.explain(), staged.explain()
+
+
+class _BoundStep:
+    def __init__(self):
+        self.h = jitc.Var(np.zeros(3, np.float32))
+        self.step = jitc.function(self._step)
+
+    def _step(self, x):
+        if jitc.sum(x) > 0:
+            self.h = x * 2.0
+        return x
+
+
+def test_a_bound_method_made_speculative_tracks_its_object():
+    """`jitc.function(self._step)`: the method's object is `self` of every
+    call, so the attribute the step rebinds is state of the graph (served
+    calls used to leave it stale)."""
+    staged, plain = _BoundStep(), _BoundStep()
+    for k in range(9):
+        x = np.full(3, float(k % 3) - 0.5, np.float32)
+        staged.step(x)
+        plain._step(jitc.Var(x))
+        np.testing.assert_array_equal(staged.h.numpy(), plain.h.numpy(), err_msg=f"call {k}")
+    assert staged.step.stats()["staged"] >= 4, staged.step.explain()
+
+
 class _Tally:
     def __init__(self, prefix):
         self.prefix, self.count = prefix, 0

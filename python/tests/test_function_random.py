@@ -1,7 +1,8 @@
 """`@jitc.function` on random programs: a generator writes methods of the
 kind the speculation must handle (branches and `while` loops on tensor
 values, Python loops, attribute reads and rebinds, a Python counter,
-named state, sub-layers' tensors (also in a list), a nested
+named state (also read and written in `while` loops, which fold into
+`scf.while`s: the programs' source is where `inspect` finds it), sub-layers' tensors (also in a list), a nested
 `jitc.function`, a NumPy array changed in place and a global changed
 between calls, a `raise` under a tensor condition, a Python number
 argument that changes, passed by position or keyword, five return
@@ -13,6 +14,7 @@ exception when the plain call raises.
 `JITC_RANDOM_PROGRAMS=N` runs N programs instead of the default."""
 
 import collections
+import linecache
 import os
 import re
 import textwrap
@@ -91,8 +93,19 @@ class _Writer:
             self.lines.append(f"{pad}if jitc.max(h) > 3.0:")
             self.lines.append(f'{pad}    raise ValueError("too large")')
         elif kind == "while":
-            self.lines.append(f"{pad}while jitc.max(h) > {float(self.rng.choice([1.0, 2.0]))}:")
+            # (Low thresholds, so that loops run several times and fold.)
+            self.lines.append(f"{pad}while jitc.max(h) > {float(self.rng.choice([0.125, 0.25, 1.0]))}:")
             self.lines.append(f"{pad}    h = h * 0.5")
+            # Named state in the loop: carried from one iteration to the
+            # next (folds), or written a value the next does not read.
+            extra = self.rng.choice(["none", "carried", "last", "attribute"])
+            if extra == "carried":
+                self.lines.append(f'{pad}    jitc.write_state(self.p + "m", '
+                                  f'jitc.tanh(jitc.read_state(self.p + "m") * {c} + jitc.sum(h)))')
+            elif extra == "last":
+                self.lines.append(f'{pad}    jitc.write_state(self.p + "m", jitc.sum(h) * {c})')
+            elif extra == "attribute":
+                self.lines.append(f"{pad}    self.a = self.a * {c} + jitc.mean(h, axis=0)")
         elif kind in ("if", "if_number"):
             if kind == "if":
                 threshold = float(self.rng.choice([-1.0, 0.0, 1.0]))
@@ -169,7 +182,10 @@ def test_a_random_program_agrees_with_its_plain_twin_on_every_call(exact_math, s
     rng = np.random.default_rng(1000 + seed)
     source = _Writer(rng).program()
     scope = {"jitc": jitc, "collections": collections}
-    exec(compile(source, f"<random program {seed}>", "exec"), scope)
+    # (Its source where `inspect` finds it, so that its loops can fold.)
+    filename = f"<random program {seed}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), scope)
     model = scope["Model"]
     n = int(rng.integers(2, 5))
     a = rng.standard_normal(n).astype(np.float32)
@@ -218,6 +234,8 @@ def test_a_random_program_agrees_with_its_plain_twin_on_every_call(exact_math, s
     assert stats["staged_graphs"] + stats["raised"] >= 1, f"{source}\n{model.g.explain()}"
     _SERVED.append((stats["staged"], stats["calls"]))
     _FALLBACKS.extend(reason for event, reason in model.g._log if event == "fallback")
+    _FOLDED.append(any(event in ("stage", "restage") and "as an scf.while" in reason
+                       for event, reason in model.g._log))
 
 
 _SERVED = []
@@ -226,6 +244,8 @@ _SERVED = []
 # graph would meet); any other error of a served graph would be a defect
 # of staging that the imperative rerun hides.
 _FALLBACKS = []
+# Whether each program's loop was staged as an `scf.while` at some point.
+_FOLDED = []
 
 
 def test_graphs_served_a_good_share_of_the_random_programs_calls():
@@ -233,6 +253,8 @@ def test_graphs_served_a_good_share_of_the_random_programs_calls():
         pytest.skip("the random programs did not all run in this session")
     served, calls = map(sum, zip(*_SERVED))
     assert served >= calls // 4, f"graphs served {served} of {calls} calls"
+    # Loops are folded too (so the checks above cover served `scf.while`s).
+    assert sum(_FOLDED) >= 1 or PROGRAMS < 16, f"no loop was folded in {PROGRAMS} programs"
 
 
 def test_the_random_programs_fall_back_only_where_they_go_another_way():
