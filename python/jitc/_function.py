@@ -8,6 +8,10 @@ staged, speculative graph, as JANUS does it (`papers/janus.txt`).
             h = h * 2.0
         return h
 
+It takes a function, a method (in its class, or bound: `jitc.function(
+model.step)`, whose object is then `self` of every call), or an object
+with a Python `__call__` (a model); anything else is a `TypeError`.
+
 **Profile.** The first calls with a given set of *facts* (each argument's
 shape and type, the values of Python arguments, the attributes of `self`
 and of object arguments and the class attributes the code may read
@@ -248,6 +252,15 @@ _CALLABLES = (types.FunctionType, types.MethodType, functools.partial)
 _BY_IDENTITY = frozenset({types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type, np.ufunc})
 
 
+def _own_attributes(fn):
+    """A function's attributes (`helper.calls = 0`), those `functools.wraps`
+    sets (`__wrapped__`, ...) aside, sorted by name."""
+    held = fn.__dict__
+    if not held:
+        return ()
+    return tuple(sorted((k, v) for k, v in held.items() if not k.startswith("__")))
+
+
 def _bound_builtin(x):
     """Whether `x` is a builtin method bound to an object (`table.get`,
     `(1).__add__`), which is not a fact by identity: its object may
@@ -440,7 +453,13 @@ class _Tracer:
                                _state_of(_named_globals(frame.f_code, frame.f_globals))))
             frame = frame.f_back
         objects = tuple(_state_of(vars(o)) for o in self.object_refs)
-        held = _state_of(self.held()) if test is not None and self.held is not None else ()
+        held = ()
+        if test is not None and self.held is not None:
+            held = _state_of(self.held())
+            # (And the class attributes the code may read through the
+            # objects: `type(self).steps += 1`.)
+            names = _top('names', frozenset())
+            objects += tuple(_state_of(_class_reads(o, names)) for o in self.object_refs)
         return tuple(frames), (objects, held)
 
     def relax_failed(self, why):
@@ -597,9 +616,11 @@ def _fact_py(x, depth=0, input=False, level=0, fact=None):
     if isinstance(x, dict):
         return ("dict", tuple((repr(k), fact(v, depth, False, level + 1)) for k, v in x.items()))
     if isinstance(x, types.FunctionType) and depth <= 1:
-        # A function passed in or held: what its closure and defaults hold.
+        # A function passed in or held: what its closure, defaults and
+        # attributes (`helper.calls`) hold.
         held = [c.cell_contents for c in x.__closure__ or () if _cell_filled(c)]
-        return ("function", _Identity(x), fact((held, x.__defaults__, x.__kwdefaults__), depth + 1, False, level + 1))
+        return ("function", _Identity(x), fact((held, x.__defaults__, x.__kwdefaults__, _own_attributes(x)),
+                                               depth + 1, False, level + 1))
     if isinstance(x, types.MethodType):
         return ("method", _Identity(x.__func__), fact(x.__self__, depth + 1, False, level + 1))
     if _bound_builtin(x):
@@ -844,7 +865,9 @@ def _global_reads(codes):
             value = scope.get(name, _MISSING)
             if value is not _MISSING:
                 reads[label] = value
-                if isinstance(value, (types.ModuleType, type)):
+                if isinstance(value, (types.ModuleType, type)) or (type(value) is types.FunctionType
+                                                                   and value.__dict__):
+                    # (A function's attributes too: `helper.scale`.)
                     _attribute_reads(reads, label, value, names, 2)
     return reads
 
@@ -997,7 +1020,8 @@ def _marker(value, depth=0):
                 value.tobytes() if value.size <= 64 else _digest(value))
     if isinstance(value, types.FunctionType):
         held = [c.cell_contents for c in value.__closure__ or () if _cell_filled(c)]
-        return ("function", id(value), _marker((held, value.__defaults__, value.__kwdefaults__), depth + 1))
+        return ("function", id(value), _marker((held, value.__defaults__, value.__kwdefaults__,
+                                                _own_attributes(value)), depth + 1))
     if isinstance(value, types.MethodType):
         return ("method", id(value.__func__), _marker(value.__self__, depth + 1))
     if _bound_builtin(value):
@@ -1079,10 +1103,12 @@ def _exits(statements, nested=False):
     """Whether `statements` of a loop's body may leave the loop other than
     at its test: a `break` of that loop (not of a loop inside it), a
     `return`, a `raise` (code after the loop may catch it and run the
-    loop again: its tests would look like one run's). Such a loop is not
-    folded (`_loop_tests`)."""
+    loop again: its tests would look like one run's), a `yield` or
+    `await` (what consumes the values is out of sight: `list(gen())`).
+    Such a loop is not folded (`_loop_tests`)."""
     for node in statements:
-        if isinstance(node, (ast.Return, ast.Raise)) or (isinstance(node, ast.Break) and not nested):
+        if isinstance(node, (ast.Return, ast.Raise, ast.Yield, ast.YieldFrom, ast.Await)) or (
+                isinstance(node, ast.Break) and not nested):
             return True
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
@@ -1135,12 +1161,16 @@ def _loop_tests(code):
                     and not call.keywords and 1 <= len(call.args) <= 3
                     and all(isinstance(a, (ast.Constant, ast.Name)) for a in call.args)):
                 continue
-            names = {a.id for a in call.args if isinstance(a, ast.Name)} | {"range"}
+            names = {a.id for a in call.args if isinstance(a, ast.Name)}
             assigned = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
             # The target is left out of the Python state compared at each
-            # test, so nothing in the loop may read it.
-            read = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-            if names & assigned or node.target.id in read:
+            # test, so nothing may read it (in the loop or after it).
+            read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+            # The range's arguments are read again at each test: only
+            # locals nothing else can rebind (no global, no variable a
+            # nested function shares) have the values the loop started with.
+            fixed = set(code.co_varnames) - set(code.co_cellvars)
+            if names & assigned or names - fixed or node.target.id in read:
                 continue
             arguments = tuple(("name", a.id) if isinstance(a, ast.Name) else ("constant", a.value)
                               for a in call.args)
@@ -1646,6 +1676,17 @@ class Function:
         self._owner = None
         if isinstance(fn, types.MethodType):
             self._owner, fn = fn.__self__, fn.__func__
+        elif (not isinstance(fn, (types.FunctionType, type, Function, _Bound))
+              and type(getattr(type(fn), "__call__", None)) is types.FunctionType):
+            # A callable object (a model with `__call__`): the same.
+            self._owner, fn = fn, type(fn).__call__
+        if type(fn) is not types.FunctionType:
+            what = ("a jitc.function already" if isinstance(fn, (Function, _Bound))
+                    else f"a {type(fn).__name__}, not a Python function or method")
+            hint = (": wrap it in a def, or pass the function and give the arguments at the call"
+                    if isinstance(fn, functools.partial) else "")
+            raise TypeError(f"jitc.function needs a Python function, a method, or an object with a Python "
+                            f"__call__; {getattr(fn, '__name__', repr(fn))} is {what}{hint}")
         self.fn = fn
         self.profile = profile
         self.max_fallbacks = max_fallbacks
@@ -1679,7 +1720,8 @@ class Function:
 
     # -- calling ---------------------------------------------------------------
     def __get__(self, obj, objtype=None):
-        if obj is None:
+        if obj is None or self._owner is not None:
+            # (Made from a bound method, it keeps that method's object.)
             return self
         return _Bound(self, obj)
 
@@ -1693,6 +1735,9 @@ class Function:
         it (its attributes facts, rebinding them state), and a
         `jitc.function` called on it inside is part of the call."""
         fn = self.fn
+        if type(fn) is not types.FunctionType:
+            # (A `functools.partial`, a callable object: not followed.)
+            return kwargs
         defaults, kwdefaults = fn.__defaults__, fn.__kwdefaults__
         if defaults is None and not kwdefaults:
             return kwargs

@@ -2500,6 +2500,118 @@ def test_loops_that_do_not_fold_are_never_served_as_one(exact_math, fn, limits):
     assert "scf.while" not in staged.explain(), staged.explain()
 
 
+def _target_after_loop(x):
+    for i in range(20):
+        x = x * 2.0
+        if jitc.sum(x) > 100.0:
+            break
+    return x, i
+
+
+def _bound_rebound(x):
+    n = 3
+
+    def widen():
+        nonlocal n
+        n = 50
+
+    for _ in range(n):
+        widen()
+        x = x * 2.0
+        if jitc.sum(x) > 100.0:
+            break
+    return x
+
+
+def _doubling(x):
+    _doubling.calls += 1
+    return x * 2.0
+
+
+def _function_attribute(x):
+    _doubling.calls = 0
+    while jitc.sum(x) < 100.0:
+        x = _doubling(x)
+    return x, _doubling.calls
+
+
+class _Steps:
+    steps = 0
+
+    def run(self, x):
+        while jitc.sum(x) < 100.0:
+            x = x * 2.0
+            type(self).steps += 1
+        n = type(self).steps
+        type(self).steps = 0
+        return x, n
+
+
+def _doublings(x):
+    while jitc.sum(x) < 100.0:
+        x = x * 2.0
+        yield x
+
+
+def _consumed(x):
+    ys = [x] + list(_doublings(x))
+    return ys[-1], len(ys)
+
+
+@pytest.mark.parametrize("fn", [_target_after_loop, _bound_rebound, _function_attribute, _Steps().run, _consumed],
+                         ids=["target after the loop", "range bound rebound", "function attribute",
+                              "class attribute through type(self)", "generator consumed by list"])
+def test_loops_whose_python_side_the_tests_cannot_see_are_not_folded(exact_math, fn):
+    """A `for` loop's target read after the loop, a range bound a nested
+    function rebinds, a counter in a function's attribute or in a class
+    attribute reached through `type(self)`, a loop in a generator that a C
+    call consumes: each was served by a folded loop with the traced
+    Python-side result; now each call equals the plain call."""
+    staged = jitc.function(fn)
+
+    def plain_values(result):
+        return tuple(v.numpy().tolist() if isinstance(v, jitc.Var) else v
+                     for v in (result if isinstance(result, tuple) else (result,)))
+
+    for k, v in enumerate([20.0, 10.0, 30.0, 1.0, 0.5, 60.0, 3.0]):
+        x = np.full(2, v, np.float32)
+        assert plain_values(staged(x)) == plain_values(fn(jitc.Var(x))), (k, staged.explain())
+
+
+class _Scaled:
+    def __init__(self):
+        self.s = 2.0
+
+    def step(self, x):
+        return x * self.s
+
+    def __call__(self, x):
+        return x * self.s
+
+
+def test_what_jitc_function_takes():
+    """A bound method keeps its object (also when the Function is read as
+    another class's attribute), a callable object is `self` of its
+    `__call__`, and anything else is a TypeError that says what to do."""
+    import functools
+
+    scaled = _Scaled()
+    holder = type("Holder", (), {"s": 5.0, "g": jitc.function(scaled.step)})
+    x = np.ones(2, np.float32)
+    np.testing.assert_array_equal(holder().g(x).numpy(), x * 2.0)
+    model = jitc.function(scaled)
+    for k in range(5):
+        scaled.s = 2.0 if k < 4 else 3.0
+        np.testing.assert_array_equal(model(x).numpy(), x * scaled.s)
+    assert model.stats()["staged"] >= 1, model.explain()
+    with pytest.raises(TypeError, match="is a partial, not a Python function or method: wrap it in a def"):
+        jitc.function(functools.partial(_Scaled.step, scaled))
+    with pytest.raises(TypeError, match="is a jitc.function already"):
+        jitc.function(model)
+    with pytest.raises(TypeError, match="is a builtin_function_or_method, not a Python function"):
+        jitc.function(len)
+
+
 class _BoundStep:
     def __init__(self):
         self.h = jitc.Var(np.zeros(3, np.float32))
