@@ -42,7 +42,13 @@ in are facts with what they hold (their object, arguments, closure
 variables and defaults), and so are the closure variables and defaults
 of the helpers followed; objects past two levels are followed through
 the attributes the code names (as names or as strings), up to six
-levels; `__slots__` objects, sets, bytearrays and deques by contents.
+levels; `__slots__` objects, sets (in the order they iterate in),
+bytearrays and deques by contents; a subclass of a list, tuple or dict
+with its attributes too; a dict's object keys by their facts; the order
+of keyword arguments; a global function that holds a closure, defaults
+or attributes (`helper.calls`) by what it holds; a module the code
+imports in its body by the attributes the code names; a class attribute
+the object shadows (`type(self).k`) too.
 Objects are
 facts with their attributes (two levels deep, globals' too), which
 arguments are one object is a fact (an object a left-out parameter
@@ -261,6 +267,23 @@ def _own_attributes(fn):
     return tuple(sorted((k, v) for k, v in held.items() if not k.startswith("__")))
 
 
+def _subclass_attributes(x, depth, level, fact):
+    """The facts of the attributes an instance of a subclass of a builtin
+    container holds (none for a named tuple, which has no `__dict__`)."""
+    held = getattr(x, "__dict__", None)
+    if not held:
+        return ()
+    return tuple(sorted((k, fact(v, depth + 1, False, level + 1)) for k, v in held.items()))
+
+
+def _function_holds(x):
+    """Whether the function `x` holds state besides its code: a closure,
+    defaults or attributes (then a global naming it is a fact by what it
+    holds, not only by identity: a factory's new function of the same
+    code, bound to the global, holds other values)."""
+    return bool(x.__closure__ or x.__defaults__ or x.__kwdefaults__ or x.__dict__)
+
+
 def _bound_builtin(x):
     """Whether `x` is a builtin method bound to an object (`table.get`,
     `(1).__add__`), which is not a fact by identity: its object may
@@ -273,8 +296,11 @@ def _bound_builtin(x):
 
 
 def _by_identity(x):
-    """Whether the global `x` is a fact as itself (`_BY_IDENTITY`)."""
-    return type(x) in _BY_IDENTITY and not _bound_builtin(x)
+    """Whether the global `x` is a fact as itself (`_BY_IDENTITY`): not a
+    builtin bound method, nor a function that holds state
+    (`_function_holds`)."""
+    return (type(x) in _BY_IDENTITY and not _bound_builtin(x)
+            and not (type(x) is types.FunctionType and _function_holds(x)))
 
 
 def _pure_owner(fn):
@@ -605,16 +631,26 @@ def _fact_py(x, depth=0, input=False, level=0, fact=None):
         return ("value", str(x.dtype), repr(x.item()))
     if isinstance(x, (tuple, list)):
         # (Two named tuple classes may share a name: a subclass by identity.)
-        kind = type(x).__name__ if type(x) in (tuple, list) else _Identity(type(x))
-        return ("sequence", kind, tuple(fact(v, depth, input and level == 0, level + 1) for v in x))
+        items = tuple(fact(v, depth, input and level == 0, level + 1) for v in x)
+        if type(x) in (tuple, list):
+            return ("sequence", type(x).__name__, items)
+        # A subclass's instance: its attributes too (`self.layers.scale`).
+        return ("sequence", _Identity(type(x)), items, _subclass_attributes(x, depth, level, fact))
     if isinstance(x, (set, frozenset)):
-        return ("set", type(x).__name__, tuple(sorted((fact(v, depth, False, level + 1) for v in x), key=repr)))
+        # In the order it iterates in (equal sets may iterate differently).
+        return ("set", type(x).__name__, tuple(fact(v, depth, False, level + 1) for v in x))
     if isinstance(x, (bytearray, memoryview)):
         return ("bytes", type(x).__name__, _bytes(x))
     if isinstance(x, collections.deque):
         return ("sequence", "deque", tuple(fact(v, depth, False, level + 1) for v in x))
     if isinstance(x, dict):
-        return ("dict", tuple((repr(k), fact(v, depth, False, level + 1)) for k, v in x.items()))
+        # A key by `repr` if a simple value, else by its fact (an object
+        # key's attributes).
+        items = tuple((repr(k) if type(k) in _EXACT_SIMPLE else fact(k, depth, False, level + 1),
+                       fact(v, depth, False, level + 1)) for k, v in x.items())
+        if type(x) is dict:
+            return ("dict", items)
+        return ("dict", _Identity(type(x)), items, _subclass_attributes(x, depth, level, fact))
     if isinstance(x, types.FunctionType) and depth <= 1:
         # A function passed in or held: what its closure, defaults and
         # attributes (`helper.calls`) hold.
@@ -846,6 +882,26 @@ def _global_names(code):
     return names
 
 
+def _imported(code, scope):
+    """The modules `code`'s `import` statements import, by absolute name
+    (and each one's top package: `import a.b` binds `a`), sorted."""
+    import importlib.util
+
+    found = set()
+    instructions = list(dis.get_instructions(code))
+    for k, i in enumerate(instructions):
+        if i.opname != "IMPORT_NAME":
+            continue
+        # (The level is the constant loaded two instructions before.)
+        level = instructions[k - 2].argval if k >= 2 and instructions[k - 2].opname == "LOAD_CONST" else 0
+        try:
+            name = importlib.util.resolve_name("." * level + i.argval, scope.get("__package__")) if level else i.argval
+        except (ImportError, ValueError, TypeError):
+            continue
+        found.update((name, name.split(".")[0]))
+    return tuple(sorted(found))
+
+
 def _global_reads(codes):
     """What the code objects `codes` (code -> globals) may read from their
     modules: each global they name (`_global_names`), and the attributes
@@ -858,9 +914,16 @@ def _global_reads(codes):
             module = scope.get("__name__", "?")
             # Each global name with its label, worked out once per code.
             found = (scope, tuple(sorted(_code_names([code]))),
-                     tuple((n, f"{module}.{n}") for n in sorted(_global_names(code))))
+                     tuple((n, f"{module}.{n}") for n in sorted(_global_names(code))),
+                     _imported(code, scope))
             _remember(_CODE_NAMES, code, found)
-        _, names, labelled = found
+        _, names, labelled, imported = found
+        for name in imported:
+            # A module the code imports (`import config` in its body: a
+            # local, not a global): the attributes it names of it.
+            value = sys.modules.get(name)
+            if value is not None:
+                _attribute_reads(reads, f"import {name}", value, names, 2)
         for name, label in labelled:
             value = scope.get(name, _MISSING)
             if value is not _MISSING:
@@ -926,8 +989,8 @@ def _class_attribute(cls, name):
 
 def _class_reads(obj, names):
     """The attributes of `obj`'s class (and its bases) that code naming
-    `names` may read through the object (`self.k`), where the object does
-    not hold them itself."""
+    `names` may read through the object (`self.k`, or `type(self).k`,
+    `super().k` where the object holds one of that name too)."""
     cls = type(obj)
     key = (id(cls), names)
     held = _HELD.get(key)
@@ -935,22 +998,20 @@ def _class_reads(obj, names):
     if held is None or held[0] is not cls or held[2] != sizes:
         held = (cls, tuple(sorted(n for n in names if _class_attribute(cls, n) is not _MISSING)), sizes)
         _remember(_HELD, key, held)
-    own = vars(obj)
     found = {}
     for name in held[1]:
-        if name not in own:
-            # Every class that holds it, not only the first: `super().k`
-            # reads a base's.
-            held_by = tuple(vars(base)[name] for base in cls.__mro__ if name in vars(base))
-            if held_by and isinstance(held_by[0], types.MemberDescriptorType):
-                # A slot (of a base with `__slots__`, beside the object's
-                # `__dict__`): its value, which the object holds.
-                try:
-                    found[name] = ("slot", held_by[0].__get__(obj, cls))
-                except AttributeError:
-                    found[name] = ("slot",)
-            elif held_by:
-                found[name] = held_by if len(held_by) > 1 else held_by[0]
+        # Every class that holds it, not only the first: `super().k`
+        # reads a base's.
+        held_by = tuple(vars(base)[name] for base in cls.__mro__ if name in vars(base))
+        if held_by and isinstance(held_by[0], types.MemberDescriptorType):
+            # A slot (of a base with `__slots__`, beside the object's
+            # `__dict__`): its value, which the object holds.
+            try:
+                found[name] = ("slot", held_by[0].__get__(obj, cls))
+            except AttributeError:
+                found[name] = ("slot",)
+        elif held_by:
+            found[name] = held_by if len(held_by) > 1 else held_by[0]
     return found
 
 
@@ -1916,6 +1977,9 @@ class Function:
 
         parts = [top(("arg", i), a) for i, a in enumerate(args)]
         parts += [(k, top(("kwarg", k), v)) for k, v in sorted(kwargs.items())]
+        if len(kwargs) > 1:
+            # (Their order is what `**kwargs` iterates in.)
+            parts.append(("keyword order", tuple(kwargs)))
         if owner is not None:
             parts.append(("self", top(("self",), owner)))
         # Which tensor arguments are one object (a staged graph's inputs are

@@ -165,6 +165,16 @@ impl Facts {
             let fact = self.top(&call, position, &v, &scope)?;
             parts.push(tuple(py, [k.clone(), fact])?);
         }
+        if kwargs.len() > 1 {
+            // (Their order is what `**kwargs` iterates in.)
+            parts.push(tuple(
+                py,
+                [
+                    intern!(py, "keyword order").clone().into_any(),
+                    PyTuple::new(py, kwargs.keys())?.into_any(),
+                ],
+            )?);
+        }
         if let Some(owner) = owner {
             let position = || (intern!(py, "self"),).into_pyobject(py).map(|t| t.into_any());
             let fact = self.top(&call, position, owner, &scope)?;
@@ -187,7 +197,10 @@ impl Facts {
         for pair in globals.try_iter()? {
             let pair = pair?;
             let (label, value): (Bound<'py, PyAny>, Bound<'py, PyAny>) = pair.extract()?;
-            let fact = if by_identity.contains(value.get_type())? && !bound_builtin(&value)? {
+            let fact = if by_identity.contains(value.get_type())?
+                && !bound_builtin(&value)?
+                && !function_holds(&value)?
+            {
                 value
             } else {
                 self.of(&value, 1, false, 0, &scope)?
@@ -234,6 +247,26 @@ fn bound_builtin(x: &Bound<'_, PyAny>) -> PyResult<bool> {
     }
     let owner = x.getattr(intern!(x.py(), "__self__"))?;
     Ok(!owner.is_none() && !owner.is_instance_of::<PyModule>())
+}
+
+/// `_function_holds(x)` for a value of a `_BY_IDENTITY` type: a Python
+/// function with a closure, defaults or attributes, which is a fact by
+/// what it holds, not as itself.
+fn function_holds(x: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let py = x.py();
+    if x.get_type().name()?.to_cow()? != "function" {
+        return Ok(false);
+    }
+    for held in [
+        intern!(py, "__closure__"),
+        intern!(py, "__defaults__"),
+        intern!(py, "__kwdefaults__"),
+    ] {
+        if !x.getattr(held)?.is_none() {
+            return Ok(true);
+        }
+    }
+    x.getattr(intern!(py, "__dict__"))?.is_truthy()
 }
 
 /// `_relaxable(x)`: a float, or an int (not a bool) that fits in 64 bits.
@@ -340,14 +373,7 @@ impl Facts {
             // `_fact_py` raises the error.
             return self.slow(x, depth, input, level);
         }
-        if x.is_exact_instance_of::<PyBool>()
-            || x.is_exact_instance_of::<PyInt>()
-            || x.is_exact_instance_of::<PyFloat>()
-            || x.is_exact_instance_of::<PyString>()
-            || x.is_none()
-            || x.is_exact_instance_of::<PyBytes>()
-            || x.is_exact_instance_of::<PyComplex>()
-        {
+        if exact_simple(x) {
             return value(x);
         }
         if x.is_instance(self.var.bind(py))? {
@@ -377,13 +403,22 @@ impl Facts {
         if x.is_instance(self.simple.bind(py))? {
             return value(x);
         }
+        if (x.is_instance_of::<PyTuple>() || x.is_instance_of::<PyList>() || x.is_instance_of::<PyDict>())
+            && !(x.is_exact_instance_of::<PyTuple>()
+                || x.is_exact_instance_of::<PyList>()
+                || x.is_exact_instance_of::<PyDict>())
+        {
+            // A subclass's instance (a named tuple, a list with
+            // attributes): `_fact_py` gives its kind and attributes.
+            return self.slow(x, depth, input, level);
+        }
         if let Ok(items) = x.cast::<PyTuple>() {
             let input = input && level == 0;
             let facts = items
                 .iter()
                 .map(|v| self.of(&v, depth, input, level + 1, scope))
                 .collect::<PyResult<Vec<_>>>()?;
-            return sequence(x, self.identity.bind(py), facts);
+            return sequence(x, facts);
         }
         if let Ok(items) = x.cast::<PyList>() {
             let input = input && level == 0;
@@ -391,16 +426,19 @@ impl Facts {
                 .iter()
                 .map(|v| self.of(&v, depth, input, level + 1, scope))
                 .collect::<PyResult<Vec<_>>>()?;
-            return sequence(x, self.identity.bind(py), facts);
+            return sequence(x, facts);
         }
         if let Ok(dict) = x.cast::<PyDict>() {
             let facts = dict
                 .iter()
                 .map(|(k, v)| {
-                    tuple(
-                        py,
-                        [k.repr()?.into_any(), self.of(&v, depth, false, level + 1, scope)?],
-                    )
+                    // A key by `repr` if a simple value, else by its fact.
+                    let key = if exact_simple(&k) {
+                        k.repr()?.into_any()
+                    } else {
+                        self.of(&k, depth, false, level + 1, scope)?
+                    };
+                    tuple(py, [key, self.of(&v, depth, false, level + 1, scope)?])
                 })
                 .collect::<PyResult<Vec<_>>>()?;
             return tuple(
@@ -483,6 +521,17 @@ impl Facts {
     }
 }
 
+/// `type(x) in _EXACT_SIMPLE`.
+fn exact_simple(x: &Bound<'_, PyAny>) -> bool {
+    x.is_exact_instance_of::<PyBool>()
+        || x.is_exact_instance_of::<PyInt>()
+        || x.is_exact_instance_of::<PyFloat>()
+        || x.is_exact_instance_of::<PyString>()
+        || x.is_none()
+        || x.is_exact_instance_of::<PyBytes>()
+        || x.is_exact_instance_of::<PyComplex>()
+}
+
 fn tuple<'py, const N: usize>(py: Python<'py>, items: [Bound<'py, PyAny>; N]) -> PyResult<Bound<'py, PyAny>> {
     Ok(PyTuple::new(py, items)?.into_any())
 }
@@ -500,25 +549,15 @@ fn value<'py>(x: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     )
 }
 
-/// `("sequence", kind, facts)`: the kind is `type(x).__name__` for a
-/// tuple or a list, and `_Identity(type(x))` for a subclass (two named
-/// tuple classes may share a name).
-fn sequence<'py>(
-    x: &Bound<'py, PyAny>,
-    identity: &Bound<'py, PyAny>,
-    facts: Vec<Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyAny>> {
+/// `("sequence", type(x).__name__, facts)` of a tuple or a list (a
+/// subclass's instance is `_fact_py`'s).
+fn sequence<'py>(x: &Bound<'py, PyAny>, facts: Vec<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
     let py = x.py();
-    let kind = if x.is_exact_instance_of::<PyTuple>() || x.is_exact_instance_of::<PyList>() {
-        x.get_type().name()?.into_any()
-    } else {
-        identity.call1((x.get_type(),))?
-    };
     tuple(
         py,
         [
             intern!(py, "sequence").clone().into_any(),
-            kind,
+            x.get_type().name()?.into_any(),
             PyTuple::new(py, facts)?.into_any(),
         ],
     )

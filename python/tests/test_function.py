@@ -2612,6 +2612,137 @@ def test_what_jitc_function_takes():
         jitc.function(len)
 
 
+class _Shadowed:
+    k = 2.0
+
+    def __init__(self):
+        self.k = 5.0
+
+    def f(self, x):
+        return x * type(self).k + self.k
+
+
+def _uses_imported(x):
+    import jitc_test_imported_config
+
+    return x * jitc_test_imported_config.SCALE
+
+
+def _keyword_order(x, **weights):
+    for v in weights.values():
+        x = x * 2.0 - v
+    return x
+
+
+def _set_order(x, values):
+    for v in values:
+        x = x * 2.0 - v
+    return x
+
+
+def _make_scaler(scale):
+    def act(x):
+        return x * scale
+
+    def set_scale(value):
+        nonlocal scale
+        scale = value
+
+    return act, set_scale
+
+
+_ACT, _SET_SCALE = _make_scaler(2.0)
+
+
+def _acts(x):
+    return _ACT(x)
+
+
+class _Layers(list):
+    pass
+
+
+class _Key:
+    def __init__(self, s):
+        self.s = s
+
+
+def _by_keys(x, table):
+    for k, v in table.items():
+        x = x * k.s + v
+    return x
+
+
+def test_python_state_the_facts_once_missed_is_not_served_stale(exact_math):
+    """Each of these once served a graph staged for an old value: a class
+    attribute the instance shadows, read through `type(self)`; a module
+    imported in the body; the order of `**kwargs`; the order a set
+    iterates in; the closure of a helper a factory made again; an
+    attribute of a list subclass; an object key of a dict."""
+    global _ACT, _SET_SCALE
+    import sys
+    import types as pytypes
+
+    x = np.arange(1, 5, dtype=np.float32)
+
+    def agree(staged, plain, *args, **kwargs):
+        np.testing.assert_array_equal(staged(x, *args, **kwargs).numpy(),
+                                      plain(jitc.Var(x), *args, **kwargs).numpy())
+
+    shadowed = _Shadowed()
+    staged = jitc.function(_Shadowed.f, profile=1)
+    for k in range(4):
+        _Shadowed.k = 2.0 if k < 3 else 7.0
+        agree(lambda v: staged(shadowed, v), lambda v: _Shadowed.f(shadowed, v))
+    _Shadowed.k = 2.0
+
+    config = pytypes.ModuleType("jitc_test_imported_config")
+    config.SCALE = 2.0
+    sys.modules["jitc_test_imported_config"] = config
+    try:
+        staged = jitc.function(_uses_imported, profile=1)
+        for k in range(4):
+            config.SCALE = 2.0 if k < 3 else 7.0
+            agree(staged, _uses_imported)
+    finally:
+        del sys.modules["jitc_test_imported_config"]
+
+    staged = jitc.function(_keyword_order, profile=1)
+    for _ in range(3):
+        agree(staged, _keyword_order, a=1.0, b=5.0)
+    agree(staged, _keyword_order, b=5.0, a=1.0)
+
+    first, second = {1.0}, {9.0}
+    first.add(9.0)
+    second.add(1.0)
+    assert list(first) != list(second)
+    staged = jitc.function(_set_order, profile=1)
+    for _ in range(3):
+        agree(staged, _set_order, first)
+    agree(staged, _set_order, second)
+
+    _ACT, _SET_SCALE = _make_scaler(3.0)
+    staged = jitc.function(_acts, profile=1)
+    for k in range(4):
+        if k == 3:
+            _SET_SCALE(7.0)
+        agree(staged, _acts)
+
+    layers = _Layers([1.0])
+    layers.scale = 2.0
+    staged = jitc.function(lambda v, held: v * held.scale + held[0], profile=1)
+    for k in range(4):
+        layers.scale = 2.0 if k < 3 else 7.0
+        agree(staged, lambda v, held: v * held.scale + held[0], layers)
+
+    key = _Key(2.0)
+    table = {key: 1.0}
+    staged = jitc.function(_by_keys, profile=1)
+    for k in range(4):
+        key.s = 2.0 if k < 3 else 7.0
+        agree(staged, _by_keys, table)
+
+
 class _BoundStep:
     def __init__(self):
         self.h = jitc.Var(np.zeros(3, np.float32))
