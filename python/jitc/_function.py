@@ -278,10 +278,25 @@ def _subclass_attributes(x, depth, level, fact):
 
 def _function_holds(x):
     """Whether the function `x` holds state besides its code: a closure,
-    defaults or attributes (then a global naming it is a fact by what it
-    holds, not only by identity: a factory's new function of the same
-    code, bound to the global, holds other values)."""
-    return bool(x.__closure__ or x.__defaults__ or x.__kwdefaults__ or x.__dict__)
+    keyword-only defaults, attributes, or a default that is not a simple
+    value. A global naming it is then a fact by what it holds, not only
+    by identity (a factory's new function of the same code, bound to the
+    global, holds other values); a global function with simple defaults
+    only (most library functions) is a fact as itself and its defaults
+    (`_global_fact`)."""
+    return bool(x.__closure__ or x.__kwdefaults__ or x.__dict__
+                or (x.__defaults__ and any(type(d) not in _EXACT_SIMPLE for d in x.__defaults__)))
+
+
+def _global_fact(x, fact):
+    """The fact of the global `x`: itself when `_by_identity` (a function
+    with its simple defaults: `f.__defaults__` may be set again), else
+    its fact (`fact`)."""
+    if not _by_identity(x):
+        return fact(x, 1, False, 0)
+    if type(x) is types.FunctionType and x.__defaults__:
+        return (x, x.__defaults__)
+    return x
 
 
 def _bound_builtin(x):
@@ -1991,7 +2006,7 @@ class Function:
         parts.append(("objects", tuple(seen.setdefault(id(o), k) for k, o in enumerate(listed))))
         # The globals: modules, functions and classes are facts by
         # identity, as themselves (they compare and hash by identity).
-        parts.append(("globals", tuple((n, v if _by_identity(v) else fact(v, 1, False, 0))
+        parts.append(("globals", tuple((n, _global_fact(v, fact))
                                        for n, v in self._global_values())))
         held = getattr(listed, "pattern", None)
         if held is not None:

@@ -201,7 +201,11 @@ impl Facts {
                 && !bound_builtin(&value)?
                 && !function_holds(&value)?
             {
-                value
+                // `_global_fact`: a function with its simple defaults.
+                match function_defaults(&value)? {
+                    Some(defaults) => tuple(py, [value, defaults])?,
+                    None => value,
+                }
             } else {
                 self.of(&value, 1, false, 0, &scope)?
             };
@@ -249,24 +253,47 @@ fn bound_builtin(x: &Bound<'_, PyAny>) -> PyResult<bool> {
     Ok(!owner.is_none() && !owner.is_instance_of::<PyModule>())
 }
 
+/// Whether `x` is a Python function (`types.FunctionType`).
+fn is_function(x: &Bound<'_, PyAny>) -> PyResult<bool> {
+    Ok(x.get_type().name()?.to_cow()? == "function")
+}
+
 /// `_function_holds(x)` for a value of a `_BY_IDENTITY` type: a Python
-/// function with a closure, defaults or attributes, which is a fact by
-/// what it holds, not as itself.
+/// function with a closure, keyword-only defaults, attributes or a
+/// default that is not a simple value, which is a fact by what it holds,
+/// not as itself.
 fn function_holds(x: &Bound<'_, PyAny>) -> PyResult<bool> {
     let py = x.py();
-    if x.get_type().name()?.to_cow()? != "function" {
+    if !is_function(x)? {
         return Ok(false);
     }
-    for held in [
-        intern!(py, "__closure__"),
-        intern!(py, "__defaults__"),
-        intern!(py, "__kwdefaults__"),
-    ] {
-        if !x.getattr(held)?.is_none() {
-            return Ok(true);
+    if x.getattr(intern!(py, "__closure__"))?.is_truthy()?
+        || x.getattr(intern!(py, "__kwdefaults__"))?.is_truthy()?
+    {
+        return Ok(true);
+    }
+    let defaults = x.getattr(intern!(py, "__defaults__"))?;
+    if !defaults.is_none() {
+        for d in defaults.try_iter()? {
+            if !exact_simple(&d?) {
+                return Ok(true);
+            }
         }
     }
     x.getattr(intern!(py, "__dict__"))?.is_truthy()
+}
+
+/// A function's defaults when it has any (`_global_fact`).
+fn function_defaults<'py>(x: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if !is_function(x)? {
+        return Ok(None);
+    }
+    let defaults = x.getattr(intern!(x.py(), "__defaults__"))?;
+    Ok(if defaults.is_truthy()? {
+        Some(defaults)
+    } else {
+        None
+    })
 }
 
 /// `_relaxable(x)`: a float, or an int (not a bool) that fits in 64 bits.

@@ -1752,6 +1752,14 @@ _EXP = __import__("math").exp
 _UNBOUND = __import__("builtins").len.__call__
 
 
+def _with_defaults(x, k=2.0, flag=False):
+    return x
+
+
+def _with_list_default(x, held=[]):  # noqa: B006 -- a default that is not a simple value
+    return x
+
+
 def test_the_native_call_facts_equal_their_python_definition():
     """A call's facts (`Function._facts_of`, native) equal their Python
     definition (`_facts_of_py`) on random calls of a method: arguments and
@@ -1774,7 +1782,8 @@ def test_the_native_call_facts_equal_their_python_definition():
 
         @jitc.function
         def step(self, *args, **kwargs):
-            return self.w * SCALE * self.rate * _TABLE_GET("k") * _TABLE_LEN() * _EXP(0.0) * _UNBOUND(())
+            return (self.w * SCALE * self.rate * _TABLE_GET("k") * _TABLE_LEN() * _EXP(0.0) * _UNBOUND(())
+                    * _with_defaults(1.0) * _with_list_default(1.0) * _GLOBAL_ACT(1.0))
 
     fn = Model.step
     rng = np.random.default_rng(11)
@@ -1812,6 +1821,10 @@ def test_the_native_call_facts_equal_their_python_definition():
     held = {label.rsplit(".", 1)[1]: fact for label, fact in dict(key)["globals"]}
     assert held["_TABLE_GET"][0] == held["_TABLE_LEN"][0] == "builtin method", key
     assert held["_EXP"] is _EXP, key
+    # A function with simple defaults is itself and its defaults; one with
+    # a closure or another default is a fact by what it holds.
+    assert held["_with_defaults"] == (_with_defaults, (2.0, False)), key
+    assert held["_with_list_default"][0] == held["_GLOBAL_ACT"][0] == "function", key
 
 
 def test_a_named_tuple_argument_holding_arrays_is_staged():
@@ -2652,6 +2665,7 @@ def _make_scaler(scale):
 
 
 _ACT, _SET_SCALE = _make_scaler(2.0)
+_GLOBAL_ACT = _make_scaler(2.0)[0]
 
 
 def _acts(x):
