@@ -48,7 +48,8 @@ with its attributes too; a dict's object keys by their facts; the order
 of keyword arguments; a global function that holds a closure, defaults
 or attributes (`helper.calls`) by what it holds; a module the code
 imports in its body by the attributes the code names; a class attribute
-the object shadows (`type(self).k`) too.
+the object shadows (`type(self).k`) too; an enum member, and an object
+held deeper none of whose attributes the code names, by identity.
 Objects are
 facts with their attributes (two levels deep, globals' too), which
 arguments are one object is a fact (an object a left-out parameter
@@ -198,6 +199,7 @@ fallback is the Python function).
 import ast
 import collections
 import dis
+import enum
 import functools
 import inspect
 import io
@@ -602,7 +604,7 @@ def _native_facts():
             _package_types()[0], _SIMPLE,
             (np.ndarray, np.generic, set, frozenset, bytearray, memoryview, collections.deque, types.FunctionType,
              types.MethodType, functools.partial, types.ModuleType, type, types.BuiltinFunctionType,
-             types.MethodWrapperType),
+             types.MethodWrapperType, enum.Enum),
             (Function, _Bound), _Identity, _class_reads, _fact_py, _jitc_dtype_name, _MAX_FACT_DEPTH,
             _MAX_OBJECT_DEPTH, _PLAIN, _BY_IDENTITY,
         ))
@@ -644,6 +646,10 @@ def _fact_py(x, depth=0, input=False, level=0, fact=None):
         return ("value", type(x).__name__, repr(x))
     if isinstance(x, np.generic):
         return ("value", str(x.dtype), repr(x.item()))
+    if isinstance(x, enum.Enum):
+        # A member (not an int or str one, above) by identity: code tests
+        # it with `is`, and its attributes are not ones the code names.
+        return ("identity", _Identity(x))
     if isinstance(x, (tuple, list)):
         # (Two named tuple classes may share a name: a subclass by identity.)
         items = tuple(fact(v, depth, input and level == 0, level + 1) for v in x)
@@ -700,6 +706,10 @@ def _fact_py(x, depth=0, input=False, level=0, fact=None):
             # other can be read without introspection, which keeps a
             # relaxed number from being staged and is rare in models.
             held = [(k, v) for k, v in vars(x).items() if k in names]
+            if not held:
+                # None of them: what the code can tell apart is which
+                # object it is (`cfg.act is RELU`).
+                return ("identity", _Identity(x))
         else:
             return ("identity", _Identity(x))
         return ("object", _Identity(type(x)),
@@ -889,11 +899,14 @@ _GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_N
 
 def _global_names(code):
     """The names `code` may look up in its globals: those its instructions
-    load, store or delete as globals, and the identifier strings it holds
-    (`globals()["name"]`). A name it uses only as an attribute (`self.w`)
+    load, store or delete as globals, and, if it calls `globals`, the
+    identifier strings it holds (`globals()["name"]`). A name it uses only as an attribute (`self.w`)
     is not one: a global of that name is not read."""
     names = {i.argval for i in dis.get_instructions(code) if i.opname in _GLOBAL_OPS}
-    names.update(c for c in code.co_consts if type(c) is str and c.isidentifier())
+    if "globals" in code.co_names:
+        # (Only code that calls `globals()` can look a string up there: a
+        # dict key "loss" does not make a global `loss` a fact.)
+        names.update(c for c in code.co_consts if type(c) is str and c.isidentifier())
     return names
 
 

@@ -496,14 +496,19 @@ impl Facts {
             attributes.iter().collect()
         } else if depth <= self.max_object_depth && named {
             // Deeper, the attributes the code names (`self.a.b.c`).
-            attributes
+            let held: Vec<_> = attributes
                 .iter()
                 .filter_map(|(k, v)| match scope.names.contains(&k) {
                     Ok(true) => Some(Ok((k, v))),
                     Ok(false) => None,
                     Err(e) => Some(Err(e)),
                 })
-                .collect::<PyResult<_>>()?
+                .collect::<PyResult<_>>()?;
+            if held.is_empty() {
+                // None of them: which object it is (`cfg.act is RELU`).
+                return identity_fact(self.identity.bind(py), x);
+            }
+            held
         } else {
             return identity_fact(self.identity.bind(py), x);
         };

@@ -2757,6 +2757,62 @@ def test_python_state_the_facts_once_missed_is_not_served_stale(exact_math):
         agree(staged, _by_keys, table)
 
 
+class _Mode(__import__("enum").Enum):
+    TRAIN = 1
+    EVAL = 2
+
+
+class _Act:
+    """Instances told apart only by identity."""
+
+
+_RELU, _TANH = _Act(), _Act()
+
+
+class _ModeConfig:
+    def __init__(self):
+        self.mode, self.act = _Mode.TRAIN, _RELU
+
+
+_MODE_CONFIG = _ModeConfig()
+
+
+def _by_mode(x):
+    h = x * 2.0 if _MODE_CONFIG.mode is _Mode.TRAIN else x + 1.0
+    return h * 3.0 if _MODE_CONFIG.act is _RELU else h
+
+
+def test_objects_held_deeper_that_only_identity_tells_apart():
+    """An enum member, or an object none of whose attributes the code
+    names, held two levels down (`CONFIG.mode`, `CONFIG.act`): which one
+    it is, is a fact (the graph for TRAIN used to serve EVAL)."""
+    staged = jitc.function(_by_mode, profile=1)
+    x = np.full(2, 3.0, np.float32)
+    for k in range(10):
+        _MODE_CONFIG.mode = _Mode.TRAIN if k < 4 else _Mode.EVAL
+        _MODE_CONFIG.act = _RELU if k < 7 else _TANH
+        np.testing.assert_array_equal(staged(x).numpy(), _by_mode(jitc.Var(x)).numpy(), err_msg=f"call {k}")
+    assert staged.stats()["staged"] >= 5, staged.explain()
+
+
+def test_a_string_constant_does_not_make_a_global_a_fact():
+    """A dict key `"loss"` in the code does not make a global `loss` (the
+    caller's loop variable) a fact: the step is staged and served."""
+    global loss
+    w = jitc.Var(np.ones((4, 1), np.float32))
+
+    def step(x):
+        out = x @ w
+        return {"loss": jitc.sum(out * out)}
+
+    staged = jitc.function(step, profile=1)
+    for k in range(8):
+        x = np.random.default_rng(k).random((3, 4)).astype(np.float32)
+        loss = staged(x)["loss"].item()
+        assert loss == step(jitc.Var(x))["loss"].item()
+    assert staged.stats()["staged"] >= 6 and staged.stats()["give_ups"] == 0, staged.explain()
+
+
 class _BoundStep:
     def __init__(self):
         self.h = jitc.Var(np.zeros(3, np.float32))
