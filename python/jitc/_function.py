@@ -44,12 +44,12 @@ of the helpers followed; objects past two levels are followed through
 the attributes the code names (as names or as strings), up to six
 levels; `__slots__` objects, sets (in the order they iterate in),
 bytearrays and deques by contents; a subclass of a list, tuple or dict
-with its attributes too; a dict's object keys by their facts; the order
-of keyword arguments; a global function that holds a closure, defaults
+with its attributes too (passed as an argument, a container, not an
+object); a dict's object keys by which object and their attributes; the
+order of keyword arguments of a function with `**kwargs`; a global function that holds a closure, defaults
 or attributes (`helper.calls`) by what it holds; a module the code
 imports in its body by the attributes the code names; a class attribute
-the object shadows (`type(self).k`) too; an enum member, and an object
-held deeper none of whose attributes the code names, by identity.
+the object shadows (`type(self).k`) too; an enum member by identity.
 Objects are
 facts with their attributes (two levels deep, globals' too), which
 arguments are one object is a fact (an object a left-out parameter
@@ -179,7 +179,10 @@ second tensor decision inside the loop, or one run fewer than twice in
 every trace kept) is unrolled to the trip counts traced, each count a
 path of its own; relaxed integers compute in 64 bits where Python's are unbounded
 (a difference only past 2**63, and only in calls served by the graph).
-The facts are what can be found, not what a call read: state reached
+The facts are what can be found, not what a call read: two objects of
+one class held deeper than an attribute, whose attributes the code
+names are equal, are one fact even if the code tells them apart by
+identity (`cfg.act is RELU`; an enum member is told apart); state reached
 only through names the code does not hold (`getattr` with a computed
 name deeper than two levels, `vars()` of a nested object), objects more
 than six levels down, chains of modules and classes more than two
@@ -267,6 +270,15 @@ def _own_attributes(fn):
     if not held:
         return ()
     return tuple(sorted((k, v) for k, v in held.items() if not k.startswith("__")))
+
+
+def _key_fact(k, depth, level, fact):
+    """The fact of a dict's key (`_fact_py`)."""
+    if type(k) in _EXACT_SIMPLE:
+        return repr(k)
+    if _is_object(k):
+        return ("key", _Identity(k), fact(k, depth, False, level + 1))
+    return fact(k, depth, False, level + 1)
 
 
 def _subclass_attributes(x, depth, level, fact):
@@ -587,7 +599,10 @@ def _is_object(x):
     return hasattr(x, "__dict__") and not isinstance(x, _PLAIN) and not _is_var(x)
 
 
-_PLAIN = (type, types.FunctionType, types.MethodType, types.ModuleType, types.BuiltinFunctionType)
+_PLAIN = (type, types.FunctionType, types.MethodType, types.ModuleType, types.BuiltinFunctionType,
+          # (A subclass of a builtin container with attributes is a
+          # container: its items are facts, `_fact_py`.)
+          list, tuple, dict, set, frozenset, collections.deque)
 
 
 def _fact(x, depth=0, input=False, level=0):
@@ -665,10 +680,9 @@ def _fact_py(x, depth=0, input=False, level=0, fact=None):
     if isinstance(x, collections.deque):
         return ("sequence", "deque", tuple(fact(v, depth, False, level + 1) for v in x))
     if isinstance(x, dict):
-        # A key by `repr` if a simple value, else by its fact (an object
-        # key's attributes).
-        items = tuple((repr(k) if type(k) in _EXACT_SIMPLE else fact(k, depth, False, level + 1),
-                       fact(v, depth, False, level + 1)) for k, v in x.items())
+        # A key by `repr` if a simple value, an object key by which object
+        # it is and its attributes, others by their facts.
+        items = tuple((_key_fact(k, depth, level, fact), fact(v, depth, False, level + 1)) for k, v in x.items())
         if type(x) is dict:
             return ("dict", items)
         return ("dict", _Identity(type(x)), items, _subclass_attributes(x, depth, level, fact))
@@ -706,10 +720,6 @@ def _fact_py(x, depth=0, input=False, level=0, fact=None):
             # other can be read without introspection, which keeps a
             # relaxed number from being staged and is rare in models.
             held = [(k, v) for k, v in vars(x).items() if k in names]
-            if not held:
-                # None of them: what the code can tell apart is which
-                # object it is (`cfg.act is RELU`).
-                return ("identity", _Identity(x))
         else:
             return ("identity", _Identity(x))
         return ("object", _Identity(type(x)),
@@ -950,7 +960,7 @@ def _global_reads(codes):
             # A module the code imports (`import config` in its body: a
             # local, not a global): the attributes it names of it.
             value = sys.modules.get(name)
-            if value is not None:
+            if getattr(value, "__dict__", None) is not None:
                 _attribute_reads(reads, f"import {name}", value, names, 2)
         for name, label in labelled:
             value = scope.get(name, _MISSING)
@@ -1978,6 +1988,7 @@ class Function:
         relaxed = self._relaxed if relaxed is None else relaxed
         key = _native_facts().key(
             args, kwargs, owner, tensors, listed, relaxed, aliases, self._names, self._global_values(),
+            bool(self.fn.__code__.co_flags & inspect.CO_VARKEYWORDS),
         )
         # Which of the paths to objects held deeper are one object.
         held = getattr(listed, "pattern", None)
@@ -2005,7 +2016,7 @@ class Function:
 
         parts = [top(("arg", i), a) for i, a in enumerate(args)]
         parts += [(k, top(("kwarg", k), v)) for k, v in sorted(kwargs.items())]
-        if len(kwargs) > 1:
+        if len(kwargs) > 1 and self.fn.__code__.co_flags & inspect.CO_VARKEYWORDS:
             # (Their order is what `**kwargs` iterates in.)
             parts.append(("keyword order", tuple(kwargs)))
         if owner is not None:

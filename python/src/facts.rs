@@ -116,8 +116,9 @@ impl Facts {
     /// call's `_objects`) are one; and the `globals`, `(label, value)`
     /// pairs (`Function._global_values`). A number at a `relaxed` position
     /// (`("arg", i)`, `("kwarg", name)`, `("self",)`, `("attr", object
-    /// index, name)`) is a fact by its type only.
-    #[pyo3(signature = (args, kwargs, owner, tensors, listed, relaxed, aliases, names, globals))]
+    /// index, name)`) is a fact by its type only. With `keyword_order` (the
+    /// function takes `**kwargs`), the keyword arguments' order is a fact.
+    #[pyo3(signature = (args, kwargs, owner, tensors, listed, relaxed, aliases, names, globals, keyword_order))]
     #[allow(clippy::too_many_arguments)]
     fn key<'py>(
         &self,
@@ -130,6 +131,7 @@ impl Facts {
         aliases: &Bound<'py, PyDict>,
         names: &Bound<'py, PyFrozenSet>,
         globals: &Bound<'py, PyAny>,
+        keyword_order: bool,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let py = args.py();
         let scope = Scope {
@@ -165,8 +167,8 @@ impl Facts {
             let fact = self.top(&call, position, &v, &scope)?;
             parts.push(tuple(py, [k.clone(), fact])?);
         }
-        if kwargs.len() > 1 {
-            // (Their order is what `**kwargs` iterates in.)
+        if keyword_order && kwargs.len() > 1 {
+            // (With `**kwargs`, their order is what it iterates in.)
             parts.push(tuple(
                 py,
                 [
@@ -459,9 +461,19 @@ impl Facts {
             let facts = dict
                 .iter()
                 .map(|(k, v)| {
-                    // A key by `repr` if a simple value, else by its fact.
+                    // `_key_fact`: a key by `repr` if a simple value, an
+                    // object key by which object it is and its fact.
                     let key = if exact_simple(&k) {
                         k.repr()?.into_any()
+                    } else if self.is_object(&k)? {
+                        tuple(
+                            py,
+                            [
+                                intern!(py, "key").clone().into_any(),
+                                self.identity.bind(py).call1((&k,))?,
+                                self.of(&k, depth, false, level + 1, scope)?,
+                            ],
+                        )?
                     } else {
                         self.of(&k, depth, false, level + 1, scope)?
                     };
@@ -496,19 +508,14 @@ impl Facts {
             attributes.iter().collect()
         } else if depth <= self.max_object_depth && named {
             // Deeper, the attributes the code names (`self.a.b.c`).
-            let held: Vec<_> = attributes
+            attributes
                 .iter()
                 .filter_map(|(k, v)| match scope.names.contains(&k) {
                     Ok(true) => Some(Ok((k, v))),
                     Ok(false) => None,
                     Err(e) => Some(Err(e)),
                 })
-                .collect::<PyResult<_>>()?;
-            if held.is_empty() {
-                // None of them: which object it is (`cfg.act is RELU`).
-                return identity_fact(self.identity.bind(py), x);
-            }
-            held
+                .collect::<PyResult<_>>()?
         } else {
             return identity_fact(self.identity.bind(py), x);
         };

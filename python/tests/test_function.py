@@ -2725,6 +2725,11 @@ def test_python_state_the_facts_once_missed_is_not_served_stale(exact_math):
     for _ in range(3):
         agree(staged, _keyword_order, a=1.0, b=5.0)
     agree(staged, _keyword_order, b=5.0, a=1.0)
+    # (Only a function with `**kwargs` sees their order.)
+    staged = jitc.function(_fixed_keywords, profile=1)
+    agree(staged, _fixed_keywords, s=2.0, t=1.0)
+    agree(staged, _fixed_keywords, t=1.0, s=2.0)
+    assert staged.stats()["staged_graphs"] == 1 and staged.stats()["staged"] == 1, staged.explain()
 
     first, second = {1.0}, {9.0}
     first.add(9.0)
@@ -2762,37 +2767,79 @@ class _Mode(__import__("enum").Enum):
     EVAL = 2
 
 
-class _Act:
-    """Instances told apart only by identity."""
-
-
-_RELU, _TANH = _Act(), _Act()
-
-
 class _ModeConfig:
     def __init__(self):
-        self.mode, self.act = _Mode.TRAIN, _RELU
+        self.mode = _Mode.TRAIN
 
 
 _MODE_CONFIG = _ModeConfig()
 
 
 def _by_mode(x):
-    h = x * 2.0 if _MODE_CONFIG.mode is _Mode.TRAIN else x + 1.0
-    return h * 3.0 if _MODE_CONFIG.act is _RELU else h
+    return x * 2.0 if _MODE_CONFIG.mode is _Mode.TRAIN else x + 1.0
 
 
-def test_objects_held_deeper_that_only_identity_tells_apart():
-    """An enum member, or an object none of whose attributes the code
-    names, held two levels down (`CONFIG.mode`, `CONFIG.act`): which one
-    it is, is a fact (the graph for TRAIN used to serve EVAL)."""
+class _Head:
+    def __init__(self, size):
+        self.size = size
+
+
+_HEAD_A, _HEAD_B = _Head(3), _Head(3)
+
+
+def _weighted(x):
+    return jitc.sum(x * _WEIGHTS[_HEAD_A])
+
+
+class _Source:
+    def __init__(self):
+        self.path = "/data"
+
+
+class _Batch:
+    def __init__(self, x):
+        self.x, self.meta = x, _Source()
+
+
+def test_which_object_an_enum_member_or_a_dict_key_is_is_a_fact():
+    """An enum member held two levels down (`CONFIG.mode`), and a dict's
+    object keys (two keys with equal attributes, swapped): which object it
+    is, is a fact (the graph for TRAIN used to serve EVAL). An object
+    rebuilt equal for each call (a batch's metadata) is no new fact."""
+    global _WEIGHTS
     staged = jitc.function(_by_mode, profile=1)
     x = np.full(2, 3.0, np.float32)
-    for k in range(10):
+    for k in range(8):
         _MODE_CONFIG.mode = _Mode.TRAIN if k < 4 else _Mode.EVAL
-        _MODE_CONFIG.act = _RELU if k < 7 else _TANH
         np.testing.assert_array_equal(staged(x).numpy(), _by_mode(jitc.Var(x)).numpy(), err_msg=f"call {k}")
     assert staged.stats()["staged"] >= 5, staged.explain()
+    staged = jitc.function(_weighted, profile=1)
+    for k in range(6):
+        _WEIGHTS = {_HEAD_A: 1.0, _HEAD_B: 0.0} if k < 4 else {_HEAD_B: 1.0, _HEAD_A: 0.0}
+        assert staged(x).item() == _weighted(jitc.Var(x)).item(), k
+    staged = jitc.function(lambda batch: jitc.sum(batch.x * 2.0), profile=1)
+    for k in range(12):
+        assert staged(_Batch(jitc.Var(np.full(3, float(k), np.float32)))).item() == 6.0 * k
+    assert staged.stats()["staged"] >= 10 and staged.stats()["give_ups"] == 0, staged.explain()
+
+
+def test_a_container_subclass_argument_is_a_container():
+    """An `OrderedDict` or a list subclass with attributes, passed as an
+    argument: its items are facts (and its arrays inputs), not only its
+    attributes (every call served the first graph's constants)."""
+    staged = jitc.function(lambda b: jitc.sum(b["x"] * b["w"]), profile=1)
+    for k in range(6):
+        batch = collections.OrderedDict(x=np.full(3, k, np.float32), w=float(k))
+        assert staged(batch).item() == 3.0 * k * k, k
+    staged = jitc.function(lambda x, held: x * held[1], profile=1)
+    for k in range(5):
+        held = _Layers([0.0, float(k)])
+        held.scale = 1.0
+        np.testing.assert_array_equal(staged(np.ones(2, np.float32), held).numpy(), np.full(2, float(k)))
+
+
+def _fixed_keywords(x, s, t):
+    return x * s - t
 
 
 def test_a_string_constant_does_not_make_a_global_a_fact():
