@@ -44,8 +44,8 @@ of the helpers followed; objects past two levels are followed through
 the attributes the code names (as names or as strings), up to six
 levels; `__slots__` objects, sets (in the order they iterate in),
 bytearrays and deques by contents; a subclass of a list, tuple or dict
-with its attributes too (passed as an argument, a container, not an
-object); a dict's object keys by which object and their attributes; the
+with its attributes too (as `self` or an argument, such an instance
+keeps the call imperative: not staged yet); a dict's object keys by which object and their attributes; the
 order of keyword arguments of a function with `**kwargs`; a global function that holds a closure, defaults
 or attributes (`helper.calls`) by what it holds; a module the code
 imports in its body by the attributes the code names; a class attribute
@@ -273,11 +273,14 @@ def _own_attributes(fn):
 
 
 def _key_fact(k, depth, level, fact):
-    """The fact of a dict's key (`_fact_py`)."""
+    """The fact of a dict's key (`_fact_py`): a simple value by `repr`, an
+    object by which object it is and its fact, a tuple item by item."""
     if type(k) in _EXACT_SIMPLE:
         return repr(k)
     if _is_object(k):
         return ("key", _Identity(k), fact(k, depth, False, level + 1))
+    if type(k) is tuple and level <= _MAX_FACT_DEPTH:
+        return ("key tuple", tuple(_key_fact(v, depth, level + 1, fact) for v in k))
     return fact(k, depth, False, level + 1)
 
 
@@ -599,10 +602,11 @@ def _is_object(x):
     return hasattr(x, "__dict__") and not isinstance(x, _PLAIN) and not _is_var(x)
 
 
-_PLAIN = (type, types.FunctionType, types.MethodType, types.ModuleType, types.BuiltinFunctionType,
-          # (A subclass of a builtin container with attributes is a
-          # container: its items are facts, `_fact_py`.)
-          list, tuple, dict, set, frozenset, collections.deque)
+_PLAIN = (type, types.FunctionType, types.MethodType, types.ModuleType, types.BuiltinFunctionType)
+# Builtin containers: an instance of a subclass with attributes that is
+# `self` or an argument is both an object and a container, which the
+# facts and the state comparison do not cover both ways yet (`_invoke`).
+_CONTAINERS = (list, tuple, dict, set, frozenset, collections.deque)
 
 
 def _fact(x, depth=0, input=False, level=0):
@@ -1890,6 +1894,15 @@ class Function:
             return self._plain(owner, args, kwargs)
         # The call's tensors, once: its facts, and a staged graph's inputs.
         objects = self._objects(owner, args, kwargs)
+        container = next((o for o in objects if isinstance(o, _CONTAINERS)), None)
+        if container is not None:
+            # (Its items would be no facts, or its attributes no state.)
+            if not self._counts["container calls"]:
+                self._note("imperative calls", f"self or an argument is a {type(container).__name__}, a subclass of "
+                                               f"a builtin container with attributes, which is not staged yet")
+            self._counts["container calls"] += 1
+            self._counts["imperative"] += 1
+            return self._plain(owner, args, kwargs)
         tensors = self._tensors(args, kwargs, objects)
         try:
             key = self._key(owner, args, kwargs, tensors, objects)

@@ -461,22 +461,7 @@ impl Facts {
             let facts = dict
                 .iter()
                 .map(|(k, v)| {
-                    // `_key_fact`: a key by `repr` if a simple value, an
-                    // object key by which object it is and its fact.
-                    let key = if exact_simple(&k) {
-                        k.repr()?.into_any()
-                    } else if self.is_object(&k)? {
-                        tuple(
-                            py,
-                            [
-                                intern!(py, "key").clone().into_any(),
-                                self.identity.bind(py).call1((&k,))?,
-                                self.of(&k, depth, false, level + 1, scope)?,
-                            ],
-                        )?
-                    } else {
-                        self.of(&k, depth, false, level + 1, scope)?
-                    };
+                    let key = self.key_fact(&k, depth, level, scope)?;
                     tuple(py, [key, self.of(&v, depth, false, level + 1, scope)?])
                 })
                 .collect::<PyResult<Vec<_>>>()?;
@@ -529,6 +514,45 @@ impl Facts {
         };
         let kind = self.identity.bind(py).call1((x.get_type(),))?;
         tuple(py, [intern!(py, "object").clone().into_any(), kind, own, class])
+    }
+
+    /// `_key_fact`: a dict key by `repr` if a simple value, an object by
+    /// which object it is and its fact, a tuple item by item.
+    fn key_fact<'py>(
+        &self,
+        k: &Bound<'py, PyAny>,
+        depth: usize,
+        level: usize,
+        scope: &Scope<'_, 'py>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = k.py();
+        if exact_simple(k) {
+            return Ok(k.repr()?.into_any());
+        }
+        if self.is_object(k)? {
+            return tuple(
+                py,
+                [
+                    intern!(py, "key").clone().into_any(),
+                    self.identity.bind(py).call1((k,))?,
+                    self.of(k, depth, false, level + 1, scope)?,
+                ],
+            );
+        }
+        if k.is_exact_instance_of::<PyTuple>() && level <= self.max_level {
+            let items = k
+                .try_iter()?
+                .map(|v| self.key_fact(&v?, depth, level + 1, scope))
+                .collect::<PyResult<Vec<_>>>()?;
+            return tuple(
+                py,
+                [
+                    intern!(py, "key tuple").clone().into_any(),
+                    PyTuple::new(py, items)?.into_any(),
+                ],
+            );
+        }
+        self.of(k, depth, false, level + 1, scope)
     }
 
     /// `tuple(sorted((k, fact(v)) for k, v in held))`, one level down.
