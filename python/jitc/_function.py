@@ -1866,7 +1866,7 @@ class Function:
         return kwargs if filled is None else filled
 
     def _invoke(self, owner, args, kwargs):
-        args, kwargs = _as_vars(args, kwargs)
+        args, kwargs, unstaged = _as_vars(args, kwargs)
         kwargs = self._object_defaults(owner, args, kwargs)
         tracer = _tracing.tracer
         if tracer is not None:
@@ -1889,6 +1889,12 @@ class Function:
             finally:
                 tracer.depth -= 1
         self._counts["calls"] += 1
+        if unstaged is not None:
+            if not self._counts["unstaged calls"]:
+                self._note("imperative calls", unstaged)
+            self._counts["unstaged calls"] += 1
+            self._counts["imperative"] += 1
+            return self._plain(owner, args, kwargs)
         if self._imperative is not None:
             self._counts["imperative"] += 1
             return self._plain(owner, args, kwargs)
@@ -3034,18 +3040,27 @@ _MAX_REPROFILES = 8
 
 def _as_vars(args, kwargs):
     """NumPy array arguments (also inside tuples and lists) as `jitc.Var`s:
-    a function sees the same types whether it runs imperatively or staged."""
+    a function sees the same types whether it runs imperatively or staged.
+    A tuple or list is made again with them (a named tuple from its
+    fields). Returns the arguments, and why the call cannot be staged, or
+    None: a subclass instance with attributes holding arrays, which made
+    again would lose them, is left as it is, and the call runs plainly."""
     from . import Var
+
+    why = []
 
     def one(a):
         if isinstance(a, np.ndarray):
             return Var(a)
         if isinstance(a, (tuple, list)) and any(isinstance(v, np.ndarray) for v in a):
+            if getattr(a, "__dict__", None):
+                why.append(f"a {type(a).__name__} argument with attributes holds NumPy arrays (pass jitc.Vars)")
+                return a
             items = [Var(v) if isinstance(v, np.ndarray) else v for v in a]
-            # A named tuple is made from its fields, not from one iterable.
             return type(a)._make(items) if isinstance(a, tuple) and hasattr(type(a), "_make") else type(a)(items)
         return a
-    return [one(a) for a in args], {k: one(v) for k, v in kwargs.items()}
+    converted = [one(a) for a in args], {k: one(v) for k, v in kwargs.items()}
+    return converted[0], converted[1], (why[0] if why else None)
 
 
 class _Replay:

@@ -1797,7 +1797,7 @@ def test_the_native_call_facts_equal_their_python_definition():
         pool = leaves + tensors_pool + [shared, shared, owner, _random_value(rng, 0, leaves)]
         args = [pool[rng.integers(len(pool))] for _ in range(rng.integers(5))]
         kwargs = {f"k{j}": pool[rng.integers(len(pool))] for j in rng.permutation(rng.integers(3))}
-        args, kwargs = f._as_vars(args, kwargs)
+        args, kwargs, _ = f._as_vars(args, kwargs)
         objects = fn._objects(owner, args, kwargs)
         tensors = fn._tensors(args, kwargs, objects)
         positions = [("arg", i) for i in range(len(args))] + [("kwarg", k) for k in kwargs] + [("self",)]
@@ -2851,6 +2851,14 @@ def test_a_container_subclass_argument_runs_imperatively():
         np.testing.assert_array_equal(held.last.numpy(), np.full(2, 2.0))
     for fn in (staged, noted):
         assert fn.stats()["staged"] == 0 and "a subclass of a builtin container" in fn.explain(), fn.explain()
+    # Holding a NumPy array, it is left as it is (made again with a
+    # jitc.Var, it lost its attributes: an AttributeError).
+    scaled = jitc.function(lambda x, held: x * held.scale + held[0], profile=1)
+    for k in range(3):
+        held = _Layers([np.full(2, float(k), np.float32)])
+        held.scale = 3.0
+        np.testing.assert_array_equal(scaled(np.ones(2, np.float32), held).numpy(), np.full(2, 3.0 + k))
+    assert "argument with attributes holds NumPy arrays" in scaled.explain(), scaled.explain()
 
 
 def _fixed_keywords(x, s, t):
