@@ -273,8 +273,9 @@ def _own_attributes(fn):
 
 
 def _key_fact(k, depth, level, fact):
-    """The fact of a dict's key (`_fact_py`): a simple value by `repr`, an
-    object by which object it is and its fact, a tuple item by item."""
+    """The fact of a dict's key or a set's member (`_fact_py`): a simple
+    value by `repr`, an object by which object it is and its fact, a
+    tuple item by item."""
     if type(k) in _EXACT_SIMPLE:
         return repr(k)
     if _is_object(k):
@@ -677,8 +678,9 @@ def _fact_py(x, depth=0, input=False, level=0, fact=None):
         # A subclass's instance: its attributes too (`self.layers.scale`).
         return ("sequence", _Identity(type(x)), items, _subclass_attributes(x, depth, level, fact))
     if isinstance(x, (set, frozenset)):
-        # In the order it iterates in (equal sets may iterate differently).
-        return ("set", type(x).__name__, tuple(fact(v, depth, False, level + 1) for v in x))
+        # In the order it iterates in (equal sets may iterate differently);
+        # an object member by which object it is, as a dict's key.
+        return ("set", type(x).__name__, tuple(_key_fact(v, depth, level, fact) for v in x))
     if isinstance(x, (bytearray, memoryview)):
         return ("bytes", type(x).__name__, _bytes(x))
     if isinstance(x, collections.deque):

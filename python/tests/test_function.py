@@ -2818,6 +2818,11 @@ def test_which_object_an_enum_member_or_a_dict_key_is_is_a_fact():
     for k in range(6):
         _WEIGHTS = {_HEAD_A: 1.0, _HEAD_B: 0.0} if k < 4 else {_HEAD_B: 1.0, _HEAD_A: 0.0}
         assert staged(x).item() == _weighted(jitc.Var(x)).item(), k
+    # A set's object members too.
+    staged = jitc.function(lambda v, active: v * (2.0 if _HEAD_A in active else 1.0), profile=1)
+    for k in range(6):
+        active = {_HEAD_A} if k < 4 else {_HEAD_B}
+        np.testing.assert_array_equal(staged(x, active).numpy(), x * (2.0 if k < 4 else 1.0))
     # In a tuple key too.
     staged = jitc.function(lambda v, table: jitc.sum(v * table[(_HEAD_A, 0)]), profile=1)
     for k in range(6):
