@@ -1867,6 +1867,15 @@ class Function:
             filled[name] = value
         return kwargs if filled is None else filled
 
+    def _unstaged(self, kind, why, owner, args, kwargs):
+        """Runs a call staging does not cover yet plainly (`kind` counts
+        them; the first of each kind is noted with `why`)."""
+        if not self._counts[kind]:
+            self._note("imperative calls", why)
+        self._counts[kind] += 1
+        self._counts["imperative"] += 1
+        return self._plain(owner, args, kwargs)
+
     def _invoke(self, owner, args, kwargs):
         args, kwargs, unstaged = _as_vars(args, kwargs)
         kwargs = self._object_defaults(owner, args, kwargs)
@@ -1892,11 +1901,7 @@ class Function:
                 tracer.depth -= 1
         self._counts["calls"] += 1
         if unstaged is not None:
-            if not self._counts["unstaged calls"]:
-                self._note("imperative calls", unstaged)
-            self._counts["unstaged calls"] += 1
-            self._counts["imperative"] += 1
-            return self._plain(owner, args, kwargs)
+            return self._unstaged("unstaged calls", unstaged, owner, args, kwargs)
         if self._imperative is not None:
             self._counts["imperative"] += 1
             return self._plain(owner, args, kwargs)
@@ -1905,12 +1910,9 @@ class Function:
         container = next((o for o in objects if isinstance(o, _CONTAINERS)), None)
         if container is not None:
             # (Its items would be no facts, or its attributes no state.)
-            if not self._counts["container calls"]:
-                self._note("imperative calls", f"self or an argument is a {type(container).__name__}, a subclass of "
-                                               f"a builtin container with attributes, which is not staged yet")
-            self._counts["container calls"] += 1
-            self._counts["imperative"] += 1
-            return self._plain(owner, args, kwargs)
+            return self._unstaged("container calls", f"self or an argument is a {type(container).__name__}, a "
+                                  f"subclass of a builtin container with attributes, which is not staged yet",
+                                  owner, args, kwargs)
         tensors = self._tensors(args, kwargs, objects)
         try:
             key = self._key(owner, args, kwargs, tensors, objects)
@@ -2371,13 +2373,20 @@ class Function:
             _stack('names').pop()
             _stack('tracked').pop()
 
+    def _held_values(self):
+        """What the code the function runs can read beyond its arguments,
+        by label: the globals (and attributes of modules, classes and
+        functions so read) and what the functions hold (`_held`)."""
+        named = _global_reads(self._codes)
+        named.update(_held(self._functions, self.fn))
+        return named
+
     def _state_unnamed(self, objects, args, kwargs):
         """What a call could change besides rebinding the covered objects'
         attributes: what those attributes hold, the arguments' contents,
         and the globals and closure variables the function names."""
         code = self.fn.__code__
-        named = _global_reads(self._codes)
-        named.update(_held(self._functions, self.fn))
+        named = self._held_values()
         cells = zip(code.co_freevars, self.fn.__closure__ or ())
         named.update({f"closure {n}": c.cell_contents for n, c in cells
                       if _cell_filled(c) and not isinstance(c.cell_contents, (Function, _Bound, types.FunctionType))})
@@ -2524,7 +2533,7 @@ class Function:
         tracer = _Tracer()
         tracer.objects = {id(o) for o in objects}
         tracer.object_refs = list(objects)
-        tracer.held = lambda: {**_global_reads(self._codes), **_held(self._functions, self.fn)}
+        tracer.held = self._held_values
         previous_profile = sys.getprofile()
         _tracing.tracer = tracer
         sys.setprofile(tracer.profile)

@@ -199,17 +199,9 @@ impl Facts {
         for pair in globals.try_iter()? {
             let pair = pair?;
             let (label, value): (Bound<'py, PyAny>, Bound<'py, PyAny>) = pair.extract()?;
-            let fact = if by_identity.contains(value.get_type())?
-                && !bound_builtin(&value)?
-                && !function_holds(&value)?
-            {
-                // `_global_fact`: a function with its simple defaults.
-                match function_defaults(&value)? {
-                    Some(defaults) => tuple(py, [value, defaults])?,
-                    None => value,
-                }
-            } else {
-                self.of(&value, 1, false, 0, &scope)?
+            let fact = match global_fact(by_identity, &value)? {
+                Some(fact) => fact,
+                None => self.of(&value, 1, false, 0, &scope)?,
             };
             held.push(tuple(py, [label, fact])?);
         }
@@ -243,7 +235,7 @@ fn first_occurrences(listed: &Bound<'_, PyAny>) -> PyResult<(HashMap<usize, usiz
     Ok((found, firsts))
 }
 
-/// `_bound_builtin(x)` for a value of a `_BY_IDENTITY` type: a builtin
+/// `_bound_builtin(x)`: a builtin
 /// method bound to an object (`table.get`), which is a fact by what the
 /// object holds, not as itself. Builtin functions are bound to their
 /// module, or to nothing.
@@ -255,47 +247,39 @@ fn bound_builtin(x: &Bound<'_, PyAny>) -> PyResult<bool> {
     Ok(!owner.is_none() && !owner.is_instance_of::<PyModule>())
 }
 
-/// Whether `x` is a Python function (`types.FunctionType`).
-fn is_function(x: &Bound<'_, PyAny>) -> PyResult<bool> {
-    Ok(x.get_type().name()?.to_cow()? == "function")
-}
-
-/// `_function_holds(x)` for a value of a `_BY_IDENTITY` type: a Python
-/// function with a closure, keyword-only defaults, attributes or a
-/// default that is not a simple value, which is a fact by what it holds,
-/// not as itself.
-fn function_holds(x: &Bound<'_, PyAny>) -> PyResult<bool> {
+/// `_global_fact(x)` when the global `x` is a fact as itself
+/// (`_by_identity`): itself, or a function with simple defaults as
+/// `(x, x.__defaults__)`. None when it is not (a builtin bound method, a
+/// function that holds state: a closure, keyword-only defaults,
+/// attributes or a default that is not a simple value): its fact is
+/// taken instead.
+fn global_fact<'py>(
+    by_identity: &Bound<'py, PyFrozenSet>,
+    x: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
     let py = x.py();
-    if !is_function(x)? {
-        return Ok(false);
+    if !by_identity.contains(x.get_type())? || bound_builtin(x)? {
+        return Ok(None);
+    }
+    if x.get_type().name()?.to_cow()? != "function" {
+        return Ok(Some(x.clone()));
     }
     if x.getattr(intern!(py, "__closure__"))?.is_truthy()?
         || x.getattr(intern!(py, "__kwdefaults__"))?.is_truthy()?
+        || x.getattr(intern!(py, "__dict__"))?.is_truthy()?
     {
-        return Ok(true);
-    }
-    let defaults = x.getattr(intern!(py, "__defaults__"))?;
-    if !defaults.is_none() {
-        for d in defaults.try_iter()? {
-            if !exact_simple(&d?) {
-                return Ok(true);
-            }
-        }
-    }
-    x.getattr(intern!(py, "__dict__"))?.is_truthy()
-}
-
-/// A function's defaults when it has any (`_global_fact`).
-fn function_defaults<'py>(x: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
-    if !is_function(x)? {
         return Ok(None);
     }
-    let defaults = x.getattr(intern!(x.py(), "__defaults__"))?;
-    Ok(if defaults.is_truthy()? {
-        Some(defaults)
-    } else {
-        None
-    })
+    let defaults = x.getattr(intern!(py, "__defaults__"))?;
+    if !defaults.is_truthy()? {
+        return Ok(Some(x.clone()));
+    }
+    for d in defaults.try_iter()? {
+        if !exact_simple(&d?) {
+            return Ok(None);
+        }
+    }
+    Ok(Some(tuple(py, [x.clone(), defaults])?))
 }
 
 /// `_relaxable(x)`: a float, or an int (not a bool) that fits in 64 bits.
