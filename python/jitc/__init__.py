@@ -563,6 +563,16 @@ class _Number(Var):
             native = _call(_jitc.Var.cast, native, "f64")
         return Var(_call(_jitc.Var.cast, native, target))
 
+    def __getattr__(self, name):
+        # An attribute of the number itself that a `Var` has not
+        # (`n.denominator`, `x.is_integer()`): the real number's, read into
+        # Python (without it, the stand-in would raise AttributeError and
+        # its run could take another way in Python, with other effects).
+        value = object.__getattribute__(self, "_value")
+        if name.startswith("__") or not hasattr(value, name):
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        return getattr(self._python(f"its attribute {name}"), name)
+
     def _python(self, why):
         """The real value, read into Python: the trace is marked."""
         tracer = _tracing.tracer

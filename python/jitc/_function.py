@@ -19,7 +19,7 @@ through them, the globals the code the function runs looks up as globals
 (`LOAD_GLOBAL`; a global named like an attribute the code reads, `w` for
 `self.w`, is not one) and its closure variables, its helpers' too, with the attributes that code names of
 a module or class so read, and the contents of NumPy arrays that are not
-arguments) run imperatively on the lazy graph while a tracer
+arguments, nor items of a list, tuple or dict argument) run imperatively on the lazy graph while a tracer
 records every op, every branch taken on a tensor value (the *decisions*)
 and which attributes the call rebinds (to a `jitc.Var`, an output of the
 graph; or to an immutable Python value, set as traced). Calls into Python that could have
@@ -109,9 +109,12 @@ reach them (through tuples, lists, dicts and objects' attributes:
 (`meta.state_read`/`meta.state_write` of `self.layers[0].w`) and a
 training step that rebinds them is staged; tensors held in a list
 directly or in a global are plain graph inputs (`_reach`), and a
-call that rebinds a global stays imperative. Numbers in those objects are
-facts by value (only the attributes of `self` and of object arguments
-are relaxed). Named state (`jitc.read_state`, `jitc.write_state`, and
+call that rebinds a global stays imperative. Numbers in those objects
+(the attributes the code names, past the first level) are relaxed as
+`self`'s are (below: a batch norm's `self.bn.num_batches_tracked += 1`
+is state `self.bn.num_batches_tracked` of the graph), and a relaxed one
+is a fact by its type wherever the facts meet its object
+(`_relaxed_objects`). Named state (`jitc.read_state`, `jitc.write_state`, and
 so `jitc.optim`'s parameters and moments) is state of the graph too,
 `meta.state_read`/`meta.state_write` of `jitc:<name>`: every name a
 trace with these facts touched so far is read before the call and
@@ -149,7 +152,8 @@ recursive) is part of the caller's trace; nesting deeper than 32 keeps the
 caller imperative, with the reason.
 
 **Relax.** A Python `int` or `float` (an argument, a keyword argument,
-or an attribute of `self` or of an object argument) whose value changed
+or an attribute of `self`, of an object argument or of an object held
+deeper that the call reaches) whose value changed
 between two calls with otherwise the same facts becomes an input of the
 graph instead of a fact (JANUS's relaxed assumption): later traced calls
 pass a `jitc._Number` in its place, which computes as the number would
@@ -168,8 +172,15 @@ agree exactly (results, attributes, the ways tensor branches went),
 nothing read the number into Python (`float()`, `int()`, an index,
 formatting, hashing, NumPy, `**`, `//`, `%`), and no code the call ran
 names a type inspection (`isinstance`, `type`, `hasattr`, ...: the
-stand-in is a `jitc.Var`, not an `int`). If not, the number goes back to
-being a fact by value (*relaxations_undone*), with the reason.
+stand-in is a `jitc.Var`, not an `int`; an attribute of the number
+itself, `n.denominator`, is read into Python), and the run on the
+stand-ins changed nothing the first run did not (a global, an
+argument's contents: such a change is not undone, only seen). If not,
+the numbers relaxed since the last trace kept with relaxed numbers (all
+of them, when there are none) go back to being facts by value
+(*relaxations_undone*), with the reason. A position is a path (`self.n`,
+`cfg.n`, `self.bn.n`), so it means the same in calls whose objects
+differ.
 
 What is not done yet: a loop on tensor values that is not one of those
 (a `break` that is not the end of a `for` loop's body, a `return` or
@@ -613,7 +624,8 @@ _CONTAINERS = (list, tuple, dict, set, frozenset, collections.deque)
 def _fact(x, depth=0, input=False, level=0):
     """What a staged graph assumes about `x` (`_fact_py` defines it), with
     the call's context (`_key`'s `aliases` and `names`)."""
-    return _native_facts().fact(x, depth, input, level, _top('aliases', None), _top('names', frozenset()))
+    return _native_facts().fact(x, depth, input, level, _top('aliases', None), _top('names', frozenset()),
+                                _top('relaxed_objects', None))
 
 
 def _native_facts():
@@ -728,8 +740,12 @@ def _fact_py(x, depth=0, input=False, level=0, fact=None):
             held = [(k, v) for k, v in vars(x).items() if k in names]
         else:
             return ("identity", _Identity(x))
+        # (A number of one of the call's objects at a relaxed position, met
+        # deeper than `self` or an argument: `self.bn.n`.)
+        relaxed = (_top('relaxed_objects', None) or {}).get(id(x), ())
         return ("object", _Identity(type(x)),
-                tuple(sorted((k, fact(v, depth + 1, False, level + 1)) for k, v in held)),
+                tuple(sorted((k, ("relaxed", type(v).__name__) if k in relaxed and _relaxable(v)
+                              else fact(v, depth + 1, False, level + 1)) for k, v in held)),
                 tuple(sorted((k, fact(v, depth + 1, False, level + 1))
                              for k, v in _class_reads(x, names).items())) if names else ())
     return ("identity", _Identity(x))
@@ -1083,6 +1099,42 @@ def _relaxable(x):
     return type(x) is float or (type(x) is int and -(2**63) <= x < 2**63)
 
 
+def _relaxed_objects(listed, relaxed, names):
+    """For the facts of a call whose objects are `listed` (`_objects`):
+    `id(o) -> the names of o's attributes at relaxed positions` (those
+    `Function._numbers` gives: `("attr", label, name)`, by o's first
+    label, and only a name the code uses, `names`, for an object the facts
+    cover by those), so that such a number is a fact by its type wherever
+    the facts meet o (`self.bn.n`), exactly where it is a graph input;
+    None when there are none."""
+    attributes = {}
+    for p in relaxed:
+        if p[0] == "attr":
+            attributes.setdefault(p[1], set()).add(p[2])
+    if not attributes:
+        return None
+    found = {}
+    for o, label, only in _attribute_positions(listed, names):
+        held = attributes.get(label)
+        if held:
+            found[id(o)] = frozenset(held if only is None else held & only)
+    return found or None
+
+
+def _attribute_positions(listed, names):
+    """`(object, label, names)` for each object of `listed` (`_objects`)
+    once, by its first label: `names` are those its numbers may be
+    relaxed at (the names the code uses, for an object held more than one
+    level down), None for any."""
+    seen = set()
+    labels, named_only = listed.labels, listed.named_only
+    for k, o in enumerate(listed):
+        if id(o) in seen:
+            continue
+        seen.add(id(o))
+        yield o, labels[k], names if named_only[k] else None
+
+
 def _immutable(x):
     """A Python value an attribute may be set to in a staged call: one a
     later call cannot change in place."""
@@ -1119,7 +1171,10 @@ def _marker(value, depth=0):
     if isinstance(value, (bytearray, memoryview)):
         return (type(value).__name__, _bytes(value))
     if isinstance(value, dict):
-        return ("dict", tuple((repr(k), _marker(v, depth + 1)) for k, v in value.items()))
+        # (A key that is an object, also in a tuple, with what it holds: a
+        # call may change it.)
+        return ("dict", tuple((_marker(k, depth + 1) if isinstance(k, tuple) or _is_object(k) else repr(k),
+                               _marker(v, depth + 1)) for k, v in value.items()))
     if isinstance(value, np.ndarray):
         return ("ndarray", id(value), value.shape, value.dtype.str,
                 value.tobytes() if value.size <= 64 else _digest(value))
@@ -1805,6 +1860,8 @@ class Function:
         # of its facts (to see which changed).
         self._relaxed = set()
         self._pinned = set()
+        # Relaxed numbers a kept trace took as inputs.
+        self._proven = set()
         self._numbers_seen = {}
         # Whether the tensors held deeper than attributes (`self.layers[0].w`)
         # and in globals are inputs too (`_reach_deeper`).
@@ -1822,6 +1879,10 @@ class Function:
         # traced calls run (`_discover`); and the names that code uses.
         self._codes, self._functions = _reachable_codes(fn)
         self._names = _code_names(self._codes)
+        # The names of the parameters arguments bind to, without and with
+        # `self` (`_objects`' labels).
+        code = fn.__code__
+        self._parameters = (code.co_varnames[:code.co_argcount], code.co_varnames[1:code.co_argcount])
 
     # -- calling ---------------------------------------------------------------
     def __get__(self, obj, objtype=None):
@@ -1877,7 +1938,17 @@ class Function:
         return self._plain(owner, args, kwargs)
 
     def _invoke(self, owner, args, kwargs):
-        args, kwargs, unstaged = _as_vars(args, kwargs)
+        args, kwargs, unstaged, rebuilt = _as_vars(args, kwargs)
+        if not rebuilt:
+            return self._invoke_converted(owner, args, kwargs, unstaged)
+        try:
+            return self._invoke_converted(owner, args, kwargs, unstaged)
+        finally:
+            # (What the Python function did to a list or dict made again
+            # is done to the caller's.)
+            _write_back(rebuilt)
+
+    def _invoke_converted(self, owner, args, kwargs, unstaged):
         kwargs = self._object_defaults(owner, args, kwargs)
         tracer = _tracing.tracer
         if tracer is not None:
@@ -1999,11 +2070,14 @@ class Function:
         aliases = {id(t._v): k for k, t in reversed(list(enumerate(tensors)))}
         _stack('aliases').append(aliases)
         _stack('names').append(self._names)
+        _stack('relaxed_objects').append(
+            _relaxed_objects(objects, self._relaxed if relaxed is None else relaxed, self._names))
         try:
             return self._facts_of(owner, args, kwargs, tensors, relaxed, objects, aliases)
         finally:
             _stack('aliases').pop()
             _stack('names').pop()
+            _stack('relaxed_objects').pop()
 
     def _facts_of(self, owner, args, kwargs, tensors, relaxed, listed, aliases):
         """The call's facts, computed natively (`jitc._jitc.Facts.key`;
@@ -2011,7 +2085,7 @@ class Function:
         relaxed = self._relaxed if relaxed is None else relaxed
         key = _native_facts().key(
             args, kwargs, owner, tensors, listed, relaxed, aliases, self._names, self._global_values(),
-            bool(self.fn.__code__.co_flags & inspect.CO_VARKEYWORDS),
+            bool(self.fn.__code__.co_flags & inspect.CO_VARKEYWORDS), _top('relaxed_objects', None),
         )
         # Which of the paths to objects held deeper are one object.
         held = getattr(listed, "pattern", None)
@@ -2021,6 +2095,14 @@ class Function:
         """The definition of `_facts_of`, with `fact(x, depth, input,
         level)` for `_fact` (the tests compare the two)."""
         relaxed = self._relaxed if relaxed is None else relaxed
+        relaxed_objects = _relaxed_objects(listed, relaxed, self._names)
+        _stack('relaxed_objects').append(relaxed_objects)
+        try:
+            return self._facts_of_py_in(owner, args, kwargs, tensors, relaxed, listed, fact, relaxed_objects or {})
+        finally:
+            _stack('relaxed_objects').pop()
+
+    def _facts_of_py_in(self, owner, args, kwargs, tensors, relaxed, listed, fact, relaxed_objects):
         objects = {}
         for k, o in enumerate(listed):
             objects.setdefault(id(o), k)
@@ -2029,10 +2111,9 @@ class Function:
             if position in relaxed and _relaxable(x):
                 return ("relaxed", type(x).__name__)
             if id(x) in objects and _is_object(x):
-                k = objects[id(x)]
+                held = relaxed_objects.get(id(x), ())
                 return ("object", _Identity(type(x)), tuple(sorted(
-                    (name, ("relaxed", type(v).__name__)
-                     if ("attr", k, name) in relaxed and _relaxable(v) else fact(v, 1, False, 0))
+                    (name, ("relaxed", type(v).__name__) if name in held and _relaxable(v) else fact(v, 1, False, 0))
                     for name, v in vars(x).items()
                 )), tuple(sorted((name, fact(v, 1, False, 0)) for name, v in _class_reads(x, self._names).items())))
             return fact(x, 0, True, 0)
@@ -2120,32 +2201,34 @@ class Function:
                                     "tensors so held are the call's from now on")
         return True
 
-    def _numbers(self, owner, args, kwargs):
+    def _numbers(self, owner, args, kwargs, objects=None):
         """The call's Python numbers that could become graph inputs, by
-        position: `("arg", i)`, `("kwarg", name)`, `("attr", k, name)` for
-        an attribute of the k-th object (`_objects`)."""
+        position: `("arg", i)`, `("kwarg", name)`, `("attr", label, name)`
+        for an attribute of an object of the call (`objects`, its
+        `_objects`, each by its first label: `self`, a parameter's name, or
+        the path of an object held deeper once the function reaches them,
+        whose attributes the code names, `self.bn.n`; a path, not an index,
+        so that a position means the same in calls whose objects differ)."""
         found = {("arg", i): a for i, a in enumerate(args) if _relaxable(a)}
         found.update({("kwarg", k): v for k, v in kwargs.items() if _relaxable(v)})
-        seen = set()
-        # (Those of the objects held deeper are facts by value.)
-        for k, o in enumerate(self._objects(owner, args, kwargs, deep=False)):
-            if id(o) in seen:
-                continue
-            seen.add(id(o))
-            found.update({("attr", k, name): v for name, v in vars(o).items() if _relaxable(v)})
+        if objects is None:
+            objects = self._objects(owner, args, kwargs)
+        for o, label, names in _attribute_positions(objects, self._names):
+            found.update({("attr", label, name): v for name, v in vars(o).items()
+                          if _relaxable(v) and (names is None or name in names)})
         return found
 
-    def _relaxed_numbers(self, owner, args, kwargs):
+    def _relaxed_numbers(self, owner, args, kwargs, objects=None):
         """The call's relaxed numbers, in the order a graph takes them."""
         if not self._relaxed:
             return []
-        numbers = self._numbers(owner, args, kwargs)
+        numbers = self._numbers(owner, args, kwargs, objects)
         return sorted(((p, v) for p, v in numbers.items() if p in self._relaxed), key=lambda pv: repr(pv[0]))
 
     def _changed_numbers(self, owner, args, kwargs, tensors, objects):
         """The positions of numbers that differ from the last call whose
         other facts were the same (and that may be relaxed)."""
-        numbers = self._numbers(owner, args, kwargs)
+        numbers = self._numbers(owner, args, kwargs, objects)
         if not numbers:
             return set()
         loose = self._key(owner, args, kwargs, tensors, objects, relaxed=set(numbers))
@@ -2161,7 +2244,7 @@ class Function:
     def _relax(self, positions, owner):
         self._relaxed |= positions
         self._counts["relaxations"] += len(positions)
-        self._position_names.update({p: _position_name(p, owner) for p in positions})
+        self._position_names.update({p: _position_name(p) for p in positions})
         names = ", ".join(self._position_names[p] for p in sorted(positions, key=repr))
         self._note("relax", f"{names} changed between calls: now an input of the staged graph")
         self._drop_stale_facts()
@@ -2170,7 +2253,7 @@ class Function:
         self._relaxed -= positions
         self._pinned |= positions
         self._counts["relaxations_undone"] += len(positions)
-        names = ", ".join(_position_name(p, owner) for p in sorted(positions, key=repr))
+        names = ", ".join(_position_name(p) for p in sorted(positions, key=repr))
         self._note("keep values", f"{names} stays a fact by value: {why}")
         self._drop_stale_facts()
 
@@ -2183,7 +2266,7 @@ class Function:
 
     def _tensors(self, args, kwargs, objects, names=None):
         """The tensors a call passes, in input order: arguments (one level
-        into sequences), then attributes of `self` and of object arguments
+        into sequences and dicts), then attributes of `self` and of object arguments
         (`objects`, the call's `_objects`). With a list `names`, it also
         appends, for each, None (an argument) or `(object index,
         attribute)`."""
@@ -2193,6 +2276,8 @@ class Function:
                 found.append(a)
             elif isinstance(a, (tuple, list)):
                 found += [v for v in a if _is_var(v) or isinstance(v, np.ndarray)]
+            elif type(a) is dict:
+                found += [v for v in a.values() if _is_var(v)]
         if names is not None:
             names += [None] * len(found)
         named_only = getattr(objects, "named_only", ())
@@ -2220,10 +2305,8 @@ class Function:
         return found
 
     def _object_labels(self, owner, args, kwargs):
-        """A name for each of `_objects`: `self`, an object argument's
-        parameter name (`args[i]` past the named ones), a keyword, then
-        the path of each object held deeper (`self.layers[0]`)."""
-        return self._objects(owner, args, kwargs, labelled=True).labels
+        """A name for each of `_objects` (its `labels`)."""
+        return self._objects(owner, args, kwargs).labels
 
     def _state_binding(self, labels, names, writes, numbers=()):
         """The named state of a trace's graph (JANUS's `PyGetAttrOp` and
@@ -2243,8 +2326,7 @@ class Function:
             seen[id(native)] = len(seen)
             if name is not None:
                 reads.append((seen[id(native)], f"{labels[name[0]]}.{name[1]}"))
-        reads += [(index, f"{labels[position[1]]}.{position[2]}")
-                  for index, position in numbers if position[0] == "attr"]
+        reads += [(index, f"{position[1]}.{position[2]}") for index, position in numbers if position[0] == "attr"]
         bound = [(how[1], f"{labels[k]}.{name}") for k, name, how in writes if how[0] == "out"]
         return reads, bound
 
@@ -2255,25 +2337,30 @@ class Function:
         tensors = self._tensors(args, kwargs, self._objects(owner, args, kwargs), names)
         return [(t._v, n) for t, n in zip(tensors, names)]
 
-    def _objects(self, owner, args, kwargs, deep=None, labelled=False):
+    def _objects(self, owner, args, kwargs, deep=None):
         """The objects whose attributes are facts and may be rebound: `self`,
         then object arguments, then object keyword arguments by name; and
         when the function reaches deeper (`_deep`, unless `deep` is
         False), the objects they hold where the facts reach
         (`_held_objects`: a sub-layer `self.layers[0]`), each once. An
-        `_Objects` list; with `labelled` (or deeper), each one's label."""
+        `_Objects` list, with each one's label (`self`, an object
+        argument's parameter name, `args[i]` past the named ones, a
+        keyword, the path of an object held deeper)."""
         deep = self._deep if deep is None else deep
-        objects = _Objects([owner] if owner is not None else [])
-        objects += [a for a in args if _is_object(a)]
-        objects += [kwargs[k] for k in sorted(kwargs) if _is_object(kwargs[k])]
-        if not (labelled or deep):
-            return objects
-        code = self.fn.__code__
-        parameters = code.co_varnames[(1 if owner is not None else 0):code.co_argcount]
-        objects.labels = ["self"] if owner is not None else []
-        objects.labels += [parameters[i] if i < len(parameters) else f"args[{i}]"
-                           for i, a in enumerate(args) if _is_object(a)]
-        objects.labels += [k for k in sorted(kwargs) if _is_object(kwargs[k])]
+        objects, labels = _Objects(), []
+        if owner is not None:
+            objects.append(owner)
+            labels.append("self")
+        parameters = self._parameters[owner is not None]
+        for i, a in enumerate(args):
+            if _is_object(a):
+                objects.append(a)
+                labels.append(parameters[i] if i < len(parameters) else f"args[{i}]")
+        for k in sorted(kwargs):
+            if _is_object(kwargs[k]):
+                objects.append(kwargs[k])
+                labels.append(k)
+        objects.labels = labels
         objects.named_only = [False] * len(objects)
         if deep:
             found, objects.pattern, objects.held_tensors = _held_objects(objects, self._names)
@@ -2463,19 +2550,28 @@ class Function:
         traced_kwargs = {k: weak.get(("kwarg", k), v) for k, v in kwargs.items()}
         tracer = None
         try:
+            by_label = dict(zip(reversed(objects.labels), reversed(objects)))
             for position, number in weak.items():
                 if position[0] == "attr":
-                    setattr(objects[position[1]], position[2], number)
+                    setattr(by_label[position[1]], position[2], number)
             # The named state as the first run found it.
             for name, before in plain.named_before.items():
                 _jitc.write_state(name, before)
             start = [dict(vars(o)) for o in objects]
+            state = self._state(objects, traced_args, traced_kwargs)
             traced, tracer, error = self._run_traced(owner, traced_args, traced_kwargs, objects)
             outputs, writes, structure = [], [], None
             if error is None:
                 writes = self._writes(objects, start, outputs, tracer)
                 structure = self._structure(traced, outputs, tracer)
             after = [dict(vars(o)) for o in objects]
+            # (What the run changed that putting the objects' attributes
+            # back does not undo: a run on the stand-ins that went another
+            # way in Python than the real one, past every check above.)
+            untracked = self._untracked(objects, start, state, traced_args, traced_kwargs)
+        except _Unstageable as e:
+            self._give_up_all(str(e))
+            return result, None
         finally:
             for o, old in zip(objects, finished):
                 vars(o).clear()
@@ -2490,6 +2586,8 @@ class Function:
         inspected = sorted({n for code in tracer.codes for n in code.co_names} & _INTROSPECTION)
         if error is not None:
             why = f"the call traced with it relaxed raised {type(error).__name__}: {error}"
+        elif untracked is not None:
+            why = f"the call traced with it relaxed did what the real one did not: {untracked}"
         elif tracer.relax_failures:
             why = tracer.relax_failures[0]
         elif inspected:
@@ -2505,7 +2603,12 @@ class Function:
                 # guard of `_Number` failed): nothing to compare with.
                 why = f"the relaxed run fails on this call ({e})"
         if why is not None:
-            self._unrelax({p for p, _ in numbers}, owner, why)
+            # The numbers relaxed since the last relaxed trace kept go back
+            # to facts by value (a setting that changed once and is read
+            # into Python, `range(self.cfg.reps)`, does not take a counter
+            # that staged well with it); when there are none, all of them.
+            positions = {p for p, _ in numbers}
+            self._unrelax(positions - self._proven or positions, owner, why)
             return result, None
         if tracer.reasons:
             self._give_up_all(tracer.reasons[0])
@@ -2525,6 +2628,7 @@ class Function:
         numbered = [(len(natives) + j, position) for j, position in enumerate(weak)]
         trace.state = self._state_binding(labels, names, writes, numbered)
         _bind_named(trace, named)
+        self._proven |= {p for p, _ in numbers}
         return result, trace
 
     def _run_traced(self, owner, args, kwargs, objects):
@@ -2801,7 +2905,7 @@ class Function:
     def _serve(self, root, owner, args, kwargs, tensors, objects):
         Var, _Number = _package_types()
         unique = _unique_natives(tensors)
-        unique += [_Number.of(v)._v for _, v in self._relaxed_numbers(owner, args, kwargs)]
+        unique += [_Number.of(v)._v for _, v in self._relaxed_numbers(owner, args, kwargs, objects)]
         unique += _named_inputs(root.named)
         pending = [v for v in unique if not v.is_computed()]
         if pending:
@@ -3050,28 +3154,78 @@ _MAX_REPROFILES = 8
 
 
 def _as_vars(args, kwargs):
-    """NumPy array arguments (also inside tuples and lists) as `jitc.Var`s:
-    a function sees the same types whether it runs imperatively or staged.
-    A tuple or list is made again with them (a named tuple from its
-    fields). Returns the arguments, and why the call cannot be staged, or
-    None: a subclass instance with attributes holding arrays, which made
-    again would lose them, is left as it is, and the call runs plainly."""
+    """NumPy array arguments (also inside tuples, lists and dicts) as
+    `jitc.Var`s: a function sees the same types whether it runs
+    imperatively or staged. A tuple, list or dict is made again with them
+    (a named tuple from its fields); an array or container passed twice is
+    made once. Returns the arguments; why the call cannot be staged, or
+    None (a subclass instance with attributes holding arrays, which made
+    again would lose them, is left as it is, and the call runs plainly);
+    and for each list and dict made again, `(original, copy, made)` for
+    `_write_back` (`made`: the copy's items as first made, each with the
+    caller's)."""
     from . import Var
 
-    why = []
+    why, rebuilt, memo = [], [], {}
 
     def one(a):
+        found = memo.get(id(a))
+        if found is not None:
+            return found[1]
+        made = a
         if isinstance(a, np.ndarray):
-            return Var(a)
-        if isinstance(a, (tuple, list)) and any(isinstance(v, np.ndarray) for v in a):
+            made = Var(a)
+        elif isinstance(a, (tuple, list)) and any(isinstance(v, np.ndarray) for v in a):
             if getattr(a, "__dict__", None):
                 why.append(f"a {type(a).__name__} argument with attributes holds NumPy arrays (pass jitc.Vars)")
                 return a
-            items = [Var(v) if isinstance(v, np.ndarray) else v for v in a]
-            return type(a)._make(items) if isinstance(a, tuple) and hasattr(type(a), "_make") else type(a)(items)
-        return a
+            pairs = [(item(v), v) for v in a]
+            items = [v for v, _ in pairs]
+            if isinstance(a, tuple):
+                made = type(a)._make(items) if hasattr(type(a), "_make") else type(a)(items)
+            else:
+                made = type(a)(items)
+                rebuilt.append((a, made, pairs))
+        elif type(a) is dict and any(isinstance(v, np.ndarray) for v in a.values()):
+            pairs = [(k, item(v), v) for k, v in a.items()]
+            made = {k: v for k, v, _ in pairs}
+            rebuilt.append((a, made, pairs))
+        # (The original too, so that its id is not reused while `memo` is.)
+        memo[id(a)] = (a, made)
+        return made
+
+    def item(v):
+        if not isinstance(v, np.ndarray):
+            return v
+        found = memo.get(id(v))
+        if found is None:
+            found = memo[id(v)] = (v, Var(v))
+        return found[1]
+
     converted = [one(a) for a in args], {k: one(v) for k, v in kwargs.items()}
-    return converted[0], converted[1], (why[0] if why else None)
+    return converted[0], converted[1], (why[0] if why else None), rebuilt
+
+
+def _write_back(rebuilt):
+    """Puts what a call did to the lists and dicts `_as_vars` made again
+    (`rebuilt`) into the caller's: an item appended, replaced or removed,
+    a key set or deleted (an item still the `jitc.Var` made of the
+    caller's array goes back as that array). One the call did not change
+    is left alone."""
+    for original, copy, pairs in rebuilt:
+        if isinstance(copy, dict):
+            if len(copy) == len(pairs) and all(
+                    k is pk and v is pv for (k, v), (pk, pv, _) in zip(copy.items(), pairs)):
+                continue
+            back = {id(v): was for _, v, was in pairs}
+            items = [(k, back.get(id(v), v)) for k, v in copy.items()]
+            original.clear()
+            original.update(items)
+        else:
+            if len(copy) == len(pairs) and all(v is pv for v, (pv, _) in zip(copy, pairs)):
+                continue
+            back = {id(v): was for v, was in pairs}
+            original[:] = [back.get(id(v), v) for v in copy]
 
 
 class _Replay:
@@ -3276,16 +3430,14 @@ def _bind_named(trace, named):
                    trace.state[1] + [(k, f"jitc:{n}") for k, n in writes])
 
 
-def _position_name(position, owner):
+def _position_name(position):
     """A relaxable number's position (`Function._numbers`), in words."""
     if position[0] == "arg":
         return f"argument {position[1]}"
     if position[0] == "kwarg":
         return f"keyword argument {position[1]}"
-    _, k, name = position
-    if owner is not None and k == 0:
-        return f"self.{name}"
-    return f"the attribute {name} of argument object {k}"
+    _, label, name = position
+    return f"{label}.{name}"
 
 
 def _rebuild(structure, outputs):

@@ -55,10 +55,14 @@ pub struct Facts {
 }
 
 /// Where one value's fact is taken: the call's tensors by native id
-/// (`aliases`) and the names its code uses (`names`).
+/// (`aliases`), the names its code uses (`names`), and the names of the
+/// relaxed numbers of its objects by the object's id (`relaxed`,
+/// `_relaxed_objects`: such a number is a fact by its type wherever the
+/// facts meet the object).
 struct Scope<'a, 'py> {
     aliases: Option<&'a Bound<'py, PyDict>>,
     names: &'a Bound<'py, PyFrozenSet>,
+    relaxed: Option<&'a Bound<'py, PyDict>>,
 }
 
 #[pymethods]
@@ -96,8 +100,10 @@ impl Facts {
     }
 
     /// `_fact(x, depth, input, level)` with the call's `aliases` (native id
-    /// of each input tensor -> its position; None: none) and `names`.
-    #[pyo3(signature = (x, depth, input, level, aliases, names))]
+    /// of each input tensor -> its position; None: none), `names` and
+    /// `relaxed` (`_relaxed_objects`; None: none).
+    #[pyo3(signature = (x, depth, input, level, aliases, names, relaxed=None))]
+    #[allow(clippy::too_many_arguments)]
     fn fact<'py>(
         &self,
         x: &Bound<'py, PyAny>,
@@ -106,8 +112,19 @@ impl Facts {
         level: usize,
         aliases: Option<&Bound<'py, PyDict>>,
         names: &Bound<'py, PyFrozenSet>,
+        relaxed: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.of(x, depth, input, level, &Scope { aliases, names })
+        self.of(
+            x,
+            depth,
+            input,
+            level,
+            &Scope {
+                aliases,
+                names,
+                relaxed,
+            },
+        )
     }
 
     /// A call's facts (`Function._facts_of` defines them): each argument's
@@ -115,10 +132,12 @@ impl Facts {
     /// call's `tensors` are one, which of its objects (`listed`, the
     /// call's `_objects`) are one; and the `globals`, `(label, value)`
     /// pairs (`Function._global_values`). A number at a `relaxed` position
-    /// (`("arg", i)`, `("kwarg", name)`, `("self",)`, `("attr", object
-    /// index, name)`) is a fact by its type only. With `keyword_order` (the
-    /// function takes `**kwargs`), the keyword arguments' order is a fact.
-    #[pyo3(signature = (args, kwargs, owner, tensors, listed, relaxed, aliases, names, globals, keyword_order))]
+    /// (`("arg", i)`, `("kwarg", name)`, `("self",)`) is a fact by its type
+    /// only, and so is a relaxed attribute of one of the call's objects
+    /// wherever the facts meet it (`relaxed_objects`, `_relaxed_objects`
+    /// of `listed` and `relaxed`: the object's id -> those names). With `keyword_order` (the function takes
+    /// `**kwargs`), the keyword arguments' order is a fact.
+    #[pyo3(signature = (args, kwargs, owner, tensors, listed, relaxed, aliases, names, globals, keyword_order, relaxed_objects=None))]
     #[allow(clippy::too_many_arguments)]
     fn key<'py>(
         &self,
@@ -132,11 +151,13 @@ impl Facts {
         names: &Bound<'py, PyFrozenSet>,
         globals: &Bound<'py, PyAny>,
         keyword_order: bool,
+        relaxed_objects: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let py = args.py();
         let scope = Scope {
             aliases: Some(aliases),
             names,
+            relaxed: relaxed_objects,
         };
         let (objects, object_firsts) = first_occurrences(listed)?;
         let call = Call {
@@ -317,24 +338,21 @@ impl Facts {
             return relaxed_fact(x);
         }
         let id = x.as_ptr() as usize;
-        let Some(&k) = call.objects.get(&id) else {
-            return self.of(x, 0, true, 0, scope);
-        };
-        if !self.is_object(x)? {
+        if !call.objects.contains_key(&id) || !self.is_object(x)? {
             return self.of(x, 0, true, 0, scope);
         }
         // An object of the call: its attributes (a relaxed number by its
-        // type), and its class's that the code may read through it.
+        // type, `scope.relaxed`), and its class's that the code may read
+        // through it.
+        let held = match scope.relaxed {
+            Some(map) => map.get_item(id)?,
+            None => None,
+        };
         let attributes = x.getattr(intern!(py, "__dict__"))?.cast_into::<PyDict>()?;
         let mut own = Vec::new();
         for (name, v) in attributes.iter() {
-            let fact = match call.relaxed {
-                Some(relaxed)
-                    if relaxable(&v)
-                        && relaxed.contains((intern!(py, "attr"), k, name.clone()).into_pyobject(py)?)? =>
-                {
-                    relaxed_fact(&v)?
-                }
+            let fact = match &held {
+                Some(names) if relaxable(&v) && names.contains(&name)? => relaxed_fact(&v)?,
                 _ => self.of(&v, 1, false, 0, scope)?,
             };
             own.push(tuple(py, [name, fact])?);
@@ -488,11 +506,17 @@ impl Facts {
         } else {
             return identity_fact(self.identity.bind(py), x);
         };
-        let own = self.sorted_facts(py, held, depth, level, scope)?;
+        // (A number of one of the call's objects at a relaxed position, met
+        // deeper than `self` or an argument: `self.bn.n`.)
+        let relaxed = match scope.relaxed {
+            Some(map) => map.get_item(x.as_ptr() as usize)?,
+            None => None,
+        };
+        let own = self.sorted_facts(py, held, depth, level, scope, relaxed.as_ref())?;
         let class = if named {
             let reads = self.class_reads.bind(py).call1((x, scope.names))?;
             let reads = reads.cast_into::<PyDict>()?;
-            self.sorted_facts(py, reads.iter().collect(), depth, level, scope)?
+            self.sorted_facts(py, reads.iter().collect(), depth, level, scope, None)?
         } else {
             PyTuple::empty(py).into_any()
         };
@@ -539,7 +563,8 @@ impl Facts {
         self.of(k, depth, false, level + 1, scope)
     }
 
-    /// `tuple(sorted((k, fact(v)) for k, v in held))`, one level down.
+    /// `tuple(sorted((k, fact(v)) for k, v in held))`, one level down; a
+    /// number named in `relaxed` by its type.
     fn sorted_facts<'py>(
         &self,
         py: Python<'py>,
@@ -547,10 +572,17 @@ impl Facts {
         depth: usize,
         level: usize,
         scope: &Scope<'_, 'py>,
+        relaxed: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let pairs = held
             .into_iter()
-            .map(|(k, v)| tuple(py, [k, self.of(&v, depth + 1, false, level + 1, scope)?]))
+            .map(|(k, v)| {
+                let fact = match relaxed {
+                    Some(names) if relaxable(&v) && names.contains(&k)? => relaxed_fact(&v)?,
+                    _ => self.of(&v, depth + 1, false, level + 1, scope)?,
+                };
+                tuple(py, [k, fact])
+            })
             .collect::<PyResult<Vec<_>>>()?;
         let list = PyList::new(py, pairs)?;
         list.sort()?;

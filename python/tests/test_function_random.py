@@ -1,6 +1,7 @@
 """`@jitc.function` on random programs: a generator writes methods of the
 kind the speculation must handle (branches and `while` loops on tensor
-values, Python loops, attribute reads and rebinds, a Python counter,
+values, Python loops, attribute reads and rebinds, a Python counter
+(also one held by a sub-layer),
 named state (also read and written in `while` loops, which fold into
 `scf.while`s: the programs' source is where `inspect` finds it), sub-layers' tensors (also in a list), a nested
 `jitc.function`, a NumPy array changed in place and a global changed
@@ -41,7 +42,7 @@ class _Writer:
         pad = "    " * indent
         kinds = ["tanh", "affine", "center", "relu", "attribute", "counter", "count_read", "state_write",
                  "state_read", "range", "while", "break", "sub_read", "sub_write", "raise", "helper",
-                 "layers_read", "layers_write", "table", "global"]
+                 "layers_read", "layers_write", "table", "global", "sub_count", "sub_count_read"]
         if depth < 2:
             kinds += ["if", "if", "if_number"]
         kind = self.rng.choice(kinds)
@@ -78,6 +79,12 @@ class _Writer:
             self.lines.append(f"{pad}h = h + self.sub.w")
         elif kind == "sub_write":
             self.lines.append(f"{pad}self.sub.w = jitc.tanh(self.sub.w * {c} - jitc.mean(h, axis=0))")
+        elif kind == "sub_count":
+            # (A number held by a sub-layer: `num_batches_tracked`.)
+            k = int(self.rng.integers(0, 3))
+            self.lines.append(f"{pad}{['self.sub', 'self.layers[0]', 'self.layers[1]'][k]}.n += 1")
+        elif kind == "sub_count_read":
+            self.lines.append(f"{pad}h = h * (1.0 / (self.sub.n + 1)) + self.layers[1].n * {c}")
         elif kind == "helper":
             self.lines.append(f"{pad}h = helper(h, {c})")
         elif kind == "layers_read":
@@ -136,7 +143,7 @@ class _Writer:
 
             class Sub:
                 def __init__(self, w):
-                    self.w = w
+                    self.w, self.n = w, 0
 
             class Model:
                 def __init__(self, p, a, count, w, table):
@@ -225,6 +232,8 @@ def test_a_random_program_agrees_with_its_plain_twin_on_every_call(exact_math, s
         _same(staged.count, plain.count, f"self.count after {what}")
         for k_layer, (a_layer, b_layer) in enumerate(zip(staged.layers, plain.layers)):
             _same(a_layer.w, b_layer.w, f"self.layers[{k_layer}].w after {what}")
+            _same(a_layer.n, b_layer.n, f"self.layers[{k_layer}].n after {what}")
+        _same(staged.sub.n, plain.sub.n, f"self.sub.n after {what}")
         np.testing.assert_array_equal(jitc.read_state(staged.p + "m").numpy(),
                                       jitc.read_state(plain.p + "m").numpy(), err_msg=f"the state after {what}")
     # Not a test that passes by never staging: every program stages a
@@ -236,6 +245,8 @@ def test_a_random_program_agrees_with_its_plain_twin_on_every_call(exact_math, s
     _FALLBACKS.extend(reason for event, reason in model.g._log if event == "fallback")
     _FOLDED.append(any(event in ("stage", "restage") and "as an scf.while" in reason
                        for event, reason in model.g._log))
+    _DEEP_RELAXED.append(any(event == "relax" and re.search(r"self\.(sub|layers\[\d\])\.n\b", reason)
+                             for event, reason in model.g._log))
 
 
 _SERVED = []
@@ -246,6 +257,8 @@ _SERVED = []
 _FALLBACKS = []
 # Whether each program's loop was staged as an `scf.while` at some point.
 _FOLDED = []
+# Whether each program relaxed a number held by a sub-layer.
+_DEEP_RELAXED = []
 
 
 def test_graphs_served_a_good_share_of_the_random_programs_calls():
@@ -255,6 +268,8 @@ def test_graphs_served_a_good_share_of_the_random_programs_calls():
     assert served >= calls // 4, f"graphs served {served} of {calls} calls"
     # Loops are folded too (so the checks above cover served `scf.while`s).
     assert sum(_FOLDED) >= 1 or PROGRAMS < 16, f"no loop was folded in {PROGRAMS} programs"
+    # And a sub-layer's counter is relaxed (so they cover its state).
+    assert sum(_DEEP_RELAXED) >= 1 or PROGRAMS < 16, f"no sub-layer's number was relaxed in {PROGRAMS} programs"
 
 
 def test_the_random_programs_fall_back_only_where_they_go_another_way():
