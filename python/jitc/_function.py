@@ -185,7 +185,8 @@ differ.
 What is not done yet: a loop on tensor values that is not one of those
 (a `break` that is not the end of a `for` loop's body, a `return` or
 `raise` in its body, a loop run more than once in a call at one site, a loop over
-something else than `range`, a loop that changes a Python counter, a
+something else than `range`, a loop that changes a Python number other
+than a relaxed attribute (a local counter, `steps += 1`), a
 second tensor decision inside the loop, or one run fewer than twice in
 every trace kept) is unrolled to the trip counts traced, each count a
 path of its own; relaxed integers compute in 64 bits where Python's are unbounded
@@ -1529,7 +1530,9 @@ class _Loop:
     first reads values from before the loop (the carried values and their
     initial values); every chunk has the same ops reading values of its
     own, of the chunk before, or from before the loop (loop invariants);
-    nothing else decides inside the loop and no `next()` is called there;
+    nothing else decides inside the loop and no `next()` is called there
+    (a guard in the loop, a relaxed number's, is checked in every
+    iteration: it feeds the values the body carries);
     and what follows the loop reads only carried values of the last
     chunk."""
 
@@ -1672,9 +1675,6 @@ class _Loop:
         """Finds the carried values, their initial values and the loop
         invariants; False when the loop does not fold."""
         t = self.trace
-        if any(t.entries[e][0] == "call" and t.entries[e][1] is _jitc.guard
-               for e in range(self.start, self.ds[-1])):
-            return False
         chunks = [self._chunk(i) for i in range(self.count)]
         if any(c != chunks[1] for c in chunks[2:]):
             return False

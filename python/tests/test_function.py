@@ -825,6 +825,56 @@ def test_a_while_loop_on_a_tensor_is_staged_as_one_scf_while():
     assert "with the loop at test_function.py" in jitc.explain(fn) and "as an scf.while" in jitc.explain(fn)
 
 
+class Halving:
+    """Counts the halvings of all its calls in a Python attribute, and
+    adds a term that divides by zero when the count reaches `limit`."""
+
+    def __init__(self, limit):
+        self.count, self.limit = 0, limit
+
+    def step(self, x):
+        h = x
+        while jitc.max(h) > 0.25:
+            h = h * 0.5 + 0.01 / (self.limit - self.count)
+            self.count += 1
+        return h
+
+
+class StagedHalving(Halving):
+    step = jitc.function(Halving.step)
+
+
+def test_a_while_loop_that_counts_in_a_python_attribute_folds():
+    """`self.count += 1` in the loop: the counter is relaxed (a graph
+    input), so the loop's Python state is the same at every test and it
+    folds, the count carried by the `scf.while`. Its guards (an int within
+    2**62, a divisor that is not zero) are checked in every iteration:
+    when the count reaches the limit in a served call, the guard fails,
+    nothing is committed, and the imperative rerun raises
+    ZeroDivisionError as the plain call does (leaving the count it had
+    reached)."""
+    staged, plain = StagedHalving(100), Halving(100)
+    rng = np.random.default_rng(3)
+    raised = 0
+    for k in range(30):
+        x = (rng.random(3) * 2.0 ** int(rng.integers(0, 9))).astype(np.float32)
+        try:
+            want = plain.step(jitc.Var(x)).numpy()
+        except ZeroDivisionError:
+            raised += 1
+            with pytest.raises(ZeroDivisionError):
+                staged.step(x)
+        else:
+            np.testing.assert_array_equal(staged.step(x).numpy(), want)
+        assert staged.count == plain.count and type(staged.count) is int, k
+    # (From the call that reaches the limit on, every call raises.)
+    assert plain.count == 100 and raised >= 2, (plain.count, raised)
+    stats = StagedHalving.step.stats()
+    text = StagedHalving.step.explain()
+    assert "as an scf.while" in text and "graph inputs (relaxed Python numbers): self.count" in text, text
+    assert stats["staged"] >= 10 and stats["fallbacks"] >= 1, stats
+
+
 def counted(x):
     steps = 0
     while jitc.max(x) > 1:

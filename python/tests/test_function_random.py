@@ -105,7 +105,7 @@ class _Writer:
             self.lines.append(f"{pad}    h = h * 0.5")
             # Named state in the loop: carried from one iteration to the
             # next (folds), or written a value the next does not read.
-            extra = self.rng.choice(["none", "carried", "last", "attribute"])
+            extra = self.rng.choice(["none", "carried", "last", "attribute", "counter"])
             if extra == "carried":
                 self.lines.append(f'{pad}    jitc.write_state(self.p + "m", '
                                   f'jitc.tanh(jitc.read_state(self.p + "m") * {c} + jitc.sum(h)))')
@@ -113,6 +113,9 @@ class _Writer:
                 self.lines.append(f'{pad}    jitc.write_state(self.p + "m", jitc.sum(h) * {c})')
             elif extra == "attribute":
                 self.lines.append(f"{pad}    self.a = self.a * {c} + jitc.mean(h, axis=0)")
+            elif extra == "counter":
+                # (A Python counter: relaxed, it is carried by the loop.)
+                self.lines.append(f"{pad}    self.count += 1")
         elif kind in ("if", "if_number"):
             if kind == "if":
                 threshold = float(self.rng.choice([-1.0, 0.0, 1.0]))
