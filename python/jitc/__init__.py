@@ -90,6 +90,10 @@ class Var:
 
     __slots__ = ("_v",)
 
+    # NumPy's operators defer to this class's (an array + a `Var` is a
+    # `Var`, not an object array of `Var`s).
+    __array_ufunc__ = None
+
     def __init__(self, data, dtype=None):
         if isinstance(data, _Number):
             self._v = data._as(dtype if dtype is not None else _NUMBER_DEFAULTS[data._kind])._v

@@ -1126,14 +1126,20 @@ def _attribute_positions(listed, names):
     """`(object, label, names)` for each object of `listed` (`_objects`)
     once, by its first label: `names` are those its numbers may be
     relaxed at (the names the code uses, for an object held more than one
-    level down), None for any."""
-    seen = set()
+    level down), None for any. An object whose label another object of
+    the call has too (a positional-only `cfg` and a `cfg=` in `**kwargs`;
+    two dict keys with one `repr`) has none: a path must name one
+    object."""
+    firsts, seen = [], set()
     labels, named_only = listed.labels, listed.named_only
     for k, o in enumerate(listed):
-        if id(o) in seen:
-            continue
-        seen.add(id(o))
-        yield o, labels[k], names if named_only[k] else None
+        if id(o) not in seen:
+            seen.add(id(o))
+            firsts.append(k)
+    counts = Counter(labels[k] for k in firsts)
+    for k in firsts:
+        if counts[labels[k]] == 1:
+            yield listed[k], labels[k], names if named_only[k] else None
 
 
 def _immutable(x):
@@ -1938,15 +1944,13 @@ class Function:
         return self._plain(owner, args, kwargs)
 
     def _invoke(self, owner, args, kwargs):
-        args, kwargs, unstaged, rebuilt = _as_vars(args, kwargs)
-        if not rebuilt:
+        args, kwargs, unstaged, converted = _as_vars(args, kwargs)
+        if converted is None:
             return self._invoke_converted(owner, args, kwargs, unstaged)
         try:
             return self._invoke_converted(owner, args, kwargs, unstaged)
         finally:
-            # (What the Python function did to a list or dict made again
-            # is done to the caller's.)
-            _write_back(rebuilt)
+            _restore(converted)
 
     def _invoke_converted(self, owner, args, kwargs, unstaged):
         kwargs = self._object_defaults(owner, args, kwargs)
@@ -2401,7 +2405,7 @@ class Function:
         objects, before, result, tracer = run
         outputs = []
         writes = self._writes(objects, before, outputs, tracer)
-        structure = self._structure(result, outputs, tracer)
+        structure = self._structure(result, outputs, tracer, _containers(args, kwargs))
         if tracer.reasons:
             if not (tracer.deeper and self._reach_deeper()):
                 self._give_up_all(tracer.reasons[0])
@@ -2563,7 +2567,7 @@ class Function:
             outputs, writes, structure = [], [], None
             if error is None:
                 writes = self._writes(objects, start, outputs, tracer)
-                structure = self._structure(traced, outputs, tracer)
+                structure = self._structure(traced, outputs, tracer, _containers(args, kwargs))
             after = [dict(vars(o)) for o in objects]
             # (What the run changed that putting the objects' attributes
             # back does not undo: a run on the stand-ins that went another
@@ -2677,7 +2681,12 @@ class Function:
                     )
         return writes
 
-    def _structure(self, value, outputs, tracer):
+    def _structure(self, value, outputs, tracer, arguments=None):
+        """How to rebuild the call's result `value` from the graph's
+        `outputs` (`_rebuild`); a list or dict argument returned is that
+        argument (`arguments`, `_containers`), not a copy."""
+        if arguments and id(value) in arguments:
+            return ("argument", arguments[id(value)])
         kind = getattr(value, "_kind", None) if _is_var(value) else None
         if kind is not None:
             outputs.append(value._v)
@@ -2687,12 +2696,12 @@ class Function:
             return ("out", len(outputs) - 1)
         kind = type(value)
         if kind in (tuple, list):
-            return (kind.__name__, [self._structure(v, outputs, tracer) for v in value])
+            return (kind.__name__, [self._structure(v, outputs, tracer, arguments) for v in value])
         if isinstance(value, tuple) and hasattr(kind, "_fields") and hasattr(kind, "_make"):
             # A named tuple (rebuilt with `_make`).
-            return ("namedtuple", kind, [self._structure(v, outputs, tracer) for v in value])
+            return ("namedtuple", kind, [self._structure(v, outputs, tracer, arguments) for v in value])
         if kind in (dict, collections.OrderedDict) and all(_immutable(k) for k in value):
-            return ("dict", kind, [(k, self._structure(v, outputs, tracer)) for k, v in value.items()])
+            return ("dict", kind, [(k, self._structure(v, outputs, tracer, arguments)) for k, v in value.items()])
         if isinstance(value, _SIMPLE):
             return ("value", value)
         tracer.reasons.append(f"it returns a {type(value).__name__}, which a graph cannot return")
@@ -2930,7 +2939,7 @@ class Function:
         outputs = [Var(v) for v in rest[:trace_outputs]]
         # Every value first, then the attributes: all or nothing.
         written = [(objects[k], name, _written(how, outputs)) for k, name, how in segment.writes]
-        result = _rebuild(segment.structure, outputs)
+        result = _rebuild(segment.structure, outputs, args, kwargs)
         for obj, name, value in written:
             setattr(obj, name, value)
         for k, name in segment.named_writes:
@@ -3156,76 +3165,68 @@ _MAX_REPROFILES = 8
 def _as_vars(args, kwargs):
     """NumPy array arguments (also inside tuples, lists and dicts) as
     `jitc.Var`s: a function sees the same types whether it runs
-    imperatively or staged. A tuple, list or dict is made again with them
-    (a named tuple from its fields); an array or container passed twice is
-    made once. Returns the arguments; why the call cannot be staged, or
-    None (a subclass instance with attributes holding arrays, which made
-    again would lose them, is left as it is, and the call runs plainly);
-    and for each list and dict made again, `(original, copy, made)` for
-    `_write_back` (`made`: the copy's items as first made, each with the
-    caller's)."""
+    imperatively or staged. A list or dict is converted in place, so that
+    the function has the caller's own (`self.d = d`, `d is self.d`, a
+    change through either is seen through both); `_restore` puts the
+    arrays back after the call. A tuple is made again (a named tuple from
+    its fields). An array passed twice is one `jitc.Var`. Returns the
+    arguments; why the call cannot be staged, or None (a subclass
+    instance with attributes holding arrays is left as it is, and the
+    call runs plainly); and what `_restore` needs, or None when nothing
+    was converted in place."""
     from . import Var
 
-    why, rebuilt, memo = [], [], {}
+    why, changed, made = [], [], {}
+
+    def var(v):
+        found = made.get(id(v))
+        if found is None:
+            # (The array too, so that its id is not reused while `made` is.)
+            found = made[id(v)] = (v, Var(v))
+        return found[1]
 
     def one(a):
-        found = memo.get(id(a))
-        if found is not None:
-            return found[1]
-        made = a
         if isinstance(a, np.ndarray):
-            made = Var(a)
-        elif isinstance(a, (tuple, list)) and any(isinstance(v, np.ndarray) for v in a):
+            return var(a)
+        if isinstance(a, (tuple, list)) and any(isinstance(v, np.ndarray) for v in a):
             if getattr(a, "__dict__", None):
                 why.append(f"a {type(a).__name__} argument with attributes holds NumPy arrays (pass jitc.Vars)")
                 return a
-            pairs = [(item(v), v) for v in a]
-            items = [v for v, _ in pairs]
-            if isinstance(a, tuple):
-                made = type(a)._make(items) if hasattr(type(a), "_make") else type(a)(items)
-            else:
-                made = type(a)(items)
-                rebuilt.append((a, made, pairs))
-        elif type(a) is dict and any(isinstance(v, np.ndarray) for v in a.values()):
-            pairs = [(k, item(v), v) for k, v in a.items()]
-            made = {k: v for k, v, _ in pairs}
-            rebuilt.append((a, made, pairs))
-        # (The original too, so that its id is not reused while `memo` is.)
-        memo[id(a)] = (a, made)
-        return made
-
-    def item(v):
-        if not isinstance(v, np.ndarray):
-            return v
-        found = memo.get(id(v))
-        if found is None:
-            found = memo[id(v)] = (v, Var(v))
-        return found[1]
+            if isinstance(a, list):
+                for i, v in enumerate(a):
+                    if isinstance(v, np.ndarray):
+                        a[i] = var(v)
+                changed.append(a)
+                return a
+            items = [var(v) if isinstance(v, np.ndarray) else v for v in a]
+            return type(a)._make(items) if hasattr(type(a), "_make") else type(a)(items)
+        if type(a) is dict and any(isinstance(v, np.ndarray) for v in a.values()):
+            for k, v in a.items():
+                if isinstance(v, np.ndarray):
+                    a[k] = var(v)
+            changed.append(a)
+        return a
 
     converted = [one(a) for a in args], {k: one(v) for k, v in kwargs.items()}
-    return converted[0], converted[1], (why[0] if why else None), rebuilt
+    return converted[0], converted[1], (why[0] if why else None), ((changed, made) if changed else None)
 
 
-def _write_back(rebuilt):
-    """Puts what a call did to the lists and dicts `_as_vars` made again
-    (`rebuilt`) into the caller's: an item appended, replaced or removed,
-    a key set or deleted (an item still the `jitc.Var` made of the
-    caller's array goes back as that array). One the call did not change
-    is left alone."""
-    for original, copy, pairs in rebuilt:
-        if isinstance(copy, dict):
-            if len(copy) == len(pairs) and all(
-                    k is pk and v is pv for (k, v), (pk, pv, _) in zip(copy.items(), pairs)):
-                continue
-            back = {id(v): was for _, v, was in pairs}
-            items = [(k, back.get(id(v), v)) for k, v in copy.items()]
-            original.clear()
-            original.update(items)
+def _restore(converted):
+    """Puts the caller's arrays back into the lists and dicts `_as_vars`
+    converted in place (`converted`): an item that is still the
+    `jitc.Var` made of an array is that array again, wherever the call
+    moved it among them; what else the call did to them stays done."""
+    changed, made = converted
+    back = {id(v): array for array, v in made.values()}
+    for container in changed:
+        if isinstance(container, dict):
+            for k, v in container.items():
+                if id(v) in back:
+                    container[k] = back[id(v)]
         else:
-            if len(copy) == len(pairs) and all(v is pv for v, (pv, _) in zip(copy, pairs)):
-                continue
-            back = {id(v): was for v, was in pairs}
-            original[:] = [back.get(id(v), v) for v in copy]
+            for i, v in enumerate(container):
+                if id(v) in back:
+                    container[i] = back[id(v)]
 
 
 class _Replay:
@@ -3440,7 +3441,8 @@ def _position_name(position):
     return f"{label}.{name}"
 
 
-def _rebuild(structure, outputs):
+def _rebuild(structure, outputs, args, kwargs):
+    """A served call's result, from `structure` (`Function._structure`)."""
     kind = structure[0]
     if kind == "out":
         return outputs[structure[1]]
@@ -3448,12 +3450,28 @@ def _rebuild(structure, outputs):
         return _python_number(outputs[structure[2]], structure[1])
     if kind == "value":
         return structure[1]
+    if kind == "argument":
+        position = structure[1]
+        return args[position[1]] if position[0] == "arg" else kwargs[position[1]]
     if kind == "namedtuple":
-        return structure[1]._make(_rebuild(s, outputs) for s in structure[2])
+        return structure[1]._make(_rebuild(s, outputs, args, kwargs) for s in structure[2])
     if kind == "dict":
-        return structure[1]((k, _rebuild(s, outputs)) for k, s in structure[2])
-    items = [_rebuild(s, outputs) for s in structure[1]]
+        return structure[1]((k, _rebuild(s, outputs, args, kwargs)) for k, s in structure[2])
+    items = [_rebuild(s, outputs, args, kwargs) for s in structure[1]]
     return tuple(items) if kind == "tuple" else items
+
+
+def _containers(args, kwargs):
+    """`id -> ("arg", i)` or `("kwarg", name)` of each list or dict argument
+    (a result that is one is that argument, `Function._structure`)."""
+    found = {}
+    for i, a in enumerate(args):
+        if isinstance(a, (list, dict)):
+            found.setdefault(id(a), ("arg", i))
+    for k, v in kwargs.items():
+        if isinstance(v, (list, dict)):
+            found.setdefault(id(v), ("kwarg", k))
+    return found
 
 
 def function(fn=None, *, profile=3, max_fallbacks=3, merge=True, max_facts=16):

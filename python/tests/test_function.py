@@ -242,6 +242,70 @@ def test_what_a_call_does_to_a_list_or_dict_argument_holding_arrays_is_done_to_t
     assert fn.stats()["staged"] == 0 and "changes the contents of an argument" in fn.explain()
 
 
+def test_a_list_or_dict_argument_is_the_callers_own_in_the_call_and_when_returned():
+    """Arrays in a list or dict argument are made `jitc.Var`s in place and
+    put back after the call, so the function holds the caller's own
+    container: one it keeps (`self.d = d`) is the caller's, a write through
+    another reference to it is seen through the argument, and one it
+    returns is the argument itself, on served calls too (not a copy)."""
+    class Model:
+        def __init__(self):
+            self.d, self.kept = {}, None
+
+        def step(self, d, xs):
+            self.kept = xs
+            return d["x"] * self.d["scale"], d
+
+    class Staged(Model):
+        step = jitc.function(Model.step)
+
+    model = Staged()
+    for k in range(6):
+        x = np.full(3, float(k), dtype=np.float32)
+        d = {"x": x, "scale": np.float32(2.0)}
+        model.d = d
+        xs = [x]
+        got, same = model.step(d, xs)
+        np.testing.assert_array_equal(got.numpy(), x * 2.0)
+        assert same is d and model.kept is xs and d["x"] is x and xs[0] is x, k
+    assert Staged.step.stats()["staged"] == 0, "a list kept in an attribute is state a graph cannot set"
+
+    def passthrough(d):
+        return d["x"] + 1.0, d
+
+    fn = jitc.function(passthrough)
+    for k in range(6):
+        d = {"x": np.full(3, float(k), dtype=np.float32)}
+        got, same = fn(d)
+        np.testing.assert_array_equal(got.numpy(), d["x"] + 1.0)
+        assert same is d, k
+    assert fn.stats()["staged"] == 3, fn.stats()
+
+
+def test_a_positional_only_parameter_and_a_keyword_of_one_name_are_not_one_relaxed_path():
+    """`def step(cfg, /, x, **kw)` called with `cfg=` too: two objects
+    labelled `cfg`. A relaxed path must name one object, so neither's
+    counter is relaxed (before, both were, and the second was staged as a
+    constant: the served calls left it behind)."""
+    class Counter:
+        def __init__(self):
+            self.n = 0
+
+    def step(cfg, /, x, **kw):
+        cfg.n += 1
+        kw["cfg"].n += 1
+        return x * cfg.n + kw["cfg"].n * 2.0
+
+    fn = jitc.function(step)
+    staged, plain = (Counter(), Counter()), (Counter(), Counter())
+    for k in range(20):
+        x = np.full(3, 0.5 * k, dtype=np.float32)
+        got = fn(staged[0], x, cfg=staged[1])
+        want = step(plain[0], jitc.Var(x), cfg=plain[1])
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+        assert (staged[0].n, staged[1].n) == (plain[0].n, plain[1].n), k
+
+
 def test_arrays_in_a_dict_argument_are_graph_inputs_and_one_array_passed_twice_is_one_tensor():
     """A dict argument's arrays are inputs, like a list's: a new batch in
     the same dict is the same facts (they were constants, so each batch was

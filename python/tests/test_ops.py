@@ -102,6 +102,21 @@ def test_numpy_broadcasting_in_operators():
     close(jitc.broadcast(jitc.Var(row), [4, 3], dims=[1]).numpy(), np.broadcast_to(row[:, None], (4, 3)))
 
 
+def test_a_numpy_array_with_a_var_on_its_right_is_a_var():
+    """NumPy's operators defer to `jitc.Var`'s (`__array_ufunc__ = None`):
+    an array (or a NumPy scalar) with a `Var` on its right is a `Var`, as
+    in the other order, not an object array holding `Var`s."""
+    x, row = rand(5, 4), rand(4)
+    vrow = jitc.Var(row)
+    for got, want in [(x + vrow, x + row), (x * vrow, x * row), (x - vrow, x - row), (x / vrow, x / row),
+                      (np.float32(2.0) * vrow, 2.0 * row)]:
+        assert isinstance(got, jitc.Var), type(got)
+        close(got.numpy(), want)
+    assert isinstance(x > vrow, jitc.Var)
+    with pytest.raises(TypeError, match="does not support ufuncs"):
+        np.add(x, vrow)
+
+
 # -- the op library ------------------------------------------------------------------
 
 @pytest.mark.parametrize("shape", shapes(3, 3))
