@@ -40,7 +40,7 @@ import numpy as _np
 
 from . import _jitc
 from ._jitc import GuardFailed, JitcError
-from ._tracing import _call, _reads, _tracing
+from ._tracing import _call, _eager_guard, _reads, _tracing
 
 __all__ = [
     "Var", "JitcError", "flags", "fetch", "sync", "stats", "dump",
@@ -90,9 +90,19 @@ class Var:
 
     __slots__ = ("_v",)
 
-    # NumPy's operators defer to this class's (an array + a `Var` is a
-    # `Var`, not an object array of `Var`s).
-    __array_ufunc__ = None
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # NumPy's ufuncs on a `Var` (an array + a `Var`, `np.tanh(v)`)
+        # record jitc's op where it computes the same (not an object
+        # array of `Var`s); others (`out=`, reductions, a ufunc jitc has
+        # no op for) are a TypeError.
+        if method != "__call__" or kwargs:
+            return NotImplemented
+        name = ufunc.__name__
+        if ufunc.nin == 1 and name in _UFUNC_UNARY:
+            return unary(inputs[0], _UFUNC_UNARY[name])
+        if ufunc.nin == 2 and name in _UFUNC_BINARY:
+            return binary(inputs[0], inputs[1], _UFUNC_BINARY[name])
+        return NotImplemented
 
     def __init__(self, data, dtype=None):
         if isinstance(data, _Number):
@@ -519,6 +529,18 @@ def _number_kind(x):
     return {bool: "bool", int: "int", float: "float"}.get(type(x))
 
 
+# NumPy's ufuncs that are jitc ops (`Var.__array_ufunc__`).
+_UFUNC_UNARY = {
+    "negative": "neg", "absolute": "abs", "exp": "exp", "log": "log", "sqrt": "sqrt", "sin": "sin", "cos": "cos",
+    "tanh": "tanh", "floor": "floor", "ceil": "ceil", "logical_not": "not",
+}
+_UFUNC_BINARY = {
+    "add": "add", "subtract": "sub", "multiply": "mul", "divide": "div", "true_divide": "div", "power": "pow",
+    "equal": "eq", "not_equal": "ne", "less": "lt", "less_equal": "le", "greater": "gt", "greater_equal": "ge",
+    "logical_and": "and", "logical_or": "or", "logical_xor": "xor",
+}
+
+
 class _Number(Var):
     """A Python number that a staged graph takes as an input (JANUS's
     relaxed assumption): while `jitc.function` traces a call, it stands in
@@ -533,6 +555,10 @@ class _Number(Var):
     staged with the number relaxed."""
 
     __slots__ = ("_kind", "_value")
+
+    # (NumPy's operators defer to the reflected ones below, which read the
+    # number into Python with an array, as the real number would meet it.)
+    __array_ufunc__ = None
 
     @classmethod
     def of(cls, value):
@@ -730,8 +756,10 @@ class _Number(Var):
 
 def _checked(native, condition, reason):
     """`native`, computed only where the rank-0 `i1` `condition` holds: a
-    guard the value depends on (so it is in every graph that reads it)."""
-    ok = _call(_jitc.guard, condition, reason)
+    guard the value depends on (so it is in every graph that reads it),
+    and that staged graphs check even where nothing reads the value
+    (`_eager_guard`)."""
+    ok = _call(_eager_guard, condition, reason)
     return _call(_jitc.Var.select, ok, native, native)
 
 

@@ -229,7 +229,7 @@ from collections import Counter
 import numpy as np
 
 from . import _jitc
-from ._tracing import _tracing
+from ._tracing import _eager_guard, _tracing
 
 # Names whose use in the code a call runs makes a relaxed number's stand-in
 # (a `jitc.Var`, not an `int` or `float`) distinguishable.
@@ -1748,7 +1748,9 @@ class _Loop:
         for e in range(self.start - 1 if not counted else self.start):
             entry = t.entries[e]
             if entry[0] == "call":
-                pre.call(e, entry[1], t.signature[e][1])
+                new = pre.call(e, entry[1], t.signature[e][1])
+                if entry[1] is _eager_guard:
+                    effects_before.append(new)
             else:
                 condition = _condition(pre.value(t.signature[e][1]), entry[2])
                 effects_before.append(_jitc.guard(condition, f"branch at {entry[3]} goes {entry[2]}"))
@@ -1768,8 +1770,11 @@ class _Loop:
         for key, param in zip(self.invariants, params[len(self.carried):]):
             body.mapping[key] = param
         second = self.starts[1]
+        effects_body = []
         for e in range(second, self.ends[1]):
-            body.call(e, t.entries[e][1], t.signature[e][1])
+            new = body.call(e, t.entries[e][1], t.signature[e][1])
+            if t.entries[e][1] is _eager_guard:
+                effects_body.append(new)
         next_condition = _condition(body.value(t.signature[self.ends[1]][1]), go)
         nexts = [body.mapping[(second + p[0], p[1])] for p in self.carried]
         nexts += params[len(self.carried):len(self.carried) + len(self.invariants)]
@@ -1791,13 +1796,15 @@ class _Loop:
         for e in range(self.ds[-1] + 1, len(t.entries)):
             entry = t.entries[e]
             if entry[0] == "call":
-                post.call(e, entry[1], t.signature[e][1])
+                new = post.call(e, entry[1], t.signature[e][1])
+                if entry[1] is _eager_guard:
+                    effects_after.append(new)
             else:
                 condition_after = _condition(post.value(t.signature[e][1]), entry[2])
                 effects_after.append(_jitc.guard(condition_after, f"branch at {entry[3]} goes {entry[2]}"))
         outputs = [post.mapping[key] for key in t.outputs]
         return _jitc.stage_loop(inputs, init, effects_before, condition, params, nexts, next_condition,
-                                results, outputs, effects_after, t.state)
+                                results, outputs, effects_after, t.state, effects_body)
 
 
 
@@ -2683,10 +2690,15 @@ class Function:
 
     def _structure(self, value, outputs, tracer, arguments=None):
         """How to rebuild the call's result `value` from the graph's
-        `outputs` (`_rebuild`); a list or dict argument returned is that
-        argument (`arguments`, `_containers`), not a copy."""
+        `outputs` (`_rebuild`). A list or dict argument returned
+        (`arguments`, `_containers`) keeps the call imperative: a graph
+        would return a copy, and which argument (or attribute) holds the
+        same container is not a fact, so the argument a served call
+        returned could be the wrong one."""
         if arguments and id(value) in arguments:
-            return ("argument", arguments[id(value)])
+            tracer.reasons.append(f"it returns its {type(value).__name__} argument, which a graph would return a copy "
+                                  f"of")
+            return ("value", None)
         kind = getattr(value, "_kind", None) if _is_var(value) else None
         if kind is not None:
             outputs.append(value._v)
@@ -2807,7 +2819,7 @@ class Function:
                     _jitc.set_site(entry[4])
                     if entry[0] == "call":
                         new = replay.call(index, entry[1], t.signature[index][1])
-                        if entry[1] is _jitc.guard:
+                        if entry[1] is _jitc.guard or entry[1] is _eager_guard:
                             effects.append(new)
                     else:
                         site, value = entry[3], entry[2]
@@ -2863,6 +2875,8 @@ class Function:
             read_here.update(ref.outputs)
         live_in = sorted({k for k in read_here if k[0] != "in" and k[0] < start}, key=repr)
         staged = self._replay(ref, start, end, live_in, live_out, guards, split)
+        # (The guard outputs: the decisions', then the eager checks'.)
+        guards += [i for i in range(start, end) if ref.entries[i][0] == "call" and ref.entries[i][1] is _eager_guard]
         if split is None:
             leaf = _Segment(staged, live_in, live_out, len(guards))
             leaf.structure, leaf.writes, leaf.decisions = ref.structure, ref.writes, ref.tracer.decisions
@@ -2895,7 +2909,9 @@ class Function:
             entry = ref.entries[index]
             signature = ref.signature[index]
             if entry[0] == "call":
-                replay.call(index, entry[1], signature[1])
+                new = replay.call(index, entry[1], signature[1])
+                if entry[1] is _eager_guard:
+                    guard_vars.append(new)
             else:
                 var = replay.value(signature[1])
                 site, value = entry[3], entry[2]
@@ -2939,7 +2955,7 @@ class Function:
         outputs = [Var(v) for v in rest[:trace_outputs]]
         # Every value first, then the attributes: all or nothing.
         written = [(objects[k], name, _written(how, outputs)) for k, name, how in segment.writes]
-        result = _rebuild(segment.structure, outputs, args, kwargs)
+        result = _rebuild(segment.structure, outputs)
         for obj, name, value in written:
             setattr(obj, name, value)
         for k, name in segment.named_writes:
@@ -3193,21 +3209,26 @@ def _as_vars(args, kwargs):
                 why.append(f"a {type(a).__name__} argument with attributes holds NumPy arrays (pass jitc.Vars)")
                 return a
             if isinstance(a, list):
-                for i, v in enumerate(a):
-                    if isinstance(v, np.ndarray):
-                        a[i] = var(v)
+                # (All made before any is written: `Var` may raise.)
+                for i, v in [(i, var(v)) for i, v in enumerate(a) if isinstance(v, np.ndarray)]:
+                    a[i] = v
                 changed.append(a)
                 return a
             items = [var(v) if isinstance(v, np.ndarray) else v for v in a]
             return type(a)._make(items) if hasattr(type(a), "_make") else type(a)(items)
         if type(a) is dict and any(isinstance(v, np.ndarray) for v in a.values()):
-            for k, v in a.items():
-                if isinstance(v, np.ndarray):
-                    a[k] = var(v)
+            for k, v in [(k, var(v)) for k, v in a.items() if isinstance(v, np.ndarray)]:
+                a[k] = v
             changed.append(a)
         return a
 
-    converted = [one(a) for a in args], {k: one(v) for k, v in kwargs.items()}
+    try:
+        converted = [one(a) for a in args], {k: one(v) for k, v in kwargs.items()}
+    except BaseException:
+        # (An array jitc has no type for: the caller's containers as they
+        # were.)
+        _restore((changed, made))
+        raise
     return converted[0], converted[1], (why[0] if why else None), ((changed, made) if changed else None)
 
 
@@ -3441,7 +3462,7 @@ def _position_name(position):
     return f"{label}.{name}"
 
 
-def _rebuild(structure, outputs, args, kwargs):
+def _rebuild(structure, outputs):
     """A served call's result, from `structure` (`Function._structure`)."""
     kind = structure[0]
     if kind == "out":
@@ -3450,28 +3471,17 @@ def _rebuild(structure, outputs, args, kwargs):
         return _python_number(outputs[structure[2]], structure[1])
     if kind == "value":
         return structure[1]
-    if kind == "argument":
-        position = structure[1]
-        return args[position[1]] if position[0] == "arg" else kwargs[position[1]]
     if kind == "namedtuple":
-        return structure[1]._make(_rebuild(s, outputs, args, kwargs) for s in structure[2])
+        return structure[1]._make(_rebuild(s, outputs) for s in structure[2])
     if kind == "dict":
-        return structure[1]((k, _rebuild(s, outputs, args, kwargs)) for k, s in structure[2])
-    items = [_rebuild(s, outputs, args, kwargs) for s in structure[1]]
+        return structure[1]((k, _rebuild(s, outputs)) for k, s in structure[2])
+    items = [_rebuild(s, outputs) for s in structure[1]]
     return tuple(items) if kind == "tuple" else items
 
 
 def _containers(args, kwargs):
-    """`id -> ("arg", i)` or `("kwarg", name)` of each list or dict argument
-    (a result that is one is that argument, `Function._structure`)."""
-    found = {}
-    for i, a in enumerate(args):
-        if isinstance(a, (list, dict)):
-            found.setdefault(id(a), ("arg", i))
-    for k, v in kwargs.items():
-        if isinstance(v, (list, dict)):
-            found.setdefault(id(v), ("kwarg", k))
-    return found
+    """The ids of the list and dict arguments (`Function._structure`)."""
+    return {id(a) for a in itertools.chain(args, kwargs.values()) if isinstance(a, (list, dict))}
 
 
 def function(fn=None, *, profile=3, max_fallbacks=3, merge=True, max_facts=16):

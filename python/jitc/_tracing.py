@@ -5,6 +5,8 @@ tracer is active on this thread; reading a value into Python goes through
 
 import threading
 
+from . import _jitc
+
 
 class _Local(threading.local):
     tracer = None
@@ -29,3 +31,12 @@ def _reads(what, reason=None):
     tracer = _tracing.tracer
     if tracer is not None:
         tracer.unstageable(reason or f"it calls {what} on a value it computes", depth=3)
+
+
+def _eager_guard(condition, reason):
+    """`_jitc.guard` for a check Python makes at once (a relaxed number's
+    in `jitc.function`: an int that fits, a divisor that is not zero).
+    Staged graphs check it even where nothing reads the value it guards,
+    since the real run raised even then; a `jitc.guard` is checked only
+    by the fetch that computes it."""
+    return _jitc.guard(condition, reason)

@@ -436,7 +436,7 @@ fn refs<'a>(list: &'a [PyRef<'_, PyVar>]) -> Vec<&'a Var> {
 /// `stage`'s.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
-#[pyo3(signature = (inputs, init, effects_before, condition, params, next, next_condition, results, outputs, effects_after, state=None))]
+#[pyo3(signature = (inputs, init, effects_before, condition, params, next, next_condition, results, outputs, effects_after, state=None, effects_body=Vec::new()))]
 fn stage_loop(
     inputs: Vec<PyRef<'_, PyVar>>,
     init: Vec<PyRef<'_, PyVar>>,
@@ -449,7 +449,9 @@ fn stage_loop(
     outputs: Vec<PyRef<'_, PyVar>>,
     effects_after: Vec<PyRef<'_, PyVar>>,
     state: Option<PyStateBinding>,
+    effects_body: Vec<PyRef<'_, PyVar>>,
 ) -> PyResult<PyStaged> {
+    let effects_body = refs(&effects_body);
     let (inputs, init, effects_before, params, next, results, outputs, effects_after) = (
         refs(&inputs),
         refs(&init),
@@ -467,6 +469,7 @@ fn stage_loop(
         params: &params,
         next: &next,
         next_condition: &next_condition.0,
+        effects_body: &effects_body,
         results: &results,
         outputs: &outputs,
         effects_after: &effects_after,

@@ -102,19 +102,23 @@ def test_numpy_broadcasting_in_operators():
     close(jitc.broadcast(jitc.Var(row), [4, 3], dims=[1]).numpy(), np.broadcast_to(row[:, None], (4, 3)))
 
 
-def test_a_numpy_array_with_a_var_on_its_right_is_a_var():
-    """NumPy's operators defer to `jitc.Var`'s (`__array_ufunc__ = None`):
-    an array (or a NumPy scalar) with a `Var` on its right is a `Var`, as
-    in the other order, not an object array holding `Var`s."""
+def test_numpy_ufuncs_on_a_var_are_jitc_ops():
+    """An array (or a NumPy scalar) with a `Var` on its right is a `Var`,
+    as in the other order, not an object array holding `Var`s; NumPy's
+    ufuncs that jitc has an op for (`np.tanh(v)`, `np.add(x, v)`) record
+    it (`Var.__array_ufunc__`); others, and `out=`, are a TypeError."""
     x, row = rand(5, 4), rand(4)
     vrow = jitc.Var(row)
     for got, want in [(x + vrow, x + row), (x * vrow, x * row), (x - vrow, x - row), (x / vrow, x / row),
-                      (np.float32(2.0) * vrow, 2.0 * row)]:
+                      (np.float32(2.0) * vrow, 2.0 * row), (np.add(x, vrow), x + row), (np.tanh(vrow), np.tanh(row)),
+                      (np.exp(vrow), np.exp(row)), (np.negative(vrow), -row)]:
         assert isinstance(got, jitc.Var), type(got)
         close(got.numpy(), want)
     assert isinstance(x > vrow, jitc.Var)
-    with pytest.raises(TypeError, match="does not support ufuncs"):
-        np.add(x, vrow)
+    with pytest.raises(TypeError, match="NotImplemented"):
+        np.maximum(x, vrow)
+    with pytest.raises(TypeError):
+        x += vrow
 
 
 # -- the op library ------------------------------------------------------------------

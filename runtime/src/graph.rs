@@ -1967,6 +1967,9 @@ pub struct LoopParts<'a> {
     pub next: &'a [&'a Var],
     /// Rank-0 `i1`, computed with `next`: whether the loop goes on.
     pub next_condition: &'a Var,
+    /// Effects (guards) of each iteration, computed from `params` and
+    /// `inputs`: checked in every iteration, not returned.
+    pub effects_body: &'a [&'a Var],
     /// Data standing for the carried values when the loop ends.
     pub results: &'a [&'a Var],
     /// The function's outputs, computed from `results` and `inputs`.
@@ -1981,7 +1984,8 @@ pub struct LoopParts<'a> {
 /// and `@post` computes the outputs from the values the loop ends with.
 /// `inputs` must be data, and become the function's arguments in order;
 /// other data the parts read is captured, as [`stage`] does. The body's
-/// guards, and the effects before and after, fail the whole call.
+/// guards (those its values depend on, and its effects), and the effects
+/// before and after, fail the whole call.
 /// `state` binds inputs and outputs to named state ([`StateBinding`]):
 /// `@main` reads and writes it.
 pub fn stage_loop(inputs: &[&Var], parts: &LoopParts<'_>, state: &StateBinding) -> Result<Staged, Error> {
@@ -2032,6 +2036,7 @@ pub fn stage_loop(inputs: &[&Var], parts: &LoopParts<'_>, state: &StateBinding) 
         .next
         .iter()
         .chain([&parts.next_condition])
+        .chain(parts.effects_body)
         .copied()
         .collect();
     let post_inputs: Vec<&Var> = parts.results.iter().chain(inputs).copied().collect();
@@ -2154,13 +2159,15 @@ pub fn stage_loop(inputs: &[&Var], parts: &LoopParts<'_>, state: &StateBinding) 
     body_arguments.extend(arguments.iter().cloned());
     let mut body_types: Vec<String> = loop_types[..carried].to_vec();
     body_types.extend(shared_types.iter().cloned());
+    // (The body's effects are results too, which the loop does not carry.)
+    let body_result_types = types(&body_values);
     let _ = writeln!(
         main,
         "    %next:{} = func.call @body({}) : ({}) -> ({})",
-        carried + 1,
+        body_values.len(),
         list(&body_arguments),
         list(&body_types),
-        list(&loop_types)
+        list(&body_result_types)
     );
     let _ = writeln!(
         main,

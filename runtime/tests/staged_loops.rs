@@ -66,6 +66,7 @@ fn a_staged_loop_runs_any_trip_count_as_the_loop_does() {
         results: &[&rx, &rs],
         outputs: &[&out],
         effects_after: &[],
+        effects_body: &[],
     };
     let staged = graph::stage_loop(&[&x, &w], &parts, &StateBinding::default()).unwrap();
     let mut trips_seen = Vec::new();
@@ -125,6 +126,7 @@ fn bad_loop_parts_are_errors_in_words() {
             results: &[&r],
             outputs: &[&r],
             effects_after: &[],
+            effects_body: &[],
         };
         graph::stage_loop(&[&x], &parts, &StateBinding::default())
             .unwrap_err()
@@ -142,4 +144,66 @@ fn bad_loop_parts_are_errors_in_words() {
     );
     let message = parts(&[&x], &[&p], &[&p], &x);
     assert!(message.contains("condition must be a rank-0 i1"), "{message}");
+}
+
+#[test]
+fn a_guard_among_the_body_effects_is_checked_in_every_iteration() {
+    // x halves while its largest element is above 1; each iteration's
+    // effect guards that its largest element is below `limit` (a check
+    // whose value nothing reads, as a frontend's eager check). It fails
+    // exactly when some iteration starts at `limit` or above.
+    let shape = [4usize];
+    let x = data(random(&shape, 1));
+    let condition = above(&x, 1.0);
+    let px = data(random(&shape, 3));
+    let half = graph::full(&shape, ElementType::F32, 0.5).unwrap();
+    let nx = px.binary("mul", &half).unwrap();
+    let next_condition = above(&nx, 1.0);
+    let limit = 40.0;
+    let top = px.reindex_reduce("max", &[], &[]).unwrap();
+    let bound = graph::full(&[], ElementType::F32, limit).unwrap();
+    let check = graph::guard(&top.binary("lt", &bound).unwrap(), "below the limit").unwrap();
+    let rx = data(random(&shape, 5));
+    let parts = LoopParts {
+        init: &[&x],
+        effects_before: &[],
+        condition: &condition,
+        params: &[&px],
+        next: &[&nx],
+        next_condition: &next_condition,
+        effects_body: &[&check],
+        results: &[&rx],
+        outputs: &[&rx],
+        effects_after: &[],
+    };
+    let staged = graph::stage_loop(&[&x], &parts, &StateBinding::default()).unwrap();
+    for (top, fails) in [
+        (0.5f32, false),
+        (30.0, false),
+        (39.0, false),
+        (41.0, true),
+        (500.0, true),
+    ] {
+        let mut x0 = random(&shape, 7);
+        for i in 0..4 {
+            x0.buffer_mut()
+                .set(i, jitc_interp::Scalar::F32(if i == 0 { top } else { 0.0 }));
+        }
+        let got = staged.call(&[&data(x0)]);
+        match got {
+            Ok(values) => {
+                assert!(!fails, "top {top}: the guard held");
+                let first = values[0].fetch().unwrap().get(0).as_f64();
+                let mut want = f64::from(top);
+                while want > 1.0 {
+                    want *= 0.5;
+                }
+                assert_eq!(first, want, "top {top}");
+            }
+            Err(e) => {
+                assert!(fails, "top {top}: {e}");
+                assert!(e.to_string().contains("below the limit"), "{e}");
+            }
+        }
+    }
 }
