@@ -529,15 +529,17 @@ def _number_kind(x):
     return {bool: "bool", int: "int", float: "float"}.get(type(x))
 
 
-# NumPy's ufuncs that are jitc ops (`Var.__array_ufunc__`).
+# NumPy's ufuncs that are jitc ops (`Var.__array_ufunc__`): a binary one
+# computes what its Python operator on a `Var` does (`np.add(a, v)` is
+# `a + v`); not the logical ones, which jitc's bitwise `and`/`or`/`xor`/
+# `not` are not on integers.
 _UFUNC_UNARY = {
     "negative": "neg", "absolute": "abs", "exp": "exp", "log": "log", "sqrt": "sqrt", "sin": "sin", "cos": "cos",
-    "tanh": "tanh", "floor": "floor", "ceil": "ceil", "logical_not": "not",
+    "tanh": "tanh", "floor": "floor", "ceil": "ceil",
 }
 _UFUNC_BINARY = {
     "add": "add", "subtract": "sub", "multiply": "mul", "divide": "div", "true_divide": "div", "power": "pow",
     "equal": "eq", "not_equal": "ne", "less": "lt", "less_equal": "le", "greater": "gt", "greater_equal": "ge",
-    "logical_and": "and", "logical_or": "or", "logical_xor": "xor",
 }
 
 

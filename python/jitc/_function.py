@@ -1169,6 +1169,11 @@ def _marker(value, depth=0):
         return (type(value).__name__, repr(value))
     if hasattr(type(value), "__next__") and not isinstance(value, (np.ndarray, np.generic)):
         return ("iterator", id(value), _position(value, depth))
+    if isinstance(value, (list, dict)):
+        # (Which lists and dicts the state holds, for `Function._structure`.)
+        seen = _top('containers', None)
+        if seen is not None:
+            seen.add(id(value))
     if depth >= _MAX_MARKER_DEPTH:
         return ("object", id(value))
     if isinstance(value, (tuple, list, collections.deque)):
@@ -2412,7 +2417,7 @@ class Function:
         objects, before, result, tracer = run
         outputs = []
         writes = self._writes(objects, before, outputs, tracer)
-        structure = self._structure(result, outputs, tracer, _containers(args, kwargs))
+        structure = self._structure(result, outputs, tracer, tracer.preexisting)
         if tracer.reasons:
             if not (tracer.deeper and self._reach_deeper()):
                 self._give_up_all(tracer.reasons[0])
@@ -2443,12 +2448,18 @@ class Function:
         the caller runs it plain."""
         objects = self._objects(owner, args, kwargs)
         before = [dict(vars(o)) for o in objects]
+        preexisting = set()
+        _stack('containers').append(preexisting)
         try:
             state = self._state(objects, args, kwargs)
         except _Unstageable as e:
             self._give_up_all(str(e))
             return None
+        finally:
+            _stack('containers').pop()
         result, tracer, error = self._run_traced(owner, args, kwargs, objects)
+        # (The lists and dicts the state held before the call.)
+        tracer.preexisting = preexisting
         if error is not None:
             self._raised(error)
         why = self._untracked(objects, before, state, args, kwargs)
@@ -2574,7 +2585,7 @@ class Function:
             outputs, writes, structure = [], [], None
             if error is None:
                 writes = self._writes(objects, start, outputs, tracer)
-                structure = self._structure(traced, outputs, tracer, _containers(args, kwargs))
+                structure = self._structure(traced, outputs, tracer, plain.preexisting)
             after = [dict(vars(o)) for o in objects]
             # (What the run changed that putting the objects' attributes
             # back does not undo: a run on the stand-ins that went another
@@ -2662,6 +2673,11 @@ class Function:
             _stack('names').pop()
             sys.setprofile(previous_profile)
             _tracing.tracer = None
+            # (Only the run reads them: a trace kept holds neither the call's
+            # objects nor this function, which would make a cycle that
+            # keeps both, and the values its trace holds, until the garbage
+            # collector runs.)
+            tracer.held, tracer.object_refs = None, []
         return result, tracer, error
 
     def _writes(self, objects, before, outputs, tracer):
@@ -2688,16 +2704,15 @@ class Function:
                     )
         return writes
 
-    def _structure(self, value, outputs, tracer, arguments=None):
+    def _structure(self, value, outputs, tracer, held=frozenset()):
         """How to rebuild the call's result `value` from the graph's
-        `outputs` (`_rebuild`). A list or dict argument returned
-        (`arguments`, `_containers`) keeps the call imperative: a graph
-        would return a copy, and which argument (or attribute) holds the
-        same container is not a fact, so the argument a served call
-        returned could be the wrong one."""
-        if arguments and id(value) in arguments:
-            tracer.reasons.append(f"it returns its {type(value).__name__} argument, which a graph would return a copy "
-                                  f"of")
+        `outputs` (`_rebuild`). Returning a list or dict the state held
+        before the call (`held`: an argument, an attribute, a global, a
+        default, as `_marker` met them) keeps the call imperative: a graph
+        would return a copy, and which one it was is not a fact."""
+        if id(value) in held and isinstance(value, (list, dict)):
+            tracer.reasons.append(f"it returns a {type(value).__name__} that existed before the call (an argument, an "
+                                  f"attribute, a global), which a graph would return a copy of")
             return ("value", None)
         kind = getattr(value, "_kind", None) if _is_var(value) else None
         if kind is not None:
@@ -2708,12 +2723,12 @@ class Function:
             return ("out", len(outputs) - 1)
         kind = type(value)
         if kind in (tuple, list):
-            return (kind.__name__, [self._structure(v, outputs, tracer, arguments) for v in value])
+            return (kind.__name__, [self._structure(v, outputs, tracer, held) for v in value])
         if isinstance(value, tuple) and hasattr(kind, "_fields") and hasattr(kind, "_make"):
             # A named tuple (rebuilt with `_make`).
-            return ("namedtuple", kind, [self._structure(v, outputs, tracer, arguments) for v in value])
+            return ("namedtuple", kind, [self._structure(v, outputs, tracer, held) for v in value])
         if kind in (dict, collections.OrderedDict) and all(_immutable(k) for k in value):
-            return ("dict", kind, [(k, self._structure(v, outputs, tracer, arguments)) for k, v in value.items()])
+            return ("dict", kind, [(k, self._structure(v, outputs, tracer, held)) for k, v in value.items()])
         if isinstance(value, _SIMPLE):
             return ("value", value)
         tracer.reasons.append(f"it returns a {type(value).__name__}, which a graph cannot return")
@@ -3477,11 +3492,6 @@ def _rebuild(structure, outputs):
         return structure[1]((k, _rebuild(s, outputs)) for k, s in structure[2])
     items = [_rebuild(s, outputs) for s in structure[1]]
     return tuple(items) if kind == "tuple" else items
-
-
-def _containers(args, kwargs):
-    """The ids of the list and dict arguments (`Function._structure`)."""
-    return {id(a) for a in itertools.chain(args, kwargs.values()) if isinstance(a, (list, dict))}
 
 
 def function(fn=None, *, profile=3, max_fallbacks=3, merge=True, max_facts=16):

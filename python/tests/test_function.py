@@ -280,7 +280,27 @@ def test_a_list_or_dict_argument_is_the_callers_own_in_the_call_and_when_returne
         got, same = fn(d)
         np.testing.assert_array_equal(got.numpy(), d["x"] + 1.0)
         assert same is d, k
-    assert fn.stats()["staged"] == 0 and "it returns its dict argument" in fn.explain(), fn.explain()
+    assert fn.stats()["staged"] == 0 and "it returns a dict that existed before the call" in fn.explain(), \
+        fn.explain()
+
+    # The same for a list an attribute holds: the caller's appends to the
+    # returned list are the attribute's.
+    class Logged:
+        def __init__(self):
+            self.history = []
+
+        def step(self, x):
+            return x * 2.0, self.history
+
+    staged, plain = Logged(), Logged()
+    logged = jitc.function(Logged.step)
+    for k in range(6):
+        x = np.full(3, float(k), dtype=np.float32)
+        (got, kept), (want, plain_kept) = logged(staged, x), Logged.step(plain, jitc.Var(x))
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+        kept.append(k)
+        plain_kept.append(k)
+        assert kept is staged.history and staged.history == plain.history, k
     # An array jitc has no type for: an error, and the caller's list and
     # dict as they were (not half made `Var`s).
     x, labels = np.ones(3, dtype=np.float32), np.ones(3, dtype=np.uint8)
