@@ -131,7 +131,9 @@ in the loop that the next iteration does not read keeps the loop
 unfolded). A call returns tensors and Python
 values, in tuples, lists, named tuples and dicts (an `OrderedDict`
 too), rebuilt as the traced call built them; any other container keeps
-the function imperative.
+the function imperative, and so does returning a list or dict that
+existed before the call (an argument, an attribute: a graph would
+return a copy).
 
 **Serve.** A later call with the same facts runs the merged graph (or the
 tree's pieces, choosing at each branch by the condition the piece

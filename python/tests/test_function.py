@@ -823,6 +823,36 @@ def test_a_change_to_an_object_that_is_a_dict_key_keeps_the_call_imperative():
     assert fn.stats()["staged"] == 0 and "changes what the attribute table holds" in fn.explain(), fn.explain()
 
 
+def test_a_staged_function_does_not_keep_the_objects_of_its_calls_alive():
+    """The traces a `jitc.function` keeps hold neither the call's objects
+    nor the function: a model dropped by its caller is freed (before, a
+    trace's tracer held both, so every model a staged method was called on
+    lived as long as the method)."""
+    import gc
+    import weakref
+
+    class Model:
+        def __init__(self):
+            self.w, self.n = jitc.Var(np.ones(3, dtype=np.float32)), 0
+
+        def step(self, x):
+            self.n += 1
+            self.w = self.w * 0.5 + x
+            return self.w * self.n
+
+    class Staged(Model):
+        step = jitc.function(Model.step)
+
+    model = Staged()
+    for k in range(6):
+        model.step(np.full(3, float(k), dtype=np.float32)).numpy()
+    assert Staged.step.stats()["staged"] >= 1
+    dropped = weakref.ref(model)
+    del model
+    gc.collect()
+    assert dropped() is None
+
+
 class Decaying:
     """Python numbers everywhere: an int counter and a float scale in
     attributes, a float argument, a branch on a tensor and one on a
