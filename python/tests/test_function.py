@@ -948,6 +948,19 @@ def test_a_while_loop_on_a_tensor_is_staged_as_one_scf_while():
     assert "with the loop at test_function.py" in jitc.explain(fn) and "as an scf.while" in jitc.explain(fn)
 
 
+def _step_alike(staged, plain, x):
+    """`step` on `x` staged and on its plain twin: the same result, or
+    both raise ZeroDivisionError (then True)."""
+    try:
+        want = plain.step(jitc.Var(x)).numpy()
+    except ZeroDivisionError:
+        with pytest.raises(ZeroDivisionError):
+            staged.step(x)
+        return True
+    np.testing.assert_array_equal(staged.step(x).numpy(), want)
+    return False
+
+
 class Halving:
     """Counts the halvings of all its calls in a Python attribute, and
     adds a term that divides by zero when the count reaches `limit`."""
@@ -981,14 +994,7 @@ def test_a_while_loop_that_counts_in_a_python_attribute_folds():
     raised = 0
     for k in range(30):
         x = (rng.random(3) * 2.0 ** int(rng.integers(0, 9))).astype(np.float32)
-        try:
-            want = plain.step(jitc.Var(x)).numpy()
-        except ZeroDivisionError:
-            raised += 1
-            with pytest.raises(ZeroDivisionError):
-                staged.step(x)
-        else:
-            np.testing.assert_array_equal(staged.step(x).numpy(), want)
+        raised += _step_alike(staged, plain, x)
         assert staged.count == plain.count and type(staged.count) is int, k
     # (From the call that reaches the limit on, every call raises.)
     assert plain.count == 100 and raised >= 2, (plain.count, raised)
@@ -1038,15 +1044,7 @@ def test_a_relaxed_numbers_check_is_kept_where_nothing_reads_its_value(loop):
     staged, plain = StagedRated(limit, loop), Rated(limit, loop)
     raised = 0
     for k in range(40):
-        x = np.full(3, 2.0 + k % 3, dtype=np.float32)
-        try:
-            want = plain.step(jitc.Var(x)).numpy()
-        except ZeroDivisionError:
-            raised += 1
-            with pytest.raises(ZeroDivisionError):
-                staged.step(x)
-        else:
-            np.testing.assert_array_equal(staged.step(x).numpy(), want)
+        raised += _step_alike(staged, plain, np.full(3, 2.0 + k % 3, dtype=np.float32))
         assert staged.count == plain.count, (k, staged.count, plain.count)
     assert raised >= 2 and StagedRated.step.stats()["staged"] >= 5, (raised, StagedRated.step.stats())
 
