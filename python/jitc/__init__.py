@@ -102,6 +102,9 @@ class Var:
             return unary(inputs[0], _UFUNC_UNARY[name])
         if ufunc.nin == 2 and name in _UFUNC_BINARY:
             return binary(inputs[0], inputs[1], _UFUNC_BINARY[name])
+        if name in _UFUNC_LOGICAL and all(_is_bool(x) for x in inputs):
+            # (On booleans only: jitc's `and`/`or`/`xor`/`not` are bitwise.)
+            return (unary if ufunc.nin == 1 else binary)(*inputs, _UFUNC_LOGICAL[name])
         return NotImplemented
 
     def __init__(self, data, dtype=None):
@@ -531,16 +534,24 @@ def _number_kind(x):
 
 # NumPy's ufuncs that are jitc ops (`Var.__array_ufunc__`): a binary one
 # computes what its Python operator on a `Var` does (`np.add(a, v)` is
-# `a + v`); not the logical ones, which jitc's bitwise `and`/`or`/`xor`/
-# `not` are not on integers.
+# `a + v`); the logical ones only on booleans (jitc's `and`/`or`/`xor`/
+# `not` are bitwise on integers).
 _UFUNC_UNARY = {
     "negative": "neg", "absolute": "abs", "exp": "exp", "log": "log", "sqrt": "sqrt", "sin": "sin", "cos": "cos",
     "tanh": "tanh", "floor": "floor", "ceil": "ceil",
 }
+_UFUNC_LOGICAL = {"logical_not": "not", "logical_and": "and", "logical_or": "or", "logical_xor": "xor"}
 _UFUNC_BINARY = {
     "add": "add", "subtract": "sub", "multiply": "mul", "divide": "div", "true_divide": "div", "power": "pow",
     "equal": "eq", "not_equal": "ne", "less": "lt", "less_equal": "le", "greater": "gt", "greater_equal": "ge",
 }
+
+
+def _is_bool(x):
+    """Whether `x` is a boolean `Var`, array or Python value."""
+    if isinstance(x, (Var, _np.ndarray)):
+        return x.dtype == _np.bool_
+    return isinstance(x, (bool, _np.bool_))
 
 
 class _Number(Var):

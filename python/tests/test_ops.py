@@ -115,9 +115,18 @@ def test_numpy_ufuncs_on_a_var_are_jitc_ops():
         assert isinstance(got, jitc.Var), type(got)
         close(got.numpy(), want)
     assert isinstance(x > vrow, jitc.Var)
+    # The logical ones on booleans (jitc's are bitwise on integers).
+    mask, other = x[0] > 0.5, x[1] > 0.5
+    for ufunc in (np.logical_and, np.logical_or, np.logical_xor):
+        got = ufunc(jitc.Var(mask), other)
+        assert isinstance(got, jitc.Var)
+        np.testing.assert_array_equal(got.numpy(), ufunc(mask, other))
+    np.testing.assert_array_equal(np.logical_not(jitc.Var(mask)).numpy(), ~mask)
     for ufunc in (np.maximum, np.logical_and):
         with pytest.raises(TypeError, match="NotImplemented"):
             ufunc(x, vrow)
+    with pytest.raises(TypeError, match="NotImplemented"):
+        np.logical_not(jitc.Var(np.arange(3, dtype=np.int32)))
     with pytest.raises(TypeError):
         x += vrow
 
