@@ -1130,18 +1130,9 @@ def _attribute_positions(listed, names):
     relaxed at (the names the code uses, for an object held more than one
     level down), None for any. An object whose label another object of
     the call has too (a positional-only `cfg` and a `cfg=` in `**kwargs`;
-    two dict keys with one `repr`) has none: a path must name one
-    object."""
-    firsts, seen = [], set()
-    labels, named_only = listed.labels, listed.named_only
-    for k, o in enumerate(listed):
-        if id(o) not in seen:
-            seen.add(id(o))
-            firsts.append(k)
-    counts = Counter(labels[k] for k in firsts)
-    for k in firsts:
-        if counts[labels[k]] == 1:
-            yield listed[k], labels[k], names if named_only[k] else None
+    two dict keys with one `repr`) has none (`_Objects.labelled`)."""
+    for k in listed.labelled():
+        yield listed[k], listed.labels[k], names if listed.named_only[k] else None
 
 
 def _immutable(x):
@@ -1755,9 +1746,7 @@ class _Loop:
         for e in range(self.start - 1 if not counted else self.start):
             entry = t.entries[e]
             if entry[0] == "call":
-                new = pre.call(e, entry[1], t.signature[e][1])
-                if entry[1] is _eager_guard:
-                    effects_before.append(new)
+                pre.call(e, entry[1], t.signature[e][1], effects_before)
             else:
                 condition = _condition(pre.value(t.signature[e][1]), entry[2])
                 effects_before.append(_jitc.guard(condition, f"branch at {entry[3]} goes {entry[2]}"))
@@ -1779,9 +1768,7 @@ class _Loop:
         second = self.starts[1]
         effects_body = []
         for e in range(second, self.ends[1]):
-            new = body.call(e, t.entries[e][1], t.signature[e][1])
-            if t.entries[e][1] is _eager_guard:
-                effects_body.append(new)
+            body.call(e, t.entries[e][1], t.signature[e][1], effects_body)
         next_condition = _condition(body.value(t.signature[self.ends[1]][1]), go)
         nexts = [body.mapping[(second + p[0], p[1])] for p in self.carried]
         nexts += params[len(self.carried):len(self.carried) + len(self.invariants)]
@@ -1803,9 +1790,7 @@ class _Loop:
         for e in range(self.ds[-1] + 1, len(t.entries)):
             entry = t.entries[e]
             if entry[0] == "call":
-                new = post.call(e, entry[1], t.signature[e][1])
-                if entry[1] is _eager_guard:
-                    effects_after.append(new)
+                post.call(e, entry[1], t.signature[e][1], effects_after)
             else:
                 condition_after = _condition(post.value(t.signature[e][1]), entry[2])
                 effects_after.append(_jitc.guard(condition_after, f"branch at {entry[3]} goes {entry[2]}"))
@@ -1889,7 +1874,6 @@ class Function:
         # The parameters whose defaults are objects (`_object_defaults`),
         # worked out for the defaults they were found in.
         self._default_objects = None
-        self._position_names = {}
         self._imperative = None
         self._counts = Counter()
         self._log = []
@@ -2010,7 +1994,7 @@ class Function:
             if facts is None:
                 changed = self._changed_numbers(owner, args, kwargs, tensors, objects)
                 if changed:
-                    self._relax(changed, owner)
+                    self._relax(changed)
                     key = self._key(owner, args, kwargs, tensors, objects)
                     facts = self._facts.get(key)
         except (TypeError, ValueError, RecursionError) as e:
@@ -2259,15 +2243,14 @@ class Function:
         changed = {p for p, v in numbers.items() if p in seen and not _same_number(seen[p], v)}
         return changed - self._pinned - self._relaxed
 
-    def _relax(self, positions, owner):
+    def _relax(self, positions):
         self._relaxed |= positions
         self._counts["relaxations"] += len(positions)
-        self._position_names.update({p: _position_name(p) for p in positions})
-        names = ", ".join(self._position_names[p] for p in sorted(positions, key=repr))
+        names = ", ".join(_position_name(p) for p in sorted(positions, key=repr))
         self._note("relax", f"{names} changed between calls: now an input of the staged graph")
         self._drop_stale_facts()
 
-    def _unrelax(self, positions, owner, why):
+    def _unrelax(self, positions, why):
         self._relaxed -= positions
         self._pinned |= positions
         self._counts["relaxations_undone"] += len(positions)
@@ -2355,16 +2338,15 @@ class Function:
         tensors = self._tensors(args, kwargs, self._objects(owner, args, kwargs), names)
         return [(t._v, n) for t, n in zip(tensors, names)]
 
-    def _objects(self, owner, args, kwargs, deep=None):
+    def _objects(self, owner, args, kwargs):
         """The objects whose attributes are facts and may be rebound: `self`,
         then object arguments, then object keyword arguments by name; and
-        when the function reaches deeper (`_deep`, unless `deep` is
-        False), the objects they hold where the facts reach
-        (`_held_objects`: a sub-layer `self.layers[0]`), each once. An
+        when the function reaches deeper (`_deep`), the objects they hold
+        where the facts reach (`_held_objects`: a sub-layer
+        `self.layers[0]`), each once. An
         `_Objects` list, with each one's label (`self`, an object
         argument's parameter name, `args[i]` past the named ones, a
         keyword, the path of an object held deeper)."""
-        deep = self._deep if deep is None else deep
         objects, labels = _Objects(), []
         if owner is not None:
             objects.append(owner)
@@ -2380,7 +2362,7 @@ class Function:
                 labels.append(k)
         objects.labels = labels
         objects.named_only = [False] * len(objects)
-        if deep:
+        if self._deep:
             found, objects.pattern, objects.held_tensors = _held_objects(objects, self._names)
             for obj, label, named_only in found:
                 objects.append(obj)
@@ -2632,7 +2614,7 @@ class Function:
             # into Python, `range(self.cfg.reps)`, does not take a counter
             # that staged well with it); when there are none, all of them.
             positions = {p for p, _ in numbers}
-            self._unrelax(positions - self._proven or positions, owner, why)
+            self._unrelax(positions - self._proven or positions, why)
             return result, None
         if tracer.reasons:
             self._give_up_all(tracer.reasons[0])
@@ -2859,16 +2841,13 @@ class Function:
 
     def _segment(self, group, start):
         ref = group[-1]
-        index, guards, split = start, [], None
+        index, split = start, None
         while index < len(ref.entries):
             if any(len(t.entries) <= index or t.signature[index] != ref.signature[index] for t in group):
                 raise _Unmergeable()
-            if index in ref.values:
-                ways = {t.values[index] for t in group}
-                if len(ways) == 2:
-                    split = index
-                    break
-                guards.append(index)
+            if index in ref.values and len({t.values[index] for t in group}) == 2:
+                split = index
+                break
             index += 1
         end = index + 1 if split is not None else index
         if split is None and any(
@@ -2891,11 +2870,9 @@ class Function:
         if split is None:
             read_here.update(ref.outputs)
         live_in = sorted({k for k in read_here if k[0] != "in" and k[0] < start}, key=repr)
-        staged = self._replay(ref, start, end, live_in, live_out, guards, split)
-        # (The guard outputs: the decisions', then the eager checks'.)
-        guards += [i for i in range(start, end) if ref.entries[i][0] == "call" and ref.entries[i][1] is _eager_guard]
+        staged, guards = self._replay(ref, start, end, live_in, live_out, split)
         if split is None:
-            leaf = _Segment(staged, live_in, live_out, len(guards))
+            leaf = _Segment(staged, live_in, live_out, guards)
             leaf.structure, leaf.writes, leaf.decisions = ref.structure, ref.writes, ref.tracer.decisions
             leaf.named_writes = ref.named_writes
             return leaf
@@ -2903,13 +2880,15 @@ class Function:
         for way in (True, False):
             members = [t for t in group if t.values[split] == way]
             children[way] = self._segment(members, split + 1)
-        return _Segment(staged, live_in, live_out, len(guards), ref.entries[split][3], children)
+        return _Segment(staged, live_in, live_out, guards, ref.entries[split][3], children)
 
-    def _replay(self, ref, start, end, live_in, live_out, guards, split):
+    def _replay(self, ref, start, end, live_in, live_out, split):
         """Records entries `start` to `end` of `ref` on fresh nodes and
         stages them: inputs are the function's and `live_in` (placeholders
         of their types), outputs `live_out`, then the branch condition or
-        the function's outputs, then the guards."""
+        the function's outputs, then the guards (the decisions' other than
+        `split`, and relaxed numbers' checks). Returns the staged graph and
+        how many guards it outputs."""
         replay = _Replay(ref.inputs)
         placeholders = []
         for k in live_in:
@@ -2926,9 +2905,7 @@ class Function:
             entry = ref.entries[index]
             signature = ref.signature[index]
             if entry[0] == "call":
-                new = replay.call(index, entry[1], signature[1])
-                if entry[1] is _eager_guard:
-                    guard_vars.append(new)
+                replay.call(index, entry[1], signature[1], guard_vars)
             else:
                 var = replay.value(signature[1])
                 site, value = entry[3], entry[2]
@@ -2942,7 +2919,7 @@ class Function:
         # piece, which computes the outputs, writes them.
         reads, writes = ref.state
         writes = [(len(live_out) + k, name) for k, name in writes] if split is None else []
-        return _jitc.stage(list(ref.inputs) + placeholders, outputs + guard_vars, (reads, writes))
+        return _jitc.stage(list(ref.inputs) + placeholders, outputs + guard_vars, (reads, writes)), len(guard_vars)
 
     def _serve(self, root, owner, args, kwargs, tensors, objects):
         Var, _Number = _package_types()
@@ -3002,7 +2979,7 @@ class Function:
         if self._imperative is not None:
             lines.append(f"  imperative: {self._imperative}")
         if self._relaxed:
-            names = ", ".join(self._position_names[p] for p in sorted(self._relaxed, key=repr))
+            names = ", ".join(_position_name(p) for p in sorted(self._relaxed, key=repr))
             lines.append(f"  graph inputs (relaxed Python numbers): {names}")
         for k, facts in enumerate(self._facts.values()):
             if facts.variant is not None:
@@ -3097,6 +3074,21 @@ class _Objects(list):
     # deeper.)
     pattern = None
     held_tensors = ()
+    _labelled = None
+
+    def labelled(self):
+        """The index of each object once (its first), whose label no other
+        object of the call has: a path must name one object. Worked out
+        once per call (the facts and the served graph's inputs both ask)."""
+        if self._labelled is None:
+            firsts, seen = [], set()
+            for k, o in enumerate(self):
+                if id(o) not in seen:
+                    seen.add(id(o))
+                    firsts.append(k)
+            counts = Counter(self.labels[k] for k in firsts)
+            self._labelled = [k for k in firsts if counts[self.labels[k]] == 1]
+        return self._labelled
 
 
 def _reach(value, label, depth, names, on_var, on_object, level=0):
@@ -3284,12 +3276,16 @@ class _Replay:
             return [self.value(v) for v in a]
         return a
 
-    def call(self, index, native, described):
+    def call(self, index, native, described, effects=None):
         """Calls `native` (entry `index`) on `described` arguments and
-        records its results; returns what it returned."""
+        records its results; returns what it returned. A relaxed number's
+        check (`_eager_guard`) is also appended to `effects`: staged
+        graphs keep it where nothing reads its value."""
         new = native(*[self.value(a) for a in described])
         for k, r in enumerate(new if isinstance(new, list) else [new]):
             self.mapping[(index, k)] = r
+        if effects is not None and native is _eager_guard:
+            effects.append(new)
         return new
 
 

@@ -65,6 +65,17 @@ struct Scope<'a, 'py> {
     relaxed: Option<&'a Bound<'py, PyDict>>,
 }
 
+impl<'py> Scope<'_, 'py> {
+    /// The names of `x`'s relaxed numbers, if it is one of the call's
+    /// objects with any (`relaxed`).
+    fn relaxed_names(&self, x: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        match self.relaxed {
+            Some(map) => map.get_item(x.as_ptr() as usize),
+            None => Ok(None),
+        }
+    }
+}
+
 #[pymethods]
 impl Facts {
     #[new]
@@ -135,8 +146,9 @@ impl Facts {
     /// (`("arg", i)`, `("kwarg", name)`, `("self",)`) is a fact by its type
     /// only, and so is a relaxed attribute of one of the call's objects
     /// wherever the facts meet it (`relaxed_objects`, `_relaxed_objects`
-    /// of `listed` and `relaxed`: the object's id -> those names). With `keyword_order` (the function takes
-    /// `**kwargs`), the keyword arguments' order is a fact.
+    /// of `listed` and `relaxed`: the object's id -> those names). With
+    /// `keyword_order` (the function takes `**kwargs`), the keyword
+    /// arguments' order is a fact.
     #[pyo3(signature = (args, kwargs, owner, tensors, listed, relaxed, aliases, names, globals, keyword_order, relaxed_objects=None))]
     #[allow(clippy::too_many_arguments)]
     fn key<'py>(
@@ -344,10 +356,7 @@ impl Facts {
         // An object of the call: its attributes (a relaxed number by its
         // type, `scope.relaxed`), and its class's that the code may read
         // through it.
-        let held = match scope.relaxed {
-            Some(map) => map.get_item(id)?,
-            None => None,
-        };
+        let held = scope.relaxed_names(x)?;
         let attributes = x.getattr(intern!(py, "__dict__"))?.cast_into::<PyDict>()?;
         let mut own = Vec::new();
         for (name, v) in attributes.iter() {
@@ -508,10 +517,7 @@ impl Facts {
         };
         // (A number of one of the call's objects at a relaxed position, met
         // deeper than `self` or an argument: `self.bn.n`.)
-        let relaxed = match scope.relaxed {
-            Some(map) => map.get_item(x.as_ptr() as usize)?,
-            None => None,
-        };
+        let relaxed = scope.relaxed_names(x)?;
         let own = self.sorted_facts(py, held, depth, level, scope, relaxed.as_ref())?;
         let class = if named {
             let reads = self.class_reads.bind(py).call1((x, scope.names))?;

@@ -451,13 +451,13 @@ fn stage_loop(
     state: Option<PyStateBinding>,
     effects_body: Vec<PyRef<'_, PyVar>>,
 ) -> PyResult<PyStaged> {
-    let effects_body = refs(&effects_body);
-    let (inputs, init, effects_before, params, next, results, outputs, effects_after) = (
+    let (inputs, init, effects_before, params, next, effects_body, results, outputs, effects_after) = (
         refs(&inputs),
         refs(&init),
         refs(&effects_before),
         refs(&params),
         refs(&next),
+        refs(&effects_body),
         refs(&results),
         refs(&outputs),
         refs(&effects_after),
