@@ -2,9 +2,10 @@
 //! fusion property tests check. The fuser itself (`fusion`, `meta-fuse`)
 //! stays private; this module is its window in the front door.
 //!
-//! [`explain`] plans every function of a module as `meta-fuse{rules=jitc}`
-//! does in the compilers' `fuse` pipeline (the same `prepare_and_plan`, so
-//! the explanation is the decision) and renders
+//! [`explain`] batches contractions as `meta-batch` does and plans every
+//! function of a module as `meta-fuse{rules=jitc}` does in the compilers'
+//! `fuse` pipeline (the same `prepare_and_plan`, so the explanation is the
+//! decision) and renders
 //! the plans as text for people or as a Graphviz digraph.
 
 use melior::ir::{BlockLike, Module, OperationRef, RegionLike, operation::OperationLike};
@@ -31,8 +32,9 @@ pub enum Format {
 
 /// The fusion plan of every function of `module` (only `function`, when
 /// given) that `meta-fuse` would apply with `fanout_limit`, rendered in
-/// `format`. Planning duplicates shared broadcasts in `module`, as
-/// `meta-fuse` does first. Fails when `function` is not in the module.
+/// `format`. Planning batches contractions and duplicates shared
+/// broadcasts in `module`, as the `fuse` pipeline does first. Fails when
+/// `function` is not in the module.
 pub fn explain(
     module: &Module,
     function: Option<&str>,
@@ -64,7 +66,15 @@ pub fn explain(
         return Err(format!("no function @{wanted} in the module"));
     }
     let mut plans = Vec::new();
+    let mut batched = Vec::new();
     for (name, function) in functions {
+        let sizes = crate::rewrite::with_context(function, |context| {
+            crate::transforms::batch::batch(context, function)
+        })
+        .ok_or_else(|| format!("@{name}: meta-batch could not build a batched contraction"))?;
+        batched.extend(sizes.into_iter().map(|n| {
+            format!("@{name}: meta-batch made {n} contractions one, over a new outer dimension of {n}\n")
+        }));
         let entry = function.region(0).ok().and_then(|r| r.first_block());
         for block in blocks_with_fusable_ops(function) {
             let title = if Some(block) == entry {
@@ -83,11 +93,16 @@ pub fn explain(
             if plans.is_empty() {
                 return Ok("no function has meta ops to fuse\n".to_owned());
             }
-            plans
+            let plans = plans
                 .iter()
                 .map(|(title, plan)| text(title, plan))
                 .collect::<Vec<_>>()
-                .join("\n")
+                .join("\n");
+            if batched.is_empty() {
+                plans
+            } else {
+                format!("{}\n{plans}", batched.concat())
+            }
         }
         Format::Dot => dot("jitc fusion plan", &plans),
     })

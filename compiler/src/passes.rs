@@ -5,8 +5,8 @@ use crate::{
     Error,
     pass::{OptionKind, Options, PassInfo},
     transforms::{
-        cse::Cse, dce::Dce, fuse::Fuse, grad::Grad, inline::Inline, merge::Merge, refine::Refine,
-        specialize::Specialize, unroll::Unroll, verify::Verify,
+        batch::Batch, cse::Cse, dce::Dce, fuse::Fuse, grad::Grad, inline::Inline, merge::Merge,
+        refine::Refine, specialize::Specialize, unroll::Unroll, verify::Verify,
     },
 };
 use jitc_dialect::profile::Profile;
@@ -28,6 +28,7 @@ pub type Profiles = HashMap<String, Arc<Profile>>;
 
 /// Every jitc pass, in `--list-passes` order.
 pub static PASSES: &[PassInfo] = &[
+    Batch::INFO,
     Cse::INFO,
     Dce::INFO,
     Fuse::INFO,

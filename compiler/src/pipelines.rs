@@ -23,7 +23,7 @@
 //! ```
 //! use jitc_compiler::pipelines::Pipeline;
 //! let fuse = Pipeline::named("fuse").unwrap();
-//! assert_eq!(fuse.render(), "meta-fuse{rules=jitc}");
+//! assert_eq!(fuse.render(), "meta-batch,meta-fuse{rules=jitc}");
 //! ```
 
 use crate::{
@@ -66,7 +66,7 @@ pub static PIPELINES: &[NamedPipeline] = &[
     NamedPipeline {
         name: "fuse",
         summary: "run before code generation by jitc compile, jitc run and the runtime",
-        text: "builtin.module(meta-fuse{rules=jitc})",
+        text: "builtin.module(meta-batch, meta-fuse{rules=jitc})",
     },
     NamedPipeline {
         name: "fuse-jittor",

@@ -19,15 +19,26 @@
 //!    kernels. Bytes moved are the inputs read plus the outputs written
 //!    once, so GB/s is a lower bound on the traffic.
 //!
+//! 3. times the small contractions of the contraction issue's goals, each
+//!    compiled cold (a fresh kernel cache) and then called 30 times after a
+//!    warm-up, GFLOP/s at the median against the FMA peak: one SGD step of
+//!    the 784-512-10 MLP at batch 256 (`examples/mlp_step.mlir`), and the
+//!    32-step RNN (batch 16, hidden and input 256) unrolled by
+//!    `meta-unroll`, its state `rnn.h` carried from call to call.
+//!
 //! Kernels are split across `JITC_NUM_THREADS` worker threads (default:
 //! all cores) along a dimension every reduction keeps, so the percentage is
 //! of the all-core triad.
 
-use jitc_compiler::{CodegenOptions, DiagnosticCollector, new_context, parse_module};
+use jitc_compiler::{
+    CodegenOptions, DiagnosticCollector, OptimizeOptions, Pipeline, new_context, optimize, parse_module,
+};
 use jitc_interp::{Scalar, StateStore, Tensor, Value};
 use jitc_runtime::{CpuModule, cpu::affinity};
 use std::time::Instant;
 
+#[path = "workloads/rnn.rs"]
+mod rnn;
 mod workloads;
 
 use workloads::{median, workloads};
@@ -279,4 +290,110 @@ fn main() {
             None => println!("{name}: {gflops:.0} GFLOP/s at the median"),
         }
     }
+    small_contractions(peak);
+}
+
+/// The contraction issue's small workloads: compile time cold, the median
+/// and minimum of 30 calls, GFLOP/s against the FMA peak.
+fn small_contractions(peak: Option<f64>) {
+    println!(
+        "{:<22} {:>12} {:>12} {:>10} {:>9} {:>9}",
+        "small contractions", "compile (ms)", "median (ms)", "min (ms)", "GFLOP/s", "of peak"
+    );
+    // Forward x W1 and h W2, backward dW2, dh and dW1 (the multiply-adds
+    // of the six contractions; the element-wise work is not counted).
+    let mlp_flops = 2 * 256 * 784 * 512 * 2 + 2 * 256 * 512 * 10 * 3;
+    let (steps, batch, hidden) = (32, 16, 256);
+    let rnn_flops = steps * 2 * (2 * batch * hidden * hidden);
+    let cases = [
+        (
+            "MLP step, batch 256",
+            jitc_test_support::example("mlp_step.mlir"),
+            mlp_flops as u64,
+            false,
+        ),
+        (
+            "RNN 32 steps, unrolled",
+            unrolled_rnn(steps, batch, hidden),
+            rnn_flops as u64,
+            true,
+        ),
+    ];
+    for (name, source, flops, rnn_state) in cases {
+        // No cache on disk or in the process: the compile is cold.
+        jitc_runtime::cpu::set_disk_cache(None);
+        jitc_runtime::cpu::clear_cache();
+        let context = new_context().expect("context");
+        let _collector = DiagnosticCollector::attach(&context);
+        let mut module = parse_module(&context, &source).expect("the workload parses");
+        let start = Instant::now();
+        let compiled = CpuModule::compile(&context, &mut module).expect("the workload compiles");
+        let compile = start.elapsed();
+        assert!(compiled.interpreted_kernels().is_empty(), "every kernel compiles");
+        let inputs: Vec<Value> = if rnn_state {
+            rnn::inputs(steps, batch, hidden)
+        } else {
+            let shapes: [&[usize]; 7] = [
+                &[256, 784],
+                &[256, 10],
+                &[784, 512],
+                &[512],
+                &[512, 10],
+                &[10],
+                &[],
+            ];
+            shapes
+                .iter()
+                .enumerate()
+                .map(|(i, s)| Value::tensor(varied(s, i as u64 + 1)))
+                .collect()
+        };
+        let mut state = if rnn_state {
+            rnn::state(batch, hidden)
+        } else {
+            StateStore::new()
+        };
+        let mut samples = Vec::new();
+        for call in 0..33 {
+            let args = inputs.clone();
+            let start = Instant::now();
+            compiled
+                .run(&module, "main", args, &mut state)
+                .expect("the workload runs");
+            // Three warm-up calls.
+            if call >= 3 {
+                samples.push(start.elapsed());
+            }
+        }
+        let minimum = *samples.iter().min().unwrap();
+        let median = median(samples);
+        let gflops = flops as f64 / median.as_secs_f64() / 1e9;
+        let of_peak = peak.map_or("-".to_owned(), |p| format!("{:.0}%", 100.0 * gflops / p));
+        println!(
+            "{:<22} {:>12.1} {:>12.3} {:>10.3} {:>9.0} {:>9}",
+            name,
+            compile.as_secs_f64() * 1e3,
+            median.as_secs_f64() * 1e3,
+            minimum.as_secs_f64() * 1e3,
+            gflops,
+            of_peak
+        );
+    }
+}
+
+/// The host bench's RNN with its loop unrolled by `meta-unroll` (and
+/// `meta-inline`, `canonicalize` and `cse`, as `jitc opt` would), as text.
+fn unrolled_rnn(steps: usize, batch: usize, hidden: usize) -> String {
+    let source = rnn::rnn(steps, batch, hidden).replacen(
+        &format!("    scf.yield %hn : tensor<{batch}x{hidden}xf32>\n  }}"),
+        &format!("    scf.yield %hn : tensor<{batch}x{hidden}xf32>\n  }} {{meta.unroll = {steps} : i64}}"),
+        1,
+    );
+    assert!(source.contains("meta.unroll"), "the loop is marked");
+    let context = new_context().expect("context");
+    let mut module = parse_module(&context, &source).expect("the RNN parses");
+    let unroll = Pipeline::parse("builtin.module(meta-unroll, meta-inline, canonicalize, cse)")
+        .expect("the pipeline parses");
+    optimize(&context, &mut module, &unroll, &OptimizeOptions::default()).expect("the loop unrolls");
+    module.as_operation().to_string()
 }

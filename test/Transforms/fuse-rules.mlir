@@ -18,8 +18,10 @@
 // JITC-COUNT-4: call @rnn_two_steps_fused_{{[0-9]+}}(%{{[a-z0-9]+}}, %{{[a-z0-9]+}}) : (tensor<{{.*}}>, tensor<{{.*}}>) -> tensor<4x8xf32>
 // JITC-NOT: -> (tensor<4x8xf32>, tensor<4x8xf32>)
 
-// The plan jitc explain shows is the compilers': no sibling merge of the
-// two projections.
+// The plan jitc explain shows is the compilers': the two projections are
+// one contraction (meta-batch), and the two steps' reads of its rows are
+// not merged as siblings (each reads only its row).
+// EXPLAIN: @rnn_two_steps: meta-batch made 2 contractions one
 // EXPLAIN: @rnn_two_steps:
 // EXPLAIN-NOT: sibling merge
 

@@ -6,7 +6,7 @@
 // CHECK: default
 // CHECK-NEXT: builtin.module(meta-verify, meta-unroll, meta-inline, canonicalize, cse, meta-fuse)
 // CHECK: fuse
-// CHECK-NEXT: builtin.module(meta-fuse{rules=jitc})
+// CHECK-NEXT: builtin.module(meta-batch, meta-fuse{rules=jitc})
 // CHECK: fuse-jittor
 // CHECK-NEXT: builtin.module(meta-fuse)
 // CHECK: speculation

@@ -202,8 +202,17 @@ impl Default for Options {
 }
 
 enum Candidate {
-    Edge { value: usize, from: usize, to: usize },
-    Sibling { value: usize, a: usize, b: usize },
+    Edge {
+        value: usize,
+        from: usize,
+        to: usize,
+    },
+    /// `bytes`: what merging saves.
+    Sibling {
+        a: usize,
+        b: usize,
+        bytes: u64,
+    },
 }
 
 struct Groups {
@@ -412,6 +421,28 @@ pub fn plan(nodes: Vec<Node>, values: &[ValueUse], options: Options) -> Plan {
         epoch: 0,
     };
 
+    // Under jitc's rules, two reindexes of one value save at most what the
+    // smaller one reads, which is no more than it writes: the rows of a
+    // batched contraction (`meta-batch`) that two steps read are slices of
+    // one value, and merging them would only make one step's kernel copy
+    // the other's row.
+    let written: HashMap<usize, u64> = values
+        .iter()
+        .filter_map(|v| v.producer.map(|p| (p, v.bytes)))
+        .collect();
+    let sibling_bytes = |v: usize, a: usize, b: usize| {
+        let bytes = values[v].bytes;
+        if !options.contractions_apart
+            || nodes[a].kind != NodeKind::Reindex
+            || nodes[b].kind != NodeKind::Reindex
+        {
+            return bytes;
+        }
+        [a, b]
+            .iter()
+            .filter_map(|n| written.get(n))
+            .fold(bytes, |least, &w| least.min(w))
+    };
     let mut candidates = Vec::new();
     for (v, value) in values.iter().enumerate() {
         let fusable: Vec<usize> = value
@@ -434,16 +465,16 @@ pub fn plan(nodes: Vec<Node>, values: &[ValueUse], options: Options) -> Plan {
         if fusable.len() <= options.fanout_limit {
             for pair in fusable.windows(2) {
                 candidates.push(Candidate::Sibling {
-                    value: v,
                     a: pair[0],
                     b: pair[1],
+                    bytes: sibling_bytes(v, pair[0], pair[1]),
                 });
             }
         }
     }
     candidates.sort_by_key(|c| match *c {
         Candidate::Edge { value, to, .. } => (std::cmp::Reverse(values[value].bytes), 0, to),
-        Candidate::Sibling { value, b, .. } => (std::cmp::Reverse(values[value].bytes), 1, b),
+        Candidate::Sibling { bytes, b, .. } => (std::cmp::Reverse(bytes), 1, b),
     });
 
     let mut blocked: HashMap<(usize, usize), Blocked> = HashMap::new();
@@ -478,7 +509,7 @@ pub fn plan(nodes: Vec<Node>, values: &[ValueUse], options: Options) -> Plan {
                     None => groups.merge(from, to),
                 }
             }
-            Candidate::Sibling { value, a, b } => {
+            Candidate::Sibling { a, b, bytes } => {
                 let (ga, gb) = (groups.root(a), groups.root(b));
                 let same_domain =
                     nodes[a].domain == nodes[b].domain && nodes[a].domain.iter().all(|&d| d >= 0);
@@ -500,7 +531,7 @@ pub fn plan(nodes: Vec<Node>, values: &[ValueUse], options: Options) -> Plan {
                     continue;
                 }
                 groups.merge(a, b);
-                sibling_merges.push((a, b, values[value].bytes));
+                sibling_merges.push((a, b, bytes));
             }
         }
     }

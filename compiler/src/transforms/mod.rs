@@ -1,5 +1,6 @@
 //! jitc's own passes, one per file; see [`crate::passes::PASSES`].
 
+pub mod batch;
 pub mod cse;
 pub mod dce;
 pub mod fuse;
