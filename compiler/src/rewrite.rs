@@ -182,6 +182,11 @@ impl<'c, 'a> Builder<'c, 'a> {
         }
     }
 
+    /// Inserts `op` and returns its first result.
+    pub fn insert_one(&self, op: Operation<'c>) -> Option<Value<'c, 'a>> {
+        self.insert(op).result(0).ok().map(Into::into)
+    }
+
     /// Builds and inserts an op; `None` when MLIR rejects it.
     pub fn op(
         &self,

@@ -2305,17 +2305,13 @@ class Function:
                 names += [None] * len(extra)
         return found
 
-    def _object_labels(self, owner, args, kwargs):
-        """A name for each of `_objects` (its `labels`)."""
-        return self._objects(owner, args, kwargs).labels
-
     def _state_binding(self, labels, names, writes, numbers=()):
         """The named state of a trace's graph (JANUS's `PyGetAttrOp` and
         `PySetAttrOp`): each input that is an attribute (`names`, from
         `_tensors` before the call; `numbers`, `(index, position)` of the
         relaxed numbers the graph takes after the tensors) is read with
         `meta.state_read` of `self.h` (or `<parameter>.h`, `self.layers[0].w`
-        for an object held deeper: `labels`, `_object_labels`), each output an
+        for an object held deeper: `labels`, the `_objects` labels), each output an
         attribute is rebound to (a `jitc.Var`, or a relaxed number, which
         Python gets back as a number) is written with `meta.state_write`.
         Returns `(reads, writes)` of `(index, name)`; a tensor that is also
@@ -2393,8 +2389,6 @@ class Function:
         if numbers:
             return self._traced_relaxed(owner, args, kwargs, tensors, numbers, known)
         names = self._input_names(owner, args, kwargs)
-        # (Before the call: it may rebind what holds an object.)
-        labels = self._object_labels(owner, args, kwargs)
         run = self._first_run(owner, args, kwargs)
         if run is None:
             return self._plain(owner, args, kwargs), None
@@ -2419,7 +2413,7 @@ class Function:
             if not self._reach_deeper(e):
                 self._give_up_all(str(e))
             return result, None
-        trace.state = self._state_binding(labels, names, writes)
+        trace.state = self._state_binding(objects.labels, names, writes)
         _bind_named(trace, named)
         return result, trace
 
@@ -2532,8 +2526,6 @@ class Function:
         from . import _Number
 
         names = self._input_names(owner, args, kwargs)
-        # (Before the call: it may rebind what holds an object.)
-        labels = self._object_labels(owner, args, kwargs)
         run = self._first_run(owner, args, kwargs)
         if run is None:
             return self._plain(owner, args, kwargs), None
@@ -2632,7 +2624,7 @@ class Function:
                 self._give_up_all(str(e))
             return result, None
         numbered = [(len(natives) + j, position) for j, position in enumerate(weak)]
-        trace.state = self._state_binding(labels, names, writes, numbered)
+        trace.state = self._state_binding(objects.labels, names, writes, numbered)
         _bind_named(trace, named)
         self._proven |= {p for p, _ in numbers}
         return result, trace

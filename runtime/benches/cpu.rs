@@ -33,7 +33,7 @@
 use jitc_compiler::{
     CodegenOptions, DiagnosticCollector, OptimizeOptions, Pipeline, new_context, optimize, parse_module,
 };
-use jitc_interp::{Scalar, StateStore, Tensor, Value};
+use jitc_interp::{Interpreter, Scalar, StateStore, Tensor, Value, ValueType};
 use jitc_runtime::{CpuModule, cpu::affinity};
 use std::time::Instant;
 
@@ -333,19 +333,19 @@ fn small_contractions(peak: Option<f64>) {
         let inputs: Vec<Value> = if rnn_state {
             rnn::inputs(steps, batch, hidden)
         } else {
-            let shapes: [&[usize]; 7] = [
-                &[256, 784],
-                &[256, 10],
-                &[784, 512],
-                &[512],
-                &[512, 10],
-                &[10],
-                &[],
-            ];
-            shapes
+            // Varied values of the shapes `@main` takes.
+            let signature = Interpreter::new(&module).signature("main").expect("@main");
+            signature
+                .inputs
                 .iter()
                 .enumerate()
-                .map(|(i, s)| Value::tensor(varied(s, i as u64 + 1)))
+                .map(|(i, input)| {
+                    let ValueType::Tensor(shape, _) = input else {
+                        panic!("tensor arguments expected")
+                    };
+                    let shape: Vec<usize> = shape.iter().map(|d| d.expect("a static shape")).collect();
+                    Value::tensor(varied(&shape, i as u64 + 1))
+                })
                 .collect()
         };
         let mut state = if rnn_state {

@@ -15,9 +15,9 @@ use jitc_compiler::{
     CodegenOptions, DiagnosticCollector, MathMode, OptimizeOptions, Pipeline, new_context, optimize,
     parse_module,
 };
-use jitc_interp::{Interpreter, StateStore, Tensor, Value};
+use jitc_interp::{Interpreter, StateStore, Value};
 use jitc_runtime::CpuModule;
-use jitc_test_support::{Match, Rng, random};
+use jitc_test_support::{Match, Rng, absolute, floats, random_of};
 
 /// `tensor<AxBx...xE>`.
 fn tensor(shape: &[usize], element: &str) -> String {
@@ -171,26 +171,9 @@ impl Program {
         [vec![self.rows, m, k], self.w_shape()]
             .iter()
             .enumerate()
-            .map(|(i, shape)| Value::tensor(values(shape, self.element, seed + i as u64)))
+            .map(|(i, shape)| Value::tensor(random_of(shape, self.element, seed + i as u64)))
             .collect()
     }
-}
-
-/// Random values of `element` (integers in [-20, 20]).
-fn values(shape: &[usize], element: &str, seed: u64) -> Tensor {
-    if element == "f32" {
-        return random(shape, seed);
-    }
-    let mut rng = Rng(seed);
-    let n: usize = shape.iter().product();
-    let values: Vec<String> = (0..n)
-        .map(|_| match element {
-            "i32" => (rng.below(41) as i64 - 20).to_string(),
-            _ => format!("{}", (rng.below(201) as f64 - 100.0) / 37.0),
-        })
-        .collect();
-    let prefix: String = shape.iter().map(|d| format!("{d}x")).collect();
-    Tensor::parse_literal(&format!("{prefix}{element}={}", values.join(" "))).unwrap()
 }
 
 /// How many `meta.reindex_reduce` ops `module` holds.
@@ -283,31 +266,6 @@ fn check(program: &Program, seed: u64) {
             }
         }
     }
-}
-
-/// A float tensor's elements as f64s.
-fn floats(value: &Value) -> Vec<f64> {
-    let Value::Tensor(t) = value else {
-        panic!("a tensor expected")
-    };
-    (0..t.len())
-        .map(|i| match t.get(i) {
-            jitc_interp::Scalar::F32(x) => f64::from(x),
-            jitc_interp::Scalar::F64(x) => x,
-            other => panic!("a float expected, not {other:?}"),
-        })
-        .collect()
-}
-
-/// `value` with every element made non-negative.
-fn absolute(value: &Value) -> Value {
-    let Value::Tensor(t) = value else {
-        return value.clone();
-    };
-    let values: Vec<String> = floats(value).iter().map(|x| x.abs().to_string()).collect();
-    let name = t.type_name();
-    let prefix = &name["tensor<".len()..name.len() - 1];
-    Value::tensor(Tensor::parse_literal(&format!("{prefix}={}", values.join(" "))).unwrap())
 }
 
 #[test]

@@ -13,7 +13,7 @@
 use jitc_compiler::{CodegenOptions, CpuTarget, DiagnosticCollector, MathMode, new_context, parse_module};
 use jitc_interp::{Interpreter, StateStore, Tensor, Value};
 use jitc_runtime::CpuModule;
-use jitc_test_support::{Match, Rng, random};
+use jitc_test_support::{Match, Rng, absolute, floats, random, random_of};
 
 /// `tensor<AxBx...xE>`.
 fn tensor(shape: &[usize], element: &str) -> String {
@@ -62,54 +62,25 @@ impl Case {
     }
 }
 
-/// An f64 tensor of `shape` with the values of [`random`].
-fn random_f64(shape: &[usize], seed: u64) -> Tensor {
-    let mut rng = Rng(seed);
-    let n: usize = shape.iter().product();
-    let values: Vec<String> = (0..n)
-        .map(|_| format!("{}", (rng.below(201) as f64 - 100.0) / 37.0))
-        .collect();
-    let prefix: String = shape.iter().map(|d| format!("{d}x")).collect();
-    Tensor::parse_literal(&format!("{prefix}f64={}", values.join(" "))).unwrap()
-}
-
 /// The elements of a tensor result as f64s.
 fn elements(values: &[Value]) -> Vec<f64> {
-    let [Value::Tensor(t)] = values else {
-        panic!("one tensor result expected")
+    let [value] = values else {
+        panic!("one result expected")
     };
-    (0..t.len())
-        .map(|i| match t.get(i) {
-            jitc_interp::Scalar::F32(x) => f64::from(x),
-            jitc_interp::Scalar::F64(x) => x,
-            other => panic!("a float result expected, not {other:?}"),
-        })
-        .collect()
+    floats(value)
 }
 
 /// The interpreter's result on the magnitudes of `inputs`: `Σ|a_i b_i|`
-/// per output (the padding value is not negative).
+/// per output (the padding value is not negative; indices, a step `t`,
+/// pass unchanged).
 fn magnitudes(oracle: &melior::ir::Module, inputs: &[Value]) -> Vec<f64> {
-    let absolute: Vec<Value> = inputs
-        .iter()
-        .map(|v| {
-            // Indices (a step `t`) pass unchanged.
-            let Value::Tensor(t) = v else { return v.clone() };
-            let values: Vec<String> = (0..t.len())
-                .map(|i| match t.get(i) {
-                    jitc_interp::Scalar::F32(x) => x.abs().to_string(),
-                    jitc_interp::Scalar::F64(x) => x.abs().to_string(),
-                    other => panic!("a float input expected, not {other:?}"),
-                })
-                .collect();
-            let name = t.type_name();
-            let prefix = &name["tensor<".len()..name.len() - 1];
-            Value::tensor(Tensor::parse_literal(&format!("{prefix}={}", values.join(" "))).unwrap())
-        })
-        .collect();
     elements(
         &Interpreter::new(oracle)
-            .run("main", absolute, &mut StateStore::new())
+            .run(
+                "main",
+                inputs.iter().map(absolute).collect(),
+                &mut StateStore::new(),
+            )
             .unwrap(),
     )
 }
@@ -145,15 +116,6 @@ fn run_both(
     (expected, actual)
 }
 
-/// An i32 tensor of `shape` with values in [-20, 20].
-fn random_i32(shape: &[usize], seed: u64) -> Tensor {
-    let mut rng = Rng(seed);
-    let n: usize = shape.iter().product();
-    let values: Vec<String> = (0..n).map(|_| (rng.below(41) as i64 - 20).to_string()).collect();
-    let prefix: String = shape.iter().map(|d| format!("{d}x")).collect();
-    Tensor::parse_literal(&format!("{prefix}i32={}", values.join(" "))).unwrap()
-}
-
 /// Compiles `case` with `math`, runs it on random inputs from `seed` and
 /// compares with the interpreter; returns whether its kernel was a
 /// contraction.
@@ -174,13 +136,7 @@ fn check_on(what: &str, case: &Case, seed: u64, math: MathMode, target: CpuTarge
     let contracted = !jitc_compiler::contractions(&module, &options).is_empty();
     let inputs: Vec<Value> = [(&case.a.0, seed), (&case.b.0, seed ^ 0x5a5a)]
         .into_iter()
-        .map(|(shape, seed)| {
-            Value::tensor(match case.element {
-                "f64" => random_f64(shape, seed),
-                "i32" => random_i32(shape, seed),
-                _ => random(shape, seed),
-            })
-        })
+        .map(|(shape, seed)| Value::tensor(random_of(shape, case.element, seed)))
         .collect();
     let (expected, actual) = run_both(&oracle, &module, &compiled, inputs.clone());
     if math == MathMode::Exact {

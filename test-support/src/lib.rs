@@ -1,7 +1,8 @@
 //! Helpers shared by jitc's tests, fuzz targets and benchmarks, written
 //! once: a seeded xorshift generator ([`Rng`]) and fuzzer bytes
 //! ([`Bytes`]) as sources of choices ([`Draw`]), random f32 inputs
-//! ([`random`]), random well-formed meta programs with special inputs
+//! ([`random`]; f64 and i32 ones: [`random_of`]), float results as f64s
+//! and their magnitudes ([`floats`], [`absolute`]), random well-formed meta programs with special inputs
 //! ([`random_program`]), random host code around kernels
 //! ([`random_host_program`]), the bundled examples' sources ([`example`]),
 //! how closely compiled results must match the interpreter's ([`Match`]),
@@ -208,6 +209,58 @@ pub fn random(shape: &[usize], seed: u64) -> Tensor {
         .collect();
     let prefix: String = shape.iter().map(|d| format!("{d}x")).collect();
     Tensor::parse_literal(&format!("{prefix}f32={}", values.join(" "))).expect("a valid literal")
+}
+
+/// A tensor of `shape` and `element` from `seed`: for `f32` and `f64` the
+/// values of [`random`] (in [-2.7, 2.7]), for `i32` integers in [-20, 20].
+pub fn random_of(shape: &[usize], element: &str, seed: u64) -> Tensor {
+    if element == "f32" {
+        return random(shape, seed);
+    }
+    let mut rng = Rng(seed);
+    let n: usize = shape.iter().product();
+    let values: Vec<String> = (0..n)
+        .map(|_| match element {
+            "i32" => (rng.below(41) as i64 - 20).to_string(),
+            _ => format!("{}", (rng.below(201) as f64 - 100.0) / 37.0),
+        })
+        .collect();
+    let prefix: String = shape.iter().map(|d| format!("{d}x")).collect();
+    Tensor::parse_literal(&format!("{prefix}{element}={}", values.join(" "))).expect("a valid literal")
+}
+
+/// The elements of a float tensor as f64s; panics (this is for tests) on
+/// anything else.
+pub fn floats(value: &Value) -> Vec<f64> {
+    let Value::Tensor(t) = value else {
+        panic!("a tensor expected, not {value:?}")
+    };
+    (0..t.len())
+        .map(|i| match t.get(i) {
+            Scalar::F32(x) => f64::from(x),
+            Scalar::F64(x) => x,
+            other => panic!("a float expected, not {other:?}"),
+        })
+        .collect()
+}
+
+/// A float tensor with every element made non-negative (what the bound
+/// `Σ|a_i b_i|` of a contraction is computed from); other values (an
+/// index) pass unchanged.
+pub fn absolute(value: &Value) -> Value {
+    let Value::Tensor(t) = value else {
+        return value.clone();
+    };
+    let values: Vec<String> = (0..t.len())
+        .map(|i| match t.get(i) {
+            Scalar::F32(x) => x.abs().to_string(),
+            Scalar::F64(x) => x.abs().to_string(),
+            other => panic!("a float expected, not {other:?}"),
+        })
+        .collect();
+    let name = t.type_name();
+    let prefix = &name["tensor<".len()..name.len() - 1];
+    Value::tensor(Tensor::parse_literal(&format!("{prefix}={}", values.join(" "))).expect("a valid literal"))
 }
 
 const FLOATS: &[&str] = &["f32", "f64"];

@@ -14,13 +14,17 @@
 //! "row chains"), so a reduction's consumers read its input while it is
 //! still in cache.
 //!
-//! jitc's rule past the paper's (`Options::contractions_apart`,
-//! `meta-fuse{rules=jitc}`, which the compilers run): two groups that each
-//! hold a contraction, a reduce-add of a product of two reindexes, never
-//! merge as siblings. The CPU runs a contraction as register tiles of one
-//! output; the unrolled IndRNN's 16 input projections, siblings through
-//! the weight they share, became one loop nest of 16 outputs, 40 times
-//! slower than 16 tiled kernels.
+//! jitc's rules past the paper's (`Options::contractions_apart`,
+//! `meta-fuse{rules=jitc}`, which the compilers run):
+//! - two groups that each hold a contraction, a reduce-add of a product of
+//!   two reindexes, never merge as siblings. The CPU runs a contraction as
+//!   register tiles of one output; the unrolled IndRNN's 16 input
+//!   projections, siblings through the weight they share, became one loop
+//!   nest of 16 outputs, 40 times slower than 16 tiled kernels;
+//! - a sibling merge of two reindexes saves at most what the smaller one
+//!   writes, not the whole shared value: two steps' rows of a batched
+//!   contraction (`meta-batch`) are slices of one value, and merging them
+//!   only made one step's kernel copy the other's row.
 //!
 //! Algorithm:
 //! 1. nodes are the block's ops in order; edges are def-use pairs, with uses
@@ -183,11 +187,12 @@ pub struct Options {
     /// Whether nodes get readable labels (for `jitc explain`); printing
     /// types costs time the pass does not need to spend.
     pub labels: bool,
-    /// jitc's rule past Jittor's: two groups that each hold a contraction
-    /// (a reduce-add of a product of two reindexes) never merge as
-    /// siblings, since the CPU runs a contraction as register tiles of one
-    /// output (`meta-fuse{rules=jitc}`, what the compilers run). Off, the
-    /// plan is the paper's.
+    /// jitc's rules past Jittor's (`meta-fuse{rules=jitc}`, what the
+    /// compilers run): two groups that each hold a contraction (a
+    /// reduce-add of a product of two reindexes) never merge as siblings,
+    /// since the CPU runs a contraction as register tiles of one output,
+    /// and a sibling merge of two reindexes weighs what the smaller one
+    /// writes (see the module doc). Off, the plan is the paper's.
     pub contractions_apart: bool,
 }
 
@@ -207,8 +212,9 @@ enum Candidate {
         from: usize,
         to: usize,
     },
-    /// `bytes`: what merging saves.
+    /// `bytes`: what merging saves (the weight it is taken by).
     Sibling {
+        value: usize,
         a: usize,
         b: usize,
         bytes: u64,
@@ -422,10 +428,7 @@ pub fn plan(nodes: Vec<Node>, values: &[ValueUse], options: Options) -> Plan {
     };
 
     // Under jitc's rules, two reindexes of one value save at most what the
-    // smaller one reads, which is no more than it writes: the rows of a
-    // batched contraction (`meta-batch`) that two steps read are slices of
-    // one value, and merging them would only make one step's kernel copy
-    // the other's row.
+    // smaller one reads, which is no more than it writes (module doc).
     let written: HashMap<usize, u64> = values
         .iter()
         .filter_map(|v| v.producer.map(|p| (p, v.bytes)))
@@ -465,6 +468,7 @@ pub fn plan(nodes: Vec<Node>, values: &[ValueUse], options: Options) -> Plan {
         if fusable.len() <= options.fanout_limit {
             for pair in fusable.windows(2) {
                 candidates.push(Candidate::Sibling {
+                    value: v,
                     a: pair[0],
                     b: pair[1],
                     bytes: sibling_bytes(v, pair[0], pair[1]),
@@ -509,7 +513,7 @@ pub fn plan(nodes: Vec<Node>, values: &[ValueUse], options: Options) -> Plan {
                     None => groups.merge(from, to),
                 }
             }
-            Candidate::Sibling { a, b, bytes } => {
+            Candidate::Sibling { value, a, b, .. } => {
                 let (ga, gb) = (groups.root(a), groups.root(b));
                 let same_domain =
                     nodes[a].domain == nodes[b].domain && nodes[a].domain.iter().all(|&d| d >= 0);
@@ -531,7 +535,7 @@ pub fn plan(nodes: Vec<Node>, values: &[ValueUse], options: Options) -> Plan {
                     continue;
                 }
                 groups.merge(a, b);
-                sibling_merges.push((a, b, bytes));
+                sibling_merges.push((a, b, values[value].bytes));
             }
         }
     }

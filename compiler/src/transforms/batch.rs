@@ -74,7 +74,7 @@
 use crate::{
     pass::{Options, PassInfo},
     rewrite::{
-        Builder, constant_int, defining_op, dims, erase, op_key, replace_uses, results_unused, uses,
+        Builder, constant_int, defining_op, dims, erase, key, op_key, replace_uses, results_unused, uses,
         with_context,
     },
 };
@@ -228,7 +228,7 @@ fn member<'c, 'a>(
         terms.push(term);
         constants.push(constant);
     }
-    let key = format!(
+    let group = format!(
         "{:?}|{}|{}|{}|{}|{}|{}|{}|{:?}",
         op.block().map(|b| b.to_raw().ptr),
         op.attribute("indices").ok()?,
@@ -236,7 +236,7 @@ fn member<'c, 'a>(
         product.r#type(),
         side,
         shared_key(shared)?,
-        value_key(view.input()?),
+        key(view.input()?),
         varying
             .attribute("overflow_value")
             .map(|a| a.to_string())
@@ -252,7 +252,7 @@ fn member<'c, 'a>(
         constants,
         order: *order.get(&op_key(binary))?,
     };
-    Some((key, member))
+    Some((group, member))
 }
 
 /// Whether every attribute of `op` is one of `allowed`.
@@ -266,11 +266,6 @@ fn is_static(value: Value) -> bool {
     tensor_type(value).is_some_and(|t| dims(t).iter().all(|&d| d >= 0))
 }
 
-/// A value's identity as key text.
-fn value_key(value: Value) -> String {
-    format!("{:?}", value.to_raw().ptr)
-}
-
 /// The shared operand's key: the value, or for a reindex without symbols,
 /// its input, map and overflow value (equal reindexes are one operand).
 fn shared_key(shared: Value) -> Option<String> {
@@ -278,7 +273,7 @@ fn shared_key(shared: Value) -> Option<String> {
         let view = ReindexOp::cast(op)?;
         return Some(format!(
             "reindex {} {} {} {}",
-            value_key(view.input()?),
+            key(view.input()?),
             op.attribute("indices").ok()?,
             op.attribute("overflow_value")
                 .map(|a| a.to_string())
@@ -286,7 +281,7 @@ fn shared_key(shared: Value) -> Option<String> {
             shared.r#type()
         ));
     }
-    Some(value_key(shared))
+    Some(key(shared).to_string())
 }
 
 /// Whether `op` is a reindex the broadcast along `s` can be composed with:
@@ -385,8 +380,7 @@ fn rewrite<'c, 'a>(
         .collect();
     let map = AffineMap::new(context, domain + 1, 0, &results);
     let batched_domain = batched_type(product_type);
-    let varying_batched = insert_one(
-        &builder,
+    let varying_batched = builder.insert_one(
         ReindexOp::build(
             context,
             builder.location(),
@@ -433,15 +427,14 @@ fn rewrite<'c, 'a>(
         }
     }
     .ok()?;
-    let shared_batched = insert_one(&builder, shared_batched)?;
+    let shared_batched = builder.insert_one(shared_batched)?;
 
     let operands = if side == 0 {
         [varying_batched, shared_batched]
     } else {
         [shared_batched, varying_batched]
     };
-    let product_batched = insert_one(
-        &builder,
+    let product_batched = builder.insert_one(
         BinaryOp::build(
             context,
             builder.location(),
@@ -459,8 +452,7 @@ fn rewrite<'c, 'a>(
         results.push(shift(reduce_map.result(p).ok()?));
     }
     let out_type = tensor_type(template.reduce.result(0).ok()?.into())?;
-    let reduced = insert_one(
-        &builder,
+    let reduced = builder.insert_one(
         ReindexReduceOp::build(
             context,
             builder.location(),
@@ -482,8 +474,7 @@ fn rewrite<'c, 'a>(
     for (row, member) in members.iter().enumerate() {
         let here = Builder::before(context, member.reduce)?;
         let row = here.index(row as i64)?;
-        let read = insert_one(
-            &here,
+        let read = here.insert_one(
             ReindexOp::build(
                 context,
                 here.location(),
@@ -516,9 +507,4 @@ fn rewrite<'c, 'a>(
         }
     }
     Some(())
-}
-
-/// Inserts `op` with `builder` and returns its one result.
-fn insert_one<'c, 'a>(builder: &Builder<'c, 'a>, op: melior::ir::Operation<'c>) -> Option<Value<'c, 'a>> {
-    builder.insert(op).result(0).ok().map(Into::into)
 }

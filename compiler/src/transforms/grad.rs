@@ -423,8 +423,9 @@ impl<'c, 'a> MlirTape<'c, 'a> {
     /// Inserts `op` (built, or why not) and returns its result.
     fn one(&self, op: Result<melior::ir::Operation<'c>, melior::Error>) -> Result<Value<'c, 'a>, String> {
         let op = op.map_err(|e| format!("could not build an adjoint op: {e}"))?;
-        let op = self.builder.insert(op);
-        op.result(0).map(Into::into).map_err(|e| e.to_string())
+        self.builder
+            .insert_one(op)
+            .ok_or_else(|| "an adjoint op has no result".to_owned())
     }
 
     fn with_conditions(&self, value: Value<'c, 'a>, conditions: &[Attribute<'c>]) -> Value<'c, 'a> {
