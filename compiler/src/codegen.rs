@@ -454,7 +454,7 @@ pub fn compile(context: &Context, module: &Module, options: &CodegenOptions) -> 
 /// loads it. Kernels that share no code are optimized and compiled on
 /// several threads, each with its own LLVM context and a copy of the
 /// module that keeps only its share of them (one object each).
-fn jit(lowered: crate::lower::Lowered, target: &CpuTarget) -> Result<CpuArtifact, Error> {
+pub(crate) fn jit(lowered: crate::lower::Lowered, target: &CpuTarget) -> Result<CpuArtifact, Error> {
     let crate::lower::Lowered {
         module: lowered,
         signatures,
@@ -903,6 +903,12 @@ pub struct GpuOptions {
     /// chains, one block per row with the values between them in shared
     /// memory (`lower::gpu_rows`; fast math without bounds checks only).
     pub jittor_rules: bool,
+    /// Contractions as shared-memory tiles (`lower::contract::gpu_tiles`:
+    /// a block of 16 x 16 threads per tile of the output, the operands
+    /// staged through shared memory) instead of one thread per output.
+    /// Off by default until a GPU has run them; outside the bounds-checked
+    /// mode.
+    pub tiles: bool,
 }
 
 impl GpuOptions {
@@ -910,6 +916,7 @@ impl GpuOptions {
         LowerOptions {
             math: self.math,
             check_bounds: self.check_bounds,
+            gpu_tiles: self.tiles,
             libdevice: libdevice().is_some(),
             ..LowerOptions::default()
         }
@@ -1171,6 +1178,8 @@ mod tests {
             libdevice: false,
             vector_bits: 0,
             streaming: false,
+            gpu_tiles: false,
+            emulate_gpu_tiles: false,
         };
         let artifact = jit(
             to_llvm_dialect(&context, &module, &options).unwrap(),

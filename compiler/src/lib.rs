@@ -203,6 +203,14 @@ pub fn contractions(module: &Module, options: &CodegenOptions) -> Vec<(String, S
     lower::contractions(module, &options.lowering())
 }
 
+/// The kernels of the fused `module` that the GPU backend runs as
+/// shared-memory tiles with [`GpuOptions::tiles`] (outside the
+/// bounds-checked mode; `lower::contract::gpu_tiles`): each kernel's name,
+/// its tiles, and the functions that run it.
+pub fn gpu_tiled_contractions(module: &Module) -> Vec<(String, String, Vec<String>)> {
+    lower::gpu_tiled(module)
+}
+
 /// The results of the fused `module`'s kernels that the CPU backend
 /// writes with non-temporal stores with `options` (x86; `lower::stream`):
 /// each kernel's name, the result's number and bytes, and the functions

@@ -21,7 +21,9 @@
 //!
 //!    Softmax and layer norm + GELU run as GPU row chains (one block per
 //!    row, the default), then again without them (`(jittor)`,
-//!    `GpuOptions::jittor_rules`: one launch per kernel).
+//!    `GpuOptions::jittor_rules`: one launch per kernel). The convolution
+//!    and the matmul run one thread per output (the default), then as
+//!    shared-memory tiles (`(tiles)`, `GpuOptions::tiles`).
 //!
 //! 3. times host code on the GPU: the host bench's 32-step RNN (an
 //!    `scf.for` over a sequence, its state read and written; B16, H256)
@@ -191,20 +193,26 @@ fn main() {
     for workload in workloads().into_iter().filter(|w| chosen(w.name)) {
         // The normalizations run as GPU row chains (the default), then by
         // Jittor's rules alone (`--jittor-rules`), one launch per kernel.
+        // The contractions run one thread per output (the default), then
+        // as shared-memory tiles (`--gpu-tiles`).
         let chains = ["softmax", "layer norm"]
             .iter()
             .any(|n| workload.name.starts_with(n));
-        let variants: &[(bool, &str)] = if chains {
-            &[(false, ""), (true, " (jittor)")]
+        let contraction = workload.name.starts_with("conv") || workload.name.starts_with("matmul");
+        let variants: &[(bool, bool, &str)] = if chains {
+            &[(false, false, ""), (true, false, " (jittor)")]
+        } else if contraction {
+            &[(false, false, ""), (false, true, " (tiles)")]
         } else {
-            &[(false, "")]
+            &[(false, false, "")]
         };
-        for &(jittor_rules, suffix) in variants {
+        for &(jittor_rules, tiles, suffix) in variants {
             // A workload that fails (the first runs on a new GPU) is
             // reported and the others still run.
             let name = format!("{}{suffix}", workload.name);
             let options = GpuOptions {
                 jittor_rules,
+                tiles,
                 ..GpuOptions::default()
             };
             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

@@ -10,7 +10,9 @@
 //! same bits twice) and the device plans: which functions get
 //! one, that a run with values kept on the device gives the same bits as
 //! a run from the host, and that run-time errors (a division by zero, a
-//! wrong argument) come back as errors, and GPU row chains. Last, it sweeps each math
+//! wrong argument) come back as errors, GPU row chains, and contractions as
+//! shared-memory tiles (`GpuOptions::tiles`: matmuls and a convolution
+//! against the CPU backend). Last, it sweeps each math
 //! function the GPU computes (jitc's fast-math polynomials, libdevice's
 //! f32 and f64 functions) against libm, value by value over the inputs of
 //! the CPU's `approximations.rs`, and prints the largest error in ulps
@@ -33,7 +35,9 @@ use std::process::ExitCode;
 #[path = "../benches/workloads/mod.rs"]
 mod workloads;
 
-use jitc_test_support::{Match, STATIC_EXAMPLES, example, random, random_inputs, sweep};
+use jitc_test_support::{
+    Match, STATIC_EXAMPLES, absolute, example, floats, random, random_inputs, random_of, sweep,
+};
 
 /// Exact math on the GPU calls libdevice, not the interpreter's libm: 4
 /// ulps ([`Match::Ulps4`]); fast math as on the CPU.
@@ -309,6 +313,144 @@ fn row_chains() -> Result<(), String> {
     Ok(())
 }
 
+/// A contraction `y[y_map] = Σ a[a_map] * b[b_map]` over `domain` (the
+/// maps' dimensions `d0, d1, ...`), of `element`s.
+fn contraction_source(
+    domain: &[usize],
+    (a, a_map): (&[usize], &str),
+    (b, b_map): (&[usize], &str),
+    (y, y_map): (&[usize], &str),
+    element: &str,
+) -> String {
+    let tensor = |shape: &[usize]| {
+        let dims: String = shape.iter().map(|d| format!("{d}x")).collect();
+        format!("tensor<{dims}{element}>")
+    };
+    let dims: Vec<String> = (0..domain.len()).map(|d| format!("d{d}")).collect();
+    let map = |results: &str| format!("affine_map<({}) -> ({results})>", dims.join(", "));
+    let (ta, tb, ty, td) = (tensor(a), tensor(b), tensor(y), tensor(domain));
+    format!(
+        r#"func.func @main(%a: {ta}, %b: {tb}) -> {ty} {{
+  %aa = "meta.reindex"(%a) {{indices = {ma}}} : ({ta}) -> {td}
+  %bb = "meta.reindex"(%b) {{indices = {mb}}} : ({tb}) -> {td}
+  %p = "meta.binary"(%aa, %bb) {{kind = "mul"}} : ({td}, {td}) -> {td}
+  %y = "meta.reindex_reduce"(%p) {{kind = "add", indices = {my}}} : ({td}) -> {ty}
+  return %y : {ty}
+}}"#,
+        ma = map(a_map),
+        mb = map(b_map),
+        my = map(y_map),
+    )
+}
+
+/// Contractions as shared-memory tiles (`GpuOptions::tiles`): a matmul
+/// whose sides are not multiples of a tile, a transposed f64 one, and a
+/// padded convolution, against the CPU backend (which equals the
+/// interpreter bit for bit in exact math): bit for bit in exact math, where
+/// each output adds its products in the interpreter's order, and within
+/// `2 γ(k) Σ|a b|` in fast math (a fused multiply-add per step). Sizes
+/// that compute-sanitizer also gets through quickly; the bench times the
+/// large ones.
+fn tiled_contractions() -> Result<(), String> {
+    let cases = [
+        (
+            "matmul 300x260x270",
+            contraction_source(
+                &[300, 260, 270],
+                (&[300, 270], "d0, d2"),
+                (&[270, 260], "d2, d1"),
+                (&[300, 260], "d0, d1"),
+                "f32",
+            ),
+            vec![vec![300, 270], vec![270, 260]],
+            270,
+        ),
+        (
+            "matmul 70x90x33, f64, transposed",
+            contraction_source(
+                &[70, 90, 33],
+                (&[33, 70], "d2, d0"),
+                (&[90, 33], "d1, d2"),
+                (&[70, 90], "d0, d1"),
+                "f64",
+            ),
+            vec![vec![33, 70], vec![90, 33]],
+            33,
+        ),
+        (
+            "conv 2x32x30x30, 3x3, pad 1",
+            contraction_source(
+                &[2, 32, 30, 30, 32, 3, 3],
+                (&[2, 32, 30, 30], "d0, d4, d2 + d5 - 1, d3 + d6 - 1"),
+                (&[32, 32, 3, 3], "d1, d4, d5, d6"),
+                (&[2, 32, 30, 30], "d0, d1, d2, d3"),
+                "f32",
+            ),
+            vec![vec![2, 32, 30, 30], vec![32, 32, 3, 3]],
+            32 * 9,
+        ),
+    ];
+    for (name, source, shapes, depth) in cases {
+        let context = new_context().map_err(|e| e.to_string())?;
+        let collector = DiagnosticCollector::attach(&context);
+        let parse = || parse_module(&context, &source).ok_or_else(|| format!("{:?}", collector.take()));
+        let element = if source.contains("f64>") { "f64" } else { "f32" };
+        let inputs: Vec<Value> = shapes
+            .iter()
+            .enumerate()
+            .map(|(i, shape)| Value::tensor(random_of(shape, element, 13 + i as u64)))
+            .collect();
+        let on_cpu = |args: Vec<Value>| -> Result<Vec<Value>, String> {
+            let mut module = parse()?;
+            let options = jitc_compiler::CodegenOptions {
+                math: MathMode::Exact,
+                ..Default::default()
+            };
+            let compiled = jitc_runtime::CpuModule::compile_with(&context, &mut module, &options)
+                .map_err(|e| e.to_string())?;
+            compiled
+                .run(&module, "main", args, &mut StateStore::new())
+                .map_err(|e| e.to_string())
+        };
+        let expected = on_cpu(inputs.clone())?;
+        let magnitudes = on_cpu(inputs.iter().map(absolute).collect())?;
+        let unit = if element == "f64" {
+            f64::EPSILON / 2.0
+        } else {
+            f64::from(f32::EPSILON) / 2.0
+        };
+        let gamma = depth as f64 * unit / (1.0 - depth as f64 * unit);
+        for math in [MathMode::Exact, MathMode::Fast] {
+            let mut module = parse()?;
+            let options = GpuOptions {
+                math,
+                tiles: true,
+                ..GpuOptions::default()
+            };
+            let compiled = CudaModule::compile(&context, &mut module, &options).map_err(|e| e.to_string())?;
+            if !compiled.ptx().contains("_tile0") {
+                return Err(format!("{name}: not tiled"));
+            }
+            let got = compiled
+                .run(&module, "main", inputs.clone(), &mut StateStore::new())
+                .map_err(|e| format!("{name}: the GPU run failed: {e}"))?;
+            let (got, want, size) = (floats(&got[0]), floats(&expected[0]), floats(&magnitudes[0]));
+            for (n, ((got, want), size)) in got.iter().zip(&want).zip(&size).enumerate() {
+                let bound = match math {
+                    MathMode::Exact => 0.0,
+                    MathMode::Fast => 2.0 * gamma * size,
+                };
+                if (got - want).abs() > bound || got.is_nan() != want.is_nan() {
+                    return Err(format!(
+                        "{name} ({math:?}): output {n} is {got}, the CPU's {want} (bound {bound})"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The math sweeps: each function on the GPU against libm (the
 /// interpreter), value by value over [`sweep::inputs`] (or
 /// [`sweep::log_inputs`]), and the bound it must keep in ulps. Fast math
@@ -404,7 +546,7 @@ fn main() -> ExitCode {
         (MathMode::Exact, false),
         (MathMode::Fast, true),
     ];
-    let total = cases.len() * modes.len() + 3 + SWEEPS.len();
+    let total = cases.len() * modes.len() + 4 + SWEEPS.len();
     if let Err(reason) = CudaDevice::get() {
         println!("cuda tests: SKIPPED, {total} tests not run: {reason}");
         if std::env::var_os("JITC_REQUIRE_GPU").is_some() {
@@ -452,6 +594,13 @@ fn main() -> ExitCode {
         Err(difference) => {
             failures += 1;
             println!("test GPU row chains on the GPU ... FAILED\n{difference}");
+        }
+    }
+    match tiled_contractions() {
+        Ok(()) => println!("test tiled contractions on the GPU ... ok"),
+        Err(difference) => {
+            failures += 1;
+            println!("test tiled contractions on the GPU ... FAILED\n{difference}");
         }
     }
     for &(kind, element, math, bound) in SWEEPS {

@@ -2,6 +2,12 @@
 // UNSUPPORTED: system-libdevice
 // RUN: not jitc compile --emit ptx %s 2>&1 | FileCheck %s --check-prefix=PTX-CPU
 // PTX-CPU: jitc compile: error: --emit ptx needs --target nvptx
+// RUN: not jitc compile --gpu-tiles %s 2>&1 | FileCheck %s --check-prefix=TILES
+// TILES: jitc compile: error: --gpu-tiles needs --target nvptx
+// RUN: not jitc run --gpu-tiles %s --input 8xf32=1 2>&1 | FileCheck %s --check-prefix=RUN-TILES
+// RUN-TILES: jitc run: error: --gpu-tiles needs --backend cuda
+// RUN: not jitc bench --gpu-tiles --backend interp %s --input 8xf32=1 2>&1 | FileCheck %s --check-prefix=BENCH-TILES
+// BENCH-TILES: jitc bench: error: --gpu-tiles needs --backend cuda
 // RUN: not jitc compile --target nvptx --emit obj %s 2>&1 | FileCheck %s --check-prefix=OBJ
 // OBJ: jitc compile: error: --target nvptx emits PTX text (--emit ptx), not objects
 // RUN: not jitc compile --target nvptx --cpu x86-64-v3 %s 2>&1 | FileCheck %s --check-prefix=CPU

@@ -79,6 +79,14 @@ pub struct CompileArgs {
     #[arg(long, hide = true)]
     gpu_row_chains: bool,
 
+    /// With `--target nvptx`: run contractions (matmul, convolution) as
+    /// shared-memory tiles, a block of 16 x 16 threads per tile of the
+    /// output with the operands staged through shared memory, instead of
+    /// one thread per output (not with `--check-bounds`; `jitc explain`
+    /// lists them). Off by default until a GPU has run them.
+    #[arg(long)]
+    gpu_tiles: bool,
+
     /// Print the time of each compiler phase to standard error (parsing
     /// and verifying, fusion, row chains, lowering, conversion to the LLVM
     /// dialect, translation, LLVM's optimization, machine code), as
@@ -205,6 +213,9 @@ pub fn report(title: &str, phases: &[(&str, std::time::Duration)], total: std::t
 }
 
 fn compile_recorded(context: &Context, args: &CompileArgs) -> Result<(), String> {
+    if args.gpu_tiles && args.target != TargetKind::Nvptx {
+        return Err("--gpu-tiles needs --target nvptx".into());
+    }
     match (args.target, args.emit) {
         (TargetKind::Cpu, EmitKind::Ptx) => {
             return Err("--emit ptx needs --target nvptx".into());
@@ -255,6 +266,7 @@ fn compile_recorded(context: &Context, args: &CompileArgs) -> Result<(), String>
                 math: options.math,
                 check_bounds: args.check_bounds,
                 jittor_rules: args.jittor_rules,
+                tiles: args.gpu_tiles,
             },
         ),
     }

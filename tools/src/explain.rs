@@ -23,7 +23,8 @@ use std::{path::PathBuf, process::ExitCode};
 /// The text then lists what the CPU backend makes of the kernels: the
 /// contractions it runs as register tiles, the results it writes with
 /// non-temporal stores, and the row chains; and the row chains of the GPU
-/// backend (`--target nvptx`, `--backend cuda`; fast math).
+/// backend (`--target nvptx`, `--backend cuda`; fast math) and the
+/// contractions it runs as shared-memory tiles with `--gpu-tiles`.
 ///
 /// Exit status: 0 on success, 1 on any error.
 #[derive(Debug, Args)]
@@ -154,8 +155,9 @@ fn cpu_kernels(context: &Context, args: &ExplainArgs, source: &(String, String))
     Ok(text)
 }
 
-/// The row chains the GPU backend makes (fast math, the default), one
-/// line each; nothing when it makes none.
+/// The row chains the GPU backend makes (fast math, the default), and the
+/// contractions it tiles with `--gpu-tiles`, one line each; nothing when
+/// there are none.
 fn gpu_chains(context: &Context, args: &ExplainArgs, source: &(String, String)) -> Result<String, String> {
     let mut module = parse(context, source)?;
     let chains =
@@ -169,12 +171,12 @@ fn gpu_chains(context: &Context, args: &ExplainArgs, source: &(String, String)) 
         .into_iter()
         .filter(|c| args.function.as_ref().is_none_or(|f| *f == c.host))
         .collect();
-    if chains.is_empty() {
-        return Ok(String::new());
+    let mut text = String::new();
+    if !chains.is_empty() {
+        text.push_str(
+            "row chains on the cuda backend (one launch, a thread block per row; fast math; --jittor-rules makes none):\n",
+        );
     }
-    let mut text = String::from(
-        "row chains on the cuda backend (one launch, a thread block per row; fast math; --jittor-rules makes none):\n",
-    );
     for chain in chains {
         let stages: Vec<String> = chain.stages.iter().map(|s| format!("@{s}")).collect();
         text.push_str(&format!(
@@ -185,6 +187,18 @@ fn gpu_chains(context: &Context, args: &ExplainArgs, source: &(String, String)) 
             chain.rows,
             chain.scratch_row_bytes,
         ));
+    }
+    let tiled: Vec<_> = jitc_compiler::gpu_tiled_contractions(&module)
+        .into_iter()
+        .filter(|(_, _, hosts)| args.function.as_ref().is_none_or(|f| hosts.contains(f)))
+        .collect();
+    if !tiled.is_empty() {
+        text.push_str(
+            "contractions on the cuda backend with --gpu-tiles (shared-memory tiles; not yet run on a GPU):\n",
+        );
+        for (name, tiles, _) in tiled {
+            text.push_str(&format!("  @{name}: {tiles}\n"));
+        }
     }
     Ok(text)
 }

@@ -125,6 +125,13 @@ pub struct ProgramArgs {
     #[arg(long, hide = true)]
     pub gpu_row_chains: bool,
 
+    /// With `--backend cuda`: run contractions (matmul, convolution) as
+    /// shared-memory tiles, a block of 16 x 16 threads per tile of the
+    /// output, instead of one thread per output (not with
+    /// `--check-bounds`). Off by default until a GPU has run them.
+    #[arg(long)]
+    pub gpu_tiles: bool,
+
     /// Print to stderr how long each phase of compiling took, and where
     /// the code came from: compiled, or loaded from the disk cache (see
     /// `jitc cache`), where no MLIR or LLVM pass runs.
@@ -400,6 +407,9 @@ impl<'c> Program<'c> {
         tool: &str,
         source: (String, String),
     ) -> Result<Self, String> {
+        if args.gpu_tiles && args.backend != Backend::Cuda {
+            return Err("--gpu-tiles needs --backend cuda".into());
+        }
         let mut module = crate::input::parse_source(context, &source.0, &source.1)?;
         // A missing function or a declaration is reported before anything
         // is compiled.
@@ -436,6 +446,7 @@ impl<'c> Program<'c> {
                     math: args.math.into(),
                     check_bounds: args.check_bounds,
                     jittor_rules: args.jittor_rules,
+                    tiles: args.gpu_tiles,
                     ..Default::default()
                 };
                 let compiled =

@@ -46,7 +46,7 @@
 
 use super::{
     Buffer, KernelSignature, LowerOptions, MathMode,
-    access::{Accesses, Output, Status},
+    access::{Accesses, Arg, Output, Status},
     emit::Emitter,
     gpu_nest::{GpuIds, emit_gpu_fill, emit_gpu_kernel},
     i64_array, legal, memory_type,
@@ -166,12 +166,24 @@ pub(crate) fn lower_gpu<'c>(
                 .ok()
                 .and_then(i64_array)
                 .ok_or("the kernel has no meta.domain")?;
+            // Contractions as shared-memory tiles, when asked for.
+            if options.gpu_tiles && !options.check_bounds {
+                let cpu = schedule::schedule(body, &domain)?;
+                if let Some(tiles) = super::contract::gpu_plan(body, &domain, &cpu) {
+                    let launch = tiled_launch(&tiles)?;
+                    return Ok((signature, Plan::Tiles(Box::new(tiles)), launch));
+                }
+            }
             let gpu = schedule::gpu(body, &domain, math == MathMode::Fast)?;
             let launch = launch(&signature, &gpu)?;
-            Ok((signature, gpu, launch))
+            Ok((signature, Plan::Nest(gpu), launch))
         });
         match prepared {
-            Ok((mut signature, gpu, launch)) => {
+            Ok((signature, Plan::Tiles(tiles), launch)) => {
+                lower_tiled(context, &lowered, kernel, &signature, &tiles, options)?;
+                kernels.push(GpuKernel { signature, launch });
+            }
+            Ok((mut signature, Plan::Nest(gpu), launch)) => {
                 let accesses = Accesses::default();
                 let checked = options.check_bounds.then_some(&accesses);
                 let prepared = (&signature, &gpu, &launch);
@@ -195,6 +207,29 @@ pub(crate) fn lower_gpu<'c>(
     })
 }
 
+/// How a kernel runs on the GPU.
+enum Plan {
+    /// The CPU's loop nest below a mapping to threads or blocks.
+    Nest(schedule::GpuSchedule),
+    /// A contraction as shared-memory tiles.
+    Tiles(Box<super::contract::GpuTiles>),
+}
+
+/// The launch of a tiled contraction: a block of threads per tile.
+fn tiled_launch(tiles: &super::contract::GpuTiles) -> Result<Launch, String> {
+    let grid = tiles.blocks();
+    if grid > MAX_GRID {
+        return Err(format!("{grid} blocks are more than one launch can have"));
+    }
+    Ok(Launch {
+        grid: grid as u32,
+        block: super::contract::GPU_TILE_THREADS as u32,
+        fill: None,
+        strategy: GpuStrategy::Tiles,
+        scratch: 0,
+    })
+}
+
 fn launch(signature: &KernelSignature, gpu: &schedule::GpuSchedule) -> Result<Launch, String> {
     let (grid, block) = match gpu.strategy {
         GpuStrategy::Threads => {
@@ -205,6 +240,7 @@ fn launch(signature: &KernelSignature, gpu: &schedule::GpuSchedule) -> Result<La
             ((threads + block - 1) / block, block)
         }
         GpuStrategy::Blocks { block } => (gpu.points.max(1) * gpu.split, block),
+        GpuStrategy::Tiles => return Err("a tiled contraction has its own launch".into()),
     };
     if grid > MAX_GRID {
         return Err(format!("{grid} blocks are more than one launch can have"));
@@ -435,6 +471,91 @@ pub(super) fn outputs_of<'c, 'a>(
         .collect()
 }
 
+/// Lowers the contraction `kernel` as shared-memory `tiles`
+/// (`contract::gpu_tiles`).
+fn lower_tiled<'c>(
+    context: &'c Context,
+    lowered: &Module<'c>,
+    kernel: OperationRef<'c, '_>,
+    signature: &KernelSignature,
+    tiles: &super::contract::GpuTiles,
+    options: &LowerOptions,
+) -> Result<(), Error> {
+    let body = kernel
+        .region(0)
+        .ok()
+        .and_then(|r| r.first_block())
+        .ok_or_else(|| Error::Lowering("empty kernel".into()))?;
+    let record_at = signature.inputs.len() + signature.outputs.len();
+    entry(
+        context,
+        lowered,
+        kernel.location(),
+        &signature.name,
+        signature,
+        false,
+        |top, ids, values| {
+            let arguments = kernel_arguments(top, body, signature, values, record_at + 1)?;
+            let outputs = outputs_of(signature, values)?;
+            let [output] = &outputs[..] else {
+                return Err(Error::Lowering("a tiled contraction with several results".into()));
+            };
+            let mut shared = |o: usize, count: i64| {
+                shared_array(
+                    top,
+                    lowered,
+                    &format!("{}_tile{o}", signature.name),
+                    signature_element(signature),
+                    count,
+                )
+            };
+            super::contract::emit_gpu(
+                top,
+                tiles,
+                &arguments,
+                output,
+                ids.thread,
+                ids.block,
+                &mut shared,
+                options.math,
+            )
+        },
+    )
+}
+
+/// The element type of a kernel's first result (`f32` for none).
+fn signature_element(signature: &KernelSignature) -> ElementType {
+    match signature.outputs.first() {
+        Some(Buffer::Tensor(_, element) | Buffer::Dynamic(_, element)) => *element,
+        _ => ElementType::F32,
+    }
+}
+
+/// A kernel's arguments as its body reads them, from the entry's
+/// parameters `values`: the sizes of dynamic dimensions are the parameters
+/// from `sizes_at` on.
+fn kernel_arguments<'c, 'a, 'b>(
+    top: &Emitter<'c, 'a>,
+    body: melior::ir::BlockRef<'c, 'b>,
+    signature: &KernelSignature,
+    values: &[Value<'c, 'a>],
+    sizes_at: usize,
+) -> Result<Vec<(Value<'c, 'b>, Arg<'c, 'a>)>, Error> {
+    let index = Type::index(top.context);
+    // The sizes are the entry's last parameters, in the order the extents
+    // ask for them.
+    let mut sizes = values[sizes_at..].iter();
+    let mut extents = super::dynamic_extents(top, &signature.inputs, |_, _| {
+        sizes
+            .next()
+            .copied()
+            .ok_or_else(|| Error::Lowering("a dynamic dimension without its size".into()))
+    })?;
+    super::lower_arguments(body, &signature.inputs, values, &mut extents, false, |value| {
+        top.value("arith.index_cast", &[value], index)
+    })
+}
+
 /// A kernel's signature, GPU schedule and launch.
 type Prepared<'p> = (&'p KernelSignature, &'p schedule::GpuSchedule, &'p Launch);
 
@@ -470,20 +591,8 @@ fn lower_kernel<'c>(
         signature,
         scratch,
         |top, ids, values| {
-            let index = Type::index(context);
-            // The sizes are the entry's last parameters, in the order the
-            // extents ask for them.
-            let mut sizes = values[record_at + 1 + usize::from(scratch)..].iter();
-            let mut extents = super::dynamic_extents(top, &signature.inputs, |_, _| {
-                sizes
-                    .next()
-                    .copied()
-                    .ok_or_else(|| Error::Lowering("a dynamic dimension without its size".into()))
-            })?;
             let arguments =
-                super::lower_arguments(body, &signature.inputs, values, &mut extents, false, |value| {
-                    top.value("arith.index_cast", &[value], index)
-                })?;
+                kernel_arguments(top, body, signature, values, record_at + 1 + usize::from(scratch))?;
             let outputs = outputs_of(signature, values)?;
             let status = Status {
                 record: values[record_at],

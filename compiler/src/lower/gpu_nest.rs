@@ -121,6 +121,8 @@ pub(super) fn emit_gpu_kernel<'c, 'a>(
     let extents: Vec<i64> = gpu.threads.iter().map(|&d| domain[d]).collect();
     let mut ivs = vec![None; domain.len()];
     match gpu.strategy {
+        // `schedule::gpu` never chooses it: `contract::gpu_tiles` lowers those.
+        GpuStrategy::Tiles => Err(error("a tiled contraction is not a loop nest")),
         GpuStrategy::Threads => {
             let base = top.value("arith.muli", &[ids.block, ids.block_dim], index)?;
             let thread = top.value("arith.addi", &[base, ids.thread], index)?;

@@ -307,6 +307,15 @@ pub(crate) struct LowerOptions {
     /// x86: large results that leave the host function are written with
     /// non-temporal stores (`stream`).
     pub(crate) streaming: bool,
+    /// On the GPU: contractions run as shared-memory tiles
+    /// (`contract::gpu_tiles`) instead of the loop nest, outside the
+    /// bounds-checked mode.
+    pub(crate) gpu_tiles: bool,
+    /// For the tests only: the CPU lowers each contraction the GPU would
+    /// tile as the GPU's tiles run, thread after thread between barriers
+    /// (`contract::emit_emulated`), in a kernel the test calls once over
+    /// the whole domain. Nothing outside the crate can set it.
+    pub(crate) emulate_gpu_tiles: bool,
     /// Fault injection for the tests of the bounds-checked mode: added to
     /// every checked offset, so that correct code goes out of bounds. 0
     /// everywhere else; nothing outside the crate can set it.
@@ -575,6 +584,28 @@ pub(crate) fn contractions(module: &Module, options: &LowerOptions) -> Vec<(Stri
             let plan = contraction(options, &signature, body, &domain, &schedule)?;
             let hosts = hosts(&signature.name);
             Some((signature.name, plan.describe(), hosts))
+        })
+        .collect()
+}
+
+/// The kernels of the fused `module` that the GPU runs as shared-memory
+/// tiles when asked to (`LowerOptions::gpu_tiles`, outside the
+/// bounds-checked mode; `contract::gpu_tiles`): each kernel's name, its
+/// tiles, and the functions that run it.
+pub(crate) fn gpu_tiled(module: &Module) -> Vec<(String, String, Vec<String>)> {
+    let hosts = hosts_of(module);
+    kernels(module)
+        .into_iter()
+        .filter(|kernel| !kernel.has_attribute("meta.chain"))
+        .filter_map(|kernel| {
+            let signature = signature(kernel).ok().filter(|s| s.exact.is_empty())?;
+            legal::check(kernel).ok()?;
+            let domain = kernel.attribute("meta.domain").ok().and_then(i64_array)?;
+            let body = kernel.region(0).ok()?.first_block()?;
+            let schedule = schedule::schedule(body, &domain).ok()?;
+            let tiles = contract::gpu_plan(body, &domain, &schedule)?;
+            let hosts = hosts(&signature.name);
+            Some((signature.name, tiles.describe(), hosts))
         })
         .collect()
 }
@@ -891,7 +922,14 @@ fn lower_kernel<'c>(
     let schedule = schedule::schedule(body, &domain).map_err(Error::Lowering)?;
     // Rule 6: a contraction runs as register tiles (`contract`).
     let contraction = contraction(options, signature, body, &domain, &schedule);
+    let emulated = options
+        .emulate_gpu_tiles
+        .then(|| contract::gpu_plan(body, &domain, &schedule))
+        .flatten();
     let emit = |at: &Emitter, outputs: &[access::Output]| {
+        if let (Some(tiles), [output]) = (&emulated, outputs) {
+            return contract::emit_emulated(at, tiles, &arguments, output, options.math);
+        }
         if let (Some(plan), [output]) = (&contraction, outputs) {
             return contract::emit_contraction(
                 at,

@@ -721,6 +721,9 @@ pub enum GpuStrategy {
         /// Threads per block, a power of two from 32 to 256.
         block: i64,
     },
+    /// A contraction as shared-memory tiles (`contract::gpu_tiles`): a block
+    /// of 256 threads per tile of the output.
+    Tiles,
 }
 
 /// The GPU schedule of a kernel: the CPU schedule with the loop order

@@ -73,7 +73,8 @@
 //!
 //! The submodules: `plan` decides whether a kernel is a contraction and
 //! cuts its tiles; `tiles` and `dot` emit the two forms' tiles; `vectors`
-//! holds the IR pieces both use. This file emits the loops around the
+//! holds the IR pieces both use; `gpu_tiles` makes the same contractions
+//! shared-memory tiles on the GPU. This file emits the loops around the
 //! tiles, and the packing.
 //!
 //! Example: matmul `4x5x3` (`f32`, 256-bit vectors), one tile of 4 rows
@@ -91,10 +92,14 @@
 //! ```
 
 mod dot;
+mod gpu_tiles;
 mod plan;
 mod tiles;
 mod vectors;
 
+pub(super) use gpu_tiles::{
+    GpuTiles, THREADS as GPU_TILE_THREADS, emit_emulated, emit_gpu, plan as gpu_plan,
+};
 pub(super) use plan::{Contraction, plan};
 
 use super::{
@@ -109,6 +114,44 @@ use melior::ir::{Type, Value};
 use plan::{Form, PACK_DEPTH};
 use tiles::{Packed, Tile};
 use vectors::{Reads, Vectors, evaluate, in_tiles, tile_heights};
+
+/// Each operand's values in the kernel: its data pointer, the values of
+/// its map's symbols, and its size in each dimension when it is of dynamic
+/// shape (`index` values read at kernel entry; empty for a static one).
+#[allow(clippy::type_complexity)]
+fn operand_values<'c, 'a>(
+    operands: &[plan::Operand],
+    arguments: &[(Value<'c, '_>, Arg<'c, 'a>)],
+) -> Result<
+    (
+        Vec<Value<'c, 'a>>,
+        Vec<Vec<Value<'c, 'a>>>,
+        Vec<Vec<Value<'c, 'a>>>,
+    ),
+    Error,
+> {
+    let mut pointers = Vec::new();
+    let mut symbols = Vec::new();
+    let mut sizes = Vec::new();
+    for operand in operands {
+        let Some((_, Arg::Tensor { pointer, dynamic, .. })) = arguments.get(operand.argument) else {
+            return Err(error("a contraction operand is not a tensor argument"));
+        };
+        pointers.push(*pointer);
+        sizes.push(dynamic.as_ref().map_or_else(Vec::new, |d| d.extents.clone()));
+        symbols.push(
+            operand
+                .symbols
+                .iter()
+                .map(|&i| match arguments.get(i) {
+                    Some((_, Arg::Index(value))) => Ok(*value),
+                    _ => Err(error("a contraction symbol is not an index argument")),
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        );
+    }
+    Ok((pointers, symbols, sizes))
+}
 
 /// Emits `plan` for the kernel: its loops, tiles and stores. `range` is the
 /// caller's `[begin, end)` of the split dimension `split`.
@@ -152,27 +195,7 @@ pub(super) fn emit_contraction<'c, 'a>(
         }
         None => None,
     };
-    let pointers = plan
-        .operands
-        .iter()
-        .map(|o| match arguments.get(o.argument) {
-            Some((_, Arg::Tensor { pointer, .. })) => Ok(*pointer),
-            _ => Err(error("a contraction operand is not a tensor argument")),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let symbols = plan
-        .operands
-        .iter()
-        .map(|o| {
-            o.symbols
-                .iter()
-                .map(|&i| match arguments.get(i) {
-                    Some((_, Arg::Index(value))) => Ok(*value),
-                    _ => Err(error("a contraction symbol is not an index argument")),
-                })
-                .collect::<Result<Vec<_>, _>>()
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let (pointers, symbols, sizes) = operand_values(&plan.operands, arguments)?;
     let bounds = |at: &Emitter<'c, 'a>, d: usize| -> Result<(Value<'c, 'a>, Value<'c, 'a>), Error> {
         match range {
             Some(range) if d == split => Ok(range),
@@ -190,20 +213,6 @@ pub(super) fn emit_contraction<'c, 'a>(
         bodies.push(body);
         at = body;
     }
-    let sizes = plan
-        .operands
-        .iter()
-        .map(|o| match arguments.get(o.argument) {
-            Some((
-                _,
-                Arg::Tensor {
-                    dynamic: Some(dynamic),
-                    ..
-                },
-            )) => dynamic.extents.clone(),
-            _ => Vec::new(),
-        })
-        .collect::<Vec<_>>();
     let reads = Reads {
         plan,
         vectors: &vectors,

@@ -176,7 +176,146 @@ pub(crate) fn plan(
     vector_bits: u32,
     reassociate: bool,
 ) -> Option<Contraction> {
-    if domain.iter().any(|&d| d <= 0) || !schedule.parallel {
+    if !schedule.parallel {
+        return None;
+    }
+    let Analysis {
+        element,
+        mut operands,
+        kept,
+        folded,
+        output,
+    } = analyse(body, domain, schedule)?;
+    let lanes = match element {
+        ElementType::F32 => vector_bits as usize / 32,
+        ElementType::F64 => vector_bits as usize / 64,
+        _ => return None,
+    };
+    let v = *kept.last()?;
+    // Along `v`, each operand is contiguous or constant, and `v` fills
+    // half a vector at least. One operand strided along `v` (a transposed
+    // one) may be gathered into the packed panel instead, when the fold is
+    // one dimension and it is read in bounds; otherwise, under fast math,
+    // the dot form.
+    let mut ways: Vec<Option<bool>> = operands.iter().map(|o| along(&o.forms, v)).collect();
+    let strided: Vec<usize> = (0..2).filter(|&o| ways[o].is_none()).collect();
+    let gathered = match strided[..] {
+        [o] if folded.len() == 1 && operands[o].checks.is_empty() => {
+            ways[o] = Some(true);
+            Some(o)
+        }
+        _ => None,
+    };
+    let ways: Option<Vec<bool>> = ways.into_iter().collect();
+    let Some(ways) = ways.filter(|_| domain[v] >= (lanes as i64) / 2) else {
+        if !reassociate {
+            return None;
+        }
+        return dot(
+            element,
+            operands,
+            domain,
+            &kept,
+            folded,
+            output,
+            vector_bits,
+            lanes,
+        );
+    };
+    for (operand, contiguous) in operands.iter_mut().zip(ways) {
+        operand.contiguous = contiguous;
+    }
+    // The row dimension: a kept one a contiguous operand does not move
+    // with (the gathered one, when there is one); the longest, then the
+    // later.
+    let r = kept
+        .iter()
+        .copied()
+        .filter(|&d| d != v)
+        .filter(|&d| {
+            operands.iter().enumerate().any(|(o, operand)| {
+                operand.contiguous && operand.offset.coefficients[d] == 0 && gathered.is_none_or(|g| g == o)
+            })
+        })
+        .max_by_key(|&d| (domain[d], d))?;
+    for operand in &mut operands {
+        operand.by_row = operand.offset.coefficients[r] != 0;
+    }
+    let (max_vectors, accumulators) = if vector_bits >= 512 {
+        (4, ACCUMULATORS_512)
+    } else {
+        (2, ACCUMULATORS_256)
+    };
+    let vectors = (domain[v] as usize).div_ceil(lanes).clamp(1, max_vectors);
+    let rows = (accumulators / vectors)
+        .clamp(1, MAX_ROWS)
+        .min(domain[r] as usize);
+    let mut outer = kept
+        .iter()
+        .copied()
+        .filter(|&d| d != v && d != r)
+        .collect::<Vec<_>>();
+    outer.sort_unstable();
+    // Where the fold may be reordered, the folded dimensions that checked
+    // indices read go outside the others, so the masks of a step are the
+    // same through the innermost loop, which LLVM then hoists
+    // (convolution: kh and kw outside the input channels).
+    let mut folded = folded;
+    if reassociate {
+        let checked = |d: &usize| {
+            operands
+                .iter()
+                .any(|o| o.checks.iter().any(|(form, _, _)| form.coefficients[*d] != 0))
+        };
+        folded.sort_by_key(|d| !checked(d));
+    }
+    let pack = match gathered {
+        Some(o) => Some(o),
+        None => (folded.len() == 1 && domain[folded[0]] >= PACK_MIN_DEPTH)
+            .then(|| {
+                operands
+                    .iter()
+                    .position(|o| o.contiguous && !o.by_row && o.checks.is_empty())
+            })
+            .flatten(),
+    };
+    let [a, b] = <[Operand; 2]>::try_from(operands).ok()?;
+    Some(Contraction {
+        element,
+        operands: [a, b],
+        v,
+        r,
+        outer,
+        folded,
+        output,
+        form: Form::Tiles,
+        pack,
+        gathered: gathered.is_some(),
+        lanes,
+        vectors,
+        rows,
+    })
+}
+
+/// What every tiling of a contraction starts from: the kernel's element
+/// type, its two multiplied operands (access forms, checks, overflow
+/// values; `contiguous`, `by_row` and `by_column` still unset), the
+/// dimensions the output keeps (in its index order) and those it folds
+/// (in domain order), and the output's element offset per dimension.
+pub(super) struct Analysis {
+    pub(super) element: ElementType,
+    pub(super) operands: Vec<Operand>,
+    pub(super) kept: Vec<usize>,
+    pub(super) folded: Vec<usize>,
+    pub(super) output: Vec<i64>,
+}
+
+/// The [`Analysis`] of the kernel whose body is `body` over `domain`, when
+/// it is a contraction: a reduce-add of the product of two affine reindexes
+/// of its `f32` or `f64` arguments into distinct plain output dimensions,
+/// with at least one folded dimension and no other op.
+pub(super) fn analyse(body: BlockRef, domain: &[i64], schedule: &Schedule) -> Option<Analysis> {
+    if domain.iter().any(|&d| d <= 0) {
         return None;
     }
     let dims = domain.len();
@@ -203,11 +342,9 @@ pub(crate) fn plan(
         return None;
     }
     let element = super::super::element_of(result)?;
-    let lanes = match element {
-        ElementType::F32 => vector_bits as usize / 32,
-        ElementType::F64 => vector_bits as usize / 64,
-        _ => return None,
-    };
+    if !matches!(element, ElementType::F32 | ElementType::F64) {
+        return None;
+    }
     // The output: distinct plain dimensions over their whole extents.
     let map = reduce.indices()?;
     let (shape, _) = super::super::types::static_shape(result.r#type())?;
@@ -351,108 +488,12 @@ pub(crate) fn plan(
             overflow: overflow_value(&reindex).0,
         });
     }
-    // Along `v`, each operand is contiguous or constant, and `v` fills
-    // half a vector at least. One operand strided along `v` (a transposed
-    // one) may be gathered into the packed panel instead, when the fold is
-    // one dimension and it is read in bounds; otherwise, under fast math,
-    // the dot form.
-    let mut ways: Vec<Option<bool>> = operands.iter().map(|o| along(&o.forms, v)).collect();
-    let strided: Vec<usize> = (0..2).filter(|&o| ways[o].is_none()).collect();
-    let gathered = match strided[..] {
-        [o] if folded.len() == 1 && operands[o].checks.is_empty() => {
-            ways[o] = Some(true);
-            Some(o)
-        }
-        _ => None,
-    };
-    let ways: Option<Vec<bool>> = ways.into_iter().collect();
-    let Some(ways) = ways.filter(|_| domain[v] >= (lanes as i64) / 2) else {
-        if !reassociate {
-            return None;
-        }
-        return dot(
-            element,
-            operands,
-            domain,
-            &kept,
-            folded,
-            output,
-            vector_bits,
-            lanes,
-        );
-    };
-    for (operand, contiguous) in operands.iter_mut().zip(ways) {
-        operand.contiguous = contiguous;
-    }
-    // The row dimension: a kept one a contiguous operand does not move
-    // with (the gathered one, when there is one); the longest, then the
-    // later.
-    let r = kept
-        .iter()
-        .copied()
-        .filter(|&d| d != v)
-        .filter(|&d| {
-            operands.iter().enumerate().any(|(o, operand)| {
-                operand.contiguous && operand.offset.coefficients[d] == 0 && gathered.is_none_or(|g| g == o)
-            })
-        })
-        .max_by_key(|&d| (domain[d], d))?;
-    for operand in &mut operands {
-        operand.by_row = operand.offset.coefficients[r] != 0;
-    }
-    let (max_vectors, accumulators) = if vector_bits >= 512 {
-        (4, ACCUMULATORS_512)
-    } else {
-        (2, ACCUMULATORS_256)
-    };
-    let vectors = (domain[v] as usize).div_ceil(lanes).clamp(1, max_vectors);
-    let rows = (accumulators / vectors)
-        .clamp(1, MAX_ROWS)
-        .min(domain[r] as usize);
-    let mut outer = kept
-        .iter()
-        .copied()
-        .filter(|&d| d != v && d != r)
-        .collect::<Vec<_>>();
-    outer.sort_unstable();
-    // Where the fold may be reordered, the folded dimensions that checked
-    // indices read go outside the others, so the masks of a step are the
-    // same through the innermost loop, which LLVM then hoists
-    // (convolution: kh and kw outside the input channels).
-    let mut folded = folded;
-    if reassociate {
-        let checked = |d: &usize| {
-            operands
-                .iter()
-                .any(|o| o.checks.iter().any(|(form, _, _)| form.coefficients[*d] != 0))
-        };
-        folded.sort_by_key(|d| !checked(d));
-    }
-    let pack = match gathered {
-        Some(o) => Some(o),
-        None => (folded.len() == 1 && domain[folded[0]] >= PACK_MIN_DEPTH)
-            .then(|| {
-                operands
-                    .iter()
-                    .position(|o| o.contiguous && !o.by_row && o.checks.is_empty())
-            })
-            .flatten(),
-    };
-    let [a, b] = <[Operand; 2]>::try_from(operands).ok()?;
-    Some(Contraction {
+    Some(Analysis {
         element,
-        operands: [a, b],
-        v,
-        r,
-        outer,
+        operands,
+        kept,
         folded,
         output,
-        form: Form::Tiles,
-        pack,
-        gathered: gathered.is_some(),
-        lanes,
-        vectors,
-        rows,
     })
 }
 
