@@ -1180,6 +1180,7 @@ mod tests {
             streaming: false,
             gpu_tiles: false,
             emulate_gpu_tiles: false,
+            gpu_tile_shape: None,
         };
         let artifact = jit(
             to_llvm_dialect(&context, &module, &options).unwrap(),

@@ -343,9 +343,9 @@ fn contraction_source(
     )
 }
 
-/// Contractions as shared-memory tiles (`GpuOptions::tiles`): a matmul
-/// whose sides are not multiples of a tile, a transposed f64 one, and a
-/// padded convolution, against the CPU backend (which equals the
+/// Contractions as shared-memory tiles (`GpuOptions::tiles`): matmuls
+/// whose sides are not multiples of a tile (one with 2 x 4 outputs per
+/// thread), a transposed f64 one, and a padded convolution, against the CPU backend (which equals the
 /// interpreter bit for bit in exact math): bit for bit in exact math, where
 /// each output adds its products in the interpreter's order, and within
 /// `2 γ(k) Σ|a b|` in fast math (a fused multiply-add per step). Sizes
@@ -364,6 +364,19 @@ fn tiled_contractions() -> Result<(), String> {
             ),
             vec![vec![300, 270], vec![270, 260]],
             270,
+        ),
+        (
+            // 2 x 4 outputs per thread, partial tiles and a partial chunk.
+            "matmul 1000x520x37",
+            contraction_source(
+                &[1000, 520, 37],
+                (&[1000, 37], "d0, d2"),
+                (&[37, 520], "d2, d1"),
+                (&[1000, 520], "d0, d1"),
+                "f32",
+            ),
+            vec![vec![1000, 37], vec![37, 520]],
+            37,
         ),
         (
             "matmul 70x90x33, f64, transposed",

@@ -11,6 +11,7 @@
 // RUN: jitc compile --target nvptx --gpu-tiles --math exact --emit ptx %s | FileCheck %s --check-prefix=EXACT
 // RUN: jitc compile --target nvptx --emit ptx %s | FileCheck %s --check-prefix=NONE
 // RUN: jitc explain %s | FileCheck %s --check-prefix=EXPLAIN
+// RUN: jitc explain %examples/mlp_step.mlir | FileCheck %s --check-prefix=MLP
 
 // CHECK-LABEL: .visible .entry matmul_fused_0(
 // The shared arrays: 16 steps of 64 + 1 floats each (the extra one keeps
@@ -57,6 +58,15 @@
 // EXPLAIN-NEXT: @matmul_fused_0: rows d0 (1024) x columns d1 (1024), folding d2 (1024) in chunks of 16: tiles of 64 x 64 in blocks of 256 threads, 4 x 4 outputs each, 256 blocks, 8320 bytes of shared memory
 // EXPLAIN-NEXT: @conv_fused_0: rows d1 (64) x columns d0, d2, d3 (25088), folding d4, d5, d6 (576) in chunks of 16: tiles of 64 x 64 in blocks of 256 threads, 4 x 4 outputs each, 392 blocks, 8320 bytes of shared memory
 // EXPLAIN-NOT: small_fused
+
+// The MLP step's five contractions tile, the small ones in smaller tiles
+// so that the launch still has blocks for the GPU's SMs.
+// MLP: contractions on the cuda backend with --gpu-tiles
+// MLP-NEXT: @main_fused_0: rows d0 (256) x columns d1 (512), folding d2 (784) in chunks of 16: tiles of 16 x 32 in blocks of 256 threads, 1 x 2 outputs each, 256 blocks
+// MLP-NEXT: @main_fused_1: rows d0 (256) x columns d1 (10), folding d2 (512)
+// MLP-NEXT: @main_fused_7: rows d0 (512) x columns d1 (10), folding d2 (256)
+// MLP-NEXT: @main_fused_8: rows d0 (256) x columns d1 (512), folding d2 (10)
+// MLP-NEXT: @main_fused_11: rows d0 (784) x columns d1 (512), folding d2 (256) in chunks of 16: tiles of 32 x 32 in blocks of 256 threads, 2 x 2 outputs each, 400 blocks
 
 func.func @matmul(%a: tensor<1024x1024xf32>, %b: tensor<1024x1024xf32>) -> tensor<1024x1024xf32> {
   %ab = "meta.reindex"(%a) {indices = affine_map<(i, j, k) -> (i, k)>} : (tensor<1024x1024xf32>) -> tensor<1024x1024x1024xf32>

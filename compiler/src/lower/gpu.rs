@@ -169,8 +169,10 @@ pub(crate) fn lower_gpu<'c>(
             // Contractions as shared-memory tiles, when asked for.
             if options.gpu_tiles && !options.check_bounds {
                 let cpu = schedule::schedule(body, &domain)?;
-                if let Some(tiles) = super::contract::gpu_plan(body, &domain, &cpu) {
-                    let launch = tiled_launch(&tiles)?;
+                let tiled = super::contract::gpu_plan(body, &domain, &cpu, options.gpu_tile_shape)
+                    .and_then(|tiles| Some((tiled_launch(&tiles)?, tiles)));
+                // A launch too large for tiles keeps the loop nest.
+                if let Some((launch, tiles)) = tiled {
                     return Ok((signature, Plan::Tiles(Box::new(tiles)), launch));
                 }
             }
@@ -215,13 +217,14 @@ enum Plan {
     Tiles(Box<super::contract::GpuTiles>),
 }
 
-/// The launch of a tiled contraction: a block of threads per tile.
-fn tiled_launch(tiles: &super::contract::GpuTiles) -> Result<Launch, String> {
+/// The launch of a tiled contraction: a block of threads per tile; `None`
+/// when one launch cannot have that many blocks.
+fn tiled_launch(tiles: &super::contract::GpuTiles) -> Option<Launch> {
     let grid = tiles.blocks();
     if grid > MAX_GRID {
-        return Err(format!("{grid} blocks are more than one launch can have"));
+        return None;
     }
-    Ok(Launch {
+    Some(Launch {
         grid: grid as u32,
         block: super::contract::GPU_TILE_THREADS as u32,
         fill: None,

@@ -316,6 +316,10 @@ pub(crate) struct LowerOptions {
     /// (`contract::emit_emulated`), in a kernel the test calls once over
     /// the whole domain. Nothing outside the crate can set it.
     pub(crate) emulate_gpu_tiles: bool,
+    /// For the tests only: the outputs per thread of every GPU tile, along
+    /// the rows and the columns, instead of the size `contract::gpu_tiles`
+    /// chooses, so that small shapes reach every tile size.
+    pub(crate) gpu_tile_shape: Option<(i64, i64)>,
     /// Fault injection for the tests of the bounds-checked mode: added to
     /// every checked offset, so that correct code goes out of bounds. 0
     /// everywhere else; nothing outside the crate can set it.
@@ -603,7 +607,7 @@ pub(crate) fn gpu_tiled(module: &Module) -> Vec<(String, String, Vec<String>)> {
             let domain = kernel.attribute("meta.domain").ok().and_then(i64_array)?;
             let body = kernel.region(0).ok()?.first_block()?;
             let schedule = schedule::schedule(body, &domain).ok()?;
-            let tiles = contract::gpu_plan(body, &domain, &schedule)?;
+            let tiles = contract::gpu_plan(body, &domain, &schedule, None)?;
             let hosts = hosts(&signature.name);
             Some((signature.name, tiles.describe(), hosts))
         })
@@ -924,7 +928,7 @@ fn lower_kernel<'c>(
     let contraction = contraction(options, signature, body, &domain, &schedule);
     let emulated = options
         .emulate_gpu_tiles
-        .then(|| contract::gpu_plan(body, &domain, &schedule))
+        .then(|| contract::gpu_plan(body, &domain, &schedule, options.gpu_tile_shape))
         .flatten();
     let emit = |at: &Emitter, outputs: &[access::Output]| {
         if let (Some(tiles), [output]) = (&emulated, outputs) {

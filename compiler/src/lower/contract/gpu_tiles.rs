@@ -8,7 +8,7 @@
 //! convolution's `o`), the column operand `B` with the *columns* (matmul's
 //! `j`, convolution's `n, h, w`, whose last is the output's contiguous
 //! dimension), and both with the *batch* dimensions; a dimension neither
-//! moves with is a column. `M`, `N` and `K` are the points of the rows,
+//! moves with (one of extent 1 moves nothing) is a column. `M`, `N` and `K` are the points of the rows,
 //! the columns and the folded dimensions, each flattened row-major.
 //!
 //! **Tiles.** A block of 16 x 16 threads computes `BM x BN` outputs of one
@@ -109,8 +109,15 @@ pub(crate) struct GpuTiles {
 }
 
 /// The GPU tiles of the contraction `body` is over `domain` (the CPU's
-/// `schedule` says which indices are checked), if it has them.
-pub(crate) fn plan(body: BlockRef, domain: &[i64], schedule: &Schedule) -> Option<GpuTiles> {
+/// `schedule` says which indices are checked), if it has them; `shape`
+/// forces the outputs per thread along the rows and the columns (the
+/// tests' way to reach every tile size on small shapes).
+pub(crate) fn plan(
+    body: BlockRef,
+    domain: &[i64],
+    schedule: &Schedule,
+    shape: Option<(i64, i64)>,
+) -> Option<GpuTiles> {
     let Analysis {
         element,
         operands,
@@ -118,29 +125,38 @@ pub(crate) fn plan(body: BlockRef, domain: &[i64], schedule: &Schedule) -> Optio
         folded,
         output,
     } = analyse(body, domain, schedule)?;
+    // A dimension of extent 1 moves nothing: its index is always 0.
     let moves = |o: usize, d: usize| {
         let operand: &Operand = &operands[o];
-        operand.offset.coefficients[d] != 0
-            || operand
-                .checks
-                .iter()
-                .any(|(form, _, _)| form.coefficients[d] != 0)
+        domain[d] > 1
+            && (operand.offset.coefficients[d] != 0
+                || operand
+                    .checks
+                    .iter()
+                    .any(|(form, _, _)| form.coefficients[d] != 0))
     };
     let v = *kept.last()?;
-    let b = match (moves(0, v), moves(1, v)) {
-        (true, true) => return None,
-        (true, false) => 0,
-        _ => 1,
-    };
-    let a = 1 - b;
-    let (mut rows, mut columns, mut batch) = (Vec::new(), Vec::new(), Vec::new());
-    for &d in &kept {
-        match (moves(a, d), moves(b, d)) {
-            (true, true) => batch.push(d),
-            (true, false) => rows.push(d),
-            _ => columns.push(d),
+    // The column operand moves with the output's contiguous dimension;
+    // when neither does, the other way round if operand 0 has no row.
+    let roles = |a: usize| {
+        let (mut rows, mut columns, mut batch) = (Vec::new(), Vec::new(), Vec::new());
+        for &d in &kept {
+            match (moves(a, d), moves(1 - a, d)) {
+                (true, true) => batch.push(d),
+                (true, false) => rows.push(d),
+                _ => columns.push(d),
+            }
         }
-    }
+        (a, rows, columns, batch)
+    };
+    let (a, rows, columns, batch) = match (moves(0, v), moves(1, v)) {
+        (true, true) => return None,
+        (true, false) => roles(1),
+        (false, true) => roles(0),
+        (false, false) => Some(roles(0))
+            .filter(|(_, rows, _, _)| !rows.is_empty())
+            .unwrap_or_else(|| roles(1)),
+    };
     if rows.is_empty() {
         return None;
     }
@@ -162,7 +178,19 @@ pub(crate) fn plan(body: BlockRef, domain: &[i64], schedule: &Schedule) -> Optio
     if m.checked_mul(n)? < THREADS {
         return None;
     }
-    let per = |extent: i64| ((extent as u64).next_power_of_two() as i64 / SIDE).clamp(1, MAX_PER_THREAD);
+    if let Some((tm, tn)) = shape {
+        tiles.tm = tm.clamp(1, MAX_PER_THREAD);
+        tiles.tn = tn.clamp(1, MAX_PER_THREAD);
+        return Some(tiles);
+    }
+    // The largest power of two up to 8 whose tile the extent fills.
+    let per = |extent: i64| {
+        let mut per = MAX_PER_THREAD;
+        while per > 1 && SIDE * per > extent {
+            per /= 2;
+        }
+        per
+    };
     tiles.tm = per(m);
     tiles.tn = per(n);
     while tiles.blocks() < TARGET_BLOCKS && tiles.tm * tiles.tn > 1 {
@@ -364,7 +392,13 @@ impl<'c, 'a> Phases<'_, 'c, 'a> {
         let rest = at.value("arith.divui", &[block, columns], index)?;
         let row_tile = at.value("arith.remui", &[rest, rows], index)?;
         let point = at.value("arith.divui", &[rest, rows], index)?;
-        let mut ivs = vec![None; tiles.domain.len()];
+        // A dimension of extent 1 is at 0 (an operand may still name it).
+        let zero = at.index(0)?;
+        let mut ivs: Vec<Option<Value>> = tiles
+            .domain
+            .iter()
+            .map(|&extent| (extent == 1).then_some(zero))
+            .collect();
         if !tiles.batch.is_empty() {
             let split = delinearize_narrow(at, point, &tiles.extents(&tiles.batch))?;
             for (&d, iv) in tiles.batch.iter().zip(split) {
@@ -777,6 +811,8 @@ mod tests {
     struct Outcome {
         values: Vec<f64>,
         tiles: Option<String>,
+        /// Whether the kernel was lowered as the GPU's tiles emulated.
+        emulated: bool,
         /// Points folded into each output.
         depth: usize,
     }
@@ -788,11 +824,11 @@ mod tests {
         let mut module = crate::parse_module(&context, source).unwrap();
         crate::fuse(&context, &mut module).unwrap();
         let tiled = crate::lower::gpu_tiled(&module);
-        let artifact = jit(
-            to_llvm_dialect(&context, &module, options).unwrap(),
-            &CpuTarget::default(),
-        )
-        .unwrap();
+        let lowered = to_llvm_dialect(&context, &module, options).unwrap();
+        // The emulation keeps its shared arrays and accumulators on the
+        // stack; the loop nest has no stack buffer.
+        let emulated = lowered.module.as_operation().to_string().contains("llvm.alloca");
+        let artifact = jit(lowered, &CpuTarget::default()).unwrap();
         let names: Vec<&str> = artifact.names().collect();
         let [name] = names[..] else {
             panic!("one kernel expected, got {names:?} of\n{source}")
@@ -804,8 +840,9 @@ mod tests {
         let fill = |element: ElementType, count: usize, rng: &mut Rng| -> Vec<u8> {
             let mut bytes = Vec::new();
             for _ in 0..count {
-                // Exact in both types: multiples of 1/64 up to 16.
-                let mut x = (rng.below(2049) as f64 - 1024.0) / 64.0;
+                // Full f32 mantissas from -16 to 16, so that a fused
+                // multiply-add rounds differently from a multiply and an add.
+                let mut x = f64::from(((rng.next() >> 11) as f64 / (1u64 << 53) as f64 * 32.0 - 16.0) as f32);
                 if absolute {
                     x = x.abs();
                 }
@@ -863,55 +900,72 @@ mod tests {
         Outcome {
             values,
             tiles: tiled.first().map(|(_, tiles, _)| tiles.clone()),
+            emulated,
             depth,
         }
     }
 
-    fn options(math: MathMode, emulate: bool) -> LowerOptions {
+    fn options(math: MathMode, emulate: bool, shape: Option<(i64, i64)>) -> LowerOptions {
         LowerOptions {
             math,
             emulate_gpu_tiles: emulate,
+            gpu_tile_shape: shape,
             ..LowerOptions::default()
         }
     }
 
+    /// `source` with the magnitude of each `overflow_value`, for `Σ|a b|`.
+    fn absolute_padding(source: &str) -> String {
+        source.replace("overflow_value = -", "overflow_value = ")
+    }
+
     /// `source`'s tiles agree with its loop nest on inputs from `seed`: bit
-    /// for bit in exact math, within `2 γ(k) Σ|a b|` in fast math. Returns
-    /// the tiles' description.
+    /// for bit in exact math, within `2 γ(k) Σ|a b|` in fast math; with
+    /// the tile size `plan` chooses, then with 2 x 8, 8 x 2 and 4 x 4
+    /// outputs per thread. Returns the tiles' description.
     fn check(source: &str, seed: u64) -> String {
-        let nest = run(source, &options(MathMode::Exact, false), seed, false);
-        let exact = run(source, &options(MathMode::Exact, true), seed, false);
-        let tiles = exact
+        let nest = run(source, &options(MathMode::Exact, false, None), seed, false);
+        assert!(!nest.emulated);
+        let magnitudes = run(
+            &absolute_padding(source),
+            &options(MathMode::Exact, false, None),
+            seed,
+            true,
+        );
+        let tiles = nest
             .tiles
             .clone()
             .unwrap_or_else(|| panic!("not tiled:\n{source}"));
-        assert_eq!(exact.values.len(), nest.values.len());
-        for (n, (got, want)) in exact.values.iter().zip(&nest.values).enumerate() {
-            assert!(
-                got.to_bits() == want.to_bits(),
-                "exact math, output {n}: tiles {got}, loop nest {want} ({tiles}, seed {seed}):\n{source}"
-            );
-        }
-        let fast = run(source, &options(MathMode::Fast, true), seed, false);
-        let magnitudes = run(source, &options(MathMode::Exact, false), seed, true);
         let unit = if source.contains("xf64>") {
             f64::EPSILON / 2.0
         } else {
             f64::from(f32::EPSILON) / 2.0
         };
-        let k = fast.depth as f64;
-        for (n, ((got, want), size)) in fast
-            .values
-            .iter()
-            .zip(&nest.values)
-            .zip(&magnitudes.values)
-            .enumerate()
-        {
-            let bound = 2.0 * (k * unit / (1.0 - k * unit)) * size;
-            assert!(
-                (got - want).abs() <= bound,
-                "fast math, output {n}: tiles {got}, loop nest {want}, bound {bound} ({tiles}, seed {seed}):\n{source}"
-            );
+        let k = nest.depth as f64;
+        for shape in [None, Some((2, 8)), Some((8, 2)), Some((4, 4))] {
+            let exact = run(source, &options(MathMode::Exact, true, shape), seed, false);
+            assert!(exact.emulated, "the tiles were not emulated:\n{source}");
+            assert_eq!(exact.values.len(), nest.values.len());
+            for (n, (got, want)) in exact.values.iter().zip(&nest.values).enumerate() {
+                assert!(
+                    got.to_bits() == want.to_bits(),
+                    "exact math, output {n}: tiles {got}, loop nest {want} ({tiles}, {shape:?}, seed {seed}):\n{source}"
+                );
+            }
+            let fast = run(source, &options(MathMode::Fast, true, shape), seed, false);
+            for (n, ((got, want), size)) in fast
+                .values
+                .iter()
+                .zip(&nest.values)
+                .zip(&magnitudes.values)
+                .enumerate()
+            {
+                let bound = 2.0 * (k * unit / (1.0 - k * unit)) * size;
+                assert!(
+                    (got - want).abs() <= bound,
+                    "fast math, output {n}: tiles {got}, loop nest {want}, bound {bound} ({tiles}, {shape:?}, seed {seed}):\n{source}"
+                );
+            }
         }
         tiles
     }
@@ -966,9 +1020,9 @@ mod tests {
             .unwrap_or(12);
         let mut rng = Rng(0x5EED_0001);
         for case in 0..cases {
-            // Sizes across the tile sizes' edges: 1, below and above a
-            // side of 16 threads, and folds of whole, partial and several
-            // chunks.
+            // Sides below, at and above a tile of 16 threads (and of 32,
+            // 64 and 128 with the forced tile sizes), and folds of one step
+            // and of whole, partial and several chunks.
             let sizes = [5, 16, 31, 33, 47, 64, 100];
             let (m, n) = (sizes[rng.below(sizes.len())], sizes[rng.below(sizes.len())]);
             let k = [1, 7, 16, 21, 40][rng.below(5)];
@@ -1025,16 +1079,28 @@ mod tests {
             None,
         );
         assert!(check(&transposed, 2).starts_with("rows d1 (18) x columns d0 (33)"));
-        // Dimensions of 1 among the rows, the columns and the fold.
+        // Dimensions of 1 among the batch, the rows and the columns, and a
+        // fold of one dimension of 1 beside one of 9.
         let ones = contraction(
-            &[1, 40, 1, 30, 1, 9],
-            (&[1, 40, 9], "d0, d1, d5"),
-            (&[9, 1, 30], "d5, d2, d3"),
+            &[1, 40, 1, 30, 1, 9, 1],
+            (&[1, 40, 9, 1], "d0, d1, d5, d6"),
+            (&[9, 1, 30, 1], "d5, d2, d3, d6"),
             (&[1, 40, 1, 30, 1], "d0, d1, d2, d3, d4"),
             "f64",
             None,
         );
         check(&ones, 3);
+        // The output's last dimension is a broadcast neither operand moves
+        // with, and operand 0 moves with no row: the roles swap.
+        let broadcast = contraction(
+            &[30, 20, 12],
+            (&[12], "d2"),
+            (&[30, 12], "d0, d2"),
+            (&[30, 20], "d0, d1"),
+            "f32",
+            None,
+        );
+        assert!(check(&broadcast, 11).starts_with("rows d0 (30) x columns d1 (20)"));
     }
 
     /// A convolution of `x` (n, c, h, w) by `w` (o, c, kh, kw) with
