@@ -101,7 +101,7 @@ class Var:
         if ufunc.nin == 1 and name in _UFUNC_UNARY:
             return unary(inputs[0], _UFUNC_UNARY[name])
         if ufunc.nin == 2 and name in _UFUNC_BINARY:
-            return binary(inputs[0], inputs[1], _UFUNC_BINARY[name])
+            return _arith(inputs[0], inputs[1], _UFUNC_BINARY[name])
         if name in _UFUNC_LOGICAL and all(_is_bool(x) for x in inputs):
             # (On booleans only: jitc's `and`/`or`/`xor`/`not` are bitwise.)
             return (unary if ufunc.nin == 1 else binary)(*inputs, _UFUNC_LOGICAL[name])
@@ -186,31 +186,31 @@ class Var:
 
     # -- operators ----------------------------------------------------------
     def __add__(self, other):
-        return binary(self, other, "add")
+        return _arith(self, other, "add")
 
     def __radd__(self, other):
-        return binary(other, self, "add")
+        return _arith(other, self, "add")
 
     def __sub__(self, other):
-        return binary(self, other, "sub")
+        return _arith(self, other, "sub")
 
     def __rsub__(self, other):
-        return binary(other, self, "sub")
+        return _arith(other, self, "sub")
 
     def __mul__(self, other):
-        return binary(self, other, "mul")
+        return _arith(self, other, "mul")
 
     def __rmul__(self, other):
-        return binary(other, self, "mul")
+        return _arith(other, self, "mul")
 
     def __truediv__(self, other):
-        return binary(self, other, "div")
+        return _arith(self, other, "div")
 
     def __rtruediv__(self, other):
-        return binary(other, self, "div")
+        return _arith(other, self, "div")
 
     def __pow__(self, other):
-        return binary(self, other, "pow")
+        return _arith(self, other, "pow")
 
     def __neg__(self):
         return unary(self, "neg")
@@ -219,22 +219,22 @@ class Var:
         return unary(self, "abs")
 
     def __lt__(self, other):
-        return binary(self, other, "lt")
+        return _arith(self, other, "lt")
 
     def __le__(self, other):
-        return binary(self, other, "le")
+        return _arith(self, other, "le")
 
     def __gt__(self, other):
-        return binary(self, other, "gt")
+        return _arith(self, other, "gt")
 
     def __ge__(self, other):
-        return binary(self, other, "ge")
+        return _arith(self, other, "ge")
 
     def __eq__(self, other):
-        return binary(self, other, "eq")
+        return _arith(self, other, "eq")
 
     def __ne__(self, other):
-        return binary(self, other, "ne")
+        return _arith(self, other, "ne")
 
     __hash__ = object.__hash__
 
@@ -511,6 +511,50 @@ def _is_tensor(x):
     return isinstance(x, Var) and not isinstance(x, _Number)
 
 
+def _arith(x, y, op):
+    """What Python's operator `op` computes on a `Var`: `binary`, after
+    NumPy's and Jittor's promotion of integers and booleans that meet a
+    float (``x * 0.5`` and ``x < 0.5`` on an int32 `x` compute in float32,
+    with a float64 tensor in float64), and true division ``/`` of integers
+    and booleans in float32, as in Jittor and PyTorch (NumPy gives
+    float64). A number that meets a tensor of its own kind takes the
+    tensor's type, as in `binary`."""
+    if _is_tensor(x) or _is_tensor(y):
+        own = (_float_dtype(x), _float_dtype(y))
+        target = own[0] or own[1]
+        if target is None and op == "div":
+            target = _np.dtype(_np.float32)
+        if target is not None:
+            x, y = (v if f is not None else _as_float(v, target) for v, f in zip((x, y), own))
+    return binary(x, y, op)
+
+
+def _float_dtype(x):
+    """The float type `x` brings to an operator: a float tensor's or
+    array's own, float32 for a Python float (or a relaxed one); None for
+    integers and booleans."""
+    if isinstance(x, _Number):
+        return _np.dtype(_np.float32) if x._kind == "float" else None
+    if isinstance(x, (Var, _np.ndarray, _np.generic)):
+        return x.dtype if x.dtype.kind == "f" else None
+    if isinstance(x, float):
+        return _np.dtype(_np.float32)
+    return None
+
+
+def _as_float(x, dtype):
+    """The integer or boolean operand `x` converted to the float `dtype`."""
+    if isinstance(x, _Number):
+        return x._as(dtype)
+    if isinstance(x, Var):
+        return x.astype(dtype)
+    if isinstance(x, (_np.ndarray, _np.generic)):
+        return _np.asarray(x, dtype=dtype)
+    if isinstance(x, (bool, int)):
+        return float(x)
+    return x
+
+
 # -- Python numbers as graph inputs (`jitc.function`'s relaxation) -----------------
 
 # A relaxed number's native type, by its Python kind, and what a number
@@ -559,7 +603,8 @@ class _Number(Var):
     relaxed assumption): while `jitc.function` traces a call, it stands in
     for an ``int`` or ``float`` argument or attribute whose value changed
     between calls. It computes what the number would: with a `jitc.Var`
-    it takes the Var's element type (`_var`); with other numbers it follows
+    it takes the Var's element type (`_var`), except that a float promotes
+    an integer tensor to float32 (`_arith`); with other numbers it follows
     Python's kinds (``int`` with ``int`` is an ``int``, ``/`` gives a
     ``float``, a comparison a ``bool``), in 64 bits; alone it becomes
     float32 or int32, as a number does. Anything that reads its value into

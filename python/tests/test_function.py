@@ -1991,6 +1991,18 @@ def test_relaxed_ints_round_and_negate_as_python_and_numpy_do():
         assert (got[1], got[2]) == (want[1], want[2]) == (-n, abs(n))
 
 
+def test_a_relaxed_float_promotes_an_integer_tensor_as_a_float_does():
+    # An int32 tensor times a float that changes between calls computes in
+    # float32, staged (the float relaxed to an input) as imperatively.
+    x = np.arange(-3, 3, dtype=np.int32)
+    staged = jitc.function(times_number, profile=2)
+    for n in [0.5, 0.5, 0.25, 1.5, -2.5]:
+        got = staged(x, n)
+        assert got.dtype == np.float32
+        np.testing.assert_array_equal(got.numpy(), (x * np.float32(n)).astype(np.float32))
+    assert staged.stats()["relaxations"] == 1
+
+
 class OneSlot:
     __slots__ = "value"  # one slot, written as a string
 
@@ -2889,7 +2901,7 @@ def test_a_failing_write_pending_before_a_call_fails_where_it_would_without_trac
     staged = jitc.function(accumulate)
     x = np.ones(2, np.float32)
     zero = np.zeros(2, np.float32)
-    broken = lambda: (jitc.Var(np.ones(2, np.int32)) / jitc.Var(np.zeros(2, np.int32))).astype(np.float32)  # noqa: E731
+    broken = lambda: jitc.binary(jitc.Var(np.ones(2, np.int32)), jitc.Var(np.zeros(2, np.int32)), "div").astype(np.float32)  # noqa: E731
     for k in range(8):
         if k != 0:
             np.testing.assert_array_equal(staged(x, zero).numpy(), np.full(2, 2.0, np.float32))
@@ -3559,7 +3571,7 @@ def test_an_error_computing_a_served_call_surfaces_where_the_plain_call_raises_i
     served call raised it at the call)."""
 
     def fn(x, d):
-        return x / d + 1
+        return jitc.binary(x, d, "div") + 1
 
     staged = jitc.function(fn)
     x = np.arange(4, dtype=np.int32)

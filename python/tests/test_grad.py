@@ -198,7 +198,7 @@ def test_a_failed_step_commits_nothing():
     (p,) = opt.parameters()
     # An integer division by zero in the same fetch as the update.
     zero = jitc.Var(np.array([0, 0], dtype=np.int32))
-    broken = (jitc.Var(np.array([1, 1], dtype=np.int32)) / zero).astype(np.float32)
+    broken = jitc.binary(jitc.Var(np.array([1, 1], dtype=np.int32)), zero, "div").astype(np.float32)
     loss = jitc.sum(p * p + broken * 0.0)
     opt.step(loss)
     with pytest.raises(jitc.JitcError, match="division by zero"):

@@ -19,8 +19,9 @@ def test_bad_arguments_raise_clear_errors():
     x = jitc.Var(np.ones((2, 3), np.float32))
     with pytest.raises(jitc.JitcError, match=r"shapes \(2, 3\) and \(3, 2\) do not broadcast together"):
         x + jitc.Var(np.ones((3, 2), np.float32))
+    # (The operator `+` promotes the integers to float32; the op does not.)
     with pytest.raises(jitc.JitcError, match="operands must have one shape and element type"):
-        x + jitc.Var(np.ones((2, 3), np.int32))
+        jitc.binary(x, jitc.Var(np.ones((2, 3), np.int32)), "add")
     with pytest.raises(jitc.JitcError, match="reindex of a rank-2 value needs 2 index expressions"):
         jitc.reindex(x, [2, 3], ["i0"])
     with pytest.raises(jitc.JitcError, match="i2 is not an index of this op"):

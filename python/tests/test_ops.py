@@ -78,6 +78,40 @@ def test_integer_ops():
     np.testing.assert_array_equal(jitc.relu(vx).numpy(), np.maximum(x, 0))
 
 
+def test_integers_meeting_floats_promote_and_true_division_gives_floats():
+    # As Jittor and PyTorch (NumPy's results, in float32): an int or bool
+    # tensor that meets a float computes in float32 (a float64 tensor's
+    # float64), and `/` of integers is true division.
+    x = RNG.integers(-50, 50, size=(4, 3)).astype(np.int32)
+    y = RNG.integers(1, 9, size=(4, 3)).astype(np.int32)
+    vx, vy = jitc.Var(x), jitc.Var(y)
+    for got, want in [
+        (vx / vy, x / y),
+        (vx / 2, x / 2),
+        (7 / vy, 7 / y),
+        (vx * 0.5, x * 0.5),
+        (0.25 + vx, 0.25 + x),
+        (vx - 1.5, x - 1.5),
+        (abs(vx) ** 0.5, np.abs(x) ** 0.5),
+        (np.true_divide(x, vy), x / y),
+        (jitc.Var(x > 0) + 0.5, (x > 0) + 0.5),
+    ]:
+        assert got.dtype == np.float32
+        close(got.numpy(), want.astype(np.float32), rtol=1e-6)
+    # Comparisons with a float compare the values, not the truncated float.
+    np.testing.assert_array_equal((vx < 0.5).numpy(), x < 0.5)
+    np.testing.assert_array_equal((vx == 0.0).numpy(), x == 0.0)
+    # A float64 tensor keeps its precision.
+    z = RNG.standard_normal((4, 3))
+    got = vx * jitc.Var(z)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got.numpy(), x * z)
+    # Integers with integers stay integers.
+    assert (vx * 3).dtype == np.int32 and (vx + vy).dtype == np.int32
+    # The explicit op keeps its rule: a number takes the tensor's type.
+    np.testing.assert_array_equal(jitc.binary(vx, 0.5, "mul").numpy(), x * 0)
+
+
 def test_element_wise_and_select():
     x, y = rand(6, 4), rand(6, 4)
     vx, vy = jitc.Var(x), jitc.Var(y)
