@@ -1056,6 +1056,101 @@ mod tests {
         }
     }
 
+    /// `items` in a random order.
+    fn shuffled<T>(mut items: Vec<T>, rng: &mut Rng) -> Vec<T> {
+        for i in (1..items.len()).rev() {
+            items.swap(i, rng.below(i + 1));
+        }
+        items
+    }
+
+    /// A random contraction of several dimensions, in any order: 0 to 2
+    /// batch dimensions (both operands index them), 1 or 2 of rows (the
+    /// first operand only), 1 or 2 of columns (the second only), 1 to 3
+    /// folded (both); each operand's indices in a random order, the first
+    /// operand's shifted past its ends (reading a padding value) or read
+    /// backwards, and the output's dimensions in a random order (a row or
+    /// column last).
+    fn random_contraction(rng: &mut Rng) -> String {
+        let mut roles = Vec::new();
+        roles.extend(std::iter::repeat_n('b', rng.below(3)));
+        roles.extend(std::iter::repeat_n('r', 1 + rng.below(2)));
+        roles.extend(std::iter::repeat_n('c', 1 + rng.below(2)));
+        roles.extend(std::iter::repeat_n('k', 1 + rng.below(3)));
+        let roles = shuffled(roles, rng);
+        let mut extents: Vec<usize> = roles
+            .iter()
+            .map(|role| match role {
+                'b' => 1 + rng.below(3),
+                'k' => 1 + rng.below(7),
+                _ => 1 + rng.below(24),
+            })
+            .collect();
+        // At least one block's worth of outputs.
+        let side = |role: char, extents: &[usize]| -> usize {
+            roles
+                .iter()
+                .zip(extents)
+                .filter(|(r, _)| **r == role)
+                .map(|(_, e)| e)
+                .product()
+        };
+        for role in ['r', 'c'] {
+            if side(role, &extents) < 16 {
+                let d = roles.iter().position(|&r| r == role).unwrap();
+                extents[d] = 16 + rng.below(20);
+            }
+        }
+        let of = |wanted: &[char]| -> Vec<usize> {
+            (0..roles.len()).filter(|&d| wanted.contains(&roles[d])).collect()
+        };
+        let a_dims = shuffled(of(&['b', 'r', 'k']), rng);
+        let b_dims = shuffled(of(&['b', 'c', 'k']), rng);
+        // (An output whose contiguous dimension is a batch one is not tiled.)
+        let mut y_dims = shuffled(of(&['b', 'r', 'c']), rng);
+        if let Some(k) = y_dims.iter().position(|&d| roles[d] != 'b') {
+            let last = y_dims.len() - 1;
+            y_dims.swap(k, last);
+        }
+        let a_map: Vec<String> = a_dims
+            .iter()
+            .map(|&d| match rng.below(4) {
+                0 => format!("d{d} - 1"),
+                1 => format!("d{d} + 1"),
+                2 => format!("{} - d{d}", extents[d] - 1),
+                _ => format!("d{d}"),
+            })
+            .collect();
+        let names = |dims: &[usize]| {
+            dims.iter()
+                .map(|d| format!("d{d}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let shape = |dims: &[usize]| dims.iter().map(|&d| extents[d]).collect::<Vec<_>>();
+        let element = if rng.below(4) == 0 { "f64" } else { "f32" };
+        contraction(
+            &extents,
+            (&shape(&a_dims), &a_map.join(", ")),
+            (&shape(&b_dims), &names(&b_dims)),
+            (&shape(&y_dims), &names(&y_dims)),
+            element,
+            Some([0.0, 0.5, -2.0][rng.below(3)]),
+        )
+    }
+
+    #[test]
+    fn random_contractions_of_several_dimensions_match_the_loop_nest() {
+        let cases: u64 = std::env::var("JITC_GPU_TILE_CASES")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(12);
+        let mut rng = Rng(0x5EED_0002);
+        for case in 0..cases {
+            check(&random_contraction(&mut rng), 100 + case);
+        }
+    }
+
     #[test]
     fn a_batched_matmul_and_a_transposed_output_match_the_loop_nest() {
         // Batch d0: both operands move with it.
