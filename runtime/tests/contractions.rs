@@ -13,13 +13,7 @@
 use jitc_compiler::{CodegenOptions, CpuTarget, DiagnosticCollector, MathMode, new_context, parse_module};
 use jitc_interp::{Interpreter, StateStore, Tensor, Value};
 use jitc_runtime::CpuModule;
-use jitc_test_support::{Match, Rng, absolute, floats, random, random_of};
-
-/// `tensor<AxBx...xE>`.
-fn tensor(shape: &[usize], element: &str) -> String {
-    let dims: String = shape.iter().map(|d| format!("{d}x")).collect();
-    format!("tensor<{dims}{element}>")
-}
+use jitc_test_support::{Match, Rng, absolute, contraction_source, floats, random, random_of};
 
 /// A contraction `y = Σ a[map_a] * b[map_b]` over `domain`, `y` indexed by
 /// `map_y`; `padding` is the overflow value of `a`'s reindex.
@@ -34,30 +28,13 @@ struct Case {
 
 impl Case {
     fn source(&self) -> String {
-        let dims: Vec<String> = (0..self.domain.len()).map(|d| format!("d{d}")).collect();
-        let map = |results: &str| format!("affine_map<({}) -> ({results})>", dims.join(", "));
-        let e = self.element;
-        let (ta, tb, ty, td) = (
-            tensor(&self.a.0, e),
-            tensor(&self.b.0, e),
-            tensor(&self.y.0, e),
-            tensor(&self.domain, e),
-        );
-        let padding = self
-            .padding
-            .map(|p| format!(", overflow_value = {p:?} : {e}"))
-            .unwrap_or_default();
-        format!(
-            r#"func.func @main(%a: {ta}, %b: {tb}) -> {ty} {{
-  %aa = "meta.reindex"(%a) {{indices = {ma}{padding}}} : ({ta}) -> {td}
-  %bb = "meta.reindex"(%b) {{indices = {mb}}} : ({tb}) -> {td}
-  %p = "meta.binary"(%aa, %bb) {{kind = "mul"}} : ({td}, {td}) -> {td}
-  %y = "meta.reindex_reduce"(%p) {{kind = "add", indices = {my}}} : ({td}) -> {ty}
-  return %y : {ty}
-}}"#,
-            ma = map(&self.a.1),
-            mb = map(&self.b.1),
-            my = map(&self.y.1),
+        contraction_source(
+            &self.domain,
+            (&self.a.0, &self.a.1),
+            (&self.b.0, &self.b.1),
+            (&self.y.0, &self.y.1),
+            self.element,
+            self.padding,
         )
     }
 }

@@ -36,7 +36,8 @@ use std::process::ExitCode;
 mod workloads;
 
 use jitc_test_support::{
-    Match, STATIC_EXAMPLES, absolute, example, floats, random, random_inputs, random_of, sweep,
+    Match, STATIC_EXAMPLES, absolute, contraction_source, example, floats, random, random_inputs, random_of,
+    sweep,
 };
 
 /// Exact math on the GPU calls libdevice, not the interpreter's libm: 4
@@ -313,36 +314,6 @@ fn row_chains() -> Result<(), String> {
     Ok(())
 }
 
-/// A contraction `y[y_map] = Σ a[a_map] * b[b_map]` over `domain` (the
-/// maps' dimensions `d0, d1, ...`), of `element`s.
-fn contraction_source(
-    domain: &[usize],
-    (a, a_map): (&[usize], &str),
-    (b, b_map): (&[usize], &str),
-    (y, y_map): (&[usize], &str),
-    element: &str,
-) -> String {
-    let tensor = |shape: &[usize]| {
-        let dims: String = shape.iter().map(|d| format!("{d}x")).collect();
-        format!("tensor<{dims}{element}>")
-    };
-    let dims: Vec<String> = (0..domain.len()).map(|d| format!("d{d}")).collect();
-    let map = |results: &str| format!("affine_map<({}) -> ({results})>", dims.join(", "));
-    let (ta, tb, ty, td) = (tensor(a), tensor(b), tensor(y), tensor(domain));
-    format!(
-        r#"func.func @main(%a: {ta}, %b: {tb}) -> {ty} {{
-  %aa = "meta.reindex"(%a) {{indices = {ma}}} : ({ta}) -> {td}
-  %bb = "meta.reindex"(%b) {{indices = {mb}}} : ({tb}) -> {td}
-  %p = "meta.binary"(%aa, %bb) {{kind = "mul"}} : ({td}, {td}) -> {td}
-  %y = "meta.reindex_reduce"(%p) {{kind = "add", indices = {my}}} : ({td}) -> {ty}
-  return %y : {ty}
-}}"#,
-        ma = map(a_map),
-        mb = map(b_map),
-        my = map(y_map),
-    )
-}
-
 /// Contractions as shared-memory tiles (`GpuOptions::tiles`): matmuls
 /// whose sides are not multiples of a tile (one with 2 x 4 outputs per
 /// thread), a transposed f64 one, and a padded convolution, against the CPU backend (which equals the
@@ -361,6 +332,7 @@ fn tiled_contractions() -> Result<(), String> {
                 (&[270, 260], "d2, d1"),
                 (&[300, 260], "d0, d1"),
                 "f32",
+                None,
             ),
             vec![vec![300, 270], vec![270, 260]],
             270,
@@ -374,6 +346,7 @@ fn tiled_contractions() -> Result<(), String> {
                 (&[37, 520], "d2, d1"),
                 (&[1000, 520], "d0, d1"),
                 "f32",
+                None,
             ),
             vec![vec![1000, 37], vec![37, 520]],
             37,
@@ -386,6 +359,7 @@ fn tiled_contractions() -> Result<(), String> {
                 (&[90, 33], "d1, d2"),
                 (&[70, 90], "d0, d1"),
                 "f64",
+                None,
             ),
             vec![vec![33, 70], vec![90, 33]],
             33,
@@ -398,6 +372,7 @@ fn tiled_contractions() -> Result<(), String> {
                 (&[32, 32, 3, 3], "d1, d4, d5, d6"),
                 (&[2, 32, 30, 30], "d0, d1, d2, d3"),
                 "f32",
+                None,
             ),
             vec![vec![2, 32, 30, 30], vec![32, 32, 3, 3]],
             32 * 9,

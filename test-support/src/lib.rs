@@ -174,6 +174,50 @@ pub const STATIC_EXAMPLES: &[(&str, &[&[usize]])] = &[
     ("rnn.mlir", &[&[5, 4, 6], &[6, 8], &[8, 8]]),
 ];
 
+/// `tensor<AxBx...xE>`.
+pub fn tensor_type(shape: &[usize], element: &str) -> String {
+    let dims: String = shape.iter().map(|d| format!("{d}x")).collect();
+    format!("tensor<{dims}{element}>")
+}
+
+/// The source of `@main(%a, %b)`, a contraction `y[y_map] = Σ a[a_map] *
+/// b[b_map]` over `domain` (each map's results over `d0, d1, ...`) of
+/// `element`s, with `a` reading `padding` out of bounds when it is given:
+/// a reindex of each operand, a multiply and a reduce-add, as matmul and
+/// convolution are written in meta-operators.
+pub fn contraction_source(
+    domain: &[usize],
+    (a, a_map): (&[usize], &str),
+    (b, b_map): (&[usize], &str),
+    (y, y_map): (&[usize], &str),
+    element: &str,
+    padding: Option<f64>,
+) -> String {
+    let dims: Vec<String> = (0..domain.len()).map(|d| format!("d{d}")).collect();
+    let map = |results: &str| format!("affine_map<({}) -> ({results})>", dims.join(", "));
+    let (ta, tb, ty, td) = (
+        tensor_type(a, element),
+        tensor_type(b, element),
+        tensor_type(y, element),
+        tensor_type(domain, element),
+    );
+    let padding = padding
+        .map(|p| format!(", overflow_value = {p:?} : {element}"))
+        .unwrap_or_default();
+    format!(
+        r#"func.func @main(%a: {ta}, %b: {tb}) -> {ty} {{
+  %aa = "meta.reindex"(%a) {{indices = {ma}{padding}}} : ({ta}) -> {td}
+  %bb = "meta.reindex"(%b) {{indices = {mb}}} : ({tb}) -> {td}
+  %p = "meta.binary"(%aa, %bb) {{kind = "mul"}} : ({td}, {td}) -> {td}
+  %y = "meta.reindex_reduce"(%p) {{kind = "add", indices = {my}}} : ({td}) -> {ty}
+  return %y : {ty}
+}}"#,
+        ma = map(a_map),
+        mb = map(b_map),
+        my = map(y_map),
+    )
+}
+
 /// Random inputs of `shapes`, the `i`th from seed `seed + i`.
 pub fn random_inputs(shapes: &[&[usize]], seed: u64) -> Vec<Tensor> {
     shapes

@@ -268,12 +268,7 @@ impl GpuTiles {
 
     /// What `jitc explain` says of it.
     pub(crate) fn describe(&self) -> String {
-        let names = |dims: &[usize]| {
-            dims.iter()
-                .map(|d| format!("d{d}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+        let names = super::plan::dim_names;
         let mut text = format!(
             "rows {} ({}) x columns {} ({}), folding {} ({}) in chunks of {DEPTH}: tiles of {} x {} in blocks of {THREADS} threads, {} x {} outputs each, {} blocks, {} bytes of shared memory",
             names(&self.rows),
@@ -707,10 +702,10 @@ pub(crate) fn emit_emulated<'c, 'a>(
     let bytes = tiles.element.byte_width() as i64;
     let outputs = tiles.tm * tiles.tn;
     let shared = [
-        stack(top, tiles.shared_elements(0) * bytes)?,
-        stack(top, tiles.shared_elements(1) * bytes)?,
+        super::stack(top, tiles.shared_elements(0) * bytes)?,
+        super::stack(top, tiles.shared_elements(1) * bytes)?,
     ];
-    let accumulators = stack(top, THREADS * outputs * bytes)?;
+    let accumulators = super::stack(top, THREADS * outputs * bytes)?;
     let phases = Phases::new(tiles, arguments, output, shared, math)?;
     let index = Type::index(top.context);
     let element = phases.element(top);
@@ -765,29 +760,6 @@ pub(crate) fn emit_emulated<'c, 'a>(
     blocks.finish()
 }
 
-/// `bytes` of 64-byte aligned stack memory, allocated at `top`.
-fn stack<'c, 'a>(top: &Emitter<'c, 'a>, bytes: i64) -> Result<Value<'c, 'a>, Error> {
-    let i64_type: Type = melior::ir::r#type::IntegerType::new(top.context, 64).into();
-    let i8_type: Type = melior::ir::r#type::IntegerType::new(top.context, 8).into();
-    let pointer = melior::dialect::llvm::r#type::pointer(top.context, 0);
-    top.op(
-        "llvm.alloca",
-        &[top.int(i64_type, bytes)?],
-        &[pointer],
-        &[
-            (
-                "elem_type",
-                melior::ir::attribute::TypeAttribute::new(i8_type).into(),
-            ),
-            (
-                "alignment",
-                melior::ir::attribute::IntegerAttribute::new(i64_type, 64).into(),
-            ),
-        ],
-    )?
-    .ok_or_else(|| error("llvm.alloca"))
-}
-
 #[cfg(test)]
 mod tests {
     //! The tiles' phases, run on the CPU thread after thread between the
@@ -804,7 +776,7 @@ mod tests {
         lower::{Buffer, KernelStatus, LowerOptions, MathMode},
     };
     use jitc_dialect::kinds::ElementType;
-    use jitc_test_support::Rng;
+    use jitc_test_support::{Rng, contraction_source as contraction};
 
     /// What one run of a kernel gives: its output's elements, and the
     /// tiles' description when it was tiled.
@@ -968,92 +940,6 @@ mod tests {
             }
         }
         tiles
-    }
-
-    /// `tensor<AxBx...xE>`.
-    fn tensor(shape: &[usize], element: &str) -> String {
-        let dims: String = shape.iter().map(|d| format!("{d}x")).collect();
-        format!("tensor<{dims}{element}>")
-    }
-
-    /// `y[y_map] = Σ a[a_map] * b[b_map]` over `domain`; `a` reads
-    /// `padding` out of bounds.
-    #[allow(clippy::too_many_arguments)]
-    fn contraction(
-        domain: &[usize],
-        (a, a_map): (&[usize], &str),
-        (b, b_map): (&[usize], &str),
-        (y, y_map): (&[usize], &str),
-        element: &str,
-        padding: Option<f64>,
-    ) -> String {
-        let dims: Vec<String> = (0..domain.len()).map(|d| format!("d{d}")).collect();
-        let map = |results: &str| format!("affine_map<({}) -> ({results})>", dims.join(", "));
-        let (ta, tb, ty, td) = (
-            tensor(a, element),
-            tensor(b, element),
-            tensor(y, element),
-            tensor(domain, element),
-        );
-        let padding = padding
-            .map(|p| format!(", overflow_value = {p:?} : {element}"))
-            .unwrap_or_default();
-        format!(
-            r#"func.func @main(%a: {ta}, %b: {tb}) -> {ty} {{
-  %aa = "meta.reindex"(%a) {{indices = {ma}{padding}}} : ({ta}) -> {td}
-  %bb = "meta.reindex"(%b) {{indices = {mb}}} : ({tb}) -> {td}
-  %p = "meta.binary"(%aa, %bb) {{kind = "mul"}} : ({td}, {td}) -> {td}
-  %y = "meta.reindex_reduce"(%p) {{kind = "add", indices = {my}}} : ({td}) -> {ty}
-  return %y : {ty}
-}}"#,
-            ma = map(a_map),
-            mb = map(b_map),
-            my = map(y_map),
-        )
-    }
-
-    #[test]
-    fn random_matmuls_match_the_loop_nest() {
-        let cases: u64 = std::env::var("JITC_GPU_TILE_CASES")
-            .ok()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(12);
-        let mut rng = Rng(0x5EED_0001);
-        for case in 0..cases {
-            // Sides below, at and above a tile of 16 threads (and of 32,
-            // 64 and 128 with the forced tile sizes), and folds of one step
-            // and of whole, partial and several chunks.
-            let sizes = [5, 16, 31, 33, 47, 64, 100];
-            let (m, n) = (sizes[rng.below(sizes.len())], sizes[rng.below(sizes.len())]);
-            let k = [1, 7, 16, 21, 40][rng.below(5)];
-            let (m, n) = if m * n < 256 {
-                (m.max(16), n.max(16))
-            } else {
-                (m, n)
-            };
-            let element = if rng.below(3) == 0 { "f64" } else { "f32" };
-            let a_transposed = rng.below(2) == 1;
-            let b_transposed = rng.below(2) == 1;
-            let (a, a_map): (Vec<usize>, &str) = if a_transposed {
-                (vec![k, m], "d2, d0")
-            } else {
-                (vec![m, k], "d0, d2")
-            };
-            let (b, b_map): (Vec<usize>, &str) = if b_transposed {
-                (vec![n, k], "d1, d2")
-            } else {
-                (vec![k, n], "d2, d1")
-            };
-            let source = contraction(
-                &[m, n, k],
-                (&a, a_map),
-                (&b, b_map),
-                (&[m, n], "d0, d1"),
-                element,
-                None,
-            );
-            check(&source, case);
-        }
     }
 
     /// `items` in a random order.

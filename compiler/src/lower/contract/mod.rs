@@ -153,6 +153,30 @@ fn operand_values<'c, 'a>(
     Ok((pointers, symbols, sizes))
 }
 
+/// `bytes` of 64-byte aligned stack memory, allocated at `top` (before
+/// any loop, so that it dominates them).
+fn stack<'c, 'a>(top: &Emitter<'c, 'a>, bytes: i64) -> Result<Value<'c, 'a>, Error> {
+    let i64_type: Type = melior::ir::r#type::IntegerType::new(top.context, 64).into();
+    let i8_type: Type = melior::ir::r#type::IntegerType::new(top.context, 8).into();
+    let pointer = melior::dialect::llvm::r#type::pointer(top.context, 0);
+    top.op(
+        "llvm.alloca",
+        &[top.int(i64_type, bytes)?],
+        &[pointer],
+        &[
+            (
+                "elem_type",
+                melior::ir::attribute::TypeAttribute::new(i8_type).into(),
+            ),
+            (
+                "alignment",
+                melior::ir::attribute::IntegerAttribute::new(i64_type, 64).into(),
+            ),
+        ],
+    )?
+    .ok_or_else(|| error("llvm.alloca"))
+}
+
 /// Emits `plan` for the kernel: its loops, tiles and stores. `range` is the
 /// caller's `[begin, end)` of the split dimension `split`.
 #[allow(clippy::too_many_arguments)]
@@ -172,26 +196,7 @@ pub(super) fn emit_contraction<'c, 'a>(
     let buffer = match plan.pack {
         Some(_) => {
             let bytes = PACK_DEPTH * (plan.vectors * plan.lanes * plan.element.byte_width()) as i64;
-            let pointer = melior::dialect::llvm::r#type::pointer(top.context, 0);
-            let i8_type: Type = melior::ir::r#type::IntegerType::new(top.context, 8).into();
-            let buffer = top
-                .op(
-                    "llvm.alloca",
-                    &[top.int(i64_type, bytes)?],
-                    &[pointer],
-                    &[
-                        (
-                            "elem_type",
-                            melior::ir::attribute::TypeAttribute::new(i8_type).into(),
-                        ),
-                        (
-                            "alignment",
-                            melior::ir::attribute::IntegerAttribute::new(i64_type, 64).into(),
-                        ),
-                    ],
-                )?
-                .ok_or_else(|| error("llvm.alloca"))?;
-            Some(buffer)
+            Some(stack(top, bytes)?)
         }
         None => None,
     };

@@ -119,12 +119,7 @@ pub(crate) struct Contraction {
 impl Contraction {
     /// What `jitc explain` says of it: the dimensions' roles and the tile.
     pub(crate) fn describe(&self) -> String {
-        let names = |dims: &[usize]| {
-            dims.iter()
-                .map(|d| format!("d{d}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+        let names = dim_names;
         let mut text = match &self.form {
             Form::Tiles => {
                 format!(
@@ -165,6 +160,14 @@ impl Contraction {
         }
         text
     }
+}
+
+/// `d0, d2, ...`: how `jitc explain` names dimensions.
+pub(super) fn dim_names(dims: &[usize]) -> String {
+    dims.iter()
+        .map(|d| format!("d{d}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The contraction `body` is over `domain`, if it is one this module
