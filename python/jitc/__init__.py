@@ -513,32 +513,56 @@ def _is_tensor(x):
 
 def _arith(x, y, op):
     """What Python's operator `op` computes on a `Var`: `binary`, after
-    NumPy's and Jittor's promotion of integers and booleans that meet a
-    float (``x * 0.5`` and ``x < 0.5`` on an int32 `x` compute in float32,
-    with a float64 tensor in float64), and true division ``/`` of integers
-    and booleans in float32, as in Jittor and PyTorch (NumPy gives
-    float64). A number that meets a tensor of its own kind takes the
-    tensor's type, as in `binary`."""
+    Jittor's promotion of integers and booleans that meet a float. With a
+    float tensor or array, they take its type; with a float number (a
+    Python or NumPy one, a 0-d array, a list of floats, a relaxed float) or
+    in a true division ``/``, they compute in float32, or float64 where an
+    operand is an int64 tensor or array (so ``x * 0.5`` and ``x < 0.5`` on
+    an int32 `x` are float32's, and ``x / 2`` is true division). Otherwise
+    a number takes the tensor's type, as in `binary`; two float tensors of
+    different widths are still an error."""
     if _is_tensor(x) or _is_tensor(y):
-        own = (_float_dtype(x), _float_dtype(y))
-        target = own[0] or own[1]
-        if target is None and op == "div":
-            target = _np.dtype(_np.float32)
+        x, y = _scalar(x), _scalar(y)
+        kinds = (_float_kind(x), _float_kind(y))
+        strong = {k for k in kinds if isinstance(k, _np.dtype)}
+        if len(strong) == 1:
+            target = strong.pop()
+        elif not strong and ("weak" in kinds or op == "div"):
+            wide = any(_np.dtype(getattr(v, "dtype", _np.int32)) == _np.int64 for v in (x, y) if _is_array(v))
+            target = _np.dtype(_np.float64 if wide else _np.float32)
+        else:
+            target = None
         if target is not None:
-            x, y = (v if f is not None else _as_float(v, target) for v, f in zip((x, y), own))
+            x, y = (v if k is not None else _as_float(v, target) for v, k in zip((x, y), kinds))
     return binary(x, y, op)
 
 
-def _float_dtype(x):
-    """The float type `x` brings to an operator: a float tensor's or
-    array's own, float32 for a Python float (or a relaxed one); None for
-    integers and booleans."""
+def _is_array(x):
+    """Whether `x` is a tensor: a `Var` that is not a number, or an array."""
+    return _is_tensor(x) or isinstance(x, _np.ndarray)
+
+
+def _scalar(x):
+    """A NumPy scalar or 0-d array as the Python number it holds (which
+    meets a tensor as a Python number does, as in Jittor)."""
+    if isinstance(x, _np.generic) or (isinstance(x, _np.ndarray) and x.ndim == 0):
+        return x.item()
+    return x
+
+
+def _float_kind(x):
+    """What float `x` brings to an operator: a float tensor's or array's
+    type; ``"weak"`` for a float number, a relaxed float or a list of
+    floats (which take the other operand's type); None for integers and
+    booleans."""
     if isinstance(x, _Number):
-        return _np.dtype(_np.float32) if x._kind == "float" else None
-    if isinstance(x, (Var, _np.ndarray, _np.generic)):
+        return "weak" if x._kind == "float" else None
+    if isinstance(x, (Var, _np.ndarray)):
         return x.dtype if x.dtype.kind == "f" else None
     if isinstance(x, float):
-        return _np.dtype(_np.float32)
+        return "weak"
+    if isinstance(x, (list, tuple)):
+        return "weak" if _np.asarray(x).dtype.kind == "f" else None
     return None
 
 
@@ -548,7 +572,9 @@ def _as_float(x, dtype):
         return x._as(dtype)
     if isinstance(x, Var):
         return x.astype(dtype)
-    if isinstance(x, (_np.ndarray, _np.generic)):
+    if isinstance(x, _np.ndarray):
+        return _np.asarray(x, dtype=dtype)
+    if isinstance(x, (list, tuple)):
         return _np.asarray(x, dtype=dtype)
     if isinstance(x, (bool, int)):
         return float(x)

@@ -2001,6 +2001,24 @@ def test_a_relaxed_float_promotes_an_integer_tensor_as_a_float_does():
         assert got.dtype == np.float32
         np.testing.assert_array_equal(got.numpy(), (x * np.float32(n)).astype(np.float32))
     assert staged.stats()["relaxations"] == 1
+    # Relaxed ints divide an int tensor truly (by 0 too, as NumPy does),
+    # relaxed floats compare with its values, and a float64 tensor keeps
+    # float64.
+    cases = [
+        (lambda x, n: x / n, x, [2, 2, 3, 0, -4]),
+        (lambda x, n: x < n, x, [0.5, 0.5, -0.5, 1.5, 2.5]),
+        (lambda x, n: x * n, np.linspace(-1, 1, 6), [0.1, 0.1, 0.3, 0.7, -0.2]),
+    ]
+    for fn, arg, numbers in cases:
+        staged = jitc.function(fn, profile=2)
+        for n in numbers:
+            got, want = staged(arg, n), fn(jitc.Var(arg), n)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+        assert staged.stats()["relaxations"] == 1, staged.explain()
+    # (The imperative runs above are NumPy's: 0 / 0 is NaN.)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.testing.assert_array_equal((jitc.Var(x) / 0).numpy(), (x / 0).astype(np.float32))
 
 
 class OneSlot:

@@ -79,35 +79,65 @@ def test_integer_ops():
 
 
 def test_integers_meeting_floats_promote_and_true_division_gives_floats():
-    # As Jittor and PyTorch (NumPy's results, in float32): an int or bool
-    # tensor that meets a float computes in float32 (a float64 tensor's
-    # float64), and `/` of integers is true division.
+    # As Jittor: an int or bool tensor that meets a float number computes in
+    # float32 (float64 for int64), with a float tensor in that tensor's
+    # type, and `/` of integers is true division.
     x = RNG.integers(-50, 50, size=(4, 3)).astype(np.int32)
     y = RNG.integers(1, 9, size=(4, 3)).astype(np.int32)
-    vx, vy = jitc.Var(x), jitc.Var(y)
-    for got, want in [
-        (vx / vy, x / y),
-        (vx / 2, x / 2),
-        (7 / vy, 7 / y),
-        (vx * 0.5, x * 0.5),
-        (0.25 + vx, 0.25 + x),
-        (vx - 1.5, x - 1.5),
-        (abs(vx) ** 0.5, np.abs(x) ** 0.5),
-        (np.true_divide(x, vy), x / y),
-        (jitc.Var(x > 0) + 0.5, (x > 0) + 0.5),
+    f = RNG.standard_normal((4, 3)).astype(np.float32)
+    vx, vy, vf = jitc.Var(x), jitc.Var(y), jitc.Var(f)
+    b = x > 0
+    for got, want, dtype in [
+        (vx / vy, x / y, np.float32),
+        (vx / 2, x / 2, np.float32),
+        (7 / vy, 7 / y, np.float32),
+        (vx * 0.5, x * 0.5, np.float32),
+        (0.25 + vx, 0.25 + x, np.float32),
+        (vx - 1.5, x - 1.5, np.float32),
+        (abs(vx) ** 0.5, np.abs(x) ** 0.5, np.float32),
+        (np.true_divide(x, vy), x / y, np.float32),
+        (jitc.Var(b) + 0.5, b + 0.5, np.float32),
+        (jitc.Var(b) / jitc.Var(b | True), b / True, np.float32),
+        # NumPy scalars, 0-d arrays and lists of floats meet a tensor as
+        # Python floats do.
+        (vx * np.float64(0.5), x * 0.5, np.float32),
+        (vx * np.array(0.5), x * 0.5, np.float32),
+        (vx + [0.5, 1.5, 2.5], x + np.array([0.5, 1.5, 2.5]), np.float32),
+        (vf + vx * np.sqrt(2.0), f + x * np.float32(np.sqrt(2.0)), np.float32),
+        # A float32 tensor with an int tensor: float32.
+        (vf * vx, f * x.astype(np.float32), np.float32),
+        (jitc.mean(vx), x.mean(), np.float32),
     ]:
-        assert got.dtype == np.float32
-        close(got.numpy(), want.astype(np.float32), rtol=1e-6)
-    # Comparisons with a float compare the values, not the truncated float.
-    np.testing.assert_array_equal((vx < 0.5).numpy(), x < 0.5)
-    np.testing.assert_array_equal((vx == 0.0).numpy(), x == 0.0)
-    # A float64 tensor keeps its precision.
+        assert got.dtype == dtype
+        close(got.numpy(), np.asarray(want).astype(dtype), rtol=1e-6)
+    # int64 computes in float64 (exact where float32 is not).
+    big = np.array([2**40 + 1, -3, 5], np.int64)
+    vbig = jitc.Var(big)
+    for got, want in [(vbig * 0.5, big * 0.5), (vbig / vbig, big / big), (vbig / 2, big / 2)]:
+        assert got.dtype == np.float64
+        np.testing.assert_array_equal(got.numpy(), want)
+    np.testing.assert_array_equal((vbig == 2.0**40).numpy(), big == 2.0**40)
+    # A float64 tensor keeps its precision, with ints and with numbers.
     z = RNG.standard_normal((4, 3))
-    got = vx * jitc.Var(z)
-    assert got.dtype == np.float64
-    np.testing.assert_array_equal(got.numpy(), x * z)
+    for got, want in [(vx * jitc.Var(z), x * z), (jitc.Var(z) * 0.1, z * 0.1)]:
+        assert got.dtype == np.float64
+        np.testing.assert_array_equal(got.numpy(), want)
+    # Comparisons with a float compare the values (the old rule compared
+    # with the float truncated to the tensor's type).
+    for got, want in [
+        (vx < 0.5, x < 0.5), (vx == 0.5, x == 0.5), (vx != 0.5, x != 0.5), (vx >= -0.5, x >= -0.5),
+        (0.5 > vx, 0.5 > x), (vx < [1.5, -0.5, 0.5], x < np.array([1.5, -0.5, 0.5])),
+    ]:
+        np.testing.assert_array_equal(got.numpy(), want)
+    # Division by zero is IEEE's, as in NumPy.
+    zero = np.zeros(3, np.int32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.testing.assert_array_equal(
+            (jitc.Var(np.array([1, -1, 0], np.int32)) / jitc.Var(zero)).numpy(),
+            (np.array([1, -1, 0], np.int32) / zero).astype(np.float32),
+        )
     # Integers with integers stay integers.
-    assert (vx * 3).dtype == np.int32 and (vx + vy).dtype == np.int32
+    assert (vx * 3).dtype == np.int32 and (vx + vy).dtype == np.int32 and (vx * np.int64(3)).dtype == np.int32
     # The explicit op keeps its rule: a number takes the tensor's type.
     np.testing.assert_array_equal(jitc.binary(vx, 0.5, "mul").numpy(), x * 0)
 
