@@ -212,6 +212,27 @@ class Var:
     def __pow__(self, other):
         return _arith(self, other, "pow")
 
+    def __rpow__(self, other):
+        return _arith(other, self, "pow")
+
+    def __floordiv__(self, other):
+        return _floor_division(self, other)[0]
+
+    def __rfloordiv__(self, other):
+        return _floor_division(other, self)[0]
+
+    def __mod__(self, other):
+        return _floor_division(self, other)[1]
+
+    def __rmod__(self, other):
+        return _floor_division(other, self)[1]
+
+    def __divmod__(self, other):
+        return _floor_division(self, other)
+
+    def __rdivmod__(self, other):
+        return _floor_division(other, self)
+
     def __neg__(self):
         return unary(self, "neg")
 
@@ -521,6 +542,11 @@ def _arith(x, y, op):
     an int32 `x` are float32's, and ``x / 2`` is true division). Otherwise
     a number takes the tensor's type, as in `binary`; two float tensors of
     different widths are still an error."""
+    return binary(*_promoted(x, y, op), op)
+
+
+def _promoted(x, y, op):
+    """`x` and `y` as `_arith` promotes them for `op`."""
     if _is_tensor(x) or _is_tensor(y):
         x, y = _scalar(x), _scalar(y)
         kinds = (_float_kind(x), _float_kind(y))
@@ -534,7 +560,50 @@ def _arith(x, y, op):
             target = None
         if target is not None:
             x, y = (v if k is not None else _as_float(v, target) for v, k in zip((x, y), kinds))
-    return binary(x, y, op)
+    return x, y
+
+
+def _floor_division(x, y):
+    """NumPy's ``divmod(x, y)`` of a tensor: the quotient rounded toward
+    negative infinity and the remainder with the divisor's sign, after
+    `_arith`'s promotion. On integers (where a zero divisor is an error, as
+    in `binary`) from the truncating ``div`` and ``mod``; on floats as
+    NumPy's ``npy_divmod`` does, from ``fmod`` (a zero divisor gives
+    ``x / y`` and NaN)."""
+    x, y = _promoted(x, y, "floordiv")
+    x = _var(x, like=y if isinstance(y, Var) else None)
+    y = _var(y, like=x)
+    x, y = _broadcast_pair(x, y)
+    if x.dtype.kind != "f":
+        q, r = binary(x, y, "div"), binary(x, y, "mod")
+        adjust = _both(r != 0, binary(r < 0, y < 0, "xor"))
+        return ternary(adjust, q - 1, q), ternary(adjust, r + y, r)
+
+    def full(value):
+        return broadcast(Var(_np.asarray(value, dtype=x.dtype)), x.shape)
+
+    def copysign_zero(v):
+        # -0.0 where `v` has its sign bit set (a -0.0 too), else 0.0.
+        negative = binary(v < 0, _both(v == 0, binary(full(1.0), v, "div") < 0), "or")
+        return ternary(negative, full(-0.0), full(0.0))
+
+    fmod = binary(x, y, "mod")
+    div = binary(x - fmod, y, "div")
+    nonzero = fmod != 0
+    adjust = _both(nonzero, binary(y < 0, fmod < 0, "xor"))
+    mod = ternary(adjust, fmod + y, ternary(nonzero, fmod, copysign_zero(y)))
+    div = ternary(adjust, div - 1, div)
+    floor = unary(div, "floor")
+    floor = ternary(div - floor > 0.5, floor + 1, floor)
+    quotient = binary(x, y, "div")
+    floordiv = ternary(div != 0, floor, copysign_zero(quotient))
+    by_zero = y == 0
+    return ternary(by_zero, quotient, floordiv), ternary(by_zero, fmod, mod)
+
+
+def _both(a, b):
+    """The booleans `a` and `b`, element by element."""
+    return binary(a, b, "and")
 
 
 def _is_array(x):
@@ -630,7 +699,7 @@ class _Number(Var):
     for an ``int`` or ``float`` argument or attribute whose value changed
     between calls. It computes what the number would: with a `jitc.Var`
     it takes the Var's element type (`_var`), except that a float promotes
-    an integer tensor to float32 (`_arith`); with other numbers it follows
+    an integer tensor to a float type (`_arith`); with other numbers it follows
     Python's kinds (``int`` with ``int`` is an ``int``, ``/`` gives a
     ``float``, a comparison a ``bool``), in 64 bits; alone it becomes
     float32 or int32, as a number does. Anything that reads its value into

@@ -142,6 +142,44 @@ def test_integers_meeting_floats_promote_and_true_division_gives_floats():
     np.testing.assert_array_equal(jitc.binary(vx, 0.5, "mul").numpy(), x * 0)
 
 
+def test_floor_division_and_remainder_are_numpys():
+    # Integers: toward negative infinity, the remainder with the divisor's
+    # sign (from jitc's truncating div and mod); a zero divisor is an error.
+    a = RNG.integers(-20, 20, size=60).astype(np.int32)
+    b = RNG.integers(-6, 7, size=60).astype(np.int32)
+    b[b == 0] = 3
+    va, vb = jitc.Var(a), jitc.Var(b)
+    for got, want in [
+        (va // vb, a // b), (va % vb, a % b), (va // 3, a // 3), (7 % vb, 7 % b),
+        (divmod(va, vb)[0], a // b), (divmod(va, vb)[1], a % b), (-7 // vb, -7 // b),
+    ]:
+        assert got.dtype == np.int32
+        np.testing.assert_array_equal(got.numpy(), want)
+    with pytest.raises(jitc.JitcError, match="division by zero"):
+        (va // jitc.Var(np.zeros(60, np.int32))).numpy()
+    # Floats: NumPy's npy_divmod, signed zeros, infinities and NaNs
+    # included; a zero divisor gives x / 0 and NaN.
+    x = np.concatenate([RNG.standard_normal(40).astype(np.float32) * 10,
+                        np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 5.0, -5.0, 1e-30, 7.0, -7.0, 6.0, -6.0], np.float32)])
+    y = np.concatenate([RNG.standard_normal(40).astype(np.float32),
+                        np.array([3.0, 3.0, 2.0, -2.0, 1.0, 0.0, -0.0, -3.0, np.inf, np.inf, 3.0, 3.0], np.float32)])
+    vx, vy = jitc.Var(x), jitc.Var(y)
+    with np.errstate(all="ignore"):
+        wants = [(vx // vy, np.floor_divide(x, y)), (vx % vy, np.mod(x, y)), (vx // 0.5, np.floor_divide(x, np.float32(0.5))),
+                 (2.5 % vy, np.mod(np.float32(2.5), y))]
+    for got, want in wants:
+        got = got.numpy()
+        assert got.dtype == np.float32
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    # An int tensor with a float divides as floats.
+    got = va // 2.5
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got.numpy(), np.floor_divide(a.astype(np.float32), np.float32(2.5)))
+    # A number to a tensor's power.
+    close((2.0 ** jitc.Var(x[:5])).numpy(), 2.0 ** x[:5])
+
+
 def test_element_wise_and_select():
     x, y = rand(6, 4), rand(6, 4)
     vx, vy = jitc.Var(x), jitc.Var(y)
