@@ -10,6 +10,9 @@
 // RUN: jitc compile --target nvptx --gpu-tiles --emit ptx %s | FileCheck %s
 // RUN: jitc compile --target nvptx --gpu-tiles --math exact --emit ptx %s | FileCheck %s --check-prefix=EXACT
 // RUN: jitc compile --target nvptx --emit ptx %s | FileCheck %s --check-prefix=NONE
+// RUN: jitc compile --target nvptx --gpu-tiles --check-bounds --emit ptx %s 2>%t.err | FileCheck %s --check-prefix=NONE
+// RUN: FileCheck %s --check-prefix=CHECKED < %t.err
+// CHECKED: jitc compile: note: --gpu-tiles does nothing with --check-bounds: tiled loads are not checked, so contractions keep one thread per output
 // RUN: jitc explain %s | FileCheck %s --check-prefix=EXPLAIN
 // RUN: jitc explain %examples/mlp_step.mlir | FileCheck %s --check-prefix=MLP
 

@@ -216,6 +216,11 @@ fn compile_recorded(context: &Context, args: &CompileArgs) -> Result<(), String>
     if args.gpu_tiles && args.target != TargetKind::Nvptx {
         return Err("--gpu-tiles needs --target nvptx".into());
     }
+    if args.gpu_tiles && args.check_bounds {
+        eprintln!(
+            "jitc compile: note: --gpu-tiles does nothing with --check-bounds: tiled loads are not checked, so contractions keep one thread per output"
+        );
+    }
     match (args.target, args.emit) {
         (TargetKind::Cpu, EmitKind::Ptx) => {
             return Err("--emit ptx needs --target nvptx".into());

@@ -150,3 +150,29 @@ fn usage_errors_exit_1() {
         assert_eq!(out.status.code(), Some(1), "{args:?}");
     }
 }
+
+#[test]
+fn gpu_tiles_with_check_bounds_says_it_does_nothing() {
+    // Said before the GPU is looked for, so with or without one.
+    let file = env!("CARGO_MANIFEST_DIR").to_owned() + "/../examples/matmul.mlir";
+    let note = "--gpu-tiles does nothing with --check-bounds: tiled loads are not checked, so contractions keep one thread per output";
+    for tool in ["run", "bench"] {
+        let out = jitc(
+            &[
+                tool,
+                &file,
+                "--backend",
+                "cuda",
+                "--gpu-tiles",
+                "--check-bounds",
+                "--input",
+                "4x3xf32=1",
+                "--input",
+                "3x5xf32=1",
+            ],
+            None,
+        );
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains(&format!("jitc {tool}: note: {note}")), "{stderr}");
+    }
+}
