@@ -554,7 +554,7 @@ def _promoted(x, y, op):
         if len(strong) == 1:
             target = strong.pop()
         elif not strong and ("weak" in kinds or op == "div"):
-            wide = any(_np.dtype(getattr(v, "dtype", _np.int32)) == _np.int64 for v in (x, y) if _is_array(v))
+            wide = any(v.dtype == _np.int64 for v in (x, y) if _is_array(v))
             target = _np.dtype(_np.float64 if wide else _np.float32)
         else:
             target = None

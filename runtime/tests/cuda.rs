@@ -416,7 +416,7 @@ fn tiled_contractions() -> Result<(), String> {
                 ..GpuOptions::default()
             };
             let compiled = CudaModule::compile(&context, &mut module, &options).map_err(|e| e.to_string())?;
-            if !compiled.ptx().contains("_tile0") {
+            if !compiled.ptx().contains("_tile_shared0") {
                 return Err(format!("{name}: not tiled"));
             }
             let got = compiled

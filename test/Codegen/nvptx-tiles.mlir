@@ -19,8 +19,8 @@
 // CHECK-LABEL: .visible .entry matmul_fused_0(
 // The shared arrays: 16 steps of 64 + 1 floats each (the extra one keeps
 // a chunk staged with the step fastest off one bank).
-// CHECK-DAG: .shared .align 16 .b8 matmul_fused_0_tile0[4160];
-// CHECK-DAG: .shared .align 16 .b8 matmul_fused_0_tile1[4160];
+// CHECK-DAG: .shared .align 16 .b8 matmul_fused_0_tile_shared0[4160];
+// CHECK-DAG: .shared .align 16 .b8 matmul_fused_0_tile_shared1[4160];
 // Staging: read-only global loads, stores to shared memory, a barrier.
 // CHECK: ld.global.nc.b32
 // CHECK: st.shared.b32
@@ -34,8 +34,8 @@
 // CHECK: ret;
 
 // CHECK-LABEL: .visible .entry conv_fused_0(
-// CHECK-DAG: .shared .align 16 .b8 conv_fused_0_tile0[4160];
-// CHECK-DAG: .shared .align 16 .b8 conv_fused_0_tile1[4160];
+// CHECK-DAG: .shared .align 16 .b8 conv_fused_0_tile_shared0[4160];
+// CHECK-DAG: .shared .align 16 .b8 conv_fused_0_tile_shared1[4160];
 // CHECK: ld.global.nc.b32
 // CHECK: bar.sync 0;
 // CHECK: fma.rn.f32
@@ -54,7 +54,7 @@
 // EXACT-NOT: fma.rn
 // EXACT: ret;
 
-// NONE-NOT: _tile0
+// NONE-NOT: _tile_shared0
 // NONE: .visible .entry matmul_fused_0(
 
 // EXPLAIN: contractions on the cuda backend with --gpu-tiles (shared-memory tiles; not yet run on a GPU):

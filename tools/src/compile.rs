@@ -212,14 +212,16 @@ pub fn report(title: &str, phases: &[(&str, std::time::Duration)], total: std::t
     text
 }
 
+/// What `jitc compile`, `run` and `bench` note when `--gpu-tiles` meets
+/// `--check-bounds`.
+pub const GPU_TILES_UNCHECKED: &str = "--gpu-tiles does nothing with --check-bounds: tiled loads are not checked, so contractions keep one thread per output";
+
 fn compile_recorded(context: &Context, args: &CompileArgs) -> Result<(), String> {
     if args.gpu_tiles && args.target != TargetKind::Nvptx {
         return Err("--gpu-tiles needs --target nvptx".into());
     }
     if args.gpu_tiles && args.check_bounds {
-        eprintln!(
-            "jitc compile: note: --gpu-tiles does nothing with --check-bounds: tiled loads are not checked, so contractions keep one thread per output"
-        );
+        eprintln!("jitc compile: note: {GPU_TILES_UNCHECKED}");
     }
     match (args.target, args.emit) {
         (TargetKind::Cpu, EmitKind::Ptx) => {

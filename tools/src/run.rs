@@ -411,9 +411,7 @@ impl<'c> Program<'c> {
             return Err("--gpu-tiles needs --backend cuda".into());
         }
         if args.gpu_tiles && args.check_bounds {
-            eprintln!(
-                "jitc {tool}: note: --gpu-tiles does nothing with --check-bounds: tiled loads are not checked, so contractions keep one thread per output"
-            );
+            eprintln!("jitc {tool}: note: {}", crate::compile::GPU_TILES_UNCHECKED);
         }
         let mut module = crate::input::parse_source(context, &source.0, &source.1)?;
         // A missing function or a declaration is reported before anything

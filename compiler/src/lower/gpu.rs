@@ -503,15 +503,7 @@ fn lower_tiled<'c>(
             let [output] = &outputs[..] else {
                 return Err(Error::Lowering("a tiled contraction with several results".into()));
             };
-            let mut shared = |o: usize, count: i64| {
-                shared_array(
-                    top,
-                    lowered,
-                    &format!("{}_tile{o}", signature.name),
-                    signature_element(signature),
-                    count,
-                )
-            };
+            let mut shared = tree_arrays(top, lowered, format!("{}_tile", signature.name));
             super::contract::emit_gpu(
                 top,
                 tiles,
@@ -524,14 +516,6 @@ fn lower_tiled<'c>(
             )
         },
     )
-}
-
-/// The element type of a kernel's first result (`f32` for none).
-fn signature_element(signature: &KernelSignature) -> ElementType {
-    match signature.outputs.first() {
-        Some(Buffer::Tensor(_, element) | Buffer::Dynamic(_, element)) => *element,
-        _ => ElementType::F32,
-    }
 }
 
 /// A kernel's arguments as its body reads them, from the entry's

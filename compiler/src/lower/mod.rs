@@ -575,6 +575,31 @@ pub(crate) fn lower<'c>(
 /// kernel's name, its tiles, and the functions that run it (calling it,
 /// or a row chain that calls it).
 pub(crate) fn contractions(module: &Module, options: &LowerOptions) -> Vec<(String, String, Vec<String>)> {
+    described(module, |signature, body, domain, schedule| {
+        contraction(options, signature, body, domain, schedule).map(|plan| plan.describe())
+    })
+}
+
+/// The kernels of the fused `module` that the GPU runs as shared-memory
+/// tiles when asked to (`LowerOptions::gpu_tiles`, outside the
+/// bounds-checked mode; `contract::gpu_tiles`): each kernel's name, its
+/// tiles, and the functions that run it.
+pub(crate) fn gpu_tiled(module: &Module) -> Vec<(String, String, Vec<String>)> {
+    described(module, |signature, body, domain, schedule| {
+        if !signature.exact.is_empty() {
+            return None;
+        }
+        contract::gpu_plan(body, domain, schedule, None).map(|tiles| tiles.describe())
+    })
+}
+
+/// Each kernel of the fused `module` (not a row chain) that `describe`
+/// says something of, given its signature, body, domain and CPU schedule:
+/// its name, what `describe` said, and the functions that run it.
+fn described(
+    module: &Module,
+    describe: impl Fn(&KernelSignature, BlockRef, &[i64], &schedule::Schedule) -> Option<String>,
+) -> Vec<(String, String, Vec<String>)> {
     let hosts = hosts_of(module);
     kernels(module)
         .into_iter()
@@ -585,31 +610,9 @@ pub(crate) fn contractions(module: &Module, options: &LowerOptions) -> Vec<(Stri
             let domain = kernel.attribute("meta.domain").ok().and_then(i64_array)?;
             let body = kernel.region(0).ok()?.first_block()?;
             let schedule = schedule::schedule(body, &domain).ok()?;
-            let plan = contraction(options, &signature, body, &domain, &schedule)?;
+            let text = describe(&signature, body, &domain, &schedule)?;
             let hosts = hosts(&signature.name);
-            Some((signature.name, plan.describe(), hosts))
-        })
-        .collect()
-}
-
-/// The kernels of the fused `module` that the GPU runs as shared-memory
-/// tiles when asked to (`LowerOptions::gpu_tiles`, outside the
-/// bounds-checked mode; `contract::gpu_tiles`): each kernel's name, its
-/// tiles, and the functions that run it.
-pub(crate) fn gpu_tiled(module: &Module) -> Vec<(String, String, Vec<String>)> {
-    let hosts = hosts_of(module);
-    kernels(module)
-        .into_iter()
-        .filter(|kernel| !kernel.has_attribute("meta.chain"))
-        .filter_map(|kernel| {
-            let signature = signature(kernel).ok().filter(|s| s.exact.is_empty())?;
-            legal::check(kernel).ok()?;
-            let domain = kernel.attribute("meta.domain").ok().and_then(i64_array)?;
-            let body = kernel.region(0).ok()?.first_block()?;
-            let schedule = schedule::schedule(body, &domain).ok()?;
-            let tiles = contract::gpu_plan(body, &domain, &schedule, None)?;
-            let hosts = hosts(&signature.name);
-            Some((signature.name, tiles.describe(), hosts))
+            Some((signature.name, text, hosts))
         })
         .collect()
 }

@@ -58,15 +58,15 @@
 //! index arithmetic against the loop nest without a GPU.
 
 use super::{
-    plan::{Analysis, Bound, Operand, analyse},
-    vectors::evaluate,
+    plan::{Analysis, Operand, analyse},
+    vectors::{bound_extent, evaluate, in_range},
 };
 use crate::{
     Error,
     lower::{
         MathMode,
         access::{Arg, Output},
-        emit::{Emitter, error},
+        emit::Emitter,
         index::delinearize_narrow,
         schedule::{Linear, Schedule},
         types::{gep, memory_type, value_type},
@@ -420,17 +420,8 @@ impl<'c, 'a> Phases<'_, 'c, 'a> {
         let mut inside: Option<Value> = None;
         for (form, bound, _) in &operand.checks {
             let value = evaluate(at, form, ivs, symbols, 0)?;
-            let extent = match bound {
-                Bound::Fixed(n) => at.index(*n)?,
-                Bound::Size(k) => self.sizes[o]
-                    .get(*k)
-                    .copied()
-                    .ok_or_else(|| error("a dynamic contraction operand without its size"))?,
-            };
-            let low = at.cmpi(5, value, at.index(0)?)?;
-            let high = at.cmpi(2, value, extent)?;
-            let within = at.value("arith.andi", &[low, high], at.i1())?;
-            inside = Some(at.and_maybe(inside, within)?);
+            let extent = bound_extent(at, *bound, &self.sizes[o])?;
+            inside = Some(at.and_maybe(inside, in_range(at, value, extent)?)?);
         }
         let offset = evaluate(at, &operand.offset, ivs, symbols, 0)?;
         let offset = match inside {
@@ -644,7 +635,8 @@ impl<'c, 'a> Phases<'_, 'c, 'a> {
 
 /// Emits the GPU entry's body for `tiles`: thread `tid` (`threadIdx.x`)
 /// of block `block` (`blockIdx.x`), with the two operands' shared arrays
-/// (`shared[o]` holds [`GpuTiles::shared_elements`]`(o)` elements).
+/// (`shared(o, element, count)` makes operand `o`'s, of
+/// [`GpuTiles::shared_elements`]`(o)` elements).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn emit_gpu<'c, 'a>(
     top: &Emitter<'c, 'a>,
@@ -653,12 +645,12 @@ pub(crate) fn emit_gpu<'c, 'a>(
     output: &Output<'c, 'a>,
     tid: Value<'c, 'a>,
     block: Value<'c, 'a>,
-    shared: &mut dyn FnMut(usize, i64) -> Result<Value<'c, 'a>, Error>,
+    shared: &mut dyn FnMut(usize, ElementType, i64) -> Result<Value<'c, 'a>, Error>,
     math: MathMode,
 ) -> Result<(), Error> {
     let shared = [
-        shared(0, tiles.shared_elements(0))?,
-        shared(1, tiles.shared_elements(1))?,
+        shared(0, tiles.element, tiles.shared_elements(0))?,
+        shared(1, tiles.element, tiles.shared_elements(1))?,
     ];
     let phases = Phases::new(tiles, arguments, output, shared, math)?;
     let barrier = |at: &Emitter| at.op("nvvm.barrier0", &[], &[], &[]).map(|_| ());

@@ -10,8 +10,7 @@ use super::super::{
     schedule::Linear,
     value_type,
 };
-use super::plan::Bound;
-use super::vectors::{Reads, evaluate};
+use super::vectors::{Reads, bound_extent, evaluate, in_range};
 use crate::Error;
 use melior::ir::{Type, Value};
 
@@ -252,16 +251,8 @@ impl<'c, 'a> Tile<'_, 'c, 'a> {
         for (form, extent, moves) in &operand.checks {
             let value = evaluate(at, form, ivs, symbols, moved(form))?;
             let value = at.value("arith.index_cast", &[value], i64_type)?;
-            let extent = match extent {
-                Bound::Fixed(n) => at.int(i64_type, *n)?,
-                Bound::Size(k) => {
-                    let size = self.reads.sizes[o]
-                        .get(*k)
-                        .copied()
-                        .ok_or_else(|| error("a dynamic contraction operand without its size"))?;
-                    at.value("arith.index_cast", &[size], i64_type)?
-                }
-            };
+            let extent = bound_extent(at, *extent, &self.reads.sizes[o])?;
+            let extent = at.value("arith.index_cast", &[extent], i64_type)?;
             if *moves {
                 let within = vectors.lanes_within(at, value, extent)?;
                 lanes = Some(match lanes {
@@ -269,9 +260,7 @@ impl<'c, 'a> Tile<'_, 'c, 'a> {
                     None => within,
                 });
             } else {
-                let low = at.cmpi(5, value, at.int(i64_type, 0)?)?;
-                let high = at.cmpi(2, value, extent)?;
-                let within = at.value("arith.andi", &[low, high], at.i1())?;
+                let within = in_range(at, value, extent)?;
                 scalar = Some(at.and_maybe(scalar, within)?);
             }
         }

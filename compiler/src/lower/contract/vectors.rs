@@ -9,7 +9,7 @@ use super::super::{
     gep, memory_type,
     schedule::Linear,
 };
-use super::plan::Contraction;
+use super::plan::{Bound, Contraction};
 use crate::Error;
 use jitc_dialect::kinds::ElementType;
 use melior::ir::{Attribute, Type, Value};
@@ -232,6 +232,35 @@ pub(super) fn evaluate<'c, 'a>(
         value = at.value("arith.addi", &[value, term], index)?;
     }
     Ok(value)
+}
+
+/// The extent a checked index must stay below, as an `index`: the one
+/// known when compiling, or the operand's size in that dimension, read at
+/// kernel entry (`sizes`, empty for a static operand).
+pub(super) fn bound_extent<'c, 'a>(
+    at: &Emitter<'c, 'a>,
+    bound: Bound,
+    sizes: &[Value<'c, 'a>],
+) -> Result<Value<'c, 'a>, Error> {
+    match bound {
+        Bound::Fixed(n) => at.index(n),
+        Bound::Size(k) => sizes
+            .get(k)
+            .copied()
+            .ok_or_else(|| error("a dynamic contraction operand without its size")),
+    }
+}
+
+/// `0 <= value < extent`, as an `i1` (both of one integer type).
+pub(super) fn in_range<'c, 'a>(
+    at: &Emitter<'c, 'a>,
+    value: Value<'c, 'a>,
+    extent: Value<'c, 'a>,
+) -> Result<Value<'c, 'a>, Error> {
+    let zero = at.int(melior::ir::ValueLike::r#type(&value), 0)?;
+    let low = at.cmpi(5, value, zero)?;
+    let high = at.cmpi(2, value, extent)?;
+    at.value("arith.andi", &[low, high], at.i1())
 }
 
 /// What every tile of one contraction reads, in either form: the plan,
