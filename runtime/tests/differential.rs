@@ -33,7 +33,7 @@ use jitc_compiler::{
     CodegenOptions, DiagnosticCollector, MathMode, OptimizeOptions, Pipeline, new_context, optimize,
     parse_module,
 };
-use jitc_interp::{Interpreter, StateStore, Tensor, Value};
+use jitc_interp::{Buffer, Interpreter, Scalar, StateStore, Tensor, Value};
 use jitc_runtime::CpuModule;
 use proptest::prelude::*;
 
@@ -147,7 +147,11 @@ fn every_example_matches() {
 }
 
 /// Large element-wise kernels are split across threads (when the machine
-/// has several cores); the parts must add up to the interpreter's result.
+/// has several cores); the parts must add up to the interpreter's result:
+/// bit for bit under `--math exact`. Under fast math the row sums may be
+/// summed in vector partial sums (`docs/semantics.md`), which is within
+/// the examples' 1e-5 of the result where the terms do not cancel, so that
+/// run sums magnitudes.
 #[test]
 fn kernels_split_across_threads_match() {
     let source = r#"func.func @main(%x: tensor<257x256xf32>, %y: tensor<257x256xf32>) -> (tensor<257x256xf32>, tensor<257xf32>) {
@@ -160,7 +164,20 @@ fn kernels_split_across_threads_match() {
 }"#;
     assert!(jitc_runtime::cpu::thread_count() >= 1);
     let inputs = vec![random(&[257, 256], 3), random(&[257, 256], 4)];
+    if let Some(difference) = differ(source, &inputs, &StateStore::new(), MathMode::Exact, &[false]) {
+        panic!("exact: {difference}");
+    }
+    let magnitudes: Vec<f32> = (0..inputs[0].len())
+        .map(|e| match inputs[0].get(e) {
+            Scalar::F32(x) => x.abs(),
+            other => panic!("an f32 input, not {other:?}"),
+        })
+        .collect();
+    let inputs = vec![
+        Tensor::new(vec![257, 256], Buffer::F32(magnitudes.into())).unwrap(),
+        inputs[1].clone(),
+    ];
     if let Some(difference) = differ(source, &inputs, &StateStore::new(), MathMode::Fast, &[false]) {
-        panic!("{difference}");
+        panic!("fast: {difference}");
     }
 }

@@ -9,6 +9,10 @@
 // RUN: jitc compile %s --emit llvm --cpu x86-64-v3 --check-bounds | FileCheck %s --check-prefix=LLVM
 // RUN: jitc compile %examples/conv.mlir --target nvptx --emit ptx --check-bounds | FileCheck %s --check-prefix=PTX
 
+// The kernel's two alias scopes, its own: what it writes, and its
+// arguments.
+// MLIR-DAG:  #[[WRITES:alias_scope[0-9]*]] = #llvm.alias_scope<id = distinct[{{[0-9]+}}]<>, domain = #{{.+}}, description = "jitc writes">
+// MLIR-DAG:  #[[ARGS:alias_scope[0-9]*]] = #llvm.alias_scope<id = distinct[{{[0-9]+}}]<>, domain = #{{.+}}, description = "jitc arguments">
 // The data pointers of %x and the result, then the status record's.
 // MLIR-LABEL: func.func @shift_right_fused_0(
 // MLIR:      %[[X:.+]] = llvm.load %{{.+}} : !llvm.ptr -> !llvm.ptr
@@ -23,23 +27,24 @@
 // MLIR-NEXT: scf.if %[[BAD]] {
 // MLIR-NEXT:   %[[ZERO:.+]] = arith.constant 0 : i64
 // MLIR-NEXT:   %[[CODE:.+]] = arith.constant 2 : i64
-// MLIR-NEXT:   %[[CLAIM:.+]] = llvm.cmpxchg %[[STATUS]], %[[ZERO]], %[[CODE]] syncscope("device") monotonic monotonic : !llvm.ptr, i64
+// Writes and the arguments' loads carry the kernel's two alias scopes.
+// MLIR-NEXT:   %[[CLAIM:.+]] = llvm.cmpxchg %[[STATUS]], %[[ZERO]], %[[CODE]] syncscope("device") monotonic monotonic {alias_scopes = [#[[WRITES]]], noalias_scopes = [#[[ARGS]]]} : !llvm.ptr, i64
 // MLIR-NEXT:   %[[WON:.+]] = llvm.extractvalue %[[CLAIM]][1] : !llvm.struct<(i64, i1)>
 // MLIR-NEXT:   scf.if %[[WON]] {
 // MLIR-NEXT:     %[[ONE:.+]] = arith.constant 1 : i64
 // MLIR-NEXT:     %[[WORD:.+]] = llvm.getelementptr %[[STATUS]][%[[ONE]]] : (!llvm.ptr, i64) -> !llvm.ptr, i64
-// MLIR-NEXT:     llvm.store %[[OFFSET]], %[[WORD]] : i64, !llvm.ptr
+// MLIR-NEXT:     llvm.store %[[OFFSET]], %[[WORD]] {alias_scopes = [#[[WRITES]]], noalias_scopes = [#[[ARGS]]]} : i64, !llvm.ptr
 // MLIR:      %[[OK:.+]] = arith.cmpi ult, %[[OFFSET]], %[[LEN]] : i64
 // MLIR:      %[[SAFE:.+]] = arith.select %[[OK]], %[[OFFSET]], %{{.+}} : i64
 // MLIR-NEXT: %[[P:.+]] = llvm.getelementptr %[[X]][%[[SAFE]]]
-// MLIR-NEXT: %[[V:.+]] = llvm.load %[[P]] : !llvm.ptr -> f32
+// MLIR-NEXT: %[[V:.+]] = llvm.load %[[P]] {alias_scopes = [#[[ARGS]]], noalias_scopes = [#[[WRITES]]]} : !llvm.ptr -> f32
 // MLIR-NEXT: arith.select %[[OK]], %[[V]], %{{.+}} : f32
 // The result's store is access 1, status 3, and made only when inside.
 // MLIR:      llvm.cmpxchg %[[STATUS]], %{{.+}}, %{{.+}} syncscope("device") monotonic monotonic
 // MLIR:      %[[OK2:.+]] = arith.cmpi ult, %{{.+}}, %{{.+}} : i64
 // MLIR-NEXT: scf.if %[[OK2]] {
 // MLIR-NEXT:   %[[Q:.+]] = llvm.getelementptr %[[Y]][%{{.+}}]
-// MLIR-NEXT:   llvm.store %{{.+}}, %[[Q]] : f32, !llvm.ptr
+// MLIR-NEXT:   llvm.store %{{.+}}, %[[Q]] {alias_scopes = [#[[WRITES]]], noalias_scopes = [#[[ARGS]]]} : f32, !llvm.ptr
 // The interior and the trailing edge keep the numbers: 2, then 3.
 // MLIR:      scf.for
 // MLIR:      arith.constant 2 : i64

@@ -35,7 +35,7 @@ func.func @long(%x: tensor<2x4x32768xf32>) -> tensor<1x4x1xf32> {
 // MLIR: #[[TAG:.*]] = #llvm.tbaa_tag<base_type = #[[TYPE]], access_type = #[[TYPE]], offset = 0>
 // MLIR-NOT: tbaa_type_desc
 // MLIR-LABEL: func.func @channels_fused_0(
-// MLIR: llvm.load %{{.*}} {tbaa = [#[[TAG]]]} : !llvm.ptr -> f32
+// MLIR: llvm.load %{{.*}} {alias_scopes = [#{{.+}}], noalias_scopes = [#{{.+}}], tbaa = [#[[TAG]]]} : !llvm.ptr -> f32
 // MLIR-LABEL: func.func @rows_fused_0(
 // MLIR-NOT: tbaa
 // MLIR-LABEL: func.func @long_fused_0(

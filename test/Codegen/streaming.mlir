@@ -28,10 +28,10 @@
 // MLIR: arith.andi %[[ADDRESS]], %{{.*}} : i64
 // MLIR: scf.if
 // MLIR: llvm.intr.assume %{{.*}} ["align"(%[[Y]], %{{.*}} : !llvm.ptr, i64)] : i1
-// MLIR: llvm.store %{{.*}}, %{{.*}} {tbaa = [#[[TAG]]]} : f32, !llvm.ptr
+// MLIR: llvm.store %{{.*}}, %{{.*}} {alias_scopes = [#{{.+}}], noalias_scopes = [#{{.+}}], tbaa = [#[[TAG]]]} : f32, !llvm.ptr
 // MLIR: scf.if
 // MLIR-NOT: tbaa
-// MLIR: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr
+// MLIR: llvm.store %{{.*}}, %{{.*}} {alias_scopes = [#{{[a-z_0-9]+}}], noalias_scopes = [#{{[a-z_0-9]+}}]} : f32, !llvm.ptr
 // MLIR-LABEL: func.func @transposed_fused_0(
 // MLIR-NOT: tbaa
 // MLIR-LABEL: func.func @transposed_fused_1(

@@ -397,11 +397,14 @@ pub(super) fn load_at<'c, 'a>(
     element: ElementType,
     check: Option<Check<'c, '_>>,
 ) -> Result<Value<'c, 'a>, Error> {
-    load_marked(at, pointer, offset, element, check, None)
+    load_marked(at, pointer, offset, element, check, None, None)
 }
 
 /// [`load_at`], the load carrying the `tbaa` attribute `mark` when there
-/// is one (a load to prefetch for, `super::prefetch`).
+/// is one (a load to prefetch for, `super::prefetch`), and, when
+/// `pointer` is the buffer of the kernel's argument `argument`, the
+/// emitter's alias scopes of that argument's read
+/// ([`super::emit::Scopes`]).
 pub(super) fn load_marked<'c, 'a>(
     at: &Emitter<'c, 'a>,
     pointer: Value<'c, '_>,
@@ -409,10 +412,11 @@ pub(super) fn load_marked<'c, 'a>(
     element: ElementType,
     check: Option<Check<'c, '_>>,
     mark: Option<Attribute<'c>>,
+    argument: Option<usize>,
 ) -> Result<Value<'c, 'a>, Error> {
     let offset = to_i64(at, offset)?;
     let Some(check) = check else {
-        return load(at, pointer, offset, element, mark);
+        return load(at, pointer, offset, element, mark, argument);
     };
     let (offset, ok) = guard(at, &check, offset)?;
     let r#type = value_type(at.context, element);
@@ -424,7 +428,7 @@ pub(super) fn load_marked<'c, 'a>(
     // An empty buffer has no element to read instead.
     let Some(ok) = ok else { return Ok(zero) };
     let safe = at.select(ok, offset, at.int(offset.r#type(), 0)?)?;
-    let loaded = load(at, pointer, safe, element, mark)?;
+    let loaded = load(at, pointer, safe, element, mark, argument)?;
     at.select(ok, loaded, zero)
 }
 
@@ -485,15 +489,17 @@ fn load<'c, 'a>(
     offset: Value<'c, '_>,
     element: ElementType,
     mark: Option<Attribute<'c>>,
+    argument: Option<usize>,
 ) -> Result<Value<'c, 'a>, Error> {
     let address = emit_gep(at, pointer, offset, memory(at.context, element))?;
     let r#type = memory(at.context, element);
-    let loaded = match mark {
-        Some(tbaa) => at
-            .op("llvm.load", &[address], &[r#type], &[("tbaa", tbaa)])?
-            .ok_or_else(|| Error::Lowering("a load without a result".into()))?,
-        None => at.value("llvm.load", &[address], r#type)?,
-    };
+    let mut attributes: Vec<(&str, Attribute<'c>)> = mark.map(|tbaa| ("tbaa", tbaa)).into_iter().collect();
+    if let (Some(argument), Some(scopes)) = (argument, at.scopes) {
+        attributes.extend(scopes.argument_read(argument));
+    }
+    let loaded = at
+        .op("llvm.load", &[address], &[r#type], &attributes)?
+        .ok_or_else(|| Error::Lowering("a load without a result".into()))?;
     if element == ElementType::I1 {
         at.value("arith.trunci", &[loaded], at.i1())
     } else {
@@ -511,11 +517,10 @@ fn store<'c>(
     mark: Option<Attribute<'c>>,
 ) -> Result<(), Error> {
     let address = emit_gep(at, pointer, offset, memory(at.context, element))?;
-    match mark {
-        Some(tbaa) => at.op("llvm.store", &[value, address], &[], &[("tbaa", tbaa)]),
-        None => at.op("llvm.store", &[value, address], &[], &[]),
-    }
-    .map(|_| ())
+    let mut attributes: Vec<(&str, Attribute<'c>)> = mark.map(|tbaa| ("tbaa", tbaa)).into_iter().collect();
+    attributes.extend(at.scopes.map(|scopes| scopes.write()).into_iter().flatten());
+    at.op("llvm.store", &[value, address], &[], &attributes)
+        .map(|_| ())
 }
 
 /// LLVM's `monotonic` atomic ordering, as the LLVM dialect numbers it:
@@ -584,17 +589,20 @@ pub(super) fn claim<'c>(
     let pair = Type::parse(context, "!llvm.struct<(i64, i1)>").ok_or_else(failed)?;
     let ordering = IntegerAttribute::new(i64_type, MONOTONIC).into();
     let (zero, status) = (at.int(i64_type, 0)?, at.int(i64_type, status)?);
+    let scopes: Vec<_> = at
+        .scopes
+        .map(|scopes| scopes.write())
+        .into_iter()
+        .flatten()
+        .collect();
+    let mut attributes = vec![
+        ("success_ordering", ordering),
+        ("failure_ordering", ordering),
+        at.device_scope(),
+    ];
+    attributes.extend(scopes.iter().copied());
     let exchanged = at
-        .op(
-            "llvm.cmpxchg",
-            &[record, zero, status],
-            &[pair],
-            &[
-                ("success_ordering", ordering),
-                ("failure_ordering", ordering),
-                at.device_scope(),
-            ],
-        )?
+        .op("llvm.cmpxchg", &[record, zero, status], &[pair], &attributes)?
         .ok_or_else(failed)?;
     let position = DenseI64ArrayAttribute::new(context, &[1]).into();
     let claimed = at
@@ -607,7 +615,7 @@ pub(super) fn claim<'c>(
         .ok_or_else(failed)?;
     let first = at.if_then(claimed)?;
     let slot = emit_gep(&first, record, first.int(i64_type, 1)?, i64_type)?;
-    first.op("llvm.store", &[word, slot], &[], &[])?;
+    first.op("llvm.store", &[word, slot], &[], &scopes)?;
     first.finish()
 }
 

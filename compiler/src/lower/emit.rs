@@ -33,6 +33,79 @@ pub struct Emitter<'c, 'a> {
     pub location: Location<'c>,
     /// Where they go.
     pub block: BlockRef<'c, 'a>,
+    /// The alias scopes its element accesses carry, when the kernel being
+    /// built writes no buffer it reads (`super::access`); `None` leaves
+    /// every access unmarked.
+    pub scopes: Option<Scopes<'c>>,
+}
+
+/// The two alias scopes of a kernel's element accesses (LLVM's
+/// `!alias.scope` and `!noalias`), one domain: loads of its arguments and
+/// everything it writes. A kernel writes no argument's buffer (the runtime
+/// allocates the results), except the one argument a nest written in place
+/// writes (`super::inplace`: the runtime donates a buffer nothing else
+/// holds, so no other argument is that buffer), whose loads are left
+/// unmarked. So the two scopes never alias, and LLVM may hoist a load that
+/// no iteration changes out of a loop that stores, and vectorize without
+/// checking at run time that the buffers are apart. Each kernel has scopes
+/// of its own (distinct attributes): a row chain's stages write and read
+/// the same scratch as different kernels, and LLVM may inline them into
+/// one function, where one stage's writes must not be taken for apart
+/// from the next one's reads.
+#[derive(Clone, Copy)]
+pub struct Scopes<'c> {
+    /// `[#arguments]`.
+    arguments: Attribute<'c>,
+    /// `[#writes]`.
+    writes: Attribute<'c>,
+    /// The argument whose buffer the nest writes in place, if any.
+    written: Option<usize>,
+}
+
+impl<'c> Scopes<'c> {
+    /// Two new scopes, in `context`, distinct from every other kernel's.
+    /// (Each in a domain of its own: a load's scope is in the store's
+    /// `noalias` list, so the two do not alias, whatever the domains.)
+    pub fn new(context: &'c Context) -> Result<Self, Error> {
+        // Every parse makes new distinct attributes.
+        let scope = |name: &str| {
+            Attribute::parse(
+                context,
+                &format!(
+                    "[#llvm.alias_scope<id = distinct[1]<>, domain = #llvm.alias_scope_domain<id = distinct[0]<>, \
+                     description = \"jitc kernel\">, description = \"jitc {name}\">]"
+                ),
+            )
+            .ok_or_else(|| failed("an alias scope"))
+        };
+        Ok(Self {
+            arguments: scope("arguments")?,
+            writes: scope("writes")?,
+            written: None,
+        })
+    }
+
+    /// The scopes of a nest that writes argument `argument`'s buffer.
+    pub fn written_in_place(self, argument: usize) -> Self {
+        Self {
+            written: Some(argument),
+            ..self
+        }
+    }
+
+    /// The attributes of a load of argument `argument`'s element: none for
+    /// the argument written in place.
+    pub fn argument_read(&self, argument: usize) -> Vec<(&'static str, Attribute<'c>)> {
+        if self.written == Some(argument) {
+            return Vec::new();
+        }
+        vec![("alias_scopes", self.arguments), ("noalias_scopes", self.writes)]
+    }
+
+    /// The attributes of a store or an atomic.
+    pub fn write(&self) -> [(&'static str, Attribute<'c>); 2] {
+        [("alias_scopes", self.writes), ("noalias_scopes", self.arguments)]
+    }
 }
 
 fn failed(name: &str) -> Error {

@@ -352,6 +352,7 @@ pub(super) fn entry<'c>(
         context,
         location,
         block,
+        scopes: None,
     };
     let i32_type: Type = IntegerType::new(context, 32).into();
     let index = Type::index(context);

@@ -770,6 +770,7 @@ fn lower_kernel<'c>(
         context,
         location,
         block: entry,
+        scopes: Some(emit::Scopes::new(context)?),
     };
     let buffers: Value = entry
         .argument(0)
@@ -1035,7 +1036,12 @@ fn lower_kernel<'c>(
                     ..output.clone()
                 })
                 .collect();
-            let then = top.if_then(shared)?;
+            // This nest writes argument `i`'s buffer: its loads of it
+            // claim nothing about aliasing.
+            let then = Emitter {
+                scopes: top.scopes.map(|scopes| scopes.written_in_place(i)),
+                ..top.if_then(shared)?
+            };
             emit(&then, &in_place)?;
             then.finish()?;
             let otherwise = top.if_then(apart)?;

@@ -145,7 +145,7 @@ impl<'c, 'a> Body<'c, 'a, '_> {
             None => self.prefetch_mark(schedule::strides(self.domain), element),
             Some(_) => None,
         };
-        let loaded = load_marked(&self.at, pointer, self.linear, element, check, mark)?;
+        let loaded = load_marked(&self.at, pointer, self.linear, element, check, mark, Some(i))?;
         self.scalars.insert(key(value), loaded);
         Ok(loaded)
     }
@@ -311,7 +311,7 @@ pub(super) fn emit_op<'c, 'a>(
                 ),
                 _ => None,
             };
-            let loaded = load_marked(&at, pointer, offset, element, check, mark)?;
+            let loaded = load_marked(&at, pointer, offset, element, check, mark, Some(i))?;
             match inside {
                 Some(inside) => at.select(inside, loaded, overflow).map(Some),
                 None => Ok(Some(loaded)),

@@ -1017,6 +1017,7 @@ fn lower_chain<'c>(
         context,
         location,
         block: entry,
+        scopes: None,
     };
     let argument = |i: usize| -> Result<Value, Error> {
         entry.argument(i).map(Into::into).map_err(|_| fail("arguments"))
