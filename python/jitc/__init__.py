@@ -534,33 +534,114 @@ def _is_tensor(x):
 
 def _arith(x, y, op):
     """What Python's operator `op` computes on a `Var`: `binary`, after
-    Jittor's promotion of integers and booleans that meet a float. With a
-    float tensor or array, they take its type; with a float number (a
-    Python or NumPy one, a 0-d array, a list of floats, a relaxed float) or
-    in a true division ``/``, they compute in float32, or float64 where an
-    operand is an int64 tensor or array (so ``x * 0.5`` and ``x < 0.5`` on
-    an int32 `x` are float32's, and ``x / 2`` is true division). Otherwise
-    a number takes the tensor's type, as in `binary`; two float tensors of
-    different widths are still an error."""
-    return binary(*_promoted(x, y, op), op)
+    Jittor's and NumPy's promotion (`_promoted`). Integers and booleans
+    that meet a float tensor or array take its type; with a float number
+    (a Python or NumPy one, a 0-d array, a list of floats, a relaxed float)
+    or in a true division ``/``, they compute in float32, or float64 where
+    an operand is an int64 tensor or array (so ``x * 0.5`` and ``x < 0.5``
+    on an int32 `x` are float32's, and ``x / 2`` is true division). Two
+    tensors or arrays of one kind but different widths compute in the wider
+    type (float32 with float64 is float64, int32 with int64 is int64, a
+    boolean with an integer is that integer). Otherwise a number takes the
+    tensor's type, as in `binary`, except that a boolean tensor meeting an
+    integer number computes in int32. As NumPy: ``+`` and ``*`` of two
+    booleans are ``or`` and ``and``, ``-`` of two booleans is an error, and
+    ``**`` of integers is an integer (`_integer_power`)."""
+    if not (_is_tensor(x) or _is_tensor(y)):
+        return binary(x, y, op)
+    x, y = _promoted(x, y, op)
+    if op in ("add", "mul", "sub") and _is_bool(x) and _is_bool(y):
+        if op == "sub":
+            raise JitcError(
+                "- of two booleans is not supported, as in NumPy: use ^ (xor) "
+                "or convert them with astype(np.int32)"
+            )
+        return binary(x, y, "or" if op == "add" else "and")
+    if op == "pow" and not _float_kind(x) and not _float_kind(y):
+        return _integer_power(x, y)
+    return binary(x, y, op)
+
+
+# Integer types by width, for `_promoted`.
+_INTEGER_RANK = {_np.dtype(_np.bool_): 0, _np.dtype(_np.int32): 1, _np.dtype(_np.int64): 2}
 
 
 def _promoted(x, y, op):
     """`x` and `y` as `_arith` promotes them for `op`."""
-    if _is_tensor(x) or _is_tensor(y):
-        x, y = _scalar(x), _scalar(y)
-        kinds = (_float_kind(x), _float_kind(y))
-        strong = {k for k in kinds if isinstance(k, _np.dtype)}
-        if len(strong) == 1:
-            target = strong.pop()
-        elif not strong and ("weak" in kinds or op == "div"):
-            wide = any(v.dtype == _np.int64 for v in (x, y) if _is_array(v))
-            target = _np.dtype(_np.float64 if wide else _np.float32)
-        else:
-            target = None
-        if target is not None:
-            x, y = (v if k is not None else _as_float(v, target) for v, k in zip((x, y), kinds))
-    return x, y
+    if not (_is_tensor(x) or _is_tensor(y)):
+        return x, y
+    x, y = _scalar(x), _scalar(y)
+    kinds = (_float_kind(x), _float_kind(y))
+    strong = {k for k in kinds if isinstance(k, _np.dtype)}
+    if strong:
+        # A float tensor or array: its type, the wider of two.
+        target = _builtins.max(strong, key=lambda d: d.itemsize)
+    elif "weak" in kinds or op == "div":
+        wide = any(v.dtype == _np.int64 for v in (x, y) if _is_array(v))
+        target = _np.dtype(_np.float64 if wide else _np.float32)
+    else:
+        target = _integer_target(x, y, op)
+    if target is None:
+        return x, y
+    return tuple(v if not _is_array(v) and _float_kind(v) is not None else _as_type(v, target) for v in (x, y))
+
+
+def _integer_target(x, y, op):
+    """The integer type that integer and boolean operands compute `op` in:
+    the wider of two tensors' or arrays' types; int32 for booleans that meet
+    an integer number, or a ``**``, ``//`` or ``%`` of booleans (NumPy's
+    int8, which jitc does not have); None where they keep their types."""
+    # (An array of a type jitc lacks, uint8 say, takes the tensor's.)
+    integers = [v.dtype for v in (x, y) if _is_array(v) and _INTEGER_RANK.get(v.dtype, 0) > 0]
+    if integers:
+        return _builtins.max(integers, key=_INTEGER_RANK.__getitem__)
+    if any(_number_kind(v) == "int" for v in (x, y)) or op in ("pow", "floordiv", "mod"):
+        return _np.dtype(_np.int32)
+    return None
+
+
+def _integer_power(x, y):
+    """NumPy's ``x ** y`` of integers: an integer, wrapping as a product of
+    that width does. An exponent that is a number is unrolled by
+    squaring (``x ** 2`` is one multiply); a negative one is NumPy's error.
+    A tensor of exponents takes one step per bit (31 for int32, 63 for
+    int64) and a guard that none is negative, which the fetch checks."""
+    if isinstance(y, _Number):
+        y = y._python("the operator ** on integers")
+    if not _is_array(y) and not isinstance(y, (list, tuple)):
+        n = int(y)
+        if n < 0:
+            raise JitcError(
+                "integers to negative integer powers are not allowed, as in NumPy: "
+                "convert the base with astype(np.float32) first"
+            )
+        base = _var(x)
+        result, square = None, base
+        while True:
+            if n & 1:
+                result = square if result is None else binary(result, square, "mul")
+            n >>= 1
+            if not n:
+                break
+            square = binary(square, square, "mul")
+        return result if result is not None else full(base.shape, 1, base.dtype)
+    x = _var(x, like=y if isinstance(y, Var) else None)
+    y = _var(y, like=x)
+    x, y = _broadcast_pair(x, y)
+    smallest = reindex_reduce(y, "min", [], [])
+    nonnegative = binary(smallest, Var(_np.asarray(0, dtype=y.dtype)), "ge")
+    checked = Var(_call(_eager_guard, nonnegative._v, "integers to negative integer powers are not allowed"))
+    y = ternary(broadcast(checked, y.shape), y, y)
+    two = full(y.shape, 2, y.dtype)
+    zero = full(y.shape, 0, y.dtype)
+    result, square = full(x.shape, 1, x.dtype), x
+    for step in range(8 * y.dtype.itemsize - 1):
+        odd = binary(binary(y, two, "mod"), zero, "ne")
+        result = ternary(odd, binary(result, square, "mul"), result)
+        if step < 8 * y.dtype.itemsize - 2:
+            y = binary(y, two, "div")
+            square = binary(square, square, "mul")
+    return result
 
 
 def _floor_division(x, y):
@@ -635,8 +716,10 @@ def _float_kind(x):
     return None
 
 
-def _as_float(x, dtype):
-    """The integer or boolean operand `x` converted to the float `dtype`."""
+def _as_type(x, dtype):
+    """The operand `x` converted to `dtype`: a tensor or an array cast, a
+    number as the float it is where `dtype` is a float (else as it is; it
+    takes the other operand's type)."""
     if isinstance(x, _Number):
         return x._as(dtype)
     if isinstance(x, Var):
@@ -645,7 +728,7 @@ def _as_float(x, dtype):
         return _np.asarray(x, dtype=dtype)
     if isinstance(x, (list, tuple)):
         return _np.asarray(x, dtype=dtype)
-    if isinstance(x, (bool, int)):
+    if isinstance(x, (bool, int)) and dtype.kind == "f":
         return float(x)
     return x
 

@@ -142,6 +142,92 @@ def test_integers_meeting_floats_promote_and_true_division_gives_floats():
     np.testing.assert_array_equal(jitc.binary(vx, 0.5, "mul").numpy(), x * 0)
 
 
+def test_mixed_widths_promote_to_the_wider_type_as_numpy():
+    # Two tensors (or a tensor and an array) of one kind but different
+    # widths compute in the wider type; a boolean meeting an integer
+    # tensor takes its type, and an integer number makes it int32 (NumPy's
+    # default int is int64; jitc's, as Jittor's, int32).
+    f, d = rand(3, 4), RNG.standard_normal((3, 4))
+    i = RNG.integers(-9, 9, size=(3, 4)).astype(np.int32)
+    j = RNG.integers(-9, 9, size=(3, 4)).astype(np.int64)
+    b = RNG.integers(0, 2, size=(3, 4)).astype(bool)
+    vf, vd, vi, vj, vb = (jitc.Var(a) for a in (f, d, i, j, b))
+    for got, want, dtype in [
+        (vf + vd, f + d, np.float64),
+        (vd * vf, d * f, np.float64),
+        (vf - d, f - d, np.float64),
+        (vf < vd, f < d, np.bool_),
+        (vi + vj, i + j, np.int64),
+        (vj * vi, j * i, np.int64),
+        (vi + j, i + j, np.int64),
+        (vi + np.arange(4), i + np.arange(4), np.int64),
+        (vb + vi, b + i, np.int32),
+        (vj - vb, j - b, np.int64),
+        (vb * 3, b.astype(np.int32) * 3, np.int32),
+        (vb == 2, b == 2, np.bool_),
+    ]:
+        assert got.dtype == dtype, (got.dtype, dtype)
+        np.testing.assert_array_equal(got.numpy(), np.asarray(want).astype(dtype))
+    nonzero = np.where(j == 0, 5, j)
+    got = vi // jitc.Var(nonzero)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got.numpy(), i // nonzero)
+    # Booleans with booleans, as NumPy: + is or, * is and, - is an error.
+    c = RNG.integers(0, 2, size=(3, 4)).astype(bool)
+    vc = jitc.Var(c)
+    for got, want in [(vb + vc, b + c), (vb * vc, b * c), (vb + True, b + True)]:
+        assert got.dtype == np.bool_
+        np.testing.assert_array_equal(got.numpy(), want)
+    with pytest.raises(jitc.JitcError, match="- of two booleans is not supported"):
+        vb - vc
+
+
+def test_integer_powers_are_integers_as_numpy():
+    x = RNG.integers(-6, 7, size=(5, 4)).astype(np.int32)
+    e = RNG.integers(0, 9, size=(5, 4)).astype(np.int32)
+    vx, ve = jitc.Var(x), jitc.Var(e)
+    big = np.array([3, 5, 7, -3, 2, -1, 0, 1], np.int32)
+    huge = np.array([2**31 - 1, 123456789, 40, 31, 31, 2**30 + 1, 0, 77], np.int32)
+    for got, want in [
+        (vx ** 2, x ** 2),
+        (vx ** 0, x ** 0),
+        (vx ** 1, x ** 1),
+        (vx ** 7, x ** 7),
+        (vx ** np.int64(3), x ** 3),
+        (vx ** True, x ** 1),
+        (vx ** ve, x ** e),
+        (2 ** ve, 2 ** e),
+        (vx ** e, x ** e),
+        (np.power(x, ve), x ** e),
+        # Wrapping as NumPy's products of that width do.
+        (jitc.Var(big) ** 19, big ** 19),
+        (jitc.Var(big) ** jitc.Var(huge), big ** huge),
+    ]:
+        assert got.dtype == np.int32
+        np.testing.assert_array_equal(got.numpy(), want)
+    # int64 takes 63 steps per tensor of exponents, and an int32 tensor
+    # meeting an int64 one computes in int64.
+    y = RNG.integers(-4, 5, size=6).astype(np.int64)
+    f = np.array([0, 1, 62, 63, 64, 2**40 + 3], np.int64)
+    for got, want in [(jitc.Var(y) ** jitc.Var(f), y ** f), (2 ** jitc.Var(f), 2 ** f),
+                      (jitc.Var(y.astype(np.int32)) ** jitc.Var(f), y ** f)]:
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got.numpy(), want)
+    # Booleans compute in int32 (NumPy's int8, which jitc lacks).
+    b = np.array([True, False, True])
+    got = jitc.Var(b) ** jitc.Var(np.array([True, True, False]))
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got.numpy(), [1, 0, 1])
+    # A negative exponent is NumPy's error: at once for a number, at the
+    # fetch for a tensor.
+    with pytest.raises(jitc.JitcError, match="negative integer powers are not allowed"):
+        vx ** -1
+    with pytest.raises(jitc.JitcError, match="negative integer powers are not allowed"):
+        (vx ** jitc.Var(-e - 1)).numpy()
+    # A float anywhere makes it a float power.
+    assert (vx ** 2.0).dtype == np.float32 and (2.0 ** ve).dtype == np.float32
+
+
 def test_floor_division_and_remainder_are_numpys():
     # Integers: toward negative infinity, the remainder with the divisor's
     # sign (from jitc's truncating div and mod); a zero divisor is an error.
