@@ -591,24 +591,31 @@ def _integer_target(x, y, op):
     the wider of two tensors' or arrays' types; int32 for booleans that meet
     an integer number, or a ``**``, ``//`` or ``%`` of booleans (NumPy's
     int8, which jitc does not have); None where they keep their types."""
-    # (An array of a type jitc lacks, uint8 say, takes the tensor's.)
     integers = [v.dtype for v in (x, y) if _is_array(v) and _INTEGER_RANK.get(v.dtype, 0) > 0]
     if integers:
         return _builtins.max(integers, key=_INTEGER_RANK.__getitem__)
-    if any(_number_kind(v) == "int" for v in (x, y)) or op in ("pow", "floordiv", "mod"):
+    if any(_number_kind(v) == "int" or _sequence_kind(v) == "i" for v in (x, y)) or op in ("pow", "floordiv", "mod"):
         return _np.dtype(_np.int32)
+    return None
+
+
+def _sequence_kind(x):
+    """The NumPy kind (``"b"``, ``"i"``, ``"f"``, ...) of the list or tuple
+    `x`, or None for anything else."""
+    if isinstance(x, (list, tuple)):
+        return _np.asarray(x).dtype.kind
     return None
 
 
 def _integer_power(x, y):
     """NumPy's ``x ** y`` of integers: an integer, wrapping as a product of
-    that width does. An exponent that is a number is unrolled by
-    squaring (``x ** 2`` is one multiply); a negative one is NumPy's error.
-    A tensor of exponents takes one step per bit (31 for int32, 63 for
-    int64) and a guard that none is negative, which the fetch checks."""
-    if isinstance(y, _Number):
-        y = y._python("the operator ** on integers")
-    if not _is_array(y) and not isinstance(y, (list, tuple)):
+    that width does. An exponent that is a Python number is unrolled by
+    squaring (``x ** 2`` is one multiply); a negative one, or one the
+    base's type cannot hold, is NumPy's error. A tensor of exponents (a
+    relaxed number in `jitc.function` is a rank-0 one by now) takes one
+    step per bit (31 for int32, 63 for int64) and a guard that none is
+    negative, which the fetch checks."""
+    if not isinstance(y, (Var, _np.ndarray, list, tuple)):
         n = int(y)
         if n < 0:
             raise JitcError(
@@ -616,6 +623,8 @@ def _integer_power(x, y):
                 "convert the base with astype(np.float32) first"
             )
         base = _var(x)
+        if n > _np.iinfo(base.dtype).max:
+            raise JitcError(f"the exponent {n} is out of bounds for {base.dtype}, as in NumPy")
         result, square = None, base
         while True:
             if n & 1:
@@ -719,12 +728,17 @@ def _float_kind(x):
 def _as_type(x, dtype):
     """The operand `x` converted to `dtype`: a tensor or an array cast, a
     number as the float it is where `dtype` is a float (else as it is; it
-    takes the other operand's type)."""
+    takes the other operand's type). An array of a type jitc lacks is
+    cast only where NumPy casts it safely (int8 or uint16 to int32, float16
+    to float32); otherwise it is left as it is, for the error that names
+    its type (a uint32 array is not wrapped into int32)."""
     if isinstance(x, _Number):
         return x._as(dtype)
     if isinstance(x, Var):
         return x.astype(dtype)
     if isinstance(x, _np.ndarray):
+        if x.dtype not in _TO_JITC and not _np.can_cast(x.dtype, dtype, "safe"):
+            return x
         return _np.asarray(x, dtype=dtype)
     if isinstance(x, (list, tuple)):
         return _np.asarray(x, dtype=dtype)
@@ -770,9 +784,11 @@ _UFUNC_BINARY = {
 
 
 def _is_bool(x):
-    """Whether `x` is a boolean `Var`, array or Python value."""
+    """Whether `x` is a boolean `Var`, array, list or Python value."""
     if isinstance(x, (Var, _np.ndarray)):
         return x.dtype == _np.bool_
+    if isinstance(x, (list, tuple)):
+        return _sequence_kind(x) == "b"
     return isinstance(x, (bool, _np.bool_))
 
 

@@ -175,11 +175,24 @@ def test_mixed_widths_promote_to_the_wider_type_as_numpy():
     # Booleans with booleans, as NumPy: + is or, * is and, - is an error.
     c = RNG.integers(0, 2, size=(3, 4)).astype(bool)
     vc = jitc.Var(c)
-    for got, want in [(vb + vc, b + c), (vb * vc, b * c), (vb + True, b + True)]:
+    row = [True, False, True, True]
+    for got, want in [(vb + vc, b + c), (vb * vc, b * c), (vb + True, b + True), (vb + row, b + row), (row * vb, b * row)]:
         assert got.dtype == np.bool_
         np.testing.assert_array_equal(got.numpy(), want)
-    with pytest.raises(jitc.JitcError, match="- of two booleans is not supported"):
-        vb - vc
+    got = vb + [1, 2, 3, 4]
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got.numpy(), b + np.array([1, 2, 3, 4]))
+    for bad in (lambda: vb - vc, lambda: vb - row):
+        with pytest.raises(jitc.JitcError, match="- of two booleans is not supported"):
+            bad()
+    # An array of a type jitc lacks: cast where NumPy casts it safely,
+    # otherwise the error that names it (never wrapped).
+    small = np.array([255, 1, 2, 3], np.uint8)
+    got = vi + small
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got.numpy(), i + small)
+    with pytest.raises(jitc.JitcError, match="no element type for NumPy's uint32"):
+        vi + np.array([2**32 - 1, 5, 2**31, 0], np.uint32)
 
 
 def test_integer_powers_are_integers_as_numpy():
@@ -222,6 +235,8 @@ def test_integer_powers_are_integers_as_numpy():
     # fetch for a tensor.
     with pytest.raises(jitc.JitcError, match="negative integer powers are not allowed"):
         vx ** -1
+    with pytest.raises(jitc.JitcError, match="out of bounds for int32"):
+        vx ** 2**40
     with pytest.raises(jitc.JitcError, match="negative integer powers are not allowed"):
         (vx ** jitc.Var(-e - 1)).numpy()
     # A float anywhere makes it a float power.

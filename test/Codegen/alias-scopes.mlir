@@ -8,8 +8,9 @@
 // RUN: jitc compile %s --emit llvm --cpu x86-64-v4 | FileCheck %s
 // RUN: jitc compile %s --emit mlir | FileCheck %s --check-prefix=MLIR
 
-// Every kernel has scopes of its own (a row chain's stages, which LLVM may
-// inline into one function, write and read the same scratch).
+// Every kernel has scopes of its own (a row chain's stages write and read
+// the same scratch; they are `noinline`, and the scopes would stay right if
+// they were inlined).
 // MLIR-LABEL: func.func @scaled_fused_0(
 // MLIR: llvm.load %{{.*}} {alias_scopes = [#[[A:alias_scope[0-9]*]]], noalias_scopes = [#[[W:alias_scope[0-9]*]]]}
 // MLIR: llvm.store %{{.*}} {alias_scopes = [#[[W]]], noalias_scopes = [#[[A]]]}

@@ -49,9 +49,9 @@ pub struct Emitter<'c, 'a> {
 /// no iteration changes out of a loop that stores, and vectorize without
 /// checking at run time that the buffers are apart. Each kernel has scopes
 /// of its own (distinct attributes): a row chain's stages write and read
-/// the same scratch as different kernels, and LLVM may inline them into
-/// one function, where one stage's writes must not be taken for apart
-/// from the next one's reads.
+/// the same scratch as different kernels, so were they ever inlined into
+/// one function (they are `noinline` today), one stage's writes must not
+/// be taken for apart from the next one's reads.
 #[derive(Clone, Copy)]
 pub struct Scopes<'c> {
     /// `[#arguments]`.
