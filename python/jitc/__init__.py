@@ -559,7 +559,31 @@ def _arith(x, y, op):
         return binary(x, y, "or" if op == "add" else "and")
     if op == "pow" and not _float_kind(x) and not _float_kind(y):
         return _integer_power(x, y)
+    if op == "pow" and _is_tensor(x) and type(y) in (int, float, bool):
+        quick = _scalar_power(x, float(y))
+        if quick is not None:
+            return quick
     return binary(x, y, op)
+
+
+def _scalar_power(x, exponent):
+    """NumPy's quick ``x ** exponent`` of a float tensor by a number
+    (`fast_scalar_power`): ``2`` is ``x * x``, ``0.5`` the square root
+    (``-0.0`` stays ``-0.0`` and ``-inf`` gives NaN, as NumPy's), ``-1`` a
+    division, ``1`` `x` itself, ``0`` ones; each is NumPy's result bit for
+    bit, and a multiply where ``pow`` is a libm call per element. None for
+    any other exponent."""
+    if exponent == 2.0:
+        return binary(x, x, "mul")
+    if exponent == 0.5:
+        return unary(x, "sqrt")
+    if exponent == -1.0:
+        return binary(1.0, x, "div")
+    if exponent == 1.0:
+        return x
+    if exponent == 0.0:
+        return full(x.shape, 1.0, x.dtype)
+    return None
 
 
 # Integer types by width, for `_promoted`.

@@ -195,6 +195,31 @@ def test_mixed_widths_promote_to_the_wider_type_as_numpy():
         vi + np.array([2**32 - 1, 5, 2**31, 0], np.uint32)
 
 
+def test_float_powers_by_numpys_quick_exponents_are_numpys_bit_for_bit():
+    # NumPy computes x ** 2 as a square, ** 0.5 as sqrt, ** -1 as a
+    # reciprocal, ** 1 and ** 0 without pow: jitc records the same ops, so
+    # the results agree to the bit, special values included.
+    specials = np.array([-0.0, 0.0, -np.inf, np.inf, np.nan, 1e-30, -1e30, -3.5, 2.0], np.float32)
+    for a in (np.concatenate([specials, rand(200)]), RNG.standard_normal(50)):
+        v = jitc.Var(a)
+        for e in (2, 2.0, 0.5, -1, -1.0, 1, 0, True, np.float32(2)):
+            with np.errstate(all="ignore"):
+                want = a ** e
+            got = (v ** e).numpy()
+            assert got.dtype == a.dtype
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+        # Other exponents are pow.
+        with np.errstate(all="ignore"):
+            close((v ** 3).numpy(), a ** 3, rtol=1e-5)
+    # An int tensor to 0.5 computes in float32 (jitc's rule for a float
+    # number), then takes the square root.
+    i = np.array([0, 1, 4, 9], np.int32)
+    got = jitc.Var(i) ** 0.5
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got.numpy(), np.sqrt(i.astype(np.float32)))
+
+
 def test_integer_powers_are_integers_as_numpy():
     x = RNG.integers(-6, 7, size=(5, 4)).astype(np.int32)
     e = RNG.integers(0, 9, size=(5, 4)).astype(np.int32)
