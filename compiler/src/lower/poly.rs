@@ -82,7 +82,7 @@ fn horner<'c, 'a>(at: &Emitter<'c, 'a>, x: Value<'c, 'a>, p: &[f64]) -> Result<V
 /// range reduction and a degree-7 polynomial, as in Cephes `expf`):
 /// `x = n ln2 + r` with `|r| <= ln2/2`, `e^x = 2^n e^r`, and `2^n` applied
 /// as two exponent-field scalings so results that underflow to subnormals
-/// and overflow to infinity come out right. NaN is passed through.
+/// and overflow to infinity come out right. NaN stays NaN.
 pub(super) fn exp_f32<'c, 'a>(
     at: &Emitter<'c, 'a>,
     x: Value<'c, 'a>,
@@ -92,13 +92,14 @@ pub(super) fn exp_f32<'c, 'a>(
     let i32_type: Type = melior::ir::r#type::IntegerType::new(at.context, 32).into();
     let c = |v: f64| at.float(t, v);
     // A compare and a select each way (one `vminps`/`vmaxps` on x86, where
-    // `minnumf`/`maxnumf` need NaN fix-ups): a NaN compares false and
-    // becomes a bound, so the clamped value is finite; the NaN is put back
-    // at the end.
-    let below = at.cmpf(4, x, c(88.8)?)?;
-    let clamped = at.select(below, x, c(88.8)?)?;
-    let above = at.cmpf(2, clamped, c(-104.0)?)?;
-    let clamped = at.select(above, clamped, c(-104.0)?)?;
+    // `minnumf`/`maxnumf` need NaN fix-ups), each choosing the bound only
+    // where the ordered compare holds: a NaN compares false and stays, and
+    // every step after keeps it NaN (the exponent made from its bits is
+    // garbage, but `2^n` times NaN is NaN either way).
+    let over = at.cmpf(2, x, c(88.8)?)?;
+    let clamped = at.select(over, c(88.8)?, x)?;
+    let under = at.cmpf(4, clamped, c(-104.0)?)?;
+    let clamped = at.select(under, c(-104.0)?, clamped)?;
     // n = the integer nearest x log2(e), as the sum with 1.5 * 2^23, whose
     // bits less the shift's are n: no `floor` and no conversion (a GPU
     // runs those at a sixteenth of its FMA rate; x86 spends two
@@ -128,9 +129,7 @@ pub(super) fn exp_f32<'c, 'a>(
     let y = at.value("arith.addf", &[y, c(1.0)?], t)?;
     if target.scalef {
         // One rounding, subnormal results and overflow included.
-        let y = at.value("llvm.intr.ldexp", &[y, exponent], t)?;
-        let is_nan = at.cmpf(14, x, x)?;
-        return at.select(is_nan, x, y);
+        return at.value("llvm.intr.ldexp", &[y, exponent], t);
     }
     // n (`exponent`) is in [-150, 128]: split it in two halves that are each a normal
     // exponent.
@@ -142,9 +141,7 @@ pub(super) fn exp_f32<'c, 'a>(
         at.value("arith.bitcast", &[bits], t)
     };
     let y = at.value("arith.mulf", &[y, power(half)?], t)?;
-    let y = at.value("arith.mulf", &[y, power(rest)?], t)?;
-    let is_nan = at.cmpf(14, x, x)?;
-    at.select(is_nan, x, y)
+    at.value("arith.mulf", &[y, power(rest)?], t)
 }
 
 /// `ln x` for f32 in straight-line arithmetic (Cephes `logf`): `x = 2^e m`
