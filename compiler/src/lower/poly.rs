@@ -248,10 +248,11 @@ pub(super) fn tanh_f32<'c, 'a>(
     let flags = if target.gpu { "afn" } else { "none" };
     let quotient = at.value_with_flags("arith.divf", &[c(2.0)?, denominator], t, flags)?;
     let large = at.value("arith.subf", &[c(1.0)?, quotient], t)?;
-    let large = at.value("math.copysign", &[large, x], t)?;
     let is_small = at.cmpf(4, magnitude, c(0.625)?)?;
     let result = at.select(is_small, small, large)?;
-    // tanh is odd, so its sign is x's, zeros included: the small path's
-    // `x + x^3 p` may lose the sign of -0 under fast-math's no-signed-zeros.
+    // tanh is odd, so its sign is x's, zeros included: this gives the
+    // large path (`1 - q`, computed from |x|) its sign, and keeps the small
+    // path's `x + x^3 p` from losing the sign of -0 under fast-math's
+    // no-signed-zeros.
     at.value("math.copysign", &[result, x], t)
 }
