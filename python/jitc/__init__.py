@@ -559,20 +559,27 @@ def _arith(x, y, op):
         return binary(x, y, "or" if op == "add" else "and")
     if op == "pow" and not _float_kind(x) and not _float_kind(y):
         return _integer_power(x, y)
-    if op == "pow" and _is_tensor(x) and type(y) in (int, float, bool):
-        quick = _scalar_power(x, float(y))
-        if quick is not None:
-            return quick
+    if op == "pow" and _is_tensor(x):
+        # (`_promoted` made a number a float; an array of one element that
+        # does not widen `x` counts as its number, as in NumPy's loop.)
+        if isinstance(y, _np.ndarray) and y.size == 1 and y.ndim <= x.ndim:
+            y = float(y.reshape(()))
+        if type(y) is float:
+            quick = _scalar_power(x, y)
+            if quick is not None:
+                return quick
     return binary(x, y, op)
 
 
 def _scalar_power(x, exponent):
-    """NumPy's quick ``x ** exponent`` of a float tensor by a number
-    (`fast_scalar_power`): ``2`` is ``x * x``, ``0.5`` the square root
-    (``-0.0`` stays ``-0.0`` and ``-inf`` gives NaN, as NumPy's), ``-1`` a
-    division, ``1`` `x` itself, ``0`` ones; each is NumPy's result bit for
-    bit, and a multiply where ``pow`` is a libm call per element. None for
-    any other exponent."""
+    """NumPy's quick ``x ** exponent`` of a float tensor by one number (its
+    power loop's, for an exponent of stride 0, and `fast_scalar_power`'s):
+    ``2`` is ``x * x``, ``0.5`` the square root (``-0.0`` stays ``-0.0``
+    and ``-inf`` gives NaN, as NumPy's), ``-1`` a division, ``1`` `x`
+    itself, ``0`` ones (still reading `x`, so that what computing it
+    raises is raised); each is NumPy's result bit for bit, and a multiply
+    where ``pow`` is a libm call per element. None for any other
+    exponent."""
     if exponent == 2.0:
         return binary(x, x, "mul")
     if exponent == 0.5:
@@ -582,8 +589,15 @@ def _scalar_power(x, exponent):
     if exponent == 1.0:
         return x
     if exponent == 0.0:
-        return full(x.shape, 1.0, x.dtype)
+        return _ones_reading(x)
     return None
+
+
+def _ones_reading(x):
+    """Ones of `x`'s shape and type that still read `x` (a select of ones
+    either way), so a failure in computing `x` is still raised."""
+    ones = full(x.shape, 1, x.dtype)
+    return ternary(binary(x, x, "eq"), ones, ones)
 
 
 # Integer types by width, for `_promoted`.
@@ -657,7 +671,7 @@ def _integer_power(x, y):
             if not n:
                 break
             square = binary(square, square, "mul")
-        return result if result is not None else full(base.shape, 1, base.dtype)
+        return result if result is not None else _ones_reading(base)
     x = _var(x, like=y if isinstance(y, Var) else None)
     y = _var(y, like=x)
     x, y = _broadcast_pair(x, y)

@@ -209,9 +209,21 @@ def test_float_powers_by_numpys_quick_exponents_are_numpys_bit_for_bit():
             assert got.dtype == a.dtype
             np.testing.assert_array_equal(got, want)
             np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+        # An array of one element that does not widen the base, as NumPy.
+        one = np.array([0.5], a.dtype)
+        with np.errstate(all="ignore"):
+            want = a ** one
+        got = (v ** one).numpy()
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
         # Other exponents are pow.
         with np.errstate(all="ignore"):
             close((v ** 3).numpy(), a ** 3, rtol=1e-5)
+    # ** 0 is ones, but still computes its base: a failure there is raised.
+    broken = jitc.Var(np.array([1, 2], np.int32)) // jitc.Var(np.array([0, 1], np.int32))
+    for base in (broken, broken.astype(np.float32)):
+        with pytest.raises(jitc.JitcError, match="division by zero"):
+            (base ** 0).numpy()
     # An int tensor to 0.5 computes in float32 (jitc's rule for a float
     # number), then takes the square root.
     i = np.array([0, 1, 4, 9], np.int32)

@@ -4,8 +4,11 @@
 //!
 //! Each follows the Cephes single-precision routine: a range reduction to
 //! a small interval, a minimax polynomial there by Horner's rule, and the
-//! special values (NaN, infinities, zero, subnormals) put back with
-//! `select`s. Results are within 1-3 ulps of libm (`docs/semantics.md`).
+//! special values (infinities, zero, subnormals, and NaN for `log`) put
+//! back with `select`s; `exp`'s clamps let a NaN through, and the
+//! arithmetic after them keeps it NaN. Results are within 1-3 ulps of libm
+//! (`docs/semantics.md`). A NaN result is a NaN, not necessarily the
+//! input's bits.
 //!
 //! Invariants:
 //! - no branches and no calls: every op is `arith`, or `math.absf` and
@@ -131,8 +134,9 @@ pub(super) fn exp_f32<'c, 'a>(
         // One rounding, subnormal results and overflow included.
         return at.value("llvm.intr.ldexp", &[y, exponent], t);
     }
-    // n (`exponent`) is in [-150, 128]: split it in two halves that are each a normal
-    // exponent.
+    // n (`exponent`) is in [-150, 128] for any input but NaN (whose
+    // garbage exponent multiplies a NaN): split it in two halves that are
+    // each a normal exponent.
     let half = at.value("arith.shrsi", &[exponent, at.int(i32_type, 1)?], i32_type)?;
     let rest = at.value("arith.subi", &[exponent, half], i32_type)?;
     let power = |e: Value<'c, 'a>| -> Result<Value<'c, 'a>, Error> {
@@ -251,8 +255,7 @@ pub(super) fn tanh_f32<'c, 'a>(
     let is_small = at.cmpf(4, magnitude, c(0.625)?)?;
     let result = at.select(is_small, small, large)?;
     // tanh is odd, so its sign is x's, zeros included: this gives the
-    // large path (`1 - q`, computed from |x|) its sign, and keeps the small
-    // path's `x + x^3 p` from losing the sign of -0 under fast-math's
-    // no-signed-zeros.
+    // large path (`1 - q`, computed from |x|) its sign, and -0 its own
+    // (the small path's `x + x^3 p` is `-0 + 0 = +0` there).
     at.value("math.copysign", &[result, x], t)
 }
