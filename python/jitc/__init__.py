@@ -675,17 +675,16 @@ def _integer_power(x, y):
     x = _var(x, like=y if isinstance(y, Var) else None)
     y = _var(y, like=x)
     x, y = _broadcast_pair(x, y)
-    smallest = reindex_reduce(y, "min", [], [])
-    nonnegative = binary(smallest, Var(_np.asarray(0, dtype=y.dtype)), "ge")
-    checked = Var(_call(_eager_guard, nonnegative._v, "integers to negative integer powers are not allowed"))
-    y = ternary(broadcast(checked, y.shape), y, y)
+    nonnegative = binary(reindex_reduce(y, "min", [], []), 0, "ge")
+    y = Var(_checked(y._v, nonnegative._v, "integers to negative integer powers are not allowed"))
     two = full(y.shape, 2, y.dtype)
     zero = full(y.shape, 0, y.dtype)
     result, square = full(x.shape, 1, x.dtype), x
-    for step in range(8 * y.dtype.itemsize - 1):
+    steps = 8 * y.dtype.itemsize - 1
+    for step in range(steps):
         odd = binary(binary(y, two, "mod"), zero, "ne")
         result = ternary(odd, binary(result, square, "mul"), result)
-        if step < 8 * y.dtype.itemsize - 2:
+        if step < steps - 1:
             y = binary(y, two, "div")
             square = binary(square, square, "mul")
     return result
@@ -707,13 +706,10 @@ def _floor_division(x, y):
         adjust = _both(r != 0, binary(r < 0, y < 0, "xor"))
         return ternary(adjust, q - 1, q), ternary(adjust, r + y, r)
 
-    def full(value):
-        return broadcast(Var(_np.asarray(value, dtype=x.dtype)), x.shape)
-
     def copysign_zero(v):
         # -0.0 where `v` has its sign bit set (a -0.0 too), else 0.0.
-        negative = binary(v < 0, _both(v == 0, binary(full(1.0), v, "div") < 0), "or")
-        return ternary(negative, full(-0.0), full(0.0))
+        negative = binary(v < 0, _both(v == 0, binary(1.0, v, "div") < 0), "or")
+        return ternary(negative, full(x.shape, -0.0, x.dtype), full(x.shape, 0.0, x.dtype))
 
     fmod = binary(x, y, "mod")
     div = binary(x - fmod, y, "div")
@@ -759,7 +755,7 @@ def _float_kind(x):
     if isinstance(x, float):
         return "weak"
     if isinstance(x, (list, tuple)):
-        return "weak" if _np.asarray(x).dtype.kind == "f" else None
+        return "weak" if _sequence_kind(x) == "f" else None
     return None
 
 
@@ -1045,11 +1041,13 @@ class _Number(Var):
 
 
 def _checked(native, condition, reason):
-    """`native`, computed only where the rank-0 `i1` `condition` holds: a
-    guard the value depends on (so it is in every graph that reads it),
-    and that staged graphs check even where nothing reads the value
-    (`_eager_guard`)."""
+    """`native` (of any shape), computed only where the rank-0 `i1`
+    `condition` holds: a guard the value depends on (so it is in every
+    graph that reads it), and that staged graphs check even where nothing
+    reads the value (`_eager_guard`)."""
     ok = _call(_eager_guard, condition, reason)
+    if native.shape:
+        ok = broadcast(Var(ok), list(native.shape))._v
     return _call(_jitc.Var.select, ok, native, native)
 
 

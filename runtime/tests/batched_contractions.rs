@@ -270,10 +270,7 @@ fn check(program: &Program, seed: u64) {
 
 #[test]
 fn random_batches_keep_every_bit() {
-    let cases: u64 = std::env::var("JITC_BATCH_CASES")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(24);
+    let cases = jitc_test_support::cases("JITC_BATCH_CASES", 24);
     let mut rng = Rng(0xba7c4);
     let mut seen = std::collections::BTreeSet::new();
     for case in 0..cases {

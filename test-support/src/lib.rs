@@ -237,6 +237,15 @@ pub fn examples_dir() -> PathBuf {
     crate_dir.join("../examples")
 }
 
+/// How many random cases a test runs: the environment variable `name`
+/// when it holds a number (more for a long run), else `default`.
+pub fn cases(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(default)
+}
+
 /// The source of `examples/NAME`; panics (this is for tests) when it is
 /// missing.
 pub fn example(name: &str) -> String {

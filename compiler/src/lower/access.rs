@@ -494,8 +494,8 @@ fn load<'c, 'a>(
     let address = emit_gep(at, pointer, offset, memory(at.context, element))?;
     let r#type = memory(at.context, element);
     let mut attributes: Vec<(&str, Attribute<'c>)> = mark.map(|tbaa| ("tbaa", tbaa)).into_iter().collect();
-    if let (Some(argument), Some(scopes)) = (argument, at.scopes) {
-        attributes.extend(scopes.argument_read(argument));
+    if let Some(argument) = argument {
+        attributes.extend(at.argument_scopes(argument));
     }
     let loaded = at
         .op("llvm.load", &[address], &[r#type], &attributes)?
@@ -518,7 +518,7 @@ fn store<'c>(
 ) -> Result<(), Error> {
     let address = emit_gep(at, pointer, offset, memory(at.context, element))?;
     let mut attributes: Vec<(&str, Attribute<'c>)> = mark.map(|tbaa| ("tbaa", tbaa)).into_iter().collect();
-    attributes.extend(at.scopes.map(|scopes| scopes.write()).into_iter().flatten());
+    attributes.extend(at.write_scopes());
     at.op("llvm.store", &[value, address], &[], &attributes)
         .map(|_| ())
 }
@@ -589,12 +589,7 @@ pub(super) fn claim<'c>(
     let pair = Type::parse(context, "!llvm.struct<(i64, i1)>").ok_or_else(failed)?;
     let ordering = IntegerAttribute::new(i64_type, MONOTONIC).into();
     let (zero, status) = (at.int(i64_type, 0)?, at.int(i64_type, status)?);
-    let scopes: Vec<_> = at
-        .scopes
-        .map(|scopes| scopes.write())
-        .into_iter()
-        .flatten()
-        .collect();
+    let scopes = at.write_scopes();
     let mut attributes = vec![
         ("success_ordering", ordering),
         ("failure_ordering", ordering),

@@ -92,20 +92,6 @@ impl<'c> Scopes<'c> {
             ..self
         }
     }
-
-    /// The attributes of a load of argument `argument`'s element: none for
-    /// the argument written in place.
-    pub fn argument_read(&self, argument: usize) -> Vec<(&'static str, Attribute<'c>)> {
-        if self.written == Some(argument) {
-            return Vec::new();
-        }
-        vec![("alias_scopes", self.arguments), ("noalias_scopes", self.writes)]
-    }
-
-    /// The attributes of a store or an atomic.
-    pub fn write(&self) -> [(&'static str, Attribute<'c>); 2] {
-        [("alias_scopes", self.writes), ("noalias_scopes", self.arguments)]
-    }
 }
 
 fn failed(name: &str) -> Error {
@@ -118,6 +104,33 @@ pub(super) fn error(message: impl Into<String>) -> Error {
 }
 
 impl<'c, 'a> Emitter<'c, 'a> {
+    /// The alias-scope attributes of a load of argument `argument`'s
+    /// element ([`Scopes`]): none without scopes, or for the argument a
+    /// nest writes in place.
+    pub fn argument_scopes(&self, argument: usize) -> Vec<(&'static str, Attribute<'c>)> {
+        match self.scopes {
+            Some(scopes) if scopes.written != Some(argument) => {
+                vec![
+                    ("alias_scopes", scopes.arguments),
+                    ("noalias_scopes", scopes.writes),
+                ]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The alias-scope attributes of a store or an atomic ([`Scopes`]):
+    /// none without scopes.
+    pub fn write_scopes(&self) -> Vec<(&'static str, Attribute<'c>)> {
+        match self.scopes {
+            Some(scopes) => vec![
+                ("alias_scopes", scopes.writes),
+                ("noalias_scopes", scopes.arguments),
+            ],
+            None => Vec::new(),
+        }
+    }
+
     /// The `syncscope` attribute of jitc's atomics and fences: `"device"`.
     /// Their memory is touched by one call's threads on one device (a
     /// status record, which the host reads only after the call, or a split

@@ -1019,10 +1019,7 @@ mod tests {
 
     #[test]
     fn random_contractions_of_several_dimensions_match_the_loop_nest() {
-        let cases: u64 = std::env::var("JITC_GPU_TILE_CASES")
-            .ok()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(12);
+        let cases = jitc_test_support::cases("JITC_GPU_TILE_CASES", 12);
         let mut rng = Rng(0x5EED_0002);
         for case in 0..cases {
             check(&random_contraction(&mut rng), 100 + case);
