@@ -1,5 +1,6 @@
 """JANUS's Figure 1 (`papers/janus.txt`): an RNN model whose `__call__`
-loops over a sequence in Python and keeps its final state in
+loops over a sequence in Python (`for item in sequence:`, each item a
+reindex of the sequence when it is a `jitc.Var`) and keeps its final state in
 `self.state` for the next sequence, here trained with `jitc.grad` on
 sequences whose length changes between calls. `@jitc.function` profiles
 the first calls of each length, then serves later ones from one staged,
@@ -35,9 +36,7 @@ class RNNModel:
 
     def __call__(self, sequence, target, lr):
         state = self.state
-        length, batch, inputs = sequence.shape
-        for t in range(length):
-            item = jitc.reindex(sequence, (batch, inputs), [str(t), "i0", "i1"])
+        for item in sequence:
             state = jitc.tanh(jitc.matmul(item, self.w) + jitc.matmul(state, self.u) + self.b)
         error = state - target
         loss = jitc.mean(error * error)

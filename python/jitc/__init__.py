@@ -21,6 +21,9 @@ graph (`jitc._jitc`):
   ``and``, ``or``. Sums and maxima over axes are all reindex-reduces.
 - ``unary``, ``binary`` and ``ternary`` (``select``) element-wise ops.
 
+A `Var` takes NumPy's basic indexing (ints, slices, None, an ellipsis),
+each index one reindex, and iterates over its first axis.
+
 Gradients are meta-operators too: ``jitc.grad(loss, params)`` records the
 backward pass (Jittor's backward closure), which fuses with the forward
 one when they are fetched together; ``jitc.optim`` has SGD with momentum
@@ -149,6 +152,31 @@ class Var:
 
     def item(self):
         return self.numpy().item()
+
+    def __array__(self, dtype=None, copy=None):
+        # `np.asarray(v)`: the value, computed (a new array each time, so a
+        # copy is never made of memory anything else holds).
+        if _tracing.tracer is not None:
+            _reads("np.asarray() (or another NumPy conversion)")
+        array = _np.frombuffer(self._v.fetch_bytes(), dtype=_TO_NUMPY[self._v.dtype]).reshape(self.shape)
+        return array if dtype is None else array.astype(dtype)
+
+    # -- indexing: NumPy's basic indexing, as reindexes ----------------------
+    def __getitem__(self, key):
+        return _getitem(self, key)
+
+    def __iter__(self):
+        # Rows along the first axis, as NumPy iterates (each a reindex).
+        if not self.shape:
+            raise TypeError("iteration over a rank-0 jitc.Var")
+        return (_getitem(self, i) for i in range(self.shape[0]))
+
+    def __setitem__(self, key, value):
+        raise TypeError(
+            "a jitc.Var is an immutable value of the lazy graph and takes no item assignment; "
+            "build the new value instead (jitc.ternary to choose elements, jitc.pad or "
+            "jitc.reindex with an overflow value to place a block)"
+        )
 
     def __bool__(self):
         # As NumPy: one element has a truth value (computing it), more do not.
@@ -979,6 +1007,12 @@ class _Number(Var):
     def __len__(self):
         raise TypeError(f"object of type '{self._kind}' has no len()")
 
+    def __getitem__(self, key):
+        return self._python("a subscript")[key]
+
+    def __iter__(self):
+        return iter(self._python("iteration"))
+
     def __float__(self):
         return float(self._python("float()"))
 
@@ -1260,6 +1294,84 @@ def reshape(x, shape):
         indices.append(f"(({flat}) floordiv {stride}) mod {n}")
         stride *= n
     return reindex(x, shape, list(reversed(indices)))
+
+
+_INDEX_KINDS = "integers, slices (`:`), an ellipsis (`...`) and None (numpy.newaxis)"
+
+
+def _index_item(item):
+    """One item of an index: a slice, None, Ellipsis, or an int (NumPy's
+    integer types and objects with `__index__` included); what NumPy's
+    advanced indexing takes (arrays, lists, booleans, tensors) is an
+    IndexError, since it gathers, which no affine reindex does."""
+    if item is None or item is Ellipsis or isinstance(item, slice):
+        return item
+    if isinstance(item, (bool, _np.bool_)):
+        raise IndexError(f"jitc.Var takes no boolean index (a mask); its indices are {_INDEX_KINDS}")
+    if isinstance(item, Var) and not isinstance(item, _Number):
+        raise IndexError(
+            f"jitc.Var takes no jitc.Var as an index (a gather, not a reindex); its indices are "
+            f"{_INDEX_KINDS}; read a computed index with int(v.item())"
+        )
+    if isinstance(item, (_np.ndarray, list, tuple)):
+        raise IndexError(
+            f"jitc.Var takes no array or list as an index (NumPy's advanced indexing gathers, "
+            f"which no affine reindex does); its indices are {_INDEX_KINDS}"
+        )
+    try:
+        return _operator.index(item)
+    except TypeError:
+        raise IndexError(
+            f"jitc.Var indices are {_INDEX_KINDS}, not {type(item).__name__} {item!r}"
+        ) from None
+
+
+def _getitem(x, key):
+    """NumPy's basic indexing, `x[key]`, as one reindex: an int picks one
+    position of its axis (negative ones count from the end) and drops the
+    axis; a slice keeps the positions ``start + step * i`` (any step but 0,
+    clamped as NumPy clamps); None adds an axis of size 1; an ellipsis
+    stands for every axis not named. Out-of-range ints are an IndexError,
+    as in NumPy (a reindex would read its overflow value there)."""
+    items = [_index_item(item) for item in (key if isinstance(key, tuple) else (key,))]
+    ellipses = _builtins.sum(1 for item in items if item is Ellipsis)
+    if ellipses > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    named = _builtins.sum(1 for item in items if item is not None and item is not Ellipsis)
+    if named > x.ndim:
+        raise IndexError(
+            f"too many indices for jitc.Var: it is {x.ndim}-dimensional, but {named} were indexed"
+        )
+    rest = [slice(None)] * (x.ndim - named)
+    if ellipses:
+        at = items.index(Ellipsis)
+        items[at:at + 1] = rest
+    else:
+        items += rest
+    shape, indices, axis = [], [], 0
+    for item in items:
+        if item is None:
+            shape.append(1)
+            continue
+        n = x.shape[axis]
+        if isinstance(item, slice):
+            start, _, step = item.indices(n)
+            out = f"i{len(shape)}"
+            shape.append(len(range(*item.indices(n))))
+            if step == 1:
+                indices.append(out if start == 0 else f"{out} + {start}")
+            elif step > 0:
+                indices.append(f"{out} * {step} + {start}")
+            else:
+                indices.append(f"{start} - {out} * {-step}")
+        else:
+            if not -n <= item < n:
+                raise IndexError(f"index {item} is out of bounds for axis {axis} with size {n}")
+            indices.append(str(item % n))
+        axis += 1
+    if tuple(shape) == x.shape and indices == [f"i{d}" for d in range(x.ndim)]:
+        return x
+    return reindex(x, shape, indices)
 
 
 def relu(x):

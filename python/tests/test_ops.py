@@ -473,3 +473,106 @@ def test_exact_math_keeps_float64_precision():
         np.testing.assert_allclose(got, want, rtol=1e-15)
     finally:
         jitc.flags.math = "fast"
+
+
+# -- indexing: NumPy's basic indexing as reindexes ----------------------------------
+
+def random_key(shape, rng):
+    """A random basic index for `shape`: ints (negative ones too), slices
+    with any step (past the ends as well), None and at most one ellipsis."""
+    items = []
+    for n in shape:
+        roll = rng.random()
+        if roll < 0.3:
+            items.append(int(rng.integers(-n, n)))
+        elif roll < 0.9:
+            def bound():
+                return None if rng.random() < 0.3 else int(rng.integers(-n - 2, n + 3))
+            step = None if rng.random() < 0.3 else int(rng.choice([-3, -2, -1, 1, 2, 3]))
+            items.append(slice(bound(), bound(), step))
+        else:
+            items.append(Ellipsis if Ellipsis not in items else slice(None))
+    # Leave out trailing axes, add new ones.
+    items = items[:int(rng.integers(0, len(items) + 1))]
+    for _ in range(int(rng.integers(0, 3))):
+        items.insert(int(rng.integers(0, len(items) + 1)), None)
+    return items[0] if len(items) == 1 and rng.random() < 0.5 else tuple(items)
+
+
+def test_basic_indexing_is_numpys_on_random_keys():
+    rng = np.random.default_rng(7)
+    for dtype in (np.float32, np.int64, np.bool_):
+        for shape in [(5,), (4, 6), (3, 1, 5), (2, 3, 4, 2)]:
+            x = (rng.standard_normal(shape) * 10).astype(dtype)
+            v = jitc.Var(x)
+            keys = [random_key(shape, rng) for _ in range(6)]
+            got = jitc.fetch(*[v[key] for key in keys])
+            for key, value in zip(keys, got):
+                want = x[key]
+                assert value.shape == want.shape and value.dtype == want.dtype, key
+                np.testing.assert_array_equal(value, want, err_msg=repr(key))
+
+
+def test_indexing_a_rank_0_value_and_empty_results():
+    s = jitc.Var(np.float32(2.5))
+    assert s[()].shape == () and s[...].shape == () and s[None].shape == (1,)
+    np.testing.assert_array_equal(s[None, ..., None].numpy(), np.full((1, 1), 2.5, np.float32))
+    x = rand(3, 4)
+    v = jitc.Var(x)
+    assert v[2:1].shape == (0, 4) and v[:, 7:].shape == (3, 0)
+    assert v[:] is v and v[...] is v  # no reindex for the identity
+    assert v[np.int64(-1), np.int32(2)].item() == x[-1, 2]
+
+
+def test_iteration_and_numpy_conversion():
+    x = rand(3, 2)
+    v = jitc.Var(x)
+    rows = list(v)
+    assert len(rows) == 3
+    for row, want in zip(rows, x):
+        np.testing.assert_array_equal(row.numpy(), want)
+    np.testing.assert_array_equal(np.asarray(v), x)
+    assert np.asarray(v, dtype=np.float64).dtype == np.float64
+    np.testing.assert_array_equal(np.stack([np.asarray(r) for r in reversed(v)]), x[::-1])
+    with pytest.raises(TypeError, match="iteration over a rank-0"):
+        iter(jitc.Var(np.float32(1)))
+
+
+@pytest.mark.parametrize("key,error,match", [
+    (5, IndexError, "index 5 is out of bounds for axis 0 with size 3"),
+    ((0, -5), IndexError, "index -5 is out of bounds for axis 1 with size 4"),
+    ((0, 0, 0), IndexError, "too many indices for jitc.Var: it is 2-dimensional, but 3 were indexed"),
+    ((Ellipsis, 0, Ellipsis), IndexError, "a single ellipsis"),
+    (1.0, IndexError, "not float 1.0"),
+    ("a", IndexError, "not str 'a'"),
+    ([0, 1], IndexError, "no array or list as an index"),
+    (np.array([0]), IndexError, "no array or list as an index"),
+    (True, IndexError, "no boolean index"),
+    (np.bool_(False), IndexError, "no boolean index"),
+    (slice(None, None, 0), ValueError, "slice step cannot be zero"),
+    (slice(0.5, None), TypeError, "slice indices must be integers"),
+])
+def test_indexing_errors(key, error, match):
+    v = jitc.Var(rand(3, 4))
+    with pytest.raises(error, match=match):
+        v[key]
+
+
+def test_a_var_is_not_an_index_and_takes_no_assignment():
+    v = jitc.Var(rand(3, 4))
+    with pytest.raises(IndexError, match=r"no jitc.Var as an index .* int\(v.item\(\)\)"):
+        v[jitc.Var(np.int64(1))]
+    with pytest.raises(TypeError, match="takes no item assignment"):
+        v[0] = 1.0
+
+
+def test_gradients_flow_through_slices():
+    x = rand(4, 5)
+    w = rand(2, 3)
+    v = jitc.Var(x)
+    loss = jitc.sum(v[1::2, ::-2] * w) + jitc.sum(v[-1] * v[-1])
+    (g,) = jitc.grad(loss, [v])
+    want = np.zeros_like(x)
+    want[1::2, ::-2] += w
+    want[-1] += 2 * x[-1]
+    close(g.numpy(), want)
