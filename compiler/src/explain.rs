@@ -2,7 +2,8 @@
 //! fusion property tests check. The fuser itself (`fusion`, `meta-fuse`)
 //! stays private; this module is its window in the front door.
 //!
-//! [`explain`] batches contractions as `meta-batch` does and plans every
+//! [`explain`] rewrites math as `meta-fast-math` does (under fast math),
+//! batches contractions as `meta-batch` does and plans every
 //! function of a module as `meta-fuse{rules=jitc}` does in the compilers'
 //! `fuse` pipeline (the same `prepare_and_plan`, so the explanation is the
 //! decision) and renders
@@ -32,14 +33,16 @@ pub enum Format {
 
 /// The fusion plan of every function of `module` (only `function`, when
 /// given) that `meta-fuse` would apply with `fanout_limit`, rendered in
-/// `format`. Planning batches contractions and duplicates shared
-/// broadcasts in `module`, as the `fuse` pipeline does first. Fails when
-/// `function` is not in the module.
+/// `format`. Planning rewrites math as `meta-fast-math` does under `math`
+/// fast, batches contractions and duplicates shared broadcasts in
+/// `module`, as the `fuse-fast` (or `fuse`) pipeline does first. Fails
+/// when `function` is not in the module.
 pub fn explain(
     module: &Module,
     function: Option<&str>,
     fanout_limit: usize,
     format: Format,
+    math: crate::MathMode,
 ) -> Result<String, String> {
     // The compilers' rules (`meta-fuse{rules=jitc}`): contractions kept
     // apart.
@@ -66,13 +69,23 @@ pub fn explain(
         return Err(format!("no function @{wanted} in the module"));
     }
     let mut plans = Vec::new();
-    let mut batched = Vec::new();
+    let mut notes = Vec::new();
     for (name, function) in functions {
+        if math == crate::MathMode::Fast {
+            let rewrites = crate::rewrite::with_context(function, |context| {
+                crate::transforms::fast_math::rewrite_all(context, function)
+            });
+            notes.extend(
+                rewrites
+                    .into_iter()
+                    .map(|what| format!("@{name}: meta-fast-math computes {what} (fast math)\n")),
+            );
+        }
         let sizes = crate::rewrite::with_context(function, |context| {
             crate::transforms::batch::batch(context, function)
         })
         .ok_or_else(|| format!("@{name}: meta-batch could not build a batched contraction"))?;
-        batched.extend(sizes.into_iter().map(|n| {
+        notes.extend(sizes.into_iter().map(|n| {
             format!("@{name}: meta-batch made {n} contractions one, over a new outer dimension of {n}\n")
         }));
         let entry = function.region(0).ok().and_then(|r| r.first_block());
@@ -98,10 +111,10 @@ pub fn explain(
                 .map(|(title, plan)| text(title, plan))
                 .collect::<Vec<_>>()
                 .join("\n");
-            if batched.is_empty() {
+            if notes.is_empty() {
                 plans
             } else {
-                format!("{}\n{plans}", batched.concat())
+                format!("{}\n{plans}", notes.concat())
             }
         }
         Format::Dot => dot("jitc fusion plan", &plans),

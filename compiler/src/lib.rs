@@ -96,13 +96,18 @@ pub fn verify(module: &Module) -> Result<(), Error> {
 /// Fuses `module` in place with the `fuse` pipeline (verifying before and
 /// after).
 pub fn fuse(context: &Context, module: &mut Module) -> Result<(), Error> {
-    fuse_by(context, module, false)
+    fuse_by(context, module, false, MathMode::Exact)
 }
 
 /// [`fuse`], with the paper's rules alone (the `fuse-jittor` pipeline)
-/// when `jittor_rules`.
-fn fuse_by(context: &Context, module: &mut Module, jittor_rules: bool) -> Result<(), Error> {
-    let name = if jittor_rules { "fuse-jittor" } else { "fuse" };
+/// when `jittor_rules`, and otherwise with `meta-fast-math`'s rewrites first
+/// (`fuse-fast`) under fast math.
+fn fuse_by(context: &Context, module: &mut Module, jittor_rules: bool, math: MathMode) -> Result<(), Error> {
+    let name = match (jittor_rules, math) {
+        (true, _) => "fuse-jittor",
+        (false, MathMode::Fast) => "fuse-fast",
+        (false, MathMode::Exact) => "fuse",
+    };
     let fuse = Pipeline::named(name)
         .ok_or_else(|| Error::Pipeline(format!("the {name} pipeline does not parse")))?;
     optimize(context, module, &fuse, &OptimizeOptions::default())
@@ -147,7 +152,13 @@ pub fn gpu_row_chains(
     module: &mut Module,
     options: &GpuOptions,
 ) -> Result<Vec<RowChain>, Error> {
-    fuse_and_merge(context, module, options.check_bounds, options.jittor_rules)?;
+    fuse_and_merge(
+        context,
+        module,
+        options.check_bounds,
+        options.jittor_rules,
+        options.math,
+    )?;
     if options.jittor_rules || options.check_bounds || options.math != lower::MathMode::Fast {
         return Ok(Vec::new());
     }
@@ -189,7 +200,13 @@ pub fn row_chains(
     module: &mut Module,
     options: &CodegenOptions,
 ) -> Result<Vec<RowChain>, Error> {
-    fuse_and_merge(context, module, options.check_bounds, options.jittor_rules)?;
+    fuse_and_merge(
+        context,
+        module,
+        options.check_bounds,
+        options.jittor_rules,
+        options.math,
+    )?;
     let chains = timings::phase("row chains", || chain_rows(context, module, options))?;
     merge(module, options.check_bounds);
     Ok(chains)
@@ -228,8 +245,9 @@ fn fuse_and_merge(
     module: &mut Module,
     check_bounds: bool,
     jittor_rules: bool,
+    math: MathMode,
 ) -> Result<(), Error> {
-    timings::phase("fuse", || fuse_by(context, module, jittor_rules))?;
+    timings::phase("fuse", || fuse_by(context, module, jittor_rules, math))?;
     merge(module, check_bounds);
     Ok(())
 }

@@ -5,8 +5,8 @@ use crate::{
     Error,
     pass::{OptionKind, Options, PassInfo},
     transforms::{
-        batch::Batch, cse::Cse, dce::Dce, fuse::Fuse, grad::Grad, inline::Inline, merge::Merge,
-        refine::Refine, specialize::Specialize, unroll::Unroll, verify::Verify,
+        batch::Batch, cse::Cse, dce::Dce, fast_math::FastMath, fuse::Fuse, grad::Grad, inline::Inline,
+        merge::Merge, refine::Refine, specialize::Specialize, unroll::Unroll, verify::Verify,
     },
 };
 use jitc_dialect::profile::Profile;
@@ -31,6 +31,7 @@ pub static PASSES: &[PassInfo] = &[
     Batch::INFO,
     Cse::INFO,
     Dce::INFO,
+    FastMath::INFO,
     Fuse::INFO,
     Grad::INFO,
     Inline::INFO,
@@ -221,12 +222,17 @@ mod tests {
                 pass.source_file
             );
             let stem = Path::new(pass.source_file).file_stem().unwrap().to_str().unwrap();
+            // `meta-fast-math` → `fast_math.rs` → `FastMath`.
             assert_eq!(
                 pass.argument,
-                format!("meta-{stem}"),
+                format!("meta-{}", stem.replace('_', "-")),
                 "pass argument and file name disagree"
             );
-            assert_eq!(pass.name.to_lowercase(), stem, "pass type and file name disagree");
+            assert_eq!(
+                pass.name.to_lowercase(),
+                stem.replace('_', ""),
+                "pass type and file name disagree"
+            );
             let lit = workspace().join(format!("test/Transforms/{stem}.mlir"));
             assert!(
                 lit.is_file(),

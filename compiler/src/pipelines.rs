@@ -10,7 +10,8 @@
 //! | name | where it runs |
 //! |---|---|
 //! | `default` | DESIGN.md's default pipeline up to fusion (verify, unroll and inline, canonicalize and cse, fuse); lowering and code generation follow per target |
-//! | `fuse` | before code generation, in `jitc compile`, `jitc run` and the runtime's CPU and CUDA modules |
+//! | `fuse` | before code generation, in `jitc compile`, `jitc run` and the runtime's CPU and CUDA modules, under `--math exact` |
+//! | `fuse-fast` | instead of `fuse` under `--math fast` (the default): `meta-fast-math`'s rewrites, then `fuse` |
 //! | `speculation` | after `meta-specialize`, in the runtime's speculation manager |
 //! | `entry-guards` | after the entry guards are taken out of a module |
 //! | `llvm` | on lowered kernels: MLIR's conversions to the LLVM dialect, for the CPU and the GPU |
@@ -65,8 +66,13 @@ pub static PIPELINES: &[NamedPipeline] = &[
     },
     NamedPipeline {
         name: "fuse",
-        summary: "run before code generation by jitc compile, jitc run and the runtime",
+        summary: "run before code generation by jitc compile, jitc run and the runtime under --math exact",
         text: "builtin.module(meta-batch, meta-fuse{rules=jitc})",
+    },
+    NamedPipeline {
+        name: "fuse-fast",
+        summary: "run instead of fuse under --math fast (the default): fast-math rewrites first",
+        text: "builtin.module(meta-fast-math, meta-batch, meta-fuse{rules=jitc})",
     },
     NamedPipeline {
         name: "fuse-jittor",

@@ -545,6 +545,29 @@ pub fn constant_attribute<'c>(value: Value<'c, '_>) -> Option<Attribute<'c>> {
     op.attribute("value").ok()
 }
 
+/// The element of a splat float constant (`arith.constant dense<2.0> :
+/// tensor<f32>`, any shape) that defines `value`.
+pub fn splat_float(value: Value) -> Option<f64> {
+    let attribute = constant_attribute(value)?;
+    if !is_dense_splat(attribute) {
+        return None;
+    }
+    // SAFETY: `attribute` is a live dense elements attribute (checked
+    // above), so it has a shaped type and a splat value, read as its
+    // element type says.
+    unsafe {
+        let raw = attribute.to_raw();
+        let element = mlir_sys::mlirShapedTypeGetElementType(mlir_sys::mlirAttributeGetType(raw));
+        if mlir_sys::mlirTypeIsAF32(element) {
+            Some(f64::from(mlir_sys::mlirDenseElementsAttrGetFloatSplatValue(raw)))
+        } else if mlir_sys::mlirTypeIsAF64(element) {
+            Some(mlir_sys::mlirDenseElementsAttrGetDoubleSplatValue(raw))
+        } else {
+            None
+        }
+    }
+}
+
 /// The value of an `arith.constant` of index or integer type.
 pub fn constant_int(value: Value) -> Option<i64> {
     IntegerAttribute::try_from(constant_attribute(value)?)

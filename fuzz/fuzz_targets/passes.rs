@@ -14,7 +14,7 @@ fuzz_target!(|data: &[u8]| {
     let Some(text) = module_text(data) else { return };
     with_context(|context| {
         jitc_fuzz::log_input(data);
-        for name in ["fuse", "default", "speculation", "grad"] {
+        for name in ["fuse", "fuse-fast", "default", "speculation", "grad"] {
             let collector = DiagnosticCollector::attach(context);
             let Some(mut module) = parse_module(context, &text) else {
                 return;

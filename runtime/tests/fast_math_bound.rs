@@ -6,6 +6,9 @@
 //! That is the bound BLAS libraries state for sums and dot products: the
 //! interpreter's sequential sum and the reassociated one are each within
 //! γ(n-1)·Σ|x| of the exact sum.
+//!
+//! Also `meta-fast-math`'s `1 ± tanh(u)` as `2 sigmoid(±2u)`: measured
+//! against the real value (f64), over a sweep and the special values.
 
 use jitc_compiler::{
     CodegenOptions, MathMode, OptimizeOptions, Pipeline, new_context, optimize, parse_module,
@@ -88,5 +91,124 @@ fn fast_row_sums_are_within_the_stated_bound() {
     );
     eprintln!(
         "{differing}/{ROWS} rows differ; worst difference {worst_of_bound:.1e} of the bound, {worst_relative:.1e} of the result"
+    );
+}
+
+/// Distance in f32 ulps between two finite floats of one sign.
+fn ulps(a: f32, b: f32) -> u32 {
+    (a.to_bits() as i64 - b.to_bits() as i64).unsigned_abs() as u32
+}
+
+/// Runs `source`'s `@main` on `inputs`, compiled with `math` (or in the
+/// interpreter), returning its f32 results.
+fn run_f32(source: &str, inputs: Vec<Tensor>, math: Option<MathMode>) -> Vec<Vec<f32>> {
+    let context = new_context().unwrap();
+    let mut module = parse_module(&context, source).unwrap();
+    let arguments: Vec<Value> = inputs.into_iter().map(Value::tensor).collect();
+    let results = match math {
+        None => Interpreter::new(&module)
+            .run("main", arguments, &mut StateStore::new())
+            .unwrap(),
+        Some(math) => {
+            let options = CodegenOptions {
+                math,
+                ..CodegenOptions::default()
+            };
+            let compiled = CpuModule::compile_with(&context, &mut module, &options).unwrap();
+            compiled
+                .run(&module, "main", arguments, &mut StateStore::new())
+                .unwrap()
+        }
+    };
+    results
+        .iter()
+        .map(|v| {
+            let Value::Tensor(t) = v else {
+                panic!("expected a tensor")
+            };
+            (0..t.len()).map(|i| t.get(i).as_f64() as f32).collect()
+        })
+        .collect()
+}
+
+#[test]
+fn one_plus_tanh_as_a_sigmoid_stays_within_the_bound_of_the_real_value() {
+    // Every 2^-10 from -12 to 12, then special values.
+    let mut us: Vec<f32> = (-12 * 1024..=12 * 1024).map(|k| k as f32 / 1024.0).collect();
+    us.extend([
+        0.0,
+        -0.0,
+        1e-30,
+        -1e-30,
+        1e-7,
+        -1e-7,
+        40.0,
+        -40.0,
+        100.0,
+        -100.0,
+        3e38,
+        -3e38,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+    ]);
+    let n = us.len();
+    let source = format!(
+        r#"func.func @main(%u: tensor<{n}xf32>) -> (tensor<{n}xf32>, tensor<{n}xf32>) {{
+  %one_s = arith.constant dense<1.0> : tensor<f32>
+  %one = "meta.reindex"(%one_s) {{indices = affine_map<(i) -> ()>}} : (tensor<f32>) -> tensor<{n}xf32>
+  %t = "meta.unary"(%u) {{kind = "tanh"}} : (tensor<{n}xf32>) -> tensor<{n}xf32>
+  %p = "meta.binary"(%one, %t) {{kind = "add"}} : (tensor<{n}xf32>, tensor<{n}xf32>) -> tensor<{n}xf32>
+  %t2 = "meta.unary"(%u) {{kind = "tanh"}} : (tensor<{n}xf32>) -> tensor<{n}xf32>
+  %m = "meta.binary"(%one, %t2) {{kind = "sub"}} : (tensor<{n}xf32>, tensor<{n}xf32>) -> tensor<{n}xf32>
+  return %p, %m : tensor<{n}xf32>, tensor<{n}xf32>
+}}"#
+    );
+    let input = || vec![Tensor::new(vec![n], Buffer::F32(us.clone().into())).unwrap()];
+    let fast = run_f32(&source, input(), Some(MathMode::Fast));
+    let literal = run_f32(&source, input(), None);
+    let (mut worst_fast, mut worst_literal) = (0u32, 0u32);
+    for (k, &u) in us.iter().enumerate() {
+        // 1 ± tanh(u) = 2 / (1 + e^(∓2u)), without the cancellation that
+        // `1.0 + u.tanh()` has in f64 too where tanh nears ∓1.
+        let u64 = f64::from(u);
+        for (which, real) in [
+            (0, 2.0 / (1.0 + (-2.0 * u64).exp())),
+            (1, 2.0 / (1.0 + (2.0 * u64).exp())),
+        ] {
+            let real = real as f32;
+            let (got, lit) = (fast[which][k], literal[which][k]);
+            if u.is_nan() {
+                assert!(got.is_nan(), "1 ± tanh(NaN) gave {got}");
+                continue;
+            }
+            assert!(got >= 0.0 && !got.is_nan(), "u = {u}: {got}");
+            worst_fast = worst_fast.max(ulps(got, real));
+            worst_literal = worst_literal.max(ulps(lit, real));
+        }
+    }
+    // The limits are the literal form's: 2 at one end, +0 at the other.
+    let at = |u: f32| {
+        us.iter()
+            .position(|&x| x == u && x.is_sign_negative() == u.is_sign_negative())
+            .unwrap()
+    };
+    assert_eq!(fast[0][at(f32::INFINITY)], 2.0);
+    assert_eq!(fast[0][at(f32::NEG_INFINITY)].to_bits(), 0.0f32.to_bits());
+    assert_eq!(fast[1][at(f32::NEG_INFINITY)], 2.0);
+    assert_eq!(fast[0][at(-0.0)], 1.0);
+    eprintln!(
+        "1 ± tanh(u) against the real value: rewritten {worst_fast} ulps, literal (interpreter) {worst_literal} ulps"
+    );
+    // sigmoid's bound (3 ulps; 2 measured here).
+    assert!(
+        worst_fast <= 3,
+        "2 sigmoid(±2u) is {worst_fast} ulps from the real 1 ± tanh(u)"
+    );
+    // Where tanh(u) nears -1 (or 1), the literal sum cancels: this is why
+    // the rewrite is also the more accurate form.
+    assert!(
+        worst_literal > 1000,
+        "the literal form was expected to cancel ({worst_literal} ulps)"
     );
 }

@@ -7,6 +7,8 @@
 // CHECK-NEXT: builtin.module(meta-verify, meta-unroll, meta-inline, canonicalize, cse, meta-fuse)
 // CHECK: fuse
 // CHECK-NEXT: builtin.module(meta-batch, meta-fuse{rules=jitc})
+// CHECK: fuse-fast
+// CHECK-NEXT: builtin.module(meta-fast-math, meta-batch, meta-fuse{rules=jitc})
 // CHECK: fuse-jittor
 // CHECK-NEXT: builtin.module(meta-fuse)
 // CHECK: speculation

@@ -83,7 +83,10 @@ fn explain(context: &Context, args: &ExplainArgs) -> Result<String, String> {
         Format::Text => plans::Format::Text,
         Format::Dot => plans::Format::Dot,
     };
-    let mut text = plans::explain(&module, args.function.as_deref(), args.fanout_limit, format)?;
+    // The plans of the default build, fast math (as the CPU and GPU
+    // sections below).
+    let math = jitc_compiler::CodegenOptions::default().math;
+    let mut text = plans::explain(&module, args.function.as_deref(), args.fanout_limit, format, math)?;
     if args.format == Format::Text {
         text.push_str(&cpu_kernels(context, args, &source)?);
         text.push_str(&gpu_chains(context, args, &source)?);

@@ -3,6 +3,7 @@
 pub mod batch;
 pub mod cse;
 pub mod dce;
+pub mod fast_math;
 pub mod fuse;
 pub mod grad;
 pub mod inline;
