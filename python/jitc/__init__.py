@@ -50,7 +50,7 @@ __all__ = [
     "set_state", "get_state", "read_state", "write_state",
     "reindex", "reindex_reduce", "unary", "binary", "ternary",
     "array", "broadcast", "sum", "mean", "max", "min", "matmul", "conv2d",
-    "pad", "transpose", "reshape", "relu", "sigmoid", "tanh", "exp", "log",
+    "pad", "transpose", "reshape", "stack", "concatenate", "relu", "sigmoid", "tanh", "exp", "log",
     "softmax", "log_softmax", "cross_entropy", "layer_norm", "batch_norm",
     "grad", "full", "zeros", "optim", "guard", "function", "explain", "GuardFailed",
 ]
@@ -117,6 +117,10 @@ class Var:
             self._v = data._v
         elif isinstance(data, _jitc.Var):
             self._v = data
+        elif _holds_var(data):
+            # A list of `Var`s: stacked in the graph, not computed.
+            nested = _nested(data)
+            self._v = (nested if dtype is None else nested.astype(dtype))._v
         else:
             array = _as_array(data, dtype)
             self._v = _call(_jitc.Var.from_bytes, array.tobytes(), list(array.shape), _TO_JITC[array.dtype])
@@ -153,9 +157,23 @@ class Var:
     def item(self):
         return self.numpy().item()
 
+    def __float__(self):
+        # As NumPy's: one element converts (computing it), more do not.
+        return float(self._one("float"))
+
+    def __int__(self):
+        return int(self._one("int"))
+
+    def _one(self, what):
+        if _math.prod(self.shape) != 1:
+            raise TypeError(f"only a jitc.Var of one element converts to a Python {what}, not shape {self.shape}")
+        return self.item()
+
     def __array__(self, dtype=None, copy=None):
-        # `np.asarray(v)`: the value, computed (a new array each time, so a
-        # copy is never made of memory anything else holds).
+        # `np.asarray(v)`: the value, computed into a new array (NumPy 2's
+        # `copy=False` asks for none: the value is always copied out).
+        if copy is False:
+            raise ValueError("a jitc.Var's value is always copied out of the runtime; use copy=None")
         if _tracing.tracer is not None:
             _reads("np.asarray() (or another NumPy conversion)")
         array = _np.frombuffer(self._v.fetch_bytes(), dtype=_TO_NUMPY[self._v.dtype]).reshape(self.shape)
@@ -170,6 +188,10 @@ class Var:
         if not self.shape:
             raise TypeError("iteration over a rank-0 jitc.Var")
         return (_getitem(self, i) for i in range(self.shape[0]))
+
+    def __contains__(self, value):
+        # NumPy's `value in a`: `(a == value).any()`.
+        return bool(_reduce(_arith(self, value, "eq"), "or", None, False))
 
     def __setitem__(self, key, value):
         raise TypeError(
@@ -352,6 +374,8 @@ def _var(x, like=None):
         return x._as(like.dtype if like is not None else _NUMBER_DEFAULTS[x._kind])
     if isinstance(x, Var):
         return x
+    if _holds_var(x):
+        return _nested(x)
     if like is not None and not isinstance(x, _np.ndarray):
         return Var(_np.asarray(x, dtype=like.dtype))
     return Var(x)
@@ -575,6 +599,9 @@ def _arith(x, y, op):
     integer number computes in int32. As NumPy: ``+`` and ``*`` of two
     booleans are ``or`` and ``and``, ``-`` of two booleans is an error, and
     ``**`` of integers is an integer (`_integer_power`)."""
+    # A list of `Var`s is the tensor NumPy would make of it.
+    x = _nested(x) if _holds_var(x) else x
+    y = _nested(y) if _holds_var(y) else y
     if not (_is_tensor(x) or _is_tensor(y)):
         return binary(x, y, op)
     x, y = _promoted(x, y, op)
@@ -668,6 +695,8 @@ def _integer_target(x, y, op):
 def _sequence_kind(x):
     """The NumPy kind (``"b"``, ``"i"``, ``"f"``, ...) of the list or tuple
     `x`, or None for anything else."""
+    if _holds_var(x):
+        return _nested(x).dtype.kind
     if isinstance(x, (list, tuple)):
         return _np.asarray(x).dtype.kind
     return None
@@ -1010,8 +1039,17 @@ class _Number(Var):
     def __getitem__(self, key):
         return self._python("a subscript")[key]
 
+    def __setitem__(self, key, value):
+        self._python("item assignment")[key] = value
+
     def __iter__(self):
         return iter(self._python("iteration"))
+
+    def __reversed__(self):
+        return reversed(self._python("reversed()"))
+
+    def __contains__(self, value):
+        return value in self._python("in")
 
     def __float__(self):
         return float(self._python("float()"))
@@ -1296,6 +1334,139 @@ def reshape(x, shape):
     return reindex(x, shape, list(reversed(indices)))
 
 
+def _combine(parts):
+    """The sum of `parts`, each a value in its own slots and the identity of
+    the sum elsewhere (``-0.0``: ``x + -0.0`` is `x` for every float, the
+    sign of a zero included; ``0`` for integers; ``or`` for booleans)."""
+    kind = "or" if parts[0].dtype == _np.bool_ else "add"
+    total = parts[0]
+    for part in parts[1:]:
+        total = binary(total, part, kind)
+    return total
+
+
+def _gap(dtype):
+    """What a part of `_combine` holds outside its slots."""
+    return -0.0 if _np.dtype(dtype).kind == "f" else 0
+
+
+def _same_type(values):
+    """`values` (tensors, arrays, numbers) as `Var`s of one type, NumPy's
+    result type of the tensors and arrays (numbers take it, as in Jittor;
+    a float number with integer tensors makes them float32, or float64
+    with int64, as `_arith` does)."""
+    strong = [v.dtype for v in values if _is_array(v)]
+    floats = any(_number_kind(v) == "float" for v in values if not _is_array(v))
+    if strong:
+        target = _np.result_type(*strong)
+        if floats and target.kind != "f":
+            target = _np.dtype(_np.float64 if target == _np.int64 else _np.float32)
+    else:
+        target = _as_array([_scalar(v) if not isinstance(v, _Number) else v._value for v in values]).dtype
+    if target not in _TO_JITC:
+        raise JitcError(f"jitc has no element type for NumPy's {target}")
+    return [_as_var_of(v, target) for v in values]
+
+
+def _as_var_of(v, dtype):
+    """`v` (a tensor, a relaxed number, an array or a number) as a `Var` of
+    `dtype`."""
+    if isinstance(v, _Number):
+        return v._as(dtype)
+    if isinstance(v, Var):
+        return v.astype(dtype)
+    return Var(v, dtype)
+
+
+def concatenate(values, axis=0):
+    """`values` joined along the existing axis `axis`, as `numpy.concatenate`:
+    each placed by a reindex that reads past its ends elsewhere (the
+    identity of a sum there), and the parts added, all fused into one
+    kernel. Gradients flow to every part."""
+    values = _same_type(list(values))
+    if not values:
+        raise JitcError("concatenate needs at least one value")
+    rank = values[0].ndim
+    if rank == 0:
+        raise JitcError("zero-dimensional values cannot be concatenated")
+    if not -rank <= axis < rank:
+        raise JitcError(f"axis {axis} is out of bounds for rank-{rank} values")
+    axis %= rank
+    for v in values:
+        if v.ndim != rank or any(n != m for d, (n, m) in enumerate(zip(v.shape, values[0].shape)) if d != axis):
+            raise JitcError(
+                f"concatenate: every value must have shape {values[0].shape} but along axis {axis}, not {v.shape}"
+            )
+    if len(values) == 1:
+        return values[0]
+    shape = list(values[0].shape)
+    shape[axis] = _builtins.sum(v.shape[axis] for v in values)
+    parts, offset = [], 0
+    for v in values:
+        indices = [f"i{d}" if d != axis else f"i{d} - {offset}" for d in range(rank)]
+        parts.append(reindex(v, shape, indices, _gap(v.dtype)))
+        offset += v.shape[axis]
+    return _combine(parts)
+
+
+def stack(values, axis=0):
+    """`values` of one shape stacked along a new axis `axis`, as
+    `numpy.stack` (see `concatenate`)."""
+    values = _same_type(list(values))
+    if not values:
+        raise JitcError("stack needs at least one value")
+    shape = values[0].shape
+    for v in values:
+        if v.shape != shape:
+            raise JitcError(f"stack: every value must have one shape, not {shape} and {v.shape}")
+    rank = len(shape) + 1
+    if not -rank <= axis < rank:
+        raise JitcError(f"axis {axis} is out of bounds for rank-{rank} results")
+    axis %= rank
+    key = (slice(None),) * axis + (None,)
+    return concatenate([_getitem(v, key) for v in values], axis)
+
+
+def _holds_var(x, depth=0):
+    """Whether the list or tuple `x` holds a `jitc.Var`, at any depth
+    (NumPy's 64 dimensions at most)."""
+    return (isinstance(x, (list, tuple)) and depth < 64
+            and any(isinstance(i, Var) or _holds_var(i, depth + 1) for i in x))
+
+
+def _nested(x):
+    """The list or tuple `x`, holding `jitc.Var`s, as one `Var`: what
+    ``numpy.array`` makes of it, built in the graph (`stack` at each level),
+    so the values stay pending and gradients reach them."""
+    leaves = []
+
+    def collect(v):
+        if isinstance(v, (list, tuple)):
+            for i in v:
+                collect(i)
+        else:
+            leaves.append(v)
+
+    collect(x)
+    target = _same_type(leaves)[0].dtype if leaves else _np.dtype(_np.float32)
+
+    def build(v):
+        if isinstance(v, (list, tuple)):
+            items = [build(i) for i in v]
+            if not items:
+                raise JitcError("an empty list inside a list of jitc.Vars")
+            shapes = {i.shape for i in items}
+            if len(shapes) > 1:
+                raise JitcError(
+                    "a list of jitc.Vars must be rectangular, as NumPy's arrays are: "
+                    f"its items have shapes {sorted(shapes)}"
+                )
+            return stack(items)
+        return _as_var_of(v, target)
+
+    return build(x)
+
+
 _INDEX_KINDS = "integers, slices (`:`), an ellipsis (`...`) and None (numpy.newaxis)"
 
 
@@ -1313,6 +1484,8 @@ def _index_item(item):
             f"jitc.Var takes no jitc.Var as an index (a gather, not a reindex); its indices are "
             f"{_INDEX_KINDS}; read a computed index with int(v.item())"
         )
+    if isinstance(item, _np.ndarray) and item.ndim == 0 and item.dtype.kind in "iu":
+        return int(item)  # (NumPy takes a 0-d integer array as its integer)
     if isinstance(item, (_np.ndarray, list, tuple)):
         raise IndexError(
             f"jitc.Var takes no array or list as an index (NumPy's advanced indexing gathers, "
@@ -1321,6 +1494,8 @@ def _index_item(item):
     try:
         return _operator.index(item)
     except TypeError:
+        if isinstance(item, _Number):
+            item = item._python("an index")
         raise IndexError(
             f"jitc.Var indices are {_INDEX_KINDS}, not {type(item).__name__} {item!r}"
         ) from None
@@ -1348,6 +1523,8 @@ def _getitem(x, key):
         items[at:at + 1] = rest
     else:
         items += rest
+    if len(items) - named + x.ndim > 64:
+        raise IndexError("an index can make at most 64 dimensions, as NumPy's")
     shape, indices, axis = [], [], 0
     for item in items:
         if item is None:
@@ -1357,7 +1534,10 @@ def _getitem(x, key):
         if isinstance(item, slice):
             start, _, step = item.indices(n)
             out = f"i{len(shape)}"
-            shape.append(len(range(*item.indices(n))))
+            length = len(range(*item.indices(n)))
+            shape.append(length)
+            if length <= 1:
+                step = 1  # (any step picks the one position; 2**63 is no index)
             if step == 1:
                 indices.append(out if start == 0 else f"{out} + {start}")
             elif step > 0:
@@ -1456,6 +1636,8 @@ def cross_entropy(logits, target):
     example (one-hot, say), or an integer array of class indices, made
     one-hot here."""
     logits = _var(logits)
+    if _holds_var(target):
+        target = _nested(target)
     if not isinstance(target, Var):
         array = _np.asarray(target)
         if array.dtype.kind in "iu":

@@ -3716,3 +3716,61 @@ def test_a_step_that_branches_on_the_learning_rate_is_staged(exact_math):
     stats = _Printed.staged.stats()
     assert stats["staged"] == 0, _Printed.staged.explain()
     assert "it reads the learning rate into Python (opt.lr)" in _Printed.staged.explain(), _Printed.staged.explain()
+
+
+def indexed_by(x, n):
+    return x[n] * 2.0 + x[-1:][0] + x[:n + 1].sum()
+
+
+def sequence_sum(x):
+    total = x[0] * 0.0
+    for row in x:
+        total = total + row * row
+    return total
+
+
+def number_as_sequence(x, n):
+    # What an int raises where a tensor would index or iterate.
+    caught = []
+    for attempt in (lambda: n[0], lambda: iter(n), lambda: reversed(n), lambda: 1 in n):
+        try:
+            attempt()
+        except TypeError as e:
+            caught.append(str(e))
+    return x * float(len(caught)), "; ".join(caught)
+
+
+def assigns_into_number(x, n):
+    try:
+        n[0] = 1
+    except TypeError as e:
+        return x * 2.0, str(e)
+    return x, ""
+
+
+@pytest.mark.parametrize("fn,calls", [
+    # An int argument used as an index and a slice bound: a fact by value
+    # (the index reads it), each new value new facts, every result right.
+    (indexed_by, [(0,), (1,), (2,), (1,), (3,), (0,), (2,)]),
+    # A relaxed int meets subscripts, iteration, reversed() and `in` as an
+    # int does: Python's own TypeErrors.
+    (number_as_sequence, [(1,), (2,), (3,), (4,), (5,)]),
+    (assigns_into_number, [(1,), (2,), (3,), (4,)]),
+])
+def test_indexing_with_and_into_python_numbers_agrees_with_imperative_execution(fn, calls):
+    staged = jitc.function(fn, profile=2)
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    for call in calls:
+        got = _outcome(staged, (x, *call))
+        want = _outcome(fn, (jitc.Var(x), *call))
+        assert got == want, (call, got, want)
+
+
+def test_a_loop_over_a_tensors_rows_is_staged_per_length():
+    staged = jitc.function(sequence_sum, profile=2)
+    rng = np.random.default_rng(3)
+    for length in (2, 3, 2, 3, 2, 3, 4, 2):
+        x = rng.standard_normal((length, 5)).astype(np.float32)
+        np.testing.assert_allclose(staged(x).numpy(), (x * x).sum(axis=0), rtol=1e-5, atol=1e-6)
+    stats = staged.stats()
+    assert stats["staged"] >= 3 and stats["give_ups"] == 0 and stats["fallbacks"] == 0, stats

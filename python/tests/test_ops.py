@@ -576,3 +576,85 @@ def test_gradients_flow_through_slices():
     want[1::2, ::-2] += w
     want[-1] += 2 * x[-1]
     close(g.numpy(), want)
+
+
+def test_huge_steps_zero_d_integer_indices_and_the_dimension_limit():
+    x = rand(5)
+    v = jitc.Var(x)
+    np.testing.assert_array_equal(v[::2**63].numpy(), x[::2**63])
+    np.testing.assert_array_equal(v[::-2**63].numpy(), x[::-2**63])
+    np.testing.assert_array_equal(v[np.array(3)].numpy(), x[np.array(3)])
+    with pytest.raises(IndexError, match="at most 64 dimensions"):
+        v[(None,) * 64]
+
+
+def test_membership_and_conversions_to_python_numbers():
+    v = jitc.Var(np.array([[1.0, 2.0], [3.0, 4.0]], np.float32))
+    assert 3.0 in v and 5.0 not in v
+    assert 1.0 in jitc.Var(np.float32(1))
+    assert float(v[1, 0]) == 3.0 and int(v[0, 1]) == 2
+    with pytest.raises(TypeError, match="one element converts"):
+        float(v)
+    with pytest.raises(ValueError, match="always copied"):
+        np.asarray(v, copy=False)
+    np.testing.assert_array_equal(np.array(list(v[0])), [1.0, 2.0])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.bool_])
+def test_stack_and_concatenate_are_numpys(dtype):
+    rng = np.random.default_rng(11)
+    a, b, c = [(rng.standard_normal((2, 3)) * 5).astype(dtype) for _ in range(3)]
+    va, vb, vc = jitc.Var(a), jitc.Var(b), jitc.Var(c)
+    for axis in (0, 1, 2, -1):
+        got = jitc.stack([va, vb, vc], axis=axis).numpy()
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, np.stack([a, b, c], axis=axis))
+    for axis in (0, 1, -1):
+        parts = [a, b[:, :1] if axis else b[:1], c]
+        got = jitc.concatenate([jitc.Var(p) for p in parts], axis=axis).numpy()
+        np.testing.assert_array_equal(got, np.concatenate(parts, axis=axis))
+
+
+def test_stacking_keeps_signed_zeros_and_nans():
+    x = np.array([-0.0, 0.0, np.nan, -np.inf], np.float32)
+    got = jitc.stack([jitc.Var(x), jitc.Var(-x)]).numpy()
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(np.stack([x, -x])))
+    assert np.isnan(got[:, 2]).all()
+
+
+def test_lists_of_vars_are_stacked_in_the_graph_and_gradients_reach_them():
+    w = jitc.Var(np.arange(3, dtype=np.float32))
+    (g,) = jitc.grad(jitc.sum(jitc.Var([w, w * 3.0])), [w])
+    np.testing.assert_array_equal(g.numpy(), [4.0, 4.0, 4.0])
+    (g,) = jitc.grad(jitc.sum(w + [w * 2.0]), [w])
+    np.testing.assert_array_equal(g.numpy(), [3.0, 3.0, 3.0])
+    # Types as NumPy's: float64 stays, int64 does not wrap, a number takes
+    # the tensors' type.
+    d = jitc.Var(np.ones(2, np.float64))
+    assert jitc.Var([d, d]).dtype == np.float64
+    big = jitc.Var(np.array([2**40], np.int64))
+    np.testing.assert_array_equal(jitc.Var([big]).numpy(), [[2**40]])
+    np.testing.assert_array_equal(jitc.Var([w[0], 7.0]).numpy(), [0.0, 7.0])
+    # Stacking computes nothing.
+    pending = w * 2.0
+    jitc.Var([pending, pending])
+    assert not pending.is_computed()
+    with pytest.raises(jitc.JitcError, match="rectangular"):
+        jitc.Var([w, w[:2]])
+    with pytest.raises(jitc.JitcError, match="one shape"):
+        jitc.stack([w, w[:2]])
+    with pytest.raises(jitc.JitcError, match="but along axis 0"):
+        jitc.concatenate([w, jitc.Var(np.ones((1, 3), np.float32))])
+
+
+def test_stacked_gradients_and_concatenation_of_slices():
+    x = rand(4, 3)
+    v = jitc.Var(x)
+    w = rand(8, 3)
+    loss = jitc.sum(jitc.concatenate([v[2:], v, v[:2]]) * w)
+    (g,) = jitc.grad(loss, [v])
+    want = np.zeros_like(x)
+    want[2:] += w[:2]
+    want += w[2:6]
+    want[:2] += w[6:]
+    close(g.numpy(), want)
