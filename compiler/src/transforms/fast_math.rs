@@ -27,9 +27,11 @@
 //!   (about an ulp of 1) becomes a large relative one, which `sigmoid`
 //!   does not have. `2u`, `-2u` and `2s` are exact (or overflow to the
 //!   infinity that `sigmoid` maps to its limit), so the result is within
-//!   `sigmoid`'s bound of the real `1 ± tanh(u)`
-//!   (`runtime/tests/fast_math_bound.rs` measures it). NaN stays NaN, and
-//!   the limits at `±inf` are those of the literal form.
+//!   `sigmoid`'s bound of the real `1 ± tanh(u)` wherever that is a normal
+//!   float (`runtime/tests/fast_math_bound.rs` measures it); where it is
+//!   subnormal (`u` below about -44 for the sum) the result is 0 or
+//!   subnormal, as the literal form's 0 is. NaN stays NaN, and the limits
+//!   at `±inf` are those of the literal form.
 //! - **`pow(x, 2)` becomes `x * x`** (f32 and f64): a multiply is
 //!   correctly rounded, where `pow` is a libm call per element that
 //!   vectorizes to nothing. Zeros, infinities and NaN give what `pow`
@@ -38,21 +40,29 @@
 //! A constant is a splat `arith.constant` of the element type, or a
 //! `meta.reindex` without overflow conditions of a rank-0 one, the form in
 //! which frontends broadcast numbers. New values are made from the
-//! operands (`u + u`), so no constant is added and dynamic shapes need
-//! nothing.
+//! operands (`u + u`), so no constant is added. Only static shapes are
+//! rewritten, with every operand of the result's type: on dynamic shapes
+//! the op and the broadcast check sizes at run time, and a rewrite that
+//! dropped the constant would drop those checks (and their errors). The
+//! new ops go where the `tanh` was, so a `tanh` outside a loop whose body
+//! adds 1 stays outside.
 //!
 //! Algorithm:
 //! 1. collect the `meta.binary` ops under the root, in program order;
-//! 2. for each, match a rewrite on its kind, its operands' defining ops
-//!    and the constants; build the new ops in front of it, replace its
+//! 2. for each, match a rewrite on its kind, its types (static, all
+//!    equal), its operands' defining ops and the constants; build the new
+//!    ops in front of the `tanh` (or the `pow`), replace the binary's
 //!    result's uses and erase it, then the `tanh` it read (whose one use it
-//!    was);
-//! 3. ops a rewrite makes are not matched again, and constants left
-//!    unused are for `meta-dce` and `canonicalize`.
+//!    was), then the constant's broadcast and the constant where this was
+//!    their last use;
+//! 3. ops a rewrite makes are not matched again.
 
 use crate::{
     pass::{Options, PassInfo},
-    rewrite::{Builder, defining_op, erase, replace_uses, results_unused, splat_float, users, with_context},
+    rewrite::{
+        Builder, DYNAMIC, defining_op, dims, erase, replace_uses, results_unused, splat_float, users,
+        with_context,
+    },
 };
 use jitc_dialect::{
     kinds::{BinaryKind, UnaryKind},
@@ -131,7 +141,14 @@ fn rewrite_one<'c, 'a>(context: &'c Context, op: OperationRef<'c, 'a>) -> Option
     let binary = BinaryOp::cast(op)?;
     let (lhs, rhs) = (binary.lhs()?, binary.rhs()?);
     let result = binary.result()?;
-    let element = tensor_type(result)?.element();
+    let result_type = tensor_type(result)?;
+    // Static shapes only, every operand's the result's: an element-wise op
+    // on dynamic shapes checks them at run time (and a broadcast checks its
+    // sizes), which dropping the constant would skip.
+    if dims(result_type).contains(&DYNAMIC) || [lhs, rhs].iter().any(|v| v.r#type() != result.r#type()) {
+        return None;
+    }
+    let element = result_type.element();
     let (matched, constant_operand) = match binary.kind()? {
         BinaryKind::Add if element.is_f32() => {
             let (one, other) = with_constant(lhs, rhs, 1.0)?;
@@ -145,7 +162,13 @@ fn rewrite_one<'c, 'a>(context: &'c Context, op: OperationRef<'c, 'a>) -> Option
         BinaryKind::Pow if constant(rhs) == Some(2.0) => (Match::Square(lhs), rhs),
         _ => return None,
     };
-    let builder = Builder::before(context, op)?;
+    // The new ops go where the tanh (or the pow) is, not where the add is:
+    // a tanh before a loop whose body adds 1 stays out of the loop.
+    let anchor = match matched {
+        Match::OnePlusTanh(_, tanh, _) => tanh,
+        Match::Square(_) => op,
+    };
+    let builder = Builder::before(context, anchor)?;
     let r#type = result.r#type();
     let binary_op = |kind: BinaryKind, a: Value<'c, 'a>, b: Value<'c, 'a>| {
         builder.insert_one(BinaryOp::build(context, builder.location(), kind, a, b, r#type).ok()?)
