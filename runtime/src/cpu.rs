@@ -7,7 +7,7 @@
 //! ([`CodegenOptions::check_bounds`]) the access that went out of bounds.
 
 use crate::{
-    Error, Executor,
+    Error, Executor, KernelTime,
     disk_cache::{DiskCache, KeyParts},
     host::{Compiled, HostKernels, HostPlan, compiled_or_skipped, run_host_code},
 };
@@ -24,7 +24,7 @@ use melior::{
 use std::{
     borrow::Borrow,
     cell::{Cell, RefCell},
-    collections::HashMap,
+    collections::{BTreeMap, HashMap},
     hash::Hash,
     sync::{
         Arc, Mutex, OnceLock,
@@ -600,6 +600,9 @@ pub struct CpuModule {
     shared: Arc<Shared>,
     cache_hit: bool,
     disk_hit: bool,
+    /// Per kernel, its calls and their time, while timing is on
+    /// ([`Executor::set_kernel_timing`]); `None` while it is off.
+    times: Mutex<Option<BTreeMap<String, KernelTime>>>,
 }
 
 impl CpuModule {
@@ -694,6 +697,7 @@ impl CpuModule {
             shared,
             cache_hit,
             disk_hit,
+            times: Mutex::new(None),
         }
     }
 
@@ -879,6 +883,22 @@ impl Executor for CpuModule {
         self.fallback(module, function)
             .map(|reason| format!("@{function} runs its host code in the interpreter: {reason}"))
     }
+
+    fn set_kernel_timing(&self, on: bool) -> bool {
+        if let Ok(mut times) = self.times.lock() {
+            *times = on.then(BTreeMap::new);
+        }
+        true
+    }
+
+    fn kernel_times(&self) -> Vec<(String, KernelTime)> {
+        self.times
+            .lock()
+            .ok()
+            .and_then(|times| times.clone())
+            .map(|times| times.into_iter().collect())
+            .unwrap_or_default()
+    }
 }
 
 /// What a kernel reads in place of an empty argument of dynamic shape: one
@@ -898,10 +918,35 @@ impl KernelRunner for CpuModule {
 }
 
 impl CpuModule {
+    /// [`Self::call_kernel`], timed while kernel timing is on (the call
+    /// whole: argument checks, the worker team's split, the status check).
+    fn call(
+        &self,
+        name: &str,
+        args: &[Value],
+        donated: Option<Tensor>,
+    ) -> Option<Result<Vec<Value>, jitc_compiler::KernelFailure>> {
+        let timing = self.times.lock().is_ok_and(|times| times.is_some());
+        if !timing {
+            return self.call_kernel(name, args, donated);
+        }
+        let start = Instant::now();
+        let result = self.call_kernel(name, args, donated);
+        let elapsed = start.elapsed();
+        if let Ok(mut times) = self.times.lock()
+            && let Some(times) = times.as_mut()
+        {
+            let time = times.entry(name.to_owned()).or_default();
+            time.calls += 1;
+            time.total += elapsed;
+        }
+        result
+    }
+
     /// Runs kernel `name` on `args`; with `donated`, the buffer of its
     /// argument `i` of [`jitc_compiler::KernelSignature::in_place`] (taken
     /// out of `args`, and checked to fit), written in place as result `j`.
-    fn call(
+    fn call_kernel(
         &self,
         name: &str,
         args: &[Value],

@@ -95,4 +95,26 @@ pub trait Executor: KernelRunner {
     fn schedule_note(&self, _module: &Module, _function: &str) -> Option<String> {
         None
     }
+
+    /// Starts (`on`, from zero) or stops timing each kernel call, for
+    /// `jitc bench --kernels`; `false` when this executor cannot.
+    fn set_kernel_timing(&self, _on: bool) -> bool {
+        false
+    }
+
+    /// The calls and time of each kernel since timing started, by name.
+    fn kernel_times(&self) -> Vec<(String, KernelTime)> {
+        Vec::new()
+    }
+}
+
+/// How often a kernel was called while kernel timing was on, and for how
+/// long in all ([`Executor::kernel_times`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KernelTime {
+    /// Calls.
+    pub calls: u64,
+    /// Their time, each call whole (on the CPU: the argument checks, the
+    /// worker team's split and the status check included).
+    pub total: std::time::Duration,
 }

@@ -3,7 +3,7 @@
 use crate::run::{Backend, Program, ProgramArgs, read_inputs, read_states};
 use clap::Args;
 use jitc_interp::Value;
-use jitc_runtime::CompileCache;
+use jitc_runtime::{CompileCache, KernelTime};
 use melior::Context;
 use std::{
     process::ExitCode,
@@ -18,6 +18,12 @@ use std::{
 /// allocates its outputs, inside it. Bytes moved are the inputs read plus
 /// the results written once each: a lower bound on the memory traffic, so
 /// GB/s is meaningful for memory-bound functions.
+///
+/// `--kernels` also times each kernel call during the timed calls and
+/// prints, per kernel, its calls and milliseconds per function call and
+/// its share of the median: where the time goes, as a profiler's flat
+/// view does (the CPU backend; its calls are timed whole, the worker
+/// team's split included, so the overhead is two clock reads a call).
 ///
 /// Exit status: 0 on success, 1 on any error.
 #[derive(Debug, Args)]
@@ -35,6 +41,11 @@ pub struct BenchArgs {
     /// Timed calls.
     #[arg(long, default_value_t = 10, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     repetitions: u64,
+
+    /// Also time each kernel during the timed calls and print them, the
+    /// costliest first (`--backend cpu`).
+    #[arg(long)]
+    kernels: bool,
 }
 
 /// Runs `jitc bench`.
@@ -88,9 +99,24 @@ fn bench(context: &Context, args: &BenchArgs) -> Result<(), String> {
     let inputs = read_inputs(&signature, &common.inputs, &common.function)?;
     let state = read_states(&common.states)?;
     program.note_schedule(&common.function, "bench");
+    let timed_kernels = match (&program.compiled, args.kernels) {
+        (_, false) => None,
+        (Some(compiled), true) if matches!(common.backend, Backend::Cpu) => Some(compiled),
+        (_, true) => {
+            return Err(format!(
+                "--kernels times the kernels of the cpu backend, not of {}",
+                common.backend.name()
+            ));
+        }
+    };
     let mut samples = Vec::new();
     let mut results = Vec::new();
     for call in 0..args.warmup + args.repetitions as usize {
+        if call == args.warmup
+            && let Some(compiled) = timed_kernels
+        {
+            compiled.set_kernel_timing(true);
+        }
         let (inputs, mut state) = (inputs.iter().map(deep_copy).collect(), state.clone());
         let start = Instant::now();
         results = program.run(&common.function, inputs, &mut state)?;
@@ -124,7 +150,51 @@ fn bench(context: &Context, args: &BenchArgs) -> Result<(), String> {
         "bytes moved: {moved} per call; {:.3} GB/s at the median\n",
         moved as f64 / median.as_secs_f64() / 1e9
     );
+    if let Some(compiled) = timed_kernels {
+        let times = compiled.kernel_times();
+        compiled.set_kernel_timing(false);
+        report += &kernel_report(&times, samples.len(), median);
+    }
     crate::output::print(&report)
+}
+
+/// The `--kernels` table: per kernel, calls and milliseconds per function
+/// call (over `calls` timed calls) and the share of the `median` call,
+/// the costliest first, then their sum against the median.
+fn kernel_report(times: &[(String, KernelTime)], calls: usize, median: Duration) -> String {
+    let mut rows: Vec<&(String, KernelTime)> = times.iter().collect();
+    rows.sort_by(|a, b| b.1.total.cmp(&a.1.total).then_with(|| a.0.cmp(&b.0)));
+    let per_call = |d: Duration| milliseconds(d) / calls as f64;
+    let width = rows
+        .iter()
+        .map(|(name, _)| name.len() + 1)
+        .max()
+        .unwrap_or(6)
+        .max(6);
+    let mut out = format!(
+        "kernels, the mean per call of the function ({calls} timed calls):\n  {:<width$}  {:>9}  {:>9}  {:>6}\n",
+        "kernel", "calls", "ms", "share"
+    );
+    let mut sum = Duration::ZERO;
+    for (name, time) in &rows {
+        sum += time.total;
+        out += &format!(
+            "  {:<width$}  {:>9.1}  {:>9.3}  {:>5.1}%\n",
+            format!("@{name}"),
+            time.calls as f64 / calls as f64,
+            per_call(time.total),
+            100.0 * per_call(time.total) / milliseconds(median)
+        );
+    }
+    if rows.is_empty() {
+        out += "  (no kernel ran)\n";
+    }
+    out += &format!(
+        "kernels in all: {:.3} ms a call (the mean), against the median call's {:.3} ms; the rest is host code (the plan, allocation, guards)\n",
+        per_call(sum),
+        milliseconds(median)
+    );
+    out
 }
 
 /// A copy that shares nothing with `value`, so no call sees another's
