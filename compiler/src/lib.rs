@@ -188,7 +188,12 @@ fn chain_rows(context: &Context, module: &Module, options: &CodegenOptions) -> R
     if options.check_bounds || options.jittor_rules {
         return Ok(Vec::new());
     }
-    lower::rows::chain_rows(context, module)
+    // A register-tiled contraction is no stage (`lower::rows`, "When").
+    let apart = lower::contractions(module, &options.lowering())
+        .into_iter()
+        .map(|(name, _, _)| name)
+        .collect();
+    lower::rows::chain_rows(context, module, &apart)
 }
 
 /// Fuses `module` in place, merges equal kernels, and makes its row chains

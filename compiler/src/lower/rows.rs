@@ -24,6 +24,13 @@
 //!   kernel (`meta.split`, [`super::schedule::SPLIT_ATTRIBUTE`]), which
 //!   its schedule then splits along, outermost; a kernel has one split,
 //!   whichever chains call it;
+//! - are not run as register-tiled contractions (schedule rule 6, the
+//!   names the caller passes): a contraction packs panels of its operand
+//!   per call, so in a chain it would pack them again for every block of
+//!   rows, and its row tiles would meet a block's edge (blocks of 61 rows
+//!   against tiles of 6); the MLP step's two contraction chains took
+//!   1.14 and 0.97 ms where the kernels alone took 1.00 and 0.91
+//!   (`jitc bench --kernels`, docs/benchmarks.md);
 //! - cannot stop the run (no integer division, no affine arithmetic on
 //!   symbols): a failure would be met in block order, not in the
 //!   interpreter's order of ops;
@@ -486,8 +493,14 @@ struct Link<'c, 'a> {
 
 /// Rewrites runs of kernel calls in the host code of `module` into calls
 /// of chains for the CPU (see the module doc); returns the chains made.
-pub(crate) fn chain_rows(context: &Context, module: &Module) -> Result<Vec<RowChain>, Error> {
-    chain_rows_for(context, module, Target::Cpu)
+/// `apart` names the kernels that are no stage: the register-tiled
+/// contractions.
+pub(crate) fn chain_rows(
+    context: &Context,
+    module: &Module,
+    apart: &HashSet<String>,
+) -> Result<Vec<RowChain>, Error> {
+    chain_rows_for(context, module, Target::Cpu, apart)
 }
 
 /// As [`chain_rows`], for the GPU (fast math only: its stages are block
@@ -499,10 +512,15 @@ pub(crate) fn chain_rows_gpu(
     module: &Module,
     libdevice: bool,
 ) -> Result<Vec<RowChain>, Error> {
-    chain_rows_for(context, module, Target::Gpu { libdevice })
+    chain_rows_for(context, module, Target::Gpu { libdevice }, &HashSet::new())
 }
 
-fn chain_rows_for(context: &Context, module: &Module, target: Target) -> Result<Vec<RowChain>, Error> {
+fn chain_rows_for(
+    context: &Context,
+    module: &Module,
+    target: Target,
+    apart: &HashSet<String>,
+) -> Result<Vec<RowChain>, Error> {
     let functions = jitc_dialect::ops::functions(module.body());
     let mut views: HashMap<String, Vec<Stage>> = HashMap::new();
     // The split each kernel of a chain made so far was given: a kernel
@@ -531,6 +549,7 @@ fn chain_rows_for(context: &Context, module: &Module, target: Target) -> Result<
                     && !kernel.has_attribute("meta.chain")
                 {
                     let views = views.entry(callee.clone()).or_insert_with(|| match target {
+                        Target::Cpu if apart.contains(&callee) => Vec::new(),
                         Target::Cpu => stages(*kernel),
                         Target::Gpu { libdevice } => gpu_stages(*kernel, libdevice),
                     });
