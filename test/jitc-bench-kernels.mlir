@@ -10,7 +10,7 @@
 // The loop's body kernel runs 4 times a call, the sum once.
 // CHECK-DAG: @{{[a-z_0-9]+}} 4.0 {{[0-9.]+}} {{[0-9.]+}}%
 // CHECK-DAG: @{{[a-z_0-9]+}} 1.0 {{[0-9.]+}} {{[0-9.]+}}%
-// CHECK: kernels in all: {{[0-9.]+}} ms a call (the mean), against the median call's {{[0-9.]+}} ms; the rest is host code
+// CHECK: kernels in all: {{[0-9.]+}} ms of the mean call's {{[0-9.]+}} ms; the rest is host code
 // INTERP: jitc bench: error: --kernels times the kernels of the cpu backend, not of interp
 
 func.func @main(%x: tensor<4096xf32>) -> tensor<f32> {

@@ -586,6 +586,7 @@ def test_huge_steps_zero_d_integer_indices_and_the_dimension_limit():
     np.testing.assert_array_equal(v[np.array(3)].numpy(), x[np.array(3)])
     with pytest.raises(IndexError, match="at most 64 dimensions"):
         v[(None,) * 64]
+    assert v[(None,) * 63].ndim == 64 and v[(0,) + (None,) * 64].ndim == 64
 
 
 def test_membership_and_conversions_to_python_numbers():
@@ -593,8 +594,10 @@ def test_membership_and_conversions_to_python_numbers():
     assert 3.0 in v and 5.0 not in v
     assert 1.0 in jitc.Var(np.float32(1))
     assert float(v[1, 0]) == 3.0 and int(v[0, 1]) == 2
-    with pytest.raises(TypeError, match="one element converts"):
+    with pytest.raises(TypeError, match="only a rank-0 jitc.Var converts"):
         float(v)
+    with pytest.raises(TypeError, match="only a rank-0 jitc.Var converts"):
+        int(v[0, :1])  # (NumPy 2: one element of rank 1 does not convert either)
     with pytest.raises(ValueError, match="always copied"):
         np.asarray(v, copy=False)
     np.testing.assert_array_equal(np.array(list(v[0])), [1.0, 2.0])
@@ -658,3 +661,26 @@ def test_stacked_gradients_and_concatenation_of_slices():
     want += w[2:6]
     want[:2] += w[6:]
     close(g.numpy(), want)
+
+
+def test_stacked_numbers_and_lists_take_the_tensors_type_unless_of_a_higher_kind():
+    i = jitc.Var(np.array([1, 2, 3], np.int32))
+    b = jitc.Var(np.array([True, False, True]))
+    cases = [
+        # (parts, want): a float (a Python or NumPy one, or a list of them)
+        # makes integers float32, an int makes booleans int32, as `_arith`.
+        ([i, [1.5, 2.5, 3.5]], np.array([[1, 2, 3], [1.5, 2.5, 3.5]], np.float32)),
+        ([b, [2, 3, 4]], np.array([[1, 0, 1], [2, 3, 4]], np.int32)),
+        ([i[0], np.float32(1.5)], np.array([1.0, 1.5], np.float32)),
+        ([b[0], 2], np.array([1, 2], np.int32)),
+        ([i, [7, 8, 9]], np.array([[1, 2, 3], [7, 8, 9]], np.int32)),
+    ]
+    for parts, want in cases:
+        got = jitc.stack(parts).numpy()
+        assert got.dtype == want.dtype, (parts, got.dtype)
+        np.testing.assert_array_equal(got, want)
+    got = jitc.concatenate([i, [1.5]]).numpy()
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, [1, 2, 3, 1.5])
+    # A list holding a Var promotes as the same list of numbers does.
+    np.testing.assert_array_equal((i[:2] * [i[0], np.float32(2.5)]).numpy(), [1.0, 5.0])

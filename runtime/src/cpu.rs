@@ -28,7 +28,7 @@ use std::{
     hash::Hash,
     sync::{
         Arc, Mutex, OnceLock,
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
     },
     time::Instant,
 };
@@ -600,9 +600,10 @@ pub struct CpuModule {
     shared: Arc<Shared>,
     cache_hit: bool,
     disk_hit: bool,
-    /// Per kernel, its calls and their time, while timing is on
-    /// ([`Executor::set_kernel_timing`]); `None` while it is off.
-    times: Mutex<Option<BTreeMap<String, KernelTime>>>,
+    /// Whether kernel calls are timed ([`Executor::set_kernel_timing`]).
+    timing: AtomicBool,
+    /// Per kernel, its native calls and their time since timing started.
+    times: Mutex<BTreeMap<String, KernelTime>>,
 }
 
 impl CpuModule {
@@ -697,7 +698,8 @@ impl CpuModule {
             shared,
             cache_hit,
             disk_hit,
-            times: Mutex::new(None),
+            timing: AtomicBool::new(false),
+            times: Mutex::default(),
         }
     }
 
@@ -885,18 +887,17 @@ impl Executor for CpuModule {
     }
 
     fn set_kernel_timing(&self, on: bool) -> bool {
-        if let Ok(mut times) = self.times.lock() {
-            *times = on.then(BTreeMap::new);
+        if on && let Ok(mut times) = self.times.lock() {
+            times.clear();
         }
+        self.timing.store(on, Ordering::Relaxed);
         true
     }
 
     fn kernel_times(&self) -> Vec<(String, KernelTime)> {
         self.times
             .lock()
-            .ok()
-            .and_then(|times| times.clone())
-            .map(|times| times.into_iter().collect())
+            .map(|times| times.iter().map(|(name, time)| (name.clone(), *time)).collect())
             .unwrap_or_default()
     }
 }
@@ -920,27 +921,25 @@ impl KernelRunner for CpuModule {
 impl CpuModule {
     /// [`Self::call_kernel`], timed while kernel timing is on (the call
     /// whole: argument checks, the worker team's split, the status check).
+    /// A call left to the interpreter (`None`) is not a kernel call.
     fn call(
         &self,
         name: &str,
         args: &[Value],
         donated: Option<Tensor>,
     ) -> Option<Result<Vec<Value>, jitc_compiler::KernelFailure>> {
-        let timing = self.times.lock().is_ok_and(|times| times.is_some());
-        if !timing {
+        if !self.timing.load(Ordering::Relaxed) {
             return self.call_kernel(name, args, donated);
         }
         let start = Instant::now();
-        let result = self.call_kernel(name, args, donated);
+        let result = self.call_kernel(name, args, donated)?;
         let elapsed = start.elapsed();
-        if let Ok(mut times) = self.times.lock()
-            && let Some(times) = times.as_mut()
-        {
+        if let Ok(mut times) = self.times.lock() {
             let time = times.entry(name.to_owned()).or_default();
             time.calls += 1;
             time.total += elapsed;
         }
-        result
+        Some(result)
     }
 
     /// Runs kernel `name` on `args`; with `donated`, the buffer of its
