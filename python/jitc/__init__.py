@@ -1403,9 +1403,11 @@ def concatenate(values, axis=0):
     identity of a sum there), and the parts added, all fused into one
     kernel. Gradients flow to every part. The meta-operators have no
     concatenation of their own (this is Jittor's reindex-and-sum form), so
-    every output element reads every part: the work grows as the number
-    of parts times the output's size, fine for tens of parts, slow for
-    hundreds (300 parts of 4,096 floats take about 0.2 s a call)."""
+    a kernel that joins `n` parts reads every part at every element; more
+    than 16 parts are joined as a tree of joins of 16 at most (`_joined`),
+    so the work grows as the output's size times about `16 log16(n)`
+    (128 stacked parts of 16x256: 1.4 ms a call, against 3.8 ms joined in
+    one kernel)."""
     values = _same_type(list(values))
     if not values:
         raise JitcError("concatenate needs at least one value")
@@ -1420,10 +1422,29 @@ def concatenate(values, axis=0):
             raise JitcError(
                 f"concatenate: every value must have shape {values[0].shape} but along axis {axis}, not {v.shape}"
             )
+    return _joined(values, axis)
+
+
+# Parts one kernel of `concatenate` joins at most.
+_JOIN_FAN_IN = 16
+
+
+def _joined(values, axis):
+    """`values` (checked, of one type) joined along `axis`: a tree of joins
+    of at most `_JOIN_FAN_IN` parts each. A join's kernel reads each of its
+    parts at every element it writes (its parts are placed by reindexes and
+    added), so one join of `n` parts costs `n` times its output; the tree
+    costs about `16 log16(n)` times (a reindex never fuses with its
+    producer, Jittor's rule 1, so each level's joins are computed before
+    the next level reads them). Up to 16 parts, one kernel is as fast."""
     if len(values) == 1:
         return values[0]
+    if len(values) > _JOIN_FAN_IN:
+        size = -(-len(values) // _JOIN_FAN_IN)
+        values = [_joined(values[k:k + size], axis) for k in range(0, len(values), size)]
     shape = list(values[0].shape)
     shape[axis] = _builtins.sum(v.shape[axis] for v in values)
+    rank = len(shape)
     parts, offset = [], 0
     for v in values:
         indices = [f"i{d}" if d != axis else f"i{d} - {offset}" for d in range(rank)]

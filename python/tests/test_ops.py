@@ -684,3 +684,16 @@ def test_stacked_numbers_and_lists_take_the_tensors_type_unless_of_a_higher_kind
     np.testing.assert_array_equal(got, [1, 2, 3, 1.5])
     # A list holding a Var promotes as the same list of numbers does.
     np.testing.assert_array_equal((i[:2] * [i[0], np.float32(2.5)]).numpy(), [1.0, 5.0])
+
+
+def test_many_parts_are_joined_as_a_tree_with_the_same_values_and_gradients():
+    rng = np.random.default_rng(5)
+    parts = [rng.standard_normal((3, 2)).astype(np.float32) for _ in range(40)]
+    vs = [jitc.Var(p) for p in parts]
+    for axis in (0, 1, -1):
+        np.testing.assert_array_equal(jitc.stack(vs, axis=axis).numpy(), np.stack(parts, axis=axis))
+        np.testing.assert_array_equal(jitc.concatenate(vs, axis=axis).numpy(), np.concatenate(parts, axis=axis))
+    w = rng.standard_normal((40, 3, 2)).astype(np.float32)
+    grads = jitc.grad(jitc.sum(jitc.stack(vs) * w), vs[:3] + vs[-2:])
+    for g, k in zip(grads, [0, 1, 2, 38, 39]):
+        np.testing.assert_array_equal(g.numpy(), w[k])
