@@ -152,13 +152,7 @@ pub fn gpu_row_chains(
     module: &mut Module,
     options: &GpuOptions,
 ) -> Result<Vec<RowChain>, Error> {
-    fuse_and_merge(
-        context,
-        module,
-        options.check_bounds,
-        options.jittor_rules,
-        options.math,
-    )?;
+    fuse_and_merge(context, module, Fusing::from_gpu(options))?;
     if options.jittor_rules || options.check_bounds || options.math != lower::MathMode::Fast {
         return Ok(Vec::new());
     }
@@ -205,13 +199,7 @@ pub fn row_chains(
     module: &mut Module,
     options: &CodegenOptions,
 ) -> Result<Vec<RowChain>, Error> {
-    fuse_and_merge(
-        context,
-        module,
-        options.check_bounds,
-        options.jittor_rules,
-        options.math,
-    )?;
+    fuse_and_merge(context, module, Fusing::from_cpu(options))?;
     let chains = timings::phase("row chains", || chain_rows(context, module, options))?;
     merge(module, options.check_bounds);
     Ok(chains)
@@ -244,16 +232,38 @@ pub fn streamed_results(
     lower::streamed_results(module, &options.lowering())
 }
 
-/// Fuses `module` in place and merges its equal kernels ([`dedup`]).
-fn fuse_and_merge(
-    context: &Context,
-    module: &mut Module,
+/// What fusing and merging read of a backend's options.
+#[derive(Clone, Copy)]
+struct Fusing {
     check_bounds: bool,
     jittor_rules: bool,
     math: MathMode,
-) -> Result<(), Error> {
-    timings::phase("fuse", || fuse_by(context, module, jittor_rules, math))?;
-    merge(module, check_bounds);
+}
+
+impl Fusing {
+    fn from_cpu(options: &CodegenOptions) -> Self {
+        Self {
+            check_bounds: options.check_bounds,
+            jittor_rules: options.jittor_rules,
+            math: options.math,
+        }
+    }
+
+    fn from_gpu(options: &GpuOptions) -> Self {
+        Self {
+            check_bounds: options.check_bounds,
+            jittor_rules: options.jittor_rules,
+            math: options.math,
+        }
+    }
+}
+
+/// Fuses `module` in place and merges its equal kernels ([`dedup`]).
+fn fuse_and_merge(context: &Context, module: &mut Module, fusing: Fusing) -> Result<(), Error> {
+    timings::phase("fuse", || {
+        fuse_by(context, module, fusing.jittor_rules, fusing.math)
+    })?;
+    merge(module, fusing.check_bounds);
     Ok(())
 }
 
