@@ -1354,13 +1354,22 @@ def _gap(dtype):
 
 
 def _same_type(values):
-    """`values` (tensors, arrays, numbers, lists of numbers) as `Var`s of
-    one type, as `_arith` would meet them: NumPy's result type of the
-    tensors and arrays; numbers and lists of numbers (NumPy scalars among
-    them, as in `_arith`) take it, unless they are of a higher kind: a
-    float makes integers and booleans float32 (float64 with int64), an int
-    makes booleans int32. With no tensor or array, the numbers' own type
-    (float32, int32 or bool, as `jitc.Var` makes them)."""
+    """`values` (tensors, arrays, numbers, lists) as `Var`s of one type
+    (`_common_type`); a list holding `Var`s is the tensor `_nested` makes
+    of it."""
+    values = [_nested(v) if _holds_var(v) else v for v in values]
+    target = _common_type(values)
+    return [_as_var_of(v, target) for v in values]
+
+
+def _common_type(values):
+    """The type `values` (tensors, arrays, numbers, lists of numbers; no
+    `Var` inside a list) meet in, as `_arith` would meet them: NumPy's
+    result type of the tensors and arrays; numbers and lists of numbers
+    (NumPy scalars among them, as in `_arith`) take it, unless they are of
+    a higher kind: a float makes integers and booleans float32 (float64
+    with int64), an int makes booleans int32. With no tensor or array, the
+    numbers' own type (float32, int32 or bool, as `jitc.Var` makes them)."""
     rank = {"b": 0, "i": 1, "u": 1, "f": 2}
     strong = [v.dtype for v in values if _is_array(v)]
     weak = []
@@ -1373,8 +1382,7 @@ def _same_type(values):
             raise JitcError(f"cannot stack or concatenate a {type(v).__name__}")
         weak.append(kind)
     if not strong:
-        target = _as_array([_scalar(v) if not isinstance(v, _Number) else v._value for v in values]).dtype
-        return [_as_var_of(v, target) for v in values]
+        return _as_array([_scalar(v) if not isinstance(v, _Number) else v._value for v in values]).dtype
     target = _np.result_type(*strong)
     highest = _builtins.max(weak, key=rank.__getitem__, default="b")
     if rank[highest] > rank.get(target.kind, 2):
@@ -1384,7 +1392,7 @@ def _same_type(values):
             target = _np.dtype(_np.int32)
     if target not in _TO_JITC:
         raise JitcError(f"jitc has no element type for NumPy's {target}")
-    return [_as_var_of(v, target) for v in values]
+    return target
 
 
 def _as_var_of(v, dtype):
@@ -1492,7 +1500,7 @@ def _nested(x):
             leaves.append(v)
 
     collect(x)
-    target = _same_type(leaves)[0].dtype if leaves else _np.dtype(_np.float32)
+    target = _common_type(leaves)
 
     def build(v):
         if isinstance(v, (list, tuple)):

@@ -697,3 +697,32 @@ def test_many_parts_are_joined_as_a_tree_with_the_same_values_and_gradients():
     grads = jitc.grad(jitc.sum(jitc.stack(vs) * w), vs[:3] + vs[-2:])
     for g, k in zip(grads, [0, 1, 2, 38, 39]):
         np.testing.assert_array_equal(g.numpy(), w[k])
+
+
+def test_lists_of_vars_inside_stack_are_tensors_and_stay_pending():
+    b = jitc.Var(np.array([True, False]))
+    big = jitc.Var(np.array([2**40, 3], np.int64))
+    got = jitc.stack([b, [big[0], big[1]]]).numpy()
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, [[1, 0], [2**40, 3]])
+    d = jitc.Var(np.array([1.5, 2.5]))
+    assert jitc.stack([jitc.Var(np.array([1, 2], np.int32)), [d[0], d[1]]]).dtype == np.float64
+    pending = jitc.Var(np.array([1.0, 2.0], np.float32)) * 2.0
+    stacked = jitc.stack([[pending[0], pending[1]], [1.0, 2.0]])
+    assert not pending.is_computed()
+    np.testing.assert_array_equal(stacked.numpy(), [[2.0, 4.0], [1.0, 2.0]])
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda v: jitc.stack([]), "stack needs at least one value"),
+    (lambda v: jitc.concatenate([]), "concatenate needs at least one value"),
+    (lambda v: jitc.concatenate([v[0, 0], v[0, 1]]), "zero-dimensional values cannot be concatenated"),
+    (lambda v: jitc.concatenate([v, v], axis=2), "axis 2 is out of bounds for rank-2 values"),
+    (lambda v: jitc.stack([v, v], axis=-4), "axis -4 is out of bounds for rank-3 results"),
+    (lambda v: jitc.stack([v, "text"]), "cannot stack or concatenate a str"),
+    (lambda v: jitc.Var([[v], []]), "an empty list inside a list of jitc.Vars"),
+])
+def test_stack_and_concatenate_errors(call, match):
+    v = jitc.Var(rand(2, 3))
+    with pytest.raises(jitc.JitcError, match=match):
+        call(v)

@@ -886,12 +886,11 @@ impl Executor for CpuModule {
             .map(|reason| format!("@{function} runs its host code in the interpreter: {reason}"))
     }
 
-    fn set_kernel_timing(&self, on: bool) -> bool {
+    fn set_kernel_timing(&self, on: bool) {
         if on && let Ok(mut times) = self.times.lock() {
             times.clear();
         }
         self.timing.store(on, Ordering::Relaxed);
-        true
     }
 
     fn kernel_times(&self) -> Vec<(String, KernelTime)> {

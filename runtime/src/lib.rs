@@ -97,10 +97,8 @@ pub trait Executor: KernelRunner {
     }
 
     /// Starts (`on`, from zero) or stops timing each kernel call, for
-    /// `jitc bench --kernels`; `false` when this executor cannot.
-    fn set_kernel_timing(&self, _on: bool) -> bool {
-        false
-    }
+    /// `jitc bench --kernels` (the CPU's; other executors time nothing).
+    fn set_kernel_timing(&self, _on: bool) {}
 
     /// The calls and time of each kernel since timing started, by name.
     fn kernel_times(&self) -> Vec<(String, KernelTime)> {

@@ -98,8 +98,9 @@ pub struct CompileArgs {
 /// `--math` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum MathArg {
-    /// Vectorizable: polynomial f32 exp/log/tanh/sigmoid (1-3 ulps from libm)
-    /// and reassociated float sums kept in registers.
+    /// Vectorizable: polynomial f32 exp/log/tanh/sigmoid (1-3 ulps from libm),
+    /// reassociated float sums kept in registers, and meta-fast-math's
+    /// rewrites (1 ± tanh(u) as 2 sigmoid(±2u), pow(x, 2) as x * x).
     Fast,
     /// Bit-identical to the interpreter: libm calls, strictly ordered
     /// reductions; hot loops may stay scalar.

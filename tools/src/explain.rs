@@ -13,7 +13,8 @@ use std::{path::PathBuf, process::ExitCode};
 ///
 /// The plan is meta-fuse's with rules=jitc: the paper's rules, and two
 /// contractions kept apart (`jitc opt --meta-fuse` alone applies the
-/// paper's).
+/// paper's), after meta-batch and, as the default fast math does,
+/// meta-fast-math, whose rewrites are listed first.
 ///
 /// For every group: its ops, its iteration domain and the bytes that enter
 /// and leave it. Then the bytes crossing group boundaries before and after

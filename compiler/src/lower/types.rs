@@ -64,7 +64,9 @@ pub enum MathMode {
     /// polynomial approximations (within 1-3 ulps of libm; see
     /// `docs/semantics.md`), and float `add`/`mul` reductions that
     /// accumulate in registers may be reassociated, so the loop vectorizer
-    /// can keep partial sums. Everything else is exact.
+    /// can keep partial sums; before fusion, `meta-fast-math` computes f32
+    /// `1 ± tanh(u)` as `2 sigmoid(±2u)` and `pow(x, 2)` as `x * x`.
+    /// Everything else is exact.
     #[default]
     Fast,
     /// Bit-identical to the interpreter: libm calls and reductions folded

@@ -67,8 +67,9 @@
 //! dominance holds: every member's binary uses the shared value and a
 //! reindex of the varying tensor, which are defined before the first one.
 //!
-//! The compilers run this pass first in their `fuse` pipeline; `jitc
-//! explain` runs it before planning and says what it batched. The paper's
+//! The compilers run this pass before fusing (in `fuse`, and in
+//! `fuse-fast` after `meta-fast-math`); `jitc explain` runs it before
+//! planning and says what it batched. The paper's
 //! fusion alone (`fuse-jittor`, `--jittor-rules`) does not batch.
 
 use crate::{

@@ -121,8 +121,8 @@ enum Match<'c, 'a> {
     Square(Value<'c, 'a>),
 }
 
-/// `f` with `constant` first where `constant`'s value is `c`, else with
-/// `other` first (for an operator that commutes).
+/// `(a, b)` when `a` is the constant `c`, `(b, a)` when `b` is, else None
+/// (for an operator that commutes): the constant first.
 fn with_constant<'c, 'a>(
     a: Value<'c, 'a>,
     b: Value<'c, 'a>,
