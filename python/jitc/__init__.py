@@ -149,9 +149,13 @@ class Var:
 
     def numpy(self):
         """The value as a new NumPy array, computed first if needed."""
-        v = self._v
+        return self._fetched("Var.numpy() or Var.item()")
+
+    def _fetched(self, what):
+        """The value as a new array; the tracer is told `what` read it."""
         if _tracing.tracer is not None:
-            _reads("Var.numpy() or Var.item()")
+            _reads(what)
+        v = self._v
         return _np.frombuffer(v.fetch_bytes(), dtype=_TO_NUMPY[v.dtype]).reshape(v.shape)
 
     def item(self):
@@ -176,9 +180,7 @@ class Var:
         # `copy=False` asks for none: the value is always copied out).
         if copy is False:
             raise ValueError("a jitc.Var's value is always copied out of the runtime; use copy=None")
-        if _tracing.tracer is not None:
-            _reads("np.asarray() (or another NumPy conversion)")
-        array = _np.frombuffer(self._v.fetch_bytes(), dtype=_TO_NUMPY[self._v.dtype]).reshape(self.shape)
+        array = self._fetched("np.asarray() (or another NumPy conversion)")
         return array if dtype is None else array.astype(dtype)
 
     # -- indexing: NumPy's basic indexing, as reindexes ----------------------
@@ -1586,9 +1588,10 @@ def _getitem(x, key):
             continue
         n = x.shape[axis]
         if isinstance(item, slice):
-            start, _, step = item.indices(n)
+            bounds = item.indices(n)
+            start, _, step = bounds
             out = f"i{len(shape)}"
-            length = len(range(*item.indices(n)))
+            length = len(range(*bounds))
             shape.append(length)
             if length <= 1:
                 step = 1  # (any step picks the one position; 2**63 is no index)
