@@ -1,6 +1,7 @@
 // RUN: jitc opt %s --split-input-file --meta-fast-math | FileCheck %s
 // `jitc explain` names each rewrite, as the default build (fast math) makes it.
 // RUN: jitc explain %s --function gelu | FileCheck %s --check-prefix=EXPLAIN
+// RUN: jitc explain %s --function gelu_tanh | FileCheck %s --check-prefix=EXPLAIN-TANH
 
 // GELU's 1 + tanh(u): 2 sigmoid(2u), the doublings as additions of a value
 // to itself; the tanh and the broadcast 1.0 are gone.
@@ -138,4 +139,155 @@ func.func @kept(%u: tensor<4xf32>, %d: tensor<4xf64>) -> (tensor<4xf32>, tensor<
   %two = arith.constant dense<2.0> : tensor<4xf32>
   %e = "meta.binary"(%two, %u) {kind = "pow"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   return %t, %p, %pd, %q, %r, %s, %e : tensor<4xf32>, tensor<4xf32>, tensor<4xf64>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// GELU as written (0.5 y (1 + tanh(k (y + a y^3)))): the argument as
+// y (2k + 2ka y^2), built negated (-2k, -2ka) under a neg that cancels
+// sigmoid's own; the halving and the doubling cancel (y sigmoid(2u)).
+// Every op of the old argument and every old constant is gone.
+// CHECK-LABEL: func.func @gelu_tanh
+//   CHECK-NOT:   tanh
+//       CHECK:   %[[Y2:.+]] = "meta.binary"(%arg0, %arg0) {kind = "mul"}
+//       CHECK:   %[[KA:.+]] = arith.constant dense<-0.0713548{{[0-9]*}}> : tensor<4x8xf32>
+//       CHECK:   %[[H:.+]] = "meta.binary"(%[[KA]], %[[Y2]]) {kind = "mul"}
+//       CHECK:   %[[K:.+]] = arith.constant dense<-1.595769{{[0-9]*}}> : tensor<4x8xf32>
+//       CHECK:   %[[S:.+]] = "meta.binary"(%[[K]], %[[H]]) {kind = "add"}
+//       CHECK:   %[[W:.+]] = "meta.binary"(%arg0, %[[S]]) {kind = "mul"}
+//       CHECK:   %[[N:.+]] = "meta.unary"(%[[W]]) {kind = "neg"}
+//       CHECK:   %[[SIG:.+]] = "meta.unary"(%[[N]]) {kind = "sigmoid"}
+//       CHECK:   %[[G:.+]] = "meta.binary"(%arg0, %[[SIG]]) {kind = "mul"}
+//  CHECK-NEXT:   return %[[G]]
+// EXPLAIN-TANH: @gelu_tanh: meta-fast-math computes 1 + tanh(k (y + a y^3)) as 2 sigmoid(y (2k + 2ka y^2)) (fast math)
+// EXPLAIN-TANH: @gelu_tanh: meta-fast-math computes (x / 2) (2 sigmoid(v)) as x sigmoid(v) (fast math)
+func.func @gelu_tanh(%y: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %k_s = arith.constant dense<0.797884583> : tensor<f32>
+  %k = "meta.reindex"(%k_s) {indices = affine_map<(i, j) -> ()>} : (tensor<f32>) -> tensor<4x8xf32>
+  %a_s = arith.constant dense<0.044715> : tensor<f32>
+  %a = "meta.reindex"(%a_s) {indices = affine_map<(i, j) -> ()>} : (tensor<f32>) -> tensor<4x8xf32>
+  %half_s = arith.constant dense<0.5> : tensor<f32>
+  %half = "meta.reindex"(%half_s) {indices = affine_map<(i, j) -> ()>} : (tensor<f32>) -> tensor<4x8xf32>
+  %one_s = arith.constant dense<1.0> : tensor<f32>
+  %one = "meta.reindex"(%one_s) {indices = affine_map<(i, j) -> ()>} : (tensor<f32>) -> tensor<4x8xf32>
+  %y2 = "meta.binary"(%y, %y) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %y3 = "meta.binary"(%y2, %y) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %ay3 = "meta.binary"(%a, %y3) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %in = "meta.binary"(%y, %ay3) {kind = "add"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %u = "meta.binary"(%k, %in) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %t = "meta.unary"(%u) {kind = "tanh"} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %p = "meta.binary"(%one, %t) {kind = "add"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %h = "meta.binary"(%half, %y) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %g = "meta.binary"(%h, %p) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %g : tensor<4x8xf32>
+}
+
+// -----
+
+// The other orders of each product and sum, with 1 - tanh(u): the
+// argument is -2u, built as the negation of y (2k + 2ka y^2).
+// CHECK-LABEL: func.func @gelu_orders
+//       CHECK:   %[[Y2:.+]] = "meta.binary"(%arg0, %arg0) {kind = "mul"}
+//       CHECK:   arith.constant dense<0.0713548{{[0-9]*}}>
+//       CHECK:   arith.constant dense<1.595769{{[0-9]*}}>
+//       CHECK:   %[[W:.+]] = "meta.binary"(%arg0, %{{.+}}) {kind = "mul"}
+//       CHECK:   %[[N:.+]] = "meta.unary"(%[[W]]) {kind = "neg"}
+//       CHECK:   %[[SIG:.+]] = "meta.unary"(%[[N]]) {kind = "sigmoid"}
+//       CHECK:   %[[D:.+]] = "meta.binary"(%[[SIG]], %[[SIG]]) {kind = "add"}
+//       CHECK:   "meta.binary"(%arg1, %[[D]]) {kind = "mul"}
+//   CHECK-NOT:   tanh
+func.func @gelu_orders(%y: tensor<4x8xf32>, %x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %k = arith.constant dense<0.797884583> : tensor<4x8xf32>
+  %a = arith.constant dense<0.044715> : tensor<4x8xf32>
+  %one = arith.constant dense<1.0> : tensor<4x8xf32>
+  %y2 = "meta.binary"(%y, %y) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %y3 = "meta.binary"(%y, %y2) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %ay3 = "meta.binary"(%y3, %a) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %in = "meta.binary"(%ay3, %y) {kind = "add"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %u = "meta.binary"(%in, %k) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %t = "meta.unary"(%u) {kind = "tanh"} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %m = "meta.binary"(%one, %t) {kind = "sub"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %g = "meta.binary"(%x, %m) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %g : tensor<4x8xf32>
+}
+
+// -----
+
+// tanh(c v): 2c v (here 3 v), negated under a neg that cancels sigmoid's.
+// When an op of the cubic has another use, the argument is still c v
+// (the cube stays); when c v has another use, or 2c is past the largest
+// f32, u + u as before.
+// CHECK-LABEL: func.func @scaled
+//       CHECK:   %[[C:.+]] = arith.constant dense<-3.000000e+00> : tensor<4x8xf32>
+//       CHECK:   %[[W:.+]] = "meta.binary"(%[[C]], %arg0) {kind = "mul"}
+//       CHECK:   %[[N:.+]] = "meta.unary"(%[[W]]) {kind = "neg"}
+//       CHECK:   "meta.unary"(%[[N]]) {kind = "sigmoid"}
+//       CHECK:   %[[IN:.+]] = "meta.binary"(%arg0, %{{.+}}) {kind = "add"}
+//       CHECK:   %[[C2:.+]] = arith.constant dense<-1.595769{{[0-9]*}}> : tensor<4x8xf32>
+//       CHECK:   "meta.binary"(%[[C2]], %[[IN]]) {kind = "mul"}
+//       CHECK:   %[[U:.+]] = "meta.binary"(%{{.+}}, %arg0) {kind = "mul"}
+//       CHECK:   "meta.binary"(%[[U]], %[[U]]) {kind = "add"}
+//       CHECK:   %[[HUGE:.+]] = "meta.binary"(%{{.+}}, %arg0) {kind = "mul"}
+//       CHECK:   "meta.binary"(%[[HUGE]], %[[HUGE]]) {kind = "add"}
+func.func @scaled(%v: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %c_s = arith.constant dense<1.5> : tensor<f32>
+  %c = "meta.reindex"(%c_s) {indices = affine_map<(i, j) -> ()>} : (tensor<f32>) -> tensor<4x8xf32>
+  %k_s = arith.constant dense<0.797884583> : tensor<f32>
+  %k = "meta.reindex"(%k_s) {indices = affine_map<(i, j) -> ()>} : (tensor<f32>) -> tensor<4x8xf32>
+  %a_s = arith.constant dense<0.044715> : tensor<f32>
+  %a = "meta.reindex"(%a_s) {indices = affine_map<(i, j) -> ()>} : (tensor<f32>) -> tensor<4x8xf32>
+  %one_s = arith.constant dense<1.0> : tensor<f32>
+  %one = "meta.reindex"(%one_s) {indices = affine_map<(i, j) -> ()>} : (tensor<f32>) -> tensor<4x8xf32>
+  %huge_s = arith.constant dense<3.0e38> : tensor<f32>
+  %huge = "meta.reindex"(%huge_s) {indices = affine_map<(i, j) -> ()>} : (tensor<f32>) -> tensor<4x8xf32>
+  %u = "meta.binary"(%c, %v) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %t = "meta.unary"(%u) {kind = "tanh"} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %p = "meta.binary"(%one, %t) {kind = "add"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %y2 = "meta.binary"(%v, %v) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %y3 = "meta.binary"(%y2, %v) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %ay3 = "meta.binary"(%a, %y3) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %in = "meta.binary"(%v, %ay3) {kind = "add"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %u2 = "meta.binary"(%k, %in) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %t2 = "meta.unary"(%u2) {kind = "tanh"} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %p2 = "meta.binary"(%one, %t2) {kind = "add"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %u3 = "meta.binary"(%c, %v) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %t3 = "meta.unary"(%u3) {kind = "tanh"} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %p3 = "meta.binary"(%one, %t3) {kind = "add"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %u4 = "meta.binary"(%huge, %v) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %t4 = "meta.unary"(%u4) {kind = "tanh"} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %p4 = "meta.binary"(%one, %t4) {kind = "add"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %p, %p2, %y3, %p3, %u3, %p4 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// (x / 2) (s + s) is x s only for a sigmoid s (in [0, 1], so s + s is
+// exact), a halving by exactly 0.5, and neither product used elsewhere.
+// CHECK-LABEL: func.func @halved
+//       CHECK:   %[[S:.+]] = "meta.unary"(%arg1) {kind = "sigmoid"}
+//       CHECK:   %[[R:.+]] = "meta.binary"(%arg0, %[[S]]) {kind = "mul"}
+//       CHECK:   "meta.binary"(%{{.+}}, %{{.+}}) {kind = "mul"}
+//       CHECK:   "meta.binary"(%{{.+}}, %{{.+}}) {kind = "mul"}
+//       CHECK:   "meta.binary"(%{{.+}}, %{{.+}}) {kind = "mul"}
+//       CHECK:   return %[[R]],
+func.func @halved(%x: tensor<4x8xf32>, %v: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %half_s = arith.constant dense<0.5> : tensor<f32>
+  %half = "meta.reindex"(%half_s) {indices = affine_map<(i, j) -> ()>} : (tensor<f32>) -> tensor<4x8xf32>
+  %quarter_s = arith.constant dense<0.25> : tensor<f32>
+  %quarter = "meta.reindex"(%quarter_s) {indices = affine_map<(i, j) -> ()>} : (tensor<f32>) -> tensor<4x8xf32>
+  %s = "meta.unary"(%v) {kind = "sigmoid"} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %two_s = "meta.binary"(%s, %s) {kind = "add"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %h = "meta.binary"(%x, %half) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %r = "meta.binary"(%two_s, %h) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %two_s2 = "meta.binary"(%s, %s) {kind = "add"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %q = "meta.binary"(%quarter, %x) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %r2 = "meta.binary"(%q, %two_s2) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %e = "meta.unary"(%v) {kind = "exp"} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %two_e = "meta.binary"(%e, %e) {kind = "add"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %h3 = "meta.binary"(%half, %x) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %r3 = "meta.binary"(%h3, %two_e) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %two_s4 = "meta.binary"(%s, %s) {kind = "add"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %h4 = "meta.binary"(%half, %x) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %r4 = "meta.binary"(%h4, %two_s4) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %r, %r2, %r3, %r4, %h4 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }

@@ -99,8 +99,10 @@ pub struct CompileArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum MathArg {
     /// Vectorizable: polynomial f32 exp/log/tanh/sigmoid (1-3 ulps from libm),
-    /// reassociated float sums kept in registers, and meta-fast-math's
-    /// rewrites (1 ± tanh(u) as 2 sigmoid(±2u), pow(x, 2) as x * x).
+    /// reassociated float sums kept in registers, division by a loop-invariant
+    /// value as a multiplication by its reciprocal (CPU), and meta-fast-math's
+    /// rewrites (1 ± tanh(u) as 2 sigmoid(±2u), GELU's tanh form as
+    /// y sigmoid(y (2k + 2ka y^2)), pow(x, 2) as x * x).
     Fast,
     /// Bit-identical to the interpreter: libm calls, strictly ordered
     /// reductions; hot loops may stay scalar.

@@ -197,6 +197,10 @@ fn saturating_float_to_int<'c, 'a>(
 
 /// Binary `kind` of `a` and `b`, both `element`s; an integer division
 /// by zero claims the status record with the op's `line` (0 when unknown).
+/// With `reciprocal`, a float division carries `arcp`: LLVM may compute it
+/// as a multiplication by the divisor's reciprocal (LICM does, once per
+/// loop, for a divisor the inner loop does not change).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn binary_op<'c, 'a>(
     at: &Emitter<'c, 'a>,
     kind: BinaryKind,
@@ -205,6 +209,7 @@ pub(super) fn binary_op<'c, 'a>(
     element: ElementType,
     status: Value<'c, 'a>,
     line: Option<usize>,
+    reciprocal: bool,
 ) -> Result<Value<'c, 'a>, Error> {
     let t = a.r#type();
     let float = element.is_float();
@@ -230,6 +235,7 @@ pub(super) fn binary_op<'c, 'a>(
         BinaryKind::Add => op(if float { "arith.addf" } else { "arith.addi" }),
         BinaryKind::Sub => op(if float { "arith.subf" } else { "arith.subi" }),
         BinaryKind::Mul => op(if float { "arith.mulf" } else { "arith.muli" }),
+        BinaryKind::Div if float && reciprocal => at.value_with_flags("arith.divf", &[a, b], t, "arcp"),
         BinaryKind::Div if float => op("arith.divf"),
         BinaryKind::Mod if float => op("arith.remf"),
         BinaryKind::Div | BinaryKind::Mod => integer_division(at, kind, a, b, element, status, line),
@@ -302,5 +308,5 @@ pub(super) fn combine<'c, 'a>(
         return at.value_with_flags(name, &[acc, x], acc.r#type(), "reassoc");
     }
     // Reductions never divide: no line to report.
-    binary_op(at, kind.step(), acc, x, element, status, None)
+    binary_op(at, kind.step(), acc, x, element, status, None, false)
 }

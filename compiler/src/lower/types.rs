@@ -64,9 +64,12 @@ pub enum MathMode {
     /// polynomial approximations (within 1-3 ulps of libm; see
     /// `docs/semantics.md`), and float `add`/`mul` reductions that
     /// accumulate in registers may be reassociated, so the loop vectorizer
-    /// can keep partial sums; before fusion, `meta-fast-math` computes f32
-    /// `1 ± tanh(u)` as `2 sigmoid(±2u)` and `pow(x, 2)` as `x * x`.
-    /// Everything else is exact.
+    /// can keep partial sums; on the CPU a float division may be a
+    /// multiplication by the divisor's reciprocal (`arcp`: LLVM hoists the
+    /// reciprocal of a divisor the inner loop does not change); before
+    /// fusion, `meta-fast-math` computes f32 `1 ± tanh(u)` as
+    /// `2 sigmoid(±2u)` (GELU's tanh form as `y sigmoid(y (2k + 2ka y^2))`)
+    /// and `pow(x, 2)` as `x * x`. Everything else is exact.
     #[default]
     Fast,
     /// Bit-identical to the interpreter: libm calls and reductions folded

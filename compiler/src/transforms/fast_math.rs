@@ -32,6 +32,33 @@
 //!   subnormal (`u` below about -44 for the sum) the result is 0 or
 //!   subnormal, as the literal form's 0 is. NaN stays NaN, and the limits
 //!   at `±inf` are those of the literal form.
+//!
+//!   How `±2u` is made depends on how `u` was, when each op that made it
+//!   has no other use:
+//!   - `u = c v` for a constant `c`: `±2u` is `(±2c) v`, one multiply
+//!     instead of two (`2 (c v)` and `(2c) v` are the same float but
+//!     where `c v` is subnormal, and there `(2c) v` is the closer);
+//!   - `u = k (y + a y^3)` with `a > 0`, GELU's tanh form (any order of
+//!     the operands, `y^3` as `(y y) y` or `y (y y)`): `±2u` is
+//!     `y (±2k ± 2ka y^2)`, four ops instead of six. This one
+//!     reassociates: `u`'s roundings differ (a few ulps of `u` in either
+//!     form; neither cancels, `y` and `a y^3` having one sign, which is
+//!     why `a` must be positive), and `sigmoid`'s slope carries them to the
+//!     result: within `4 + 8|u|` ulps of the real GELU wherever
+//!     `sigmoid(2u)` is normal (sigmoid's 3 ulps, the product's half, and
+//!     `u`'s four roundings, five in the literal form, times sigmoid's
+//!     slope; `fast_math_bound.rs` measures 108 ulps at worst, 0.46 of
+//!     the bound, in the tail near `y = -7`, where the literal form has
+//!     cancelled to 0).
+//!
+//!   Both are built as the negation of `∓2u` (`neg` of a multiply by the
+//!   negated constants): `sigmoid` computes `exp(-x)`, and the kernel's
+//!   two negations cancel. `2c` and `2ka` must be finite f32s.
+//! - **`(x / 2) (s + s)` becomes `x s`** for a `sigmoid` `s` (in `[0, 1]`,
+//!   so `s + s` is exact), when the halving is by exactly 0.5 and neither
+//!   product has another use: GELU's `0.5 y (1 + tanh(u))` after the rewrite
+//!   above. Equal as floats, but where `x / 2` is subnormal, and there `x s`
+//!   is the closer.
 //! - **`pow(x, 2)` becomes `x * x`** (f32 and f64): a multiply is
 //!   correctly rounded, where `pow` is a libm call per element that
 //!   vectorizes to nothing. Zeros, infinities and NaN give what `pow`
@@ -39,8 +66,10 @@
 //!
 //! A constant is a splat `arith.constant` of the element type, or a
 //! `meta.reindex` without overflow conditions of a rank-0 one, the form in
-//! which frontends broadcast numbers. New values are made from the
-//! operands (`u + u`), so no constant is added. Only static shapes are
+//! which frontends broadcast numbers. A new constant (`±2c`, `±2ka`) is a
+//! splat `arith.constant` of the result's type, which fusion recomputes in
+//! each kernel that reads it: a literal in the code, which LLVM can fold
+//! (where a broadcast scalar is a kernel argument). Only static shapes are
 //! rewritten, with every operand of the result's type: on dynamic shapes
 //! the op and the broadcast check sizes at run time, and a rewrite that
 //! dropped the constant would drop those checks (and their errors). The
@@ -50,17 +79,21 @@
 //! Algorithm:
 //! 1. collect the `meta.binary` ops under the root, in program order;
 //! 2. for each, match a rewrite on its kind, its types (static, all
-//!    equal), its operands' defining ops and the constants; build the new
-//!    ops in front of the `tanh` (or the `pow`), replace the binary's
-//!    result's uses and erase it, then the `tanh` it read (whose one use it
-//!    was), then the constant's broadcast and the constant where this was
-//!    their last use;
+//!    equal), its operands' defining ops and the constants; for `1 ±
+//!    tanh(u)`, also match how `u` was made (`c v`, `k (y + a y^3)`, or
+//!    neither); build the new ops in front of the `tanh` (or the binary),
+//!    replace the binary's result's uses and erase it, then the `tanh` it
+//!    read (whose one use it was) and the ops that made `u`, each the one
+//!    use of the next, then the constants' broadcasts and the constants
+//!    where this was their last use. Every op erased is an operand (or an
+//!    operand's operand) of the matched binary, so it came earlier in the
+//!    list and is not visited again;
 //! 3. ops a rewrite makes are not matched again.
 
 use crate::{
     pass::{Options, PassInfo},
     rewrite::{
-        Builder, DYNAMIC, defining_op, dims, erase, replace_uses, results_unused, splat_float, users,
+        Builder, DYNAMIC, defining_op, dims, erase, key, replace_uses, results_unused, splat_float, users,
         with_context,
     },
 };
@@ -71,7 +104,7 @@ use jitc_dialect::{
 };
 use melior::{
     Context,
-    ir::{OperationRef, TypeLike, Value, ValueLike, r#type::ShapedTypeLike},
+    ir::{OperationRef, Type, TypeLike, Value, ValueLike, attribute::FloatAttribute, r#type::ShapedTypeLike},
 };
 
 /// The `meta-fast-math` pass.
@@ -119,6 +152,14 @@ enum Match<'c, 'a> {
     OnePlusTanh(Value<'c, 'a>, OperationRef<'c, 'a>, bool),
     /// `pow(x, 2)`: `x`.
     Square(Value<'c, 'a>),
+    /// `(x / 2) (s + s)` for a sigmoid `s`: `x`, `s`, and the ops of the
+    /// halving and the doubling.
+    Halved {
+        y: Value<'c, 'a>,
+        s: Value<'c, 'a>,
+        half: OperationRef<'c, 'a>,
+        twice: OperationRef<'c, 'a>,
+    },
 }
 
 /// `(a, b)` when `a` is the constant `c`, `(b, a)` when `b` is, else None
@@ -160,13 +201,25 @@ fn rewrite_one<'c, 'a>(context: &'c Context, op: OperationRef<'c, 'a>) -> Option
             (Match::OnePlusTanh(u, t, true), lhs)
         }
         BinaryKind::Pow if constant(rhs) == Some(2.0) => (Match::Square(lhs), rhs),
+        BinaryKind::Mul if element.is_f32() => {
+            let r#type = result.r#type();
+            [(lhs, rhs), (rhs, lhs)]
+                .into_iter()
+                .find_map(|(halved, doubled)| {
+                    let (_, half_value, y, half) =
+                        lone_product(halved, r#type).filter(|(c, ..)| *c == 0.5)?;
+                    let (twice, s, t) = lone_binary(doubled, r#type, BinaryKind::Add)?;
+                    let sigmoid = UnaryOp::cast(defining_op(s)?)?.kind()? == UnaryKind::Sigmoid;
+                    (key(s) == key(t) && sigmoid).then_some((Match::Halved { y, s, half, twice }, half_value))
+                })?
+        }
         _ => return None,
     };
     // The new ops go where the tanh (or the pow) is, not where the add is:
     // a tanh before a loop whose body adds 1 stays out of the loop.
     let anchor = match matched {
         Match::OnePlusTanh(_, tanh, _) => tanh,
-        Match::Square(_) => op,
+        Match::Square(_) | Match::Halved { .. } => op,
     };
     let builder = Builder::before(context, anchor)?;
     let r#type = result.r#type();
@@ -178,22 +231,57 @@ fn rewrite_one<'c, 'a>(context: &'c Context, op: OperationRef<'c, 'a>) -> Option
     };
     match matched {
         Match::OnePlusTanh(u, tanh, difference) => {
-            let mut doubled = binary_op(BinaryKind::Add, u, u)?;
-            if difference {
-                doubled = unary_op(UnaryKind::Neg, doubled)?;
-            }
+            let shape = Argument::of(u, r#type);
+            let (doubled, what) = match &shape {
+                // Built as the negation of `-2u` (of `2u` for the
+                // difference): `sigmoid` negates its operand first, and the
+                // two negations cancel in the kernel.
+                Argument::Cubic { y, c, a, .. } => {
+                    let f = if difference { 2.0 } else { -2.0 };
+                    let square = binary_op(BinaryKind::Mul, *y, *y)?;
+                    let high = binary_op(BinaryKind::Mul, splat(&builder, r#type, f * c * a)?, square)?;
+                    let sum = binary_op(BinaryKind::Add, splat(&builder, r#type, f * c)?, high)?;
+                    let w = binary_op(BinaryKind::Mul, *y, sum)?;
+                    let what = if difference {
+                        "1 - tanh(k (y + a y^3)) as 2 sigmoid(-y (2k + 2ka y^2))"
+                    } else {
+                        "1 + tanh(k (y + a y^3)) as 2 sigmoid(y (2k + 2ka y^2))"
+                    };
+                    (unary_op(UnaryKind::Neg, w)?, what)
+                }
+                Argument::Scaled { v, c, .. } => {
+                    let f = if difference { 2.0 } else { -2.0 };
+                    let w = binary_op(BinaryKind::Mul, splat(&builder, r#type, f * c)?, *v)?;
+                    let what = if difference {
+                        "1 - tanh(c v) as 2 sigmoid(-2c v)"
+                    } else {
+                        "1 + tanh(c v) as 2 sigmoid(2c v)"
+                    };
+                    (unary_op(UnaryKind::Neg, w)?, what)
+                }
+                Argument::Plain => {
+                    let doubled = binary_op(BinaryKind::Add, u, u)?;
+                    if difference {
+                        (
+                            unary_op(UnaryKind::Neg, doubled)?,
+                            "1 - tanh(u) as 2 sigmoid(-2u)",
+                        )
+                    } else {
+                        (doubled, "1 + tanh(u) as 2 sigmoid(2u)")
+                    }
+                }
+            };
             let s = unary_op(UnaryKind::Sigmoid, doubled)?;
             let sum = binary_op(BinaryKind::Add, s, s)?;
             replace_uses(result, sum);
-            // The binary was the tanh's one use: both are unused now.
+            // The binary was the tanh's one use: both are unused now, then
+            // the ops that made its argument, each of which the next one
+            // used alone.
             erase(op);
             erase(tanh);
             erase_if_dead(constant_operand);
-            Some(if difference {
-                "1 - tanh(u) as 2 sigmoid(-2u)"
-            } else {
-                "1 + tanh(u) as 2 sigmoid(2u)"
-            })
+            shape.erase();
+            Some(what)
         }
         Match::Square(x) => {
             let square = binary_op(BinaryKind::Mul, x, x)?;
@@ -202,7 +290,145 @@ fn rewrite_one<'c, 'a>(context: &'c Context, op: OperationRef<'c, 'a>) -> Option
             erase_if_dead(constant_operand);
             Some("pow(x, 2) as x * x")
         }
+        Match::Halved { y, s, half, twice } => {
+            let product = binary_op(BinaryKind::Mul, y, s)?;
+            replace_uses(result, product);
+            erase(op);
+            erase(twice);
+            erase(half);
+            erase_if_dead(constant_operand);
+            Some("(x / 2) (2 sigmoid(v)) as x sigmoid(v)")
+        }
     }
+}
+
+/// A splat constant of `r#type` (static, f32) holding `value`: fusion
+/// recomputes it in each kernel that reads it, as a literal.
+fn splat<'c, 'a>(builder: &Builder<'c, 'a>, r#type: Type<'c>, value: f64) -> Option<Value<'c, 'a>> {
+    let element = FloatAttribute::new(builder.context(), Type::float32(builder.context()), value);
+    builder.splat(r#type, element.into())
+}
+
+/// How the argument `u` of a `tanh` being rewritten was made, by ops of
+/// its type each of whose results only the next one reads (`u` only the
+/// `tanh`), with constants `c` and `a` whose `2c` and `2ca` are finite
+/// f32s.
+enum Argument<'c, 'a> {
+    /// `u = c (y + a y^3)` (GELU's, any order of the operands, `y^3` as
+    /// `(y y) y` or `y (y y)`): the ops from `u`'s back to `y y`, and the
+    /// constants' values as read.
+    Cubic {
+        y: Value<'c, 'a>,
+        c: f64,
+        a: f64,
+        ops: Vec<OperationRef<'c, 'a>>,
+        constants: Vec<Value<'c, 'a>>,
+    },
+    /// `u = c v`.
+    Scaled {
+        v: Value<'c, 'a>,
+        c: f64,
+        ops: Vec<OperationRef<'c, 'a>>,
+        constants: Vec<Value<'c, 'a>>,
+    },
+    /// Anything else.
+    Plain,
+}
+
+impl<'c, 'a> Argument<'c, 'a> {
+    fn of(u: Value<'c, 'a>, r#type: Type<'c>) -> Self {
+        let Some((c, c_value, v, scale)) = lone_product(u, r#type) else {
+            return Argument::Plain;
+        };
+        let finite = |x: f64| (x as f32).is_finite();
+        if !finite(2.0 * c) {
+            return Argument::Plain;
+        }
+        let scaled = || Argument::Scaled {
+            v,
+            c,
+            ops: vec![scale],
+            constants: vec![c_value],
+        };
+        // v = y + a y^3: the cube's factors, (y y) y or y (y y).
+        let Some((sum, p, q)) = lone_binary(v, r#type, BinaryKind::Add) else {
+            return scaled();
+        };
+        for (y, high) in [(p, q), (q, p)] {
+            let Some((a, a_value, cube, times_a)) = lone_product(high, r#type) else {
+                continue;
+            };
+            let Some((cubed, l, r)) = lone_binary(cube, r#type, BinaryKind::Mul) else {
+                continue;
+            };
+            let square = if key(l) == key(y) { r } else { l };
+            let other = if key(l) == key(y) { l } else { r };
+            let Some((squared, m, n)) = lone_binary(square, r#type, BinaryKind::Mul) else {
+                continue;
+            };
+            // a > 0: y and a y^3 have one sign, so neither form cancels.
+            if key(other) != key(y)
+                || key(m) != key(y)
+                || key(n) != key(y)
+                || a <= 0.0
+                || !finite(2.0 * c * a)
+            {
+                continue;
+            }
+            return Argument::Cubic {
+                y,
+                c,
+                a,
+                ops: vec![scale, sum, times_a, cubed, squared],
+                constants: vec![c_value, a_value],
+            };
+        }
+        scaled()
+    }
+
+    /// Erases the ops that made the argument (its users are gone), last
+    /// first, and the constants they alone read.
+    fn erase(self) {
+        let (Argument::Cubic { ops, constants, .. } | Argument::Scaled { ops, constants, .. }) = self else {
+            return;
+        };
+        for op in ops {
+            erase(op);
+        }
+        for constant in constants {
+            erase_if_dead(constant);
+        }
+    }
+}
+
+/// `value`'s `meta.binary` of `kind` with its operands, when its operands
+/// and result are of `r#type` and `value` has one use.
+fn lone_binary<'c, 'a>(
+    value: Value<'c, 'a>,
+    r#type: Type<'c>,
+    kind: BinaryKind,
+) -> Option<(OperationRef<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>)> {
+    let op = defining_op(value)?;
+    let binary = BinaryOp::cast(op)?;
+    let (lhs, rhs) = (binary.lhs()?, binary.rhs()?);
+    let typed = [lhs, rhs, value].iter().all(|v| v.r#type() == r#type);
+    (binary.kind()? == kind && typed && users(value).len() == 1).then_some((op, lhs, rhs))
+}
+
+/// `value` as `c v` (a [`lone_binary`] multiply, the constant either
+/// side): `c`, the constant operand, `v` and the op.
+fn lone_product<'c, 'a>(
+    value: Value<'c, 'a>,
+    r#type: Type<'c>,
+) -> Option<(f64, Value<'c, 'a>, Value<'c, 'a>, OperationRef<'c, 'a>)> {
+    let (op, lhs, rhs) = lone_binary(value, r#type, BinaryKind::Mul)?;
+    let (constant_operand, other) = match (constant(lhs), constant(rhs)) {
+        (Some(_), _) => (lhs, rhs),
+        (None, Some(_)) => (rhs, lhs),
+        _ => return None,
+    };
+    let c = constant(constant_operand)?;
+    c.is_finite().then_some((c, constant_operand, other, op))
 }
 
 /// The element of the splat float constant `value` is: an `arith.constant`,
