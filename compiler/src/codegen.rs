@@ -363,11 +363,17 @@ fn translate<'l>(
         }
         // Stack probes: a row chain's scratch (`lower::rows`) is a frame of
         // up to 128 KiB, which must touch the guard page of a nearly full
-        // stack rather than jump past it.
+        // stack rather than jump past it. No reciprocal estimates: fast
+        // math's divisions carry `arcp` (`lower::scalar`) for LICM to hoist
+        // a loop-invariant divisor's reciprocal, which x86's instruction
+        // selection would otherwise also take as leave to turn `x / y` and
+        // `x / sqrt(y)` into `vrcp14ps`/`vrsqrt14ps` and a Newton step
+        // (3 ulps, and NaN for a zero or infinite `y`).
         for (key, value) in [
             ("target-cpu", cpu.as_str()),
             ("target-features", features.as_str()),
             ("probe-stack", "inline-asm"),
+            ("reciprocal-estimates", "none"),
         ] {
             if !value.is_empty() {
                 function.add_attribute(

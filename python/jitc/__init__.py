@@ -390,7 +390,7 @@ def _var(x, like=None):
 class _Flags:
     """How jitc compiles and runs: ``math`` (``"fast"``: polynomial f32
     exp/tanh/sigmoid, reassociated float reductions, a division by a
-    loop-invariant divisor as a multiplication by its reciprocal, and
+    loop-invariant or shared divisor as a multiplication by its reciprocal, and
     the rewrites of ``docs/semantics.md``, each within a stated bound;
     ``"exact"``:
     bit-identical to the reference interpreter), ``check_bounds`` (every

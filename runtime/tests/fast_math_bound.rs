@@ -94,6 +94,25 @@ fn fast_row_sums_are_within_the_stated_bound() {
     );
 }
 
+/// The `meta-fast-math` lines of `jitc explain` for `source` under fast
+/// math: which rewrites it makes.
+fn rewrites(source: &str) -> String {
+    let context = new_context().unwrap();
+    let module = parse_module(&context, source).unwrap();
+    let text = jitc_compiler::explain::explain(
+        &module,
+        None,
+        usize::MAX,
+        jitc_compiler::explain::Format::Text,
+        MathMode::Fast,
+    )
+    .unwrap();
+    text.lines()
+        .filter(|line| line.contains("meta-fast-math"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Distance in f32 ulps between two finite floats of one sign.
 fn ulps(a: f32, b: f32) -> u32 {
     (a.to_bits() as i64 - b.to_bits() as i64).unsigned_abs() as u32
@@ -403,7 +422,10 @@ fn the_exact_rewrites_give_the_bits_of_the_forms_they_replace() {
     let n = ys.len();
     let input = || vec![Tensor::new(vec![n], Buffer::F32(ys.clone().into())).unwrap()];
     // The halving: GELU with `0.5 y` used once (rewritten to `y s`) and
-    // returned too (kept).
+    // returned too (kept); `jitc explain` shows which rewrites ran.
+    let halved = "(x / 2) (2 sigmoid(v)) as x sigmoid(v)";
+    assert!(rewrites(&gelu_source(n, 0.797_884_6, 0.044_715, false)).contains(halved));
+    assert!(!rewrites(&gelu_source(n, 0.797_884_6, 0.044_715, true)).contains(halved));
     let rewritten = &run_f32(
         &gelu_source(n, 0.797_884_6, 0.044_715, false),
         input(),
@@ -445,6 +467,8 @@ fn the_exact_rewrites_give_the_bits_of_the_forms_they_replace() {
 }}"#
         )
     };
+    assert!(rewrites(&scaled(false)).contains("1 + tanh(c v) as 2 sigmoid(2c v)"));
+    assert!(rewrites(&scaled(true)).contains("1 + tanh(u) as 2 sigmoid(2u)"));
     let rewritten = &run_f32(&scaled(false), input(), Some(MathMode::Fast))[0];
     let kept = &run_f32(&scaled(true), input(), Some(MathMode::Fast))[0];
     for (i, (r, k)) in rewritten.iter().zip(kept).enumerate() {
@@ -458,28 +482,40 @@ fn the_exact_rewrites_give_the_bits_of_the_forms_they_replace() {
 }
 
 /// Under fast math a division by a value the inner loop does not change
-/// (here a row's divisor, broadcast along the row) is a multiplication by
-/// its reciprocal: two roundings, within 2 ulps of the quotient
-/// (`docs/semantics.md`), for divisors whose reciprocal is a normal float.
+/// (here a row's divisor, broadcast along the row, and its square root) is
+/// a multiplication by its reciprocal, an IEEE division (never a hardware
+/// estimate): two roundings, within 2 ulps of the quotient
+/// (`docs/semantics.md`), for divisors whose reciprocal is a normal float;
+/// zero, infinite and NaN divisors give the quotient's results.
 #[test]
 fn a_division_by_a_row_value_is_within_two_ulps() {
     let t = format!("tensor<{ROWS}x{N}xf32>");
     let v = format!("tensor<{ROWS}xf32>");
     let source = format!(
-        r#"func.func @main(%x: {t}, %d: {v}) -> {t} {{
+        r#"func.func @main(%x: {t}, %d: {v}) -> ({t}, {t}) {{
   %db = "meta.reindex"(%d) {{indices = affine_map<(i, j) -> (i)>}} : ({v}) -> {t}
   %y = "meta.binary"(%x, %db) {{kind = "div"}} : ({t}, {t}) -> {t}
-  return %y : {t}
+  %m = "meta.unary"(%db) {{kind = "abs"}} : ({t}) -> {t}
+  %r = "meta.unary"(%m) {{kind = "sqrt"}} : ({t}) -> {t}
+  %z = "meta.binary"(%x, %r) {{kind = "div"}} : ({t}, {t}) -> {t}
+  return %y, %z : {t}, {t}
 }}"#
     );
     let mut rng = Rng(0xd1_71de);
     let mut uniform = || (rng.next() >> 40) as f32 / (1u64 << 24) as f32;
-    let values: Vec<f32> = (0..ROWS * N).map(|_| uniform() * 4.0 - 2.0).collect();
-    // Divisors of either sign from 2^-60 to 2^60.
+    let mut values: Vec<f32> = (0..ROWS * N).map(|_| uniform() * 4.0 - 2.0).collect();
+    // A row of special values too: zeros, infinities, NaN.
+    values[..6].copy_from_slice(&[0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 1.0]);
+    // Divisors of either sign from 2^-60 to 2^60, and the special ones in
+    // the last rows.
+    let special = [0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN];
     let divisors: Vec<f32> = (0..ROWS)
-        .map(|r| {
-            let sign = if r % 2 == 0 { 1.0 } else { -1.0 };
-            sign * (1.0 + uniform()) * 2f32.powi(uniform().mul_add(120.0, -60.0) as i32)
+        .map(|r| match r.checked_sub(ROWS - special.len()) {
+            Some(k) => special[k],
+            None => {
+                let sign = if r % 2 == 0 { 1.0 } else { -1.0 };
+                sign * (1.0 + uniform()) * 2f32.powi(uniform().mul_add(120.0, -60.0) as i32)
+            }
         })
         .collect();
     let input = || {
@@ -488,20 +524,40 @@ fn a_division_by_a_row_value_is_within_two_ulps() {
             Tensor::new(vec![ROWS], Buffer::F32(divisors.clone().into())).unwrap(),
         ]
     };
-    let fast = &run_f32(&source, input(), Some(MathMode::Fast))[0];
-    let exact = &run_f32(&source, input(), Some(MathMode::Exact))[0];
-    let (mut worst, mut differing) = (0u32, 0usize);
-    for (f, e) in fast.iter().zip(exact) {
-        assert_eq!(f.is_sign_negative(), e.is_sign_negative(), "{f} against {e}");
-        let distance = ulps(*f, *e);
-        worst = worst.max(distance);
-        differing += usize::from(distance > 0);
+    let fast = run_f32(&source, input(), Some(MathMode::Fast));
+    let exact = run_f32(&source, input(), Some(MathMode::Exact));
+    for (which, name) in [(0, "x / d"), (1, "x / sqrt|d|")] {
+        let (mut worst, mut differing) = (0u32, 0usize);
+        for (i, (f, e)) in fast[which].iter().zip(&exact[which]).enumerate() {
+            let d = divisors[i / N];
+            if !d.is_normal() || !e.is_finite() || *e == 0.0 {
+                // Special divisors, or a special x: the quotient's own
+                // result.
+                assert!(
+                    f.to_bits() == e.to_bits() || (f.is_nan() && e.is_nan()),
+                    "{name}: x = {}, d = {d}: fast {f}, exact {e}",
+                    values[i]
+                );
+                continue;
+            }
+            assert_eq!(
+                f.is_sign_negative(),
+                e.is_sign_negative(),
+                "{name}: {f} against {e}"
+            );
+            let distance = ulps(*f, *e);
+            worst = worst.max(distance);
+            differing += usize::from(distance > 0);
+        }
+        eprintln!(
+            "{name}: {differing} of {} quotients differ, by at most {worst} ulps",
+            fast[which].len()
+        );
+        assert!(worst <= 2, "{name}: a quotient is {worst} ulps from the division");
+        // Were the division kept, this test would check nothing.
+        assert!(
+            differing > 0,
+            "{name}: no quotient differs: the division was kept"
+        );
     }
-    eprintln!(
-        "{differing} of {} quotients differ, by at most {worst} ulps",
-        fast.len()
-    );
-    assert!(worst <= 2, "a quotient is {worst} ulps from the division");
-    // Were the division kept, this test would check nothing.
-    assert!(differing > 0, "no quotient differs: the division was kept");
 }

@@ -146,18 +146,18 @@ func.func @kept(%u: tensor<4xf32>, %d: tensor<4xf64>) -> (tensor<4xf32>, tensor<
 // GELU as written (0.5 y (1 + tanh(k (y + a y^3)))): the argument as
 // y (2k + 2ka y^2), built negated (-2k, -2ka) under a neg that cancels
 // sigmoid's own; the halving and the doubling cancel (y sigmoid(2u)).
-// Every op of the old argument and every old constant is gone.
+// The whole body is checked: every op of the old argument, the tanh and
+// every old constant are gone.
 // CHECK-LABEL: func.func @gelu_tanh
-//   CHECK-NOT:   tanh
-//       CHECK:   %[[Y2:.+]] = "meta.binary"(%arg0, %arg0) {kind = "mul"}
-//       CHECK:   %[[KA:.+]] = arith.constant dense<-0.0713548{{[0-9]*}}> : tensor<4x8xf32>
-//       CHECK:   %[[H:.+]] = "meta.binary"(%[[KA]], %[[Y2]]) {kind = "mul"}
-//       CHECK:   %[[K:.+]] = arith.constant dense<-1.595769{{[0-9]*}}> : tensor<4x8xf32>
-//       CHECK:   %[[S:.+]] = "meta.binary"(%[[K]], %[[H]]) {kind = "add"}
-//       CHECK:   %[[W:.+]] = "meta.binary"(%arg0, %[[S]]) {kind = "mul"}
-//       CHECK:   %[[N:.+]] = "meta.unary"(%[[W]]) {kind = "neg"}
-//       CHECK:   %[[SIG:.+]] = "meta.unary"(%[[N]]) {kind = "sigmoid"}
-//       CHECK:   %[[G:.+]] = "meta.binary"(%arg0, %[[SIG]]) {kind = "mul"}
+//  CHECK-NEXT:   %[[Y2:.+]] = "meta.binary"(%arg0, %arg0) {kind = "mul"}
+//  CHECK-NEXT:   %[[KA:.+]] = arith.constant dense<-0.0713548{{[0-9]*}}> : tensor<4x8xf32>
+//  CHECK-NEXT:   %[[H:.+]] = "meta.binary"(%[[KA]], %[[Y2]]) {kind = "mul"}
+//  CHECK-NEXT:   %[[K:.+]] = arith.constant dense<-1.595769{{[0-9]*}}> : tensor<4x8xf32>
+//  CHECK-NEXT:   %[[S:.+]] = "meta.binary"(%[[K]], %[[H]]) {kind = "add"}
+//  CHECK-NEXT:   %[[W:.+]] = "meta.binary"(%arg0, %[[S]]) {kind = "mul"}
+//  CHECK-NEXT:   %[[N:.+]] = "meta.unary"(%[[W]]) {kind = "neg"}
+//  CHECK-NEXT:   %[[SIG:.+]] = "meta.unary"(%[[N]]) {kind = "sigmoid"}
+//  CHECK-NEXT:   %[[G:.+]] = "meta.binary"(%arg0, %[[SIG]]) {kind = "mul"}
 //  CHECK-NEXT:   return %[[G]]
 // EXPLAIN-TANH: @gelu_tanh: meta-fast-math computes 1 + tanh(k (y + a y^3)) as 2 sigmoid(y (2k + 2ka y^2)) (fast math)
 // EXPLAIN-TANH: @gelu_tanh: meta-fast-math computes (x / 2) (2 sigmoid(v)) as x sigmoid(v) (fast math)
@@ -185,17 +185,20 @@ func.func @gelu_tanh(%y: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // -----
 
 // The other orders of each product and sum, with 1 - tanh(u): the
-// argument is -2u, built as the negation of y (2k + 2ka y^2).
+// argument is -2u, built as the negation of y (2k + 2ka y^2); the product
+// with another value than 0.5 y stays.
 // CHECK-LABEL: func.func @gelu_orders
-//       CHECK:   %[[Y2:.+]] = "meta.binary"(%arg0, %arg0) {kind = "mul"}
-//       CHECK:   arith.constant dense<0.0713548{{[0-9]*}}>
-//       CHECK:   arith.constant dense<1.595769{{[0-9]*}}>
-//       CHECK:   %[[W:.+]] = "meta.binary"(%arg0, %{{.+}}) {kind = "mul"}
-//       CHECK:   %[[N:.+]] = "meta.unary"(%[[W]]) {kind = "neg"}
-//       CHECK:   %[[SIG:.+]] = "meta.unary"(%[[N]]) {kind = "sigmoid"}
-//       CHECK:   %[[D:.+]] = "meta.binary"(%[[SIG]], %[[SIG]]) {kind = "add"}
-//       CHECK:   "meta.binary"(%arg1, %[[D]]) {kind = "mul"}
-//   CHECK-NOT:   tanh
+//  CHECK-NEXT:   %[[Y2:.+]] = "meta.binary"(%arg0, %arg0) {kind = "mul"}
+//  CHECK-NEXT:   %[[KA:.+]] = arith.constant dense<0.0713548{{[0-9]*}}>
+//  CHECK-NEXT:   %[[H:.+]] = "meta.binary"(%[[KA]], %[[Y2]]) {kind = "mul"}
+//  CHECK-NEXT:   %[[K:.+]] = arith.constant dense<1.595769{{[0-9]*}}>
+//  CHECK-NEXT:   %[[S:.+]] = "meta.binary"(%[[K]], %[[H]]) {kind = "add"}
+//  CHECK-NEXT:   %[[W:.+]] = "meta.binary"(%arg0, %[[S]]) {kind = "mul"}
+//  CHECK-NEXT:   %[[N:.+]] = "meta.unary"(%[[W]]) {kind = "neg"}
+//  CHECK-NEXT:   %[[SIG:.+]] = "meta.unary"(%[[N]]) {kind = "sigmoid"}
+//  CHECK-NEXT:   %[[D:.+]] = "meta.binary"(%[[SIG]], %[[SIG]]) {kind = "add"}
+//  CHECK-NEXT:   %[[G:.+]] = "meta.binary"(%arg1, %[[D]]) {kind = "mul"}
+//  CHECK-NEXT:   return %[[G]]
 func.func @gelu_orders(%y: tensor<4x8xf32>, %x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %k = arith.constant dense<0.797884583> : tensor<4x8xf32>
   %a = arith.constant dense<0.044715> : tensor<4x8xf32>
@@ -219,16 +222,28 @@ func.func @gelu_orders(%y: tensor<4x8xf32>, %x: tensor<4x8xf32>) -> tensor<4x8xf
 // f32, u + u as before.
 // CHECK-LABEL: func.func @scaled
 //       CHECK:   %[[C:.+]] = arith.constant dense<-3.000000e+00> : tensor<4x8xf32>
-//       CHECK:   %[[W:.+]] = "meta.binary"(%[[C]], %arg0) {kind = "mul"}
-//       CHECK:   %[[N:.+]] = "meta.unary"(%[[W]]) {kind = "neg"}
-//       CHECK:   "meta.unary"(%[[N]]) {kind = "sigmoid"}
-//       CHECK:   %[[IN:.+]] = "meta.binary"(%arg0, %{{.+}}) {kind = "add"}
-//       CHECK:   %[[C2:.+]] = arith.constant dense<-1.595769{{[0-9]*}}> : tensor<4x8xf32>
-//       CHECK:   "meta.binary"(%[[C2]], %[[IN]]) {kind = "mul"}
-//       CHECK:   %[[U:.+]] = "meta.binary"(%{{.+}}, %arg0) {kind = "mul"}
-//       CHECK:   "meta.binary"(%[[U]], %[[U]]) {kind = "add"}
-//       CHECK:   %[[HUGE:.+]] = "meta.binary"(%{{.+}}, %arg0) {kind = "mul"}
-//       CHECK:   "meta.binary"(%[[HUGE]], %[[HUGE]]) {kind = "add"}
+//  CHECK-NEXT:   %[[W:.+]] = "meta.binary"(%[[C]], %arg0) {kind = "mul"}
+//  CHECK-NEXT:   %[[N:.+]] = "meta.unary"(%[[W]]) {kind = "neg"}
+//  CHECK-NEXT:   %[[S1:.+]] = "meta.unary"(%[[N]]) {kind = "sigmoid"}
+//  CHECK-NEXT:   %[[P1:.+]] = "meta.binary"(%[[S1]], %[[S1]]) {kind = "add"}
+//  CHECK-NEXT:   %[[Y2:.+]] = "meta.binary"(%arg0, %arg0) {kind = "mul"}
+//  CHECK-NEXT:   %[[Y3:.+]] = "meta.binary"(%[[Y2]], %arg0) {kind = "mul"}
+//  CHECK-NEXT:   %[[AY3:.+]] = "meta.binary"(%{{.+}}, %[[Y3]]) {kind = "mul"}
+//  CHECK-NEXT:   %[[IN:.+]] = "meta.binary"(%arg0, %[[AY3]]) {kind = "add"}
+//  CHECK-NEXT:   %[[C2:.+]] = arith.constant dense<-1.595769{{[0-9]*}}> : tensor<4x8xf32>
+//  CHECK-NEXT:   %[[W2:.+]] = "meta.binary"(%[[C2]], %[[IN]]) {kind = "mul"}
+//  CHECK-NEXT:   %[[N2:.+]] = "meta.unary"(%[[W2]]) {kind = "neg"}
+//  CHECK-NEXT:   %[[S2:.+]] = "meta.unary"(%[[N2]]) {kind = "sigmoid"}
+//  CHECK-NEXT:   %[[P2:.+]] = "meta.binary"(%[[S2]], %[[S2]]) {kind = "add"}
+//  CHECK-NEXT:   %[[U:.+]] = "meta.binary"(%{{.+}}, %arg0) {kind = "mul"}
+//  CHECK-NEXT:   %[[U2:.+]] = "meta.binary"(%[[U]], %[[U]]) {kind = "add"}
+//  CHECK-NEXT:   %[[S3:.+]] = "meta.unary"(%[[U2]]) {kind = "sigmoid"}
+//  CHECK-NEXT:   %[[P3:.+]] = "meta.binary"(%[[S3]], %[[S3]]) {kind = "add"}
+//  CHECK-NEXT:   %[[HUGE:.+]] = "meta.binary"(%{{.+}}, %arg0) {kind = "mul"}
+//  CHECK-NEXT:   %[[HUGE2:.+]] = "meta.binary"(%[[HUGE]], %[[HUGE]]) {kind = "add"}
+//  CHECK-NEXT:   %[[S4:.+]] = "meta.unary"(%[[HUGE2]]) {kind = "sigmoid"}
+//  CHECK-NEXT:   %[[P4:.+]] = "meta.binary"(%[[S4]], %[[S4]]) {kind = "add"}
+//  CHECK-NEXT:   return %[[P1]], %[[P2]], %[[Y3]], %[[P3]], %[[U]], %[[P4]]
 func.func @scaled(%v: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
   %c_s = arith.constant dense<1.5> : tensor<f32>
   %c = "meta.reindex"(%c_s) {indices = affine_map<(i, j) -> ()>} : (tensor<f32>) -> tensor<4x8xf32>
@@ -262,14 +277,22 @@ func.func @scaled(%v: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, ten
 // -----
 
 // (x / 2) (s + s) is x s only for a sigmoid s (in [0, 1], so s + s is
-// exact), a halving by exactly 0.5, and neither product used elsewhere.
+// exact), a halving by exactly 0.5, and neither product used elsewhere:
+// a quarter, an exp, and a halving returned too are each kept.
 // CHECK-LABEL: func.func @halved
 //       CHECK:   %[[S:.+]] = "meta.unary"(%arg1) {kind = "sigmoid"}
-//       CHECK:   %[[R:.+]] = "meta.binary"(%arg0, %[[S]]) {kind = "mul"}
-//       CHECK:   "meta.binary"(%{{.+}}, %{{.+}}) {kind = "mul"}
-//       CHECK:   "meta.binary"(%{{.+}}, %{{.+}}) {kind = "mul"}
-//       CHECK:   "meta.binary"(%{{.+}}, %{{.+}}) {kind = "mul"}
-//       CHECK:   return %[[R]],
+//  CHECK-NEXT:   %[[R:.+]] = "meta.binary"(%arg0, %[[S]]) {kind = "mul"}
+//  CHECK-NEXT:   %[[T2:.+]] = "meta.binary"(%[[S]], %[[S]]) {kind = "add"}
+//  CHECK-NEXT:   %[[Q:.+]] = "meta.binary"(%{{.+}}, %arg0) {kind = "mul"}
+//  CHECK-NEXT:   %[[R2:.+]] = "meta.binary"(%[[Q]], %[[T2]]) {kind = "mul"}
+//  CHECK-NEXT:   %[[E:.+]] = "meta.unary"(%arg1) {kind = "exp"}
+//  CHECK-NEXT:   %[[TE:.+]] = "meta.binary"(%[[E]], %[[E]]) {kind = "add"}
+//  CHECK-NEXT:   %[[H3:.+]] = "meta.binary"(%{{.+}}, %arg0) {kind = "mul"}
+//  CHECK-NEXT:   %[[R3:.+]] = "meta.binary"(%[[H3]], %[[TE]]) {kind = "mul"}
+//  CHECK-NEXT:   %[[T4:.+]] = "meta.binary"(%[[S]], %[[S]]) {kind = "add"}
+//  CHECK-NEXT:   %[[H4:.+]] = "meta.binary"(%{{.+}}, %arg0) {kind = "mul"}
+//  CHECK-NEXT:   %[[R4:.+]] = "meta.binary"(%[[H4]], %[[T4]]) {kind = "mul"}
+//  CHECK-NEXT:   return %[[R]], %[[R2]], %[[R3]], %[[R4]], %[[H4]]
 func.func @halved(%x: tensor<4x8xf32>, %v: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
   %half_s = arith.constant dense<0.5> : tensor<f32>
   %half = "meta.reindex"(%half_s) {indices = affine_map<(i, j) -> ()>} : (tensor<f32>) -> tensor<4x8xf32>
@@ -290,4 +313,107 @@ func.func @halved(%x: tensor<4x8xf32>, %v: tensor<4x8xf32>) -> (tensor<4x8xf32>,
   %h4 = "meta.binary"(%half, %x) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   %r4 = "meta.binary"(%h4, %two_s4) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   return %r, %r2, %r3, %r4, %h4 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// The argument is built where u was made: before a loop whose body takes
+// the tanh, not in it.
+// CHECK-LABEL: func.func @outside
+//       CHECK:   %[[S:.+]] = "meta.binary"(%cst{{.*}}) {kind = "add"}
+//  CHECK-NEXT:   %[[W:.+]] = "meta.binary"(%arg0, %[[S]]) {kind = "mul"}
+//  CHECK-NEXT:   %[[N:.+]] = "meta.unary"(%[[W]]) {kind = "neg"}
+//       CHECK:   scf.for
+//  CHECK-NEXT:     "meta.unary"(%[[N]]) {kind = "sigmoid"}
+//   CHECK-NOT:     "meta.binary"(%arg0, %arg0)
+//       CHECK:     scf.yield
+func.func @outside(%y: tensor<4x8xf32>, %n: index) -> tensor<4x8xf32> {
+  %k_s = arith.constant dense<0.797884583> : tensor<f32>
+  %k = "meta.reindex"(%k_s) {indices = affine_map<(i, j) -> ()>} : (tensor<f32>) -> tensor<4x8xf32>
+  %a_s = arith.constant dense<0.044715> : tensor<f32>
+  %a = "meta.reindex"(%a_s) {indices = affine_map<(i, j) -> ()>} : (tensor<f32>) -> tensor<4x8xf32>
+  %half_s = arith.constant dense<0.5> : tensor<f32>
+  %half = "meta.reindex"(%half_s) {indices = affine_map<(i, j) -> ()>} : (tensor<f32>) -> tensor<4x8xf32>
+  %one_s = arith.constant dense<1.0> : tensor<f32>
+  %one = "meta.reindex"(%one_s) {indices = affine_map<(i, j) -> ()>} : (tensor<f32>) -> tensor<4x8xf32>
+  %y2 = "meta.binary"(%y, %y) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %y3 = "meta.binary"(%y2, %y) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %ay3 = "meta.binary"(%a, %y3) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %in = "meta.binary"(%y, %ay3) {kind = "add"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %u = "meta.binary"(%k, %in) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %y) -> tensor<4x8xf32> {
+    %t = "meta.unary"(%u) {kind = "tanh"} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    %p = "meta.binary"(%one, %t) {kind = "add"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    %g = "meta.binary"(%acc, %p) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    scf.yield %g : tensor<4x8xf32>
+  }
+  return %r : tensor<4x8xf32>
+}
+
+// -----
+
+// One constant as both k and a (here 0.5, CSE's doing): erased once. A
+// constant whose 2ka is not a normal f32 (a = 1e-45) leaves the cubic
+// alone (0 times an infinite y^2 would be NaN): the argument is c v.
+// CHECK-LABEL: func.func @shared
+//   CHECK-NOT:   tanh
+//       CHECK:   arith.constant dense<-5.000000e-01>
+//       CHECK:   arith.constant dense<-1.000000e+00>
+//       CHECK:   "meta.unary"(%{{.+}}) {kind = "sigmoid"}
+//       CHECK:   %[[CUBE:.+]] = "meta.binary"(%{{[0-9]+}}, %arg0) {kind = "mul"}
+//       CHECK:   "meta.binary"(%{{.+}}, %[[CUBE]]) {kind = "mul"}
+//       CHECK:   arith.constant dense<-5.000000e-01>
+//       CHECK:   "meta.unary"(%{{.+}}) {kind = "sigmoid"}
+//   CHECK-NOT:   tanh
+//       CHECK:   return
+func.func @shared(%y: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %c_s = arith.constant dense<0.5> : tensor<f32>
+  %c = "meta.reindex"(%c_s) {indices = affine_map<(i, j) -> ()>} : (tensor<f32>) -> tensor<4x8xf32>
+  %one_s = arith.constant dense<1.0> : tensor<f32>
+  %one = "meta.reindex"(%one_s) {indices = affine_map<(i, j) -> ()>} : (tensor<f32>) -> tensor<4x8xf32>
+  %tiny_s = arith.constant dense<1.0e-45> : tensor<f32>
+  %tiny = "meta.reindex"(%tiny_s) {indices = affine_map<(i, j) -> ()>} : (tensor<f32>) -> tensor<4x8xf32>
+  %k_s = arith.constant dense<0.25> : tensor<f32>
+  %k = "meta.reindex"(%k_s) {indices = affine_map<(i, j) -> ()>} : (tensor<f32>) -> tensor<4x8xf32>
+  %y2 = "meta.binary"(%y, %y) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %y3 = "meta.binary"(%y2, %y) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %ay3 = "meta.binary"(%c, %y3) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %in = "meta.binary"(%y, %ay3) {kind = "add"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %u = "meta.binary"(%c, %in) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %t = "meta.unary"(%u) {kind = "tanh"} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %p = "meta.binary"(%one, %t) {kind = "add"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %z2 = "meta.binary"(%y, %y) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %z3 = "meta.binary"(%z2, %y) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %az3 = "meta.binary"(%tiny, %z3) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %in2 = "meta.binary"(%y, %az3) {kind = "add"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %u2 = "meta.binary"(%k, %in2) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %t2 = "meta.unary"(%u2) {kind = "tanh"} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %p2 = "meta.binary"(%one, %t2) {kind = "add"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %p, %p2 : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// Blocks out of dominance order (a CFG region): u is made in a block
+// printed after the one with the tanh. The ops the rewrite erases there
+// come later in the pass's list, which skips them.
+// CHECK-LABEL: func.func @blocks
+//       CHECK:   ^bb1:
+//       CHECK:     "meta.unary"(%{{.+}}) {kind = "sigmoid"}
+//       CHECK:   ^bb2:
+//       CHECK:     arith.constant dense<-3.000000e+00>
+//   CHECK-NOT:   tanh
+func.func @blocks(%v: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %one = arith.constant dense<1.0> : tensor<4x8xf32>
+  %c = arith.constant dense<1.5> : tensor<4x8xf32>
+  cf.br ^bb2
+^bb1:
+  %t = "meta.unary"(%u) {kind = "tanh"} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %p = "meta.binary"(%one, %t) {kind = "add"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %p : tensor<4x8xf32>
+^bb2:
+  %u = "meta.binary"(%c, %v) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  cf.br ^bb1
 }

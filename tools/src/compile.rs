@@ -100,7 +100,8 @@ pub struct CompileArgs {
 pub enum MathArg {
     /// Vectorizable: polynomial f32 exp/log/tanh/sigmoid (1-3 ulps from libm),
     /// reassociated float sums kept in registers, division by a loop-invariant
-    /// value as a multiplication by its reciprocal (CPU), and meta-fast-math's
+    /// or shared divisor as a multiplication by its reciprocal (CPU), and
+    /// meta-fast-math's
     /// rewrites (1 ± tanh(u) as 2 sigmoid(±2u), GELU's tanh form as
     /// y sigmoid(y (2k + 2ka y^2)), pow(x, 2) as x * x).
     Fast,

@@ -199,7 +199,10 @@ fn saturating_float_to_int<'c, 'a>(
 /// by zero claims the status record with the op's `line` (0 when unknown).
 /// With `reciprocal`, a float division carries `arcp`: LLVM may compute it
 /// as a multiplication by the divisor's reciprocal (LICM does, once per
-/// loop, for a divisor the inner loop does not change).
+/// loop, for a divisor the inner loop does not change; instruction
+/// selection shares one reciprocal between divisions by one value). The
+/// CPU kernels turn LLVM's reciprocal estimates off (`crate::codegen`), so
+/// the reciprocal is an IEEE division.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn binary_op<'c, 'a>(
     at: &Emitter<'c, 'a>,

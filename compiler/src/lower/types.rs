@@ -66,7 +66,8 @@ pub enum MathMode {
     /// accumulate in registers may be reassociated, so the loop vectorizer
     /// can keep partial sums; on the CPU a float division may be a
     /// multiplication by the divisor's reciprocal (`arcp`: LLVM hoists the
-    /// reciprocal of a divisor the inner loop does not change); before
+    /// reciprocal of a divisor the inner loop does not change, and shares
+    /// one between divisions by the same value; never an estimate); before
     /// fusion, `meta-fast-math` computes f32 `1 ± tanh(u)` as
     /// `2 sigmoid(±2u)` (GELU's tanh form as `y sigmoid(y (2k + 2ka y^2))`)
     /// and `pow(x, 2)` as `x * x`. Everything else is exact.

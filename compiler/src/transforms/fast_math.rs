@@ -73,30 +73,36 @@
 //! rewritten, with every operand of the result's type: on dynamic shapes
 //! the op and the broadcast check sizes at run time, and a rewrite that
 //! dropped the constant would drop those checks (and their errors). The
-//! new ops go where the `tanh` was, so a `tanh` outside a loop whose body
-//! adds 1 stays outside.
+//! new `sigmoid` goes where the `tanh` was, so a `tanh` outside a loop
+//! whose body adds 1 stays outside, and a new argument where the old one
+//! was made, so an argument made outside a loop whose body takes the
+//! `tanh` stays outside too.
 //!
 //! Algorithm:
 //! 1. collect the `meta.binary` ops under the root, in program order;
 //! 2. for each, match a rewrite on its kind, its types (static, all
 //!    equal), its operands' defining ops and the constants; for `1 ±
 //!    tanh(u)`, also match how `u` was made (`c v`, `k (y + a y^3)`, or
-//!    neither); build the new ops in front of the `tanh` (or the binary),
-//!    replace the binary's result's uses and erase it, then the `tanh` it
-//!    read (whose one use it was) and the ops that made `u`, each the one
-//!    use of the next, then the constants' broadcasts and the constants
-//!    where this was their last use. Every op erased is an operand (or an
-//!    operand's operand) of the matched binary, so it came earlier in the
-//!    list and is not visited again;
+//!    neither); build the new argument in front of the op that made `u`
+//!    and the `sigmoid` in front of the `tanh` (the other rewrites in front
+//!    of the binary), replace the binary's result's uses and erase it,
+//!    then the `tanh` it read (whose one use it was) and the ops that made
+//!    `u`, each the one use of the next, then the constants' broadcasts and
+//!    the constants where this was their last use (each once, though one
+//!    constant may be both `k` and `a`). An erased op usually came earlier
+//!    in the list, but not in a region whose blocks are out of dominance
+//!    order (a CFG's), so erased ops are remembered and skipped;
 //! 3. ops a rewrite makes are not matched again.
 
 use crate::{
     pass::{Options, PassInfo},
     rewrite::{
-        Builder, DYNAMIC, defining_op, dims, erase, key, replace_uses, results_unused, splat_float, users,
-        with_context,
+        Builder, DYNAMIC, defining_op, dims, erase, key, op_key, replace_uses, results_unused, splat_float,
+        users, with_context,
     },
 };
+use std::collections::HashSet;
+
 use jitc_dialect::{
     kinds::{BinaryKind, UnaryKind},
     ops::{BinaryOp, ReindexOp, UnaryOp, tensor_type},
@@ -138,12 +144,61 @@ pub fn rewrite_all(context: &Context, root: OperationRef) -> Vec<&'static str> {
         .into_iter()
         .filter(|op| BinaryOp::cast(*op).is_some())
         .collect();
-    // A rewrite erases only the binary it matched and a tanh, never a
-    // binary later in the list.
+    // A rewrite erases the binary it matched and ops that made its
+    // operands, which usually come earlier in the list, but not in a
+    // region whose blocks are not in dominance order (a CFG's, or a graph
+    // region's): erased ops are remembered and skipped.
+    let mut erased = Eraser::default();
     binaries
         .into_iter()
-        .filter_map(|op| rewrite_one(context, op))
+        .filter_map(|op| {
+            if erased.keys.contains(&op_key(op)) {
+                return None;
+            }
+            rewrite_one(context, op, &mut erased)
+        })
         .collect()
+}
+
+/// Erases ops for the rewrites, remembering which.
+#[derive(Default)]
+struct Eraser {
+    keys: HashSet<usize>,
+}
+
+impl Eraser {
+    /// Erases `op`, whose results are unused.
+    fn op(&mut self, op: OperationRef) {
+        self.keys.insert(op_key(op));
+        erase(op);
+    }
+
+    /// Erases the broadcasts (and the constants) that defined `values`
+    /// where the rewrite took their last use; each once, however many
+    /// times it is listed.
+    fn constants(&mut self, values: &[Value]) {
+        let mut seen = HashSet::new();
+        for value in values {
+            if !seen.insert(key(*value)) {
+                continue;
+            }
+            let Some(op) = defining_op(*value) else { continue };
+            if !results_unused(op) {
+                continue;
+            }
+            let input = ReindexOp::cast(op).and_then(|r| r.input());
+            // `op` is unused and not read again; `input`'s producer is
+            // checked on its own.
+            self.op(op);
+            if let Some(input) = input
+                && splat_float(input).is_some()
+                && let Some(producer) = defining_op(input)
+                && results_unused(producer)
+            {
+                self.op(producer);
+            }
+        }
+    }
 }
 
 /// What one binary op matched.
@@ -178,7 +233,11 @@ fn with_constant<'c, 'a>(
     }
 }
 
-fn rewrite_one<'c, 'a>(context: &'c Context, op: OperationRef<'c, 'a>) -> Option<&'static str> {
+fn rewrite_one<'c, 'a>(
+    context: &'c Context,
+    op: OperationRef<'c, 'a>,
+    erased: &mut Eraser,
+) -> Option<&'static str> {
     let binary = BinaryOp::cast(op)?;
     let (lhs, rhs) = (binary.lhs()?, binary.rhs()?);
     let result = binary.result()?;
@@ -223,41 +282,46 @@ fn rewrite_one<'c, 'a>(context: &'c Context, op: OperationRef<'c, 'a>) -> Option
     };
     let builder = Builder::before(context, anchor)?;
     let r#type = result.r#type();
-    let binary_op = |kind: BinaryKind, a: Value<'c, 'a>, b: Value<'c, 'a>| {
-        builder.insert_one(BinaryOp::build(context, builder.location(), kind, a, b, r#type).ok()?)
+    let binary_at = |at: &Builder<'c, 'a>, kind: BinaryKind, a: Value<'c, 'a>, b: Value<'c, 'a>| {
+        at.insert_one(BinaryOp::build(context, at.location(), kind, a, b, r#type).ok()?)
     };
-    let unary_op = |kind: UnaryKind, a: Value<'c, 'a>| {
-        builder.insert_one(UnaryOp::build(context, builder.location(), kind, a, r#type).ok()?)
+    let unary_at = |at: &Builder<'c, 'a>, kind: UnaryKind, a: Value<'c, 'a>| {
+        at.insert_one(UnaryOp::build(context, at.location(), kind, a, r#type).ok()?)
     };
+    let binary_op = |kind: BinaryKind, a: Value<'c, 'a>, b: Value<'c, 'a>| binary_at(&builder, kind, a, b);
+    let unary_op = |kind: UnaryKind, a: Value<'c, 'a>| unary_at(&builder, kind, a);
     match matched {
         Match::OnePlusTanh(u, tanh, difference) => {
             let shape = Argument::of(u, r#type);
             let (doubled, what) = match &shape {
                 // Built as the negation of `-2u` (of `2u` for the
                 // difference): `sigmoid` negates its operand first, and the
-                // two negations cancel in the kernel.
-                Argument::Cubic { y, c, a, .. } => {
+                // two negations cancel in the kernel. They go where `u` was
+                // made (outside a loop whose body has the tanh, say).
+                Argument::Cubic { y, c, a, ops, .. } => {
+                    let at = Builder::before(context, ops[0])?;
                     let f = if difference { 2.0 } else { -2.0 };
-                    let square = binary_op(BinaryKind::Mul, *y, *y)?;
-                    let high = binary_op(BinaryKind::Mul, splat(&builder, r#type, f * c * a)?, square)?;
-                    let sum = binary_op(BinaryKind::Add, splat(&builder, r#type, f * c)?, high)?;
-                    let w = binary_op(BinaryKind::Mul, *y, sum)?;
+                    let square = binary_at(&at, BinaryKind::Mul, *y, *y)?;
+                    let high = binary_at(&at, BinaryKind::Mul, splat(&at, r#type, f * c * a)?, square)?;
+                    let sum = binary_at(&at, BinaryKind::Add, splat(&at, r#type, f * c)?, high)?;
+                    let w = binary_at(&at, BinaryKind::Mul, *y, sum)?;
                     let what = if difference {
                         "1 - tanh(k (y + a y^3)) as 2 sigmoid(-y (2k + 2ka y^2))"
                     } else {
                         "1 + tanh(k (y + a y^3)) as 2 sigmoid(y (2k + 2ka y^2))"
                     };
-                    (unary_op(UnaryKind::Neg, w)?, what)
+                    (unary_at(&at, UnaryKind::Neg, w)?, what)
                 }
-                Argument::Scaled { v, c, .. } => {
+                Argument::Scaled { v, c, ops, .. } => {
+                    let at = Builder::before(context, ops[0])?;
                     let f = if difference { 2.0 } else { -2.0 };
-                    let w = binary_op(BinaryKind::Mul, splat(&builder, r#type, f * c)?, *v)?;
+                    let w = binary_at(&at, BinaryKind::Mul, splat(&at, r#type, f * c)?, *v)?;
                     let what = if difference {
                         "1 - tanh(c v) as 2 sigmoid(-2c v)"
                     } else {
                         "1 + tanh(c v) as 2 sigmoid(2c v)"
                     };
-                    (unary_op(UnaryKind::Neg, w)?, what)
+                    (unary_at(&at, UnaryKind::Neg, w)?, what)
                 }
                 Argument::Plain => {
                     let doubled = binary_op(BinaryKind::Add, u, u)?;
@@ -277,26 +341,38 @@ fn rewrite_one<'c, 'a>(context: &'c Context, op: OperationRef<'c, 'a>) -> Option
             // The binary was the tanh's one use: both are unused now, then
             // the ops that made its argument, each of which the next one
             // used alone.
-            erase(op);
-            erase(tanh);
-            erase_if_dead(constant_operand);
-            shape.erase();
+            erased.op(op);
+            erased.op(tanh);
+            let mut constants = vec![constant_operand];
+            if let Argument::Cubic {
+                ops, constants: more, ..
+            }
+            | Argument::Scaled {
+                ops, constants: more, ..
+            } = shape
+            {
+                for made in ops {
+                    erased.op(made);
+                }
+                constants.extend(more);
+            }
+            erased.constants(&constants);
             Some(what)
         }
         Match::Square(x) => {
             let square = binary_op(BinaryKind::Mul, x, x)?;
             replace_uses(result, square);
-            erase(op);
-            erase_if_dead(constant_operand);
+            erased.op(op);
+            erased.constants(&[constant_operand]);
             Some("pow(x, 2) as x * x")
         }
         Match::Halved { y, s, half, twice } => {
             let product = binary_op(BinaryKind::Mul, y, s)?;
             replace_uses(result, product);
-            erase(op);
-            erase(twice);
-            erase(half);
-            erase_if_dead(constant_operand);
+            erased.op(op);
+            erased.op(twice);
+            erased.op(half);
+            erased.constants(&[constant_operand]);
             Some("(x / 2) (2 sigmoid(v)) as x sigmoid(v)")
         }
     }
@@ -371,7 +447,8 @@ impl<'c, 'a> Argument<'c, 'a> {
                 || key(m) != key(y)
                 || key(n) != key(y)
                 || a <= 0.0
-                || !finite(2.0 * c * a)
+                || !((2.0 * c * a) as f32).is_normal()
+                || !((2.0 * c) as f32).is_normal()
             {
                 continue;
             }
@@ -384,20 +461,6 @@ impl<'c, 'a> Argument<'c, 'a> {
             };
         }
         scaled()
-    }
-
-    /// Erases the ops that made the argument (its users are gone), last
-    /// first, and the constants they alone read.
-    fn erase(self) {
-        let (Argument::Cubic { ops, constants, .. } | Argument::Scaled { ops, constants, .. }) = self else {
-            return;
-        };
-        for op in ops {
-            erase(op);
-        }
-        for constant in constants {
-            erase_if_dead(constant);
-        }
     }
 }
 
@@ -448,28 +511,6 @@ fn constant(value: Value) -> Option<f64> {
         return None;
     }
     splat_float(input)
-}
-
-/// Erases the broadcast (and the constant) that defined `value` when the
-/// rewrite took its last use.
-fn erase_if_dead(value: Value) {
-    let Some(op) = defining_op(value) else {
-        return;
-    };
-    if !results_unused(op) {
-        return;
-    }
-    let input = ReindexOp::cast(op).and_then(|r| r.input());
-    // `op` is unused and not read again; `input`'s producer is checked on
-    // its own.
-    erase(op);
-    if let Some(input) = input
-        && splat_float(input).is_some()
-        && let Some(producer) = defining_op(input)
-        && results_unused(producer)
-    {
-        erase(producer);
-    }
 }
 
 /// `value`'s `meta.unary` tanh and its operand, when it is one and
