@@ -289,6 +289,11 @@ fn gelu_source(n: usize, k: f32, a: f32, keep_half: bool) -> String {
 fn gelu_errors(k: f32, a: f32, ys: &[f32]) -> (f64, f32, u32, u32) {
     let n = ys.len();
     let source = gelu_source(n, k, a, false);
+    // The cubic form is what is measured, not `2 sigmoid(2u)` alone.
+    assert!(
+        rewrites(&source).contains("1 + tanh(k (y + a y^3)) as 2 sigmoid(y (2k + 2ka y^2))"),
+        "k = {k}, a = {a}: the cubic argument was not rewritten"
+    );
     let input = || vec![Tensor::new(vec![n], Buffer::F32(ys.to_vec().into())).unwrap()];
     let fast = &run_f32(&source, input(), Some(MathMode::Fast))[0];
     let literal = &run_f32(&source, input(), None)[0];

@@ -417,3 +417,65 @@ func.func @blocks(%v: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %u = "meta.binary"(%c, %v) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   cf.br ^bb1
 }
+
+// -----
+
+// The cubic needs a > 0 (a negative a lets y + a y^3 cancel) and a normal
+// 2k (here 2e-39 is subnormal): both become (2c) v instead, the cube
+// kept.
+// CHECK-LABEL: func.func @not_cubic
+//       CHECK:   %[[IN:.+]] = "meta.binary"(%arg0, %{{.+}}) {kind = "add"}
+//       CHECK:   arith.constant dense<-1.595769{{[0-9]*}}>
+//  CHECK-NEXT:   "meta.binary"(%{{.+}}, %[[IN]]) {kind = "mul"}
+//       CHECK:   %[[IN2:.+]] = "meta.binary"(%arg0, %{{.+}}) {kind = "add"}
+//       CHECK:   arith.constant dense<-2.000000e-39>
+//  CHECK-NEXT:   "meta.binary"(%{{.+}}, %[[IN2]]) {kind = "mul"}
+//   CHECK-NOT:   tanh
+func.func @not_cubic(%y: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %k_s = arith.constant dense<0.797884583> : tensor<f32>
+  %k = "meta.reindex"(%k_s) {indices = affine_map<(i, j) -> ()>} : (tensor<f32>) -> tensor<4x8xf32>
+  %neg_a_s = arith.constant dense<-0.044715> : tensor<f32>
+  %neg_a = "meta.reindex"(%neg_a_s) {indices = affine_map<(i, j) -> ()>} : (tensor<f32>) -> tensor<4x8xf32>
+  %tiny_k_s = arith.constant dense<1.0e-39> : tensor<f32>
+  %tiny_k = "meta.reindex"(%tiny_k_s) {indices = affine_map<(i, j) -> ()>} : (tensor<f32>) -> tensor<4x8xf32>
+  %a_s = arith.constant dense<0.044715> : tensor<f32>
+  %a = "meta.reindex"(%a_s) {indices = affine_map<(i, j) -> ()>} : (tensor<f32>) -> tensor<4x8xf32>
+  %one_s = arith.constant dense<1.0> : tensor<f32>
+  %one = "meta.reindex"(%one_s) {indices = affine_map<(i, j) -> ()>} : (tensor<f32>) -> tensor<4x8xf32>
+  %y2 = "meta.binary"(%y, %y) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %y3 = "meta.binary"(%y2, %y) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %ay3 = "meta.binary"(%neg_a, %y3) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %in = "meta.binary"(%y, %ay3) {kind = "add"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %u = "meta.binary"(%k, %in) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %t = "meta.unary"(%u) {kind = "tanh"} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %p = "meta.binary"(%one, %t) {kind = "add"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %z2 = "meta.binary"(%y, %y) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %z3 = "meta.binary"(%z2, %y) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %az3 = "meta.binary"(%a, %z3) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %in2 = "meta.binary"(%y, %az3) {kind = "add"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %u2 = "meta.binary"(%tiny_k, %in2) {kind = "mul"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %t2 = "meta.unary"(%u2) {kind = "tanh"} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %p2 = "meta.binary"(%one, %t2) {kind = "add"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %p, %p2 : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// Rank 0: a scalar that is both c and, under an identity broadcast, the 1
+// (one op listed twice for erasure, once itself and once as the
+// broadcast's input): erased once.
+// CHECK-LABEL: func.func @rank0
+//       CHECK:   %[[C:.+]] = arith.constant dense<-2.000000e+00> : tensor<f32>
+//  CHECK-NEXT:   %[[W:.+]] = "meta.binary"(%[[C]], %arg0) {kind = "mul"}
+//  CHECK-NEXT:   %[[N:.+]] = "meta.unary"(%[[W]]) {kind = "neg"}
+//  CHECK-NEXT:   %[[S:.+]] = "meta.unary"(%[[N]]) {kind = "sigmoid"}
+//  CHECK-NEXT:   %[[P:.+]] = "meta.binary"(%[[S]], %[[S]]) {kind = "add"}
+//  CHECK-NEXT:   return %[[P]]
+func.func @rank0(%v: tensor<f32>) -> tensor<f32> {
+  %s = arith.constant dense<1.0> : tensor<f32>
+  %one = "meta.reindex"(%s) {indices = affine_map<() -> ()>} : (tensor<f32>) -> tensor<f32>
+  %u = "meta.binary"(%s, %v) {kind = "mul"} : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %t = "meta.unary"(%u) {kind = "tanh"} : (tensor<f32>) -> tensor<f32>
+  %p = "meta.binary"(%one, %t) {kind = "add"} : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %p : tensor<f32>
+}

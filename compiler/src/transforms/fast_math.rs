@@ -47,13 +47,14 @@
 //!     result: within `4 + 8|u|` ulps of the real GELU wherever
 //!     `sigmoid(2u)` is normal (sigmoid's 3 ulps, the product's half, and
 //!     `u`'s four roundings, five in the literal form, times sigmoid's
-//!     slope; `fast_math_bound.rs` measures 108 ulps at worst, 0.46 of
-//!     the bound, in the tail near `y = -7`, where the literal form has
-//!     cancelled to 0).
+//!     slope; `fast_math_bound.rs` measures 108 ulps at worst, near
+//!     `y = -9.4`, and at most 0.46 of the bound, near `y = -7`, in the
+//!     tail where the literal form has cancelled to 0).
 //!
 //!   Both are built as the negation of `∓2u` (`neg` of a multiply by the
 //!   negated constants): `sigmoid` computes `exp(-x)`, and the kernel's
-//!   two negations cancel. `2c` and `2ka` must be finite f32s.
+//!   two negations cancel. `2c` must be a finite f32 for `c v`; `2k` and
+//!   `2ka` normal ones (and `a > 0`) for the cubic.
 //! - **`(x / 2) (s + s)` becomes `x s`** for a `sigmoid` `s` (in `[0, 1]`,
 //!   so `s + s` is exact), when the halving is by exactly 0.5 and neither
 //!   product has another use: GELU's `0.5 y (1 + tanh(u))` after the rewrite
@@ -175,15 +176,18 @@ impl Eraser {
 
     /// Erases the broadcasts (and the constants) that defined `values`
     /// where the rewrite took their last use; each once, however many
-    /// times it is listed.
+    /// times it is listed (one scalar can be listed both itself and under
+    /// its broadcast, whose erasure erases it too, on rank-0 tensors).
     fn constants(&mut self, values: &[Value]) {
-        let mut seen = HashSet::new();
-        for value in values {
-            if !seen.insert(key(*value)) {
-                continue;
+        // Every defining op is read while all of them are alive.
+        let mut ops: Vec<OperationRef> = Vec::new();
+        for op in values.iter().filter_map(|v| defining_op(*v)) {
+            if !ops.iter().any(|o| op_key(*o) == op_key(op)) {
+                ops.push(op);
             }
-            let Some(op) = defining_op(*value) else { continue };
-            if !results_unused(op) {
+        }
+        for op in ops {
+            if self.keys.contains(&op_key(op)) || !results_unused(op) {
                 continue;
             }
             let input = ReindexOp::cast(op).and_then(|r| r.input());
@@ -193,6 +197,7 @@ impl Eraser {
             if let Some(input) = input
                 && splat_float(input).is_some()
                 && let Some(producer) = defining_op(input)
+                && !self.keys.contains(&op_key(producer))
                 && results_unused(producer)
             {
                 self.op(producer);
@@ -387,8 +392,8 @@ fn splat<'c, 'a>(builder: &Builder<'c, 'a>, r#type: Type<'c>, value: f64) -> Opt
 
 /// How the argument `u` of a `tanh` being rewritten was made, by ops of
 /// its type each of whose results only the next one reads (`u` only the
-/// `tanh`), with constants `c` and `a` whose `2c` and `2ca` are finite
-/// f32s.
+/// `tanh`), with a constant `c` whose `2c` is a finite f32 (and, for the
+/// cubic, `a > 0` and `2c`, `2ca` normal f32s).
 enum Argument<'c, 'a> {
     /// `u = c (y + a y^3)` (GELU's, any order of the operands, `y^3` as
     /// `(y y) y` or `y (y y)`): the ops from `u`'s back to `y y`, and the
