@@ -113,6 +113,20 @@ fn rewrites(source: &str) -> String {
         .join("\n")
 }
 
+/// Every `1/steps` of `[-limit, limit]` for the inner `(limit, steps)`,
+/// then every `1/steps` of the outer one beyond it.
+fn sweep(inner: (i32, i32), outer: (i32, i32)) -> Vec<f32> {
+    let mut values: Vec<f32> = (-inner.0 * inner.1..=inner.0 * inner.1)
+        .map(|k| k as f32 / inner.1 as f32)
+        .collect();
+    values.extend(
+        (-outer.0 * outer.1..=outer.0 * outer.1)
+            .map(|k| k as f32 / outer.1 as f32)
+            .filter(|x| x.abs() > inner.0 as f32),
+    );
+    values
+}
+
 /// Distance in f32 ulps between two finite floats of one sign.
 fn ulps(a: f32, b: f32) -> u32 {
     (a.to_bits() as i64 - b.to_bits() as i64).unsigned_abs() as u32
@@ -154,12 +168,7 @@ fn run_f32(source: &str, inputs: Vec<Tensor>, math: Option<MathMode>) -> Vec<Vec
 fn one_plus_tanh_as_a_sigmoid_stays_within_the_bound_of_the_real_value() {
     // Every 2^-10 from -12 to 12, every 2^-6 out to ±60 (where the real
     // value becomes subnormal, then 0), then special values.
-    let mut us: Vec<f32> = (-12 * 1024..=12 * 1024).map(|k| k as f32 / 1024.0).collect();
-    us.extend(
-        (-60 * 64..=60 * 64)
-            .map(|k| k as f32 / 64.0)
-            .filter(|u| u.abs() > 12.0),
-    );
+    let mut us = sweep((12, 1024), (60, 64));
     us.extend([
         0.0,
         -0.0,
@@ -354,12 +363,7 @@ fn gelu_errors(k: f32, a: f32, ys: &[f32]) -> (f64, f32, u32, u32) {
 fn gelu_as_rewritten_stays_within_the_bound_of_the_real_value() {
     // Every 2^-9 in [-8, 8], every 2^-5 out to ±20 (the real value is
     // subnormal below about -9.1), then special values.
-    let mut ys: Vec<f32> = (-8 * 512..=8 * 512).map(|k| k as f32 / 512.0).collect();
-    ys.extend(
-        (-20 * 32..=20 * 32)
-            .map(|k| k as f32 / 32.0)
-            .filter(|y| y.abs() > 8.0),
-    );
+    let mut ys = sweep((8, 512), (20, 32));
     ys.extend([
         0.0,
         -0.0,
