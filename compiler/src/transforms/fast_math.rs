@@ -297,38 +297,43 @@ fn rewrite_one<'c, 'a>(
     let unary_op = |kind: UnaryKind, a: Value<'c, 'a>| unary_at(&builder, kind, a);
     match matched {
         Match::OnePlusTanh(u, tanh, difference) => {
-            let shape = Argument::of(u, r#type);
-            let (doubled, what) = match &shape {
+            let made = Made::of(u, r#type);
+            let (doubled, what) = match &made {
                 // Built as the negation of `-2u` (of `2u` for the
                 // difference): `sigmoid` negates its operand first, and the
                 // two negations cancel in the kernel. They go where `u` was
                 // made (outside a loop whose body has the tanh, say).
-                Argument::Cubic { y, c, a, ops, .. } => {
+                Some(Made { c, form, ops, .. }) => {
                     let at = Builder::before(context, ops[0])?;
                     let f = if difference { 2.0 } else { -2.0 };
-                    let square = binary_at(&at, BinaryKind::Mul, *y, *y)?;
-                    let high = binary_at(&at, BinaryKind::Mul, splat(&at, r#type, f * c * a)?, square)?;
-                    let sum = binary_at(&at, BinaryKind::Add, splat(&at, r#type, f * c)?, high)?;
-                    let w = binary_at(&at, BinaryKind::Mul, *y, sum)?;
-                    let what = if difference {
-                        "1 - tanh(k (y + a y^3)) as 2 sigmoid(-y (2k + 2ka y^2))"
-                    } else {
-                        "1 + tanh(k (y + a y^3)) as 2 sigmoid(y (2k + 2ka y^2))"
+                    let (w, what) = match *form {
+                        Form::Cubic { y, a } => {
+                            let square = binary_at(&at, BinaryKind::Mul, y, y)?;
+                            let high =
+                                binary_at(&at, BinaryKind::Mul, splat(&at, r#type, f * c * a)?, square)?;
+                            let sum = binary_at(&at, BinaryKind::Add, splat(&at, r#type, f * c)?, high)?;
+                            let what = if difference {
+                                "1 - tanh(k (y + a y^3)) as 2 sigmoid(-y (2k + 2ka y^2))"
+                            } else {
+                                "1 + tanh(k (y + a y^3)) as 2 sigmoid(y (2k + 2ka y^2))"
+                            };
+                            (binary_at(&at, BinaryKind::Mul, y, sum)?, what)
+                        }
+                        Form::Scaled { v } => {
+                            let what = if difference {
+                                "1 - tanh(c v) as 2 sigmoid(-2c v)"
+                            } else {
+                                "1 + tanh(c v) as 2 sigmoid(2c v)"
+                            };
+                            (
+                                binary_at(&at, BinaryKind::Mul, splat(&at, r#type, f * c)?, v)?,
+                                what,
+                            )
+                        }
                     };
                     (unary_at(&at, UnaryKind::Neg, w)?, what)
                 }
-                Argument::Scaled { v, c, ops, .. } => {
-                    let at = Builder::before(context, ops[0])?;
-                    let f = if difference { 2.0 } else { -2.0 };
-                    let w = binary_at(&at, BinaryKind::Mul, splat(&at, r#type, f * c)?, *v)?;
-                    let what = if difference {
-                        "1 - tanh(c v) as 2 sigmoid(-2c v)"
-                    } else {
-                        "1 + tanh(c v) as 2 sigmoid(2c v)"
-                    };
-                    (unary_at(&at, UnaryKind::Neg, w)?, what)
-                }
-                Argument::Plain => {
+                None => {
                     let doubled = binary_op(BinaryKind::Add, u, u)?;
                     if difference {
                         (
@@ -349,17 +354,11 @@ fn rewrite_one<'c, 'a>(
             erased.op(op);
             erased.op(tanh);
             let mut constants = vec![constant_operand];
-            if let Argument::Cubic {
-                ops, constants: more, ..
-            }
-            | Argument::Scaled {
-                ops, constants: more, ..
-            } = shape
-            {
-                for made in ops {
-                    erased.op(made);
+            if let Some(made) = made {
+                for op in made.ops {
+                    erased.op(op);
                 }
-                constants.extend(more);
+                constants.extend(made.constants);
             }
             erased.constants(&constants);
             Some(what)
@@ -390,50 +389,47 @@ fn splat<'c, 'a>(builder: &Builder<'c, 'a>, r#type: Type<'c>, value: f64) -> Opt
     builder.splat(r#type, element.into())
 }
 
-/// How the argument `u` of a `tanh` being rewritten was made, by ops of
-/// its type each of whose results only the next one reads (`u` only the
-/// `tanh`), with a constant `c` whose `2c` is a finite f32 (and, for the
-/// cubic, `a > 0` and `2c`, `2ca` normal f32s).
-enum Argument<'c, 'a> {
-    /// `u = c (y + a y^3)` (GELU's, any order of the operands, `y^3` as
-    /// `(y y) y` or `y (y y)`): the ops from `u`'s back to `y y`, and the
-    /// constants' values as read.
-    Cubic {
-        y: Value<'c, 'a>,
-        c: f64,
-        a: f64,
-        ops: Vec<OperationRef<'c, 'a>>,
-        constants: Vec<Value<'c, 'a>>,
-    },
-    /// `u = c v`.
-    Scaled {
-        v: Value<'c, 'a>,
-        c: f64,
-        ops: Vec<OperationRef<'c, 'a>>,
-        constants: Vec<Value<'c, 'a>>,
-    },
-    /// Anything else.
-    Plain,
+/// How the argument `u` of a `tanh` being rewritten was made, when it is
+/// `c v` or GELU's cubic, by ops of its type each of whose results only
+/// the next one reads (`u` only the `tanh`), with a constant `c` whose
+/// `2c` is a finite f32 (and, for the cubic, `a > 0` and `2c`, `2ca`
+/// normal f32s).
+struct Made<'c, 'a> {
+    /// `c`, as read.
+    c: f64,
+    /// What `c` multiplies.
+    form: Form<'c, 'a>,
+    /// The ops from `u`'s back (to `y y` for the cubic).
+    ops: Vec<OperationRef<'c, 'a>>,
+    /// The constant operands read (`c`, and `a` for the cubic).
+    constants: Vec<Value<'c, 'a>>,
 }
 
-impl<'c, 'a> Argument<'c, 'a> {
-    fn of(u: Value<'c, 'a>, r#type: Type<'c>) -> Self {
-        let Some((c, c_value, v, scale)) = lone_product(u, r#type) else {
-            return Argument::Plain;
-        };
-        let finite = |x: f64| (x as f32).is_finite();
-        if !finite(2.0 * c) {
-            return Argument::Plain;
+/// What the constant `c` of `u = c ...` multiplies.
+#[derive(Clone, Copy)]
+enum Form<'c, 'a> {
+    /// `y + a y^3` (GELU's, any order of the operands, `y^3` as `(y y) y`
+    /// or `y (y y)`).
+    Cubic { y: Value<'c, 'a>, a: f64 },
+    /// Any other `v`.
+    Scaled { v: Value<'c, 'a> },
+}
+
+impl<'c, 'a> Made<'c, 'a> {
+    fn of(u: Value<'c, 'a>, r#type: Type<'c>) -> Option<Self> {
+        let (c, c_value, v, scale) = lone_product(u, r#type)?;
+        if !((2.0 * c) as f32).is_finite() {
+            return None;
         }
-        let scaled = || Argument::Scaled {
-            v,
+        let scaled = Made {
             c,
+            form: Form::Scaled { v },
             ops: vec![scale],
             constants: vec![c_value],
         };
         // v = y + a y^3: the cube's factors, (y y) y or y (y y).
         let Some((sum, p, q)) = lone_binary(v, r#type, BinaryKind::Add) else {
-            return scaled();
+            return Some(scaled);
         };
         for (y, high) in [(p, q), (q, p)] {
             let Some((a, a_value, cube, times_a)) = lone_product(high, r#type) else {
@@ -457,15 +453,14 @@ impl<'c, 'a> Argument<'c, 'a> {
             {
                 continue;
             }
-            return Argument::Cubic {
-                y,
+            return Some(Made {
                 c,
-                a,
+                form: Form::Cubic { y, a },
                 ops: vec![scale, sum, times_a, cubed, squared],
                 constants: vec![c_value, a_value],
-            };
+            });
         }
-        scaled()
+        Some(scaled)
     }
 }
 
@@ -490,12 +485,11 @@ fn lone_product<'c, 'a>(
     r#type: Type<'c>,
 ) -> Option<(f64, Value<'c, 'a>, Value<'c, 'a>, OperationRef<'c, 'a>)> {
     let (op, lhs, rhs) = lone_binary(value, r#type, BinaryKind::Mul)?;
-    let (constant_operand, other) = match (constant(lhs), constant(rhs)) {
-        (Some(_), _) => (lhs, rhs),
-        (None, Some(_)) => (rhs, lhs),
+    let (c, constant_operand, other) = match (constant(lhs), constant(rhs)) {
+        (Some(c), _) => (c, lhs, rhs),
+        (None, Some(c)) => (c, rhs, lhs),
         _ => return None,
     };
-    let c = constant(constant_operand)?;
     c.is_finite().then_some((c, constant_operand, other, op))
 }
 
