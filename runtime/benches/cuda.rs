@@ -28,8 +28,9 @@
 //! 3. times host code on the GPU: the host bench's 32-step RNN (an
 //!    `scf.for` over a sequence, its state read and written; B16, H256)
 //!    through `CudaModule::run`, a host plan with its values kept on the
-//!    GPU (`Schedule::Host`), against the CPU backend's host plan in the
-//!    same run: medians per call.
+//!    GPU (`Schedule::Host`), waiting for each kernel call and then with
+//!    deferred checks (`CudaModule::set_deferred_checks`), against the CPU
+//!    backend's host plan in the same run: medians per call.
 //!
 //! `JITC_BENCH_ONLY=softmax,layer` runs only the rows whose names contain
 //! one of the comma-separated words (lower case; `rnn` names section 3),
@@ -139,6 +140,13 @@ fn host_code() {
         gpu.run(&gpu_module, "main", args(), &mut gpu_state)
             .expect("the RNN runs on the GPU");
     });
+    gpu.set_deferred_checks(true);
+    let mut deferred_state = state.clone();
+    let deferred = timed(21, || {
+        gpu.run(&gpu_module, "main", args(), &mut deferred_state)
+            .expect("the RNN runs on the GPU with deferred checks");
+    });
+    gpu.set_deferred_checks(false);
     let mut cpu_module = parse_module(&context, &source).expect("the RNN parses");
     let cpu = CpuModule::compile(&context, &mut cpu_module).expect("the RNN compiles");
     let mut cpu_state = state;
@@ -148,11 +156,15 @@ fn host_code() {
     });
     println!(
         "host code: RNN scf.for, {steps} steps, B{batch} H{hidden} (medians per call): GPU host plan {:.3} ms \
-         ({:.1} us per step), CPU host plan {:.3} ms, ratio {:.2}x",
+         ({:.1} us per step), with deferred checks {:.3} ms ({:.1} us per step), CPU host plan {:.3} ms, \
+         ratios to the CPU {:.2}x and {:.2}x",
         on_gpu.as_secs_f64() * 1e3,
         on_gpu.as_secs_f64() * 1e6 / steps as f64,
+        deferred.as_secs_f64() * 1e3,
+        deferred.as_secs_f64() * 1e6 / steps as f64,
         on_cpu.as_secs_f64() * 1e3,
-        on_cpu.as_secs_f64() / on_gpu.as_secs_f64()
+        on_cpu.as_secs_f64() / on_gpu.as_secs_f64(),
+        on_cpu.as_secs_f64() / deferred.as_secs_f64()
     );
 }
 

@@ -45,6 +45,15 @@
 //! commits nothing, calls nest at most [`MAX_CALL_DEPTH`] deep. Profiling
 //! runs (`run_profiled`) stay in the interpreter, which records what a
 //! profile needs.
+//!
+//! An executor may queue its kernels without waiting for them
+//! ([`Kernels::defers`]: the GPU with deferred checks). The plan then
+//! keeps the call sites of the kernels queued and settles them
+//! ([`Kernels::settle`]) before host code reads a value a kernel made,
+//! and when the run ends, whether it succeeded or not: the first queued
+//! kernel that failed fails the run at its own call site, ahead of any
+//! error, failed guard or missing state that came after it, so the run
+//! fails as it would have had each kernel been waited for.
 
 use jitc_dialect::{
     ops::{GuardOp, StateReadOp, StateWriteOp, string_attribute},
@@ -114,6 +123,29 @@ pub(crate) trait Kernels {
     /// Checks `args` against the inputs of function `name`, with the
     /// interpreter's messages.
     fn check_arguments(&self, name: &str, inputs: &[ValueType], args: &[Self::Value]) -> Result<(), Error>;
+
+    /// Whether [`Self::launch`] only queues its kernel and returns its
+    /// results before the kernel ran, leaving its failure to
+    /// [`Self::settle`]. The plan then settles before host code reads a
+    /// value that is not [`Self::made_on_host`], and before a run ends,
+    /// either way.
+    fn defers(&self) -> bool {
+        false
+    }
+
+    /// Whether `value` was made on the host (an argument, a host op's
+    /// result, a state read), so that no kernel has to finish before host
+    /// code reads it.
+    fn made_on_host(&self, _value: &Self::Value) -> bool {
+        true
+    }
+
+    /// Waits for the kernels queued since the last settle; the first that
+    /// failed, in the order they were queued: its number in that order and
+    /// its failure.
+    fn settle(&self) -> Result<(), (usize, jitc_compiler::KernelFailure)> {
+        Ok(())
+    }
 }
 
 /// Runs kernels on host values: each executor whose kernels read and
@@ -539,6 +571,32 @@ struct Run<'s, 'p, V> {
     /// What this run observed, when profiling (the interpreter's facts:
     /// branch directions, trip counts, callees).
     profile: Option<Profile>,
+    /// The kernel calls queued and not yet settled, where the kernels
+    /// defer ([`Kernels::defers`]): each kernel's name and call site.
+    queued: Vec<(&'p str, &'p Site)>,
+}
+
+impl<V> Run<'_, '_, V> {
+    /// Waits for the kernel calls queued so far ([`Kernels::settle`]); the
+    /// first that failed fails the run, at its own call site.
+    fn settle<K: Kernels + ?Sized>(&mut self, kernels: &K) -> Result<(), Stop> {
+        if self.queued.is_empty() {
+            return Ok(());
+        }
+        let queued = std::mem::take(&mut self.queued);
+        kernels.settle().map_err(|(number, failure)| {
+            let Some((name, site)) = queued.get(number) else {
+                return Stop::Failed(Error::Arguments(format!(
+                    "kernel call {number} failed, but only {} were queued",
+                    queued.len()
+                )));
+            };
+            Error::from_kernel(failure, |message| {
+                site.error(format!("kernel @{name}: {message}"))
+            })
+            .into()
+        })
+    }
 }
 
 fn key(value: melior::ir::Value) -> usize {
@@ -778,8 +836,13 @@ impl HostPlan {
             pending: Vec::new(),
             depth: 0,
             profile,
+            queued: Vec::new(),
         };
-        let results = self.call(&mut run, kernels, 0, args)?;
+        // A kernel queued before the run stopped failed first: its failure
+        // is the run's.
+        let called = self.call(&mut run, kernels, 0, args);
+        run.settle(kernels)?;
+        let results = called?;
         let pending = std::mem::take(&mut run.pending);
         let profile = run.profile.take();
         // The results and every write are brought to the host before any
@@ -863,7 +926,7 @@ impl HostPlan {
             End::Return(slots) => Flow::Return(values(frame, slots)),
             End::Yield(slots) => Flow::Yield(values(frame, slots)),
             End::Condition(condition, slots, site) => {
-                let go = host(kernels, frame, *condition, site)?
+                let go = host(run, kernels, frame, *condition, site)?
                     .condition()
                     .map_err(|m| site.error(m))?;
                 Flow::Condition(go, values(frame, slots))
@@ -904,7 +967,7 @@ impl HostPlan {
             } => {
                 let operands = slots
                     .iter()
-                    .map(|&s| host(kernels, frame, s, site))
+                    .map(|&s| host(run, kernels, frame, s, site))
                     .collect::<Result<Vec<_>, _>>()?;
                 let value = op.apply(&operands).map_err(|m| site.error(m))?;
                 frame[*to] = Some(kernels.hold(value));
@@ -944,6 +1007,9 @@ impl HostPlan {
                             site.error(format!("kernel @{name}: {message}"))
                         })
                     })?;
+                if kernels.defers() {
+                    run.queued.push((name, site));
+                }
                 store(frame, to, values);
             }
             Op::Call {
@@ -966,10 +1032,10 @@ impl HostPlan {
                 site,
             } => {
                 let index = |v: &Value| v.index().map_err(|m| site.error(m));
-                let lower = host(kernels, frame, bounds[0], site)?;
+                let lower = host(run, kernels, frame, bounds[0], site)?;
                 let mut iv = index(&lower)?;
-                let upper = index(&host(kernels, frame, bounds[1], site)?)?;
-                let step = index(&host(kernels, frame, bounds[2], site)?)?;
+                let upper = index(&host(run, kernels, frame, bounds[1], site)?)?;
+                let step = index(&host(run, kernels, frame, bounds[2], site)?)?;
                 if step <= 0 {
                     return Err(site.error(format!("step must be positive, got {step}")).into());
                 }
@@ -1000,7 +1066,7 @@ impl HostPlan {
                 to,
                 site,
             } => {
-                let taken = host(kernels, frame, *condition, site)?
+                let taken = host(run, kernels, frame, *condition, site)?
                     .condition()
                     .map_err(|m| site.error(m))?;
                 if let Some(profile) = &mut run.profile {
@@ -1017,7 +1083,7 @@ impl HostPlan {
                 to,
                 site,
             } => {
-                let selector = host(kernels, frame, *selector, site)?
+                let selector = host(run, kernels, frame, *selector, site)?
                     .index()
                     .map_err(|m| site.error(m))?;
                 let block = cases
@@ -1062,7 +1128,7 @@ impl HostPlan {
                 site_name,
                 site,
             } => {
-                if !host(kernels, frame, *condition, site)?
+                if !host(run, kernels, frame, *condition, site)?
                     .condition()
                     .map_err(|m| site.error(m))?
                 {
@@ -1121,14 +1187,21 @@ fn defined<V>(frame: &[Option<V>], slot: usize) -> &V {
         .expect("the plan defines every slot before it is read")
 }
 
-/// The value in `slot` on the host, for the host code of the op at `site`.
-fn host<K: Kernels + ?Sized>(
+/// The value in `slot` on the host, for the host code of the op at `site`;
+/// one a kernel made, once the kernels queued before it have run and
+/// succeeded.
+fn host<K: Kernels + ?Sized, V>(
+    run: &mut Run<'_, '_, V>,
     kernels: &K,
     frame: &[Option<K::Value>],
     slot: usize,
     site: &Site,
-) -> Result<Value, Error> {
-    kernels.to_host(defined(frame, slot)).map_err(|m| site.error(m))
+) -> Result<Value, Stop> {
+    let value = defined(frame, slot);
+    if !kernels.made_on_host(value) {
+        run.settle(kernels)?;
+    }
+    Ok(kernels.to_host(value).map_err(|m| site.error(m))?)
 }
 
 impl<'c, 'a> Builder<'c, 'a, '_> {

@@ -10,7 +10,8 @@
 //! same bits twice) and the device plans: which functions get
 //! one, that a run with values kept on the device gives the same bits as
 //! a run from the host, and that run-time errors (a division by zero, a
-//! wrong argument) come back as errors, GPU row chains, and contractions as
+//! wrong argument) come back as errors, host plans with deferred checks
+//! against the same plans waiting for each kernel, GPU row chains, and contractions as
 //! shared-memory tiles (`GpuOptions::tiles`: matmuls and a convolution
 //! against the CPU backend). Last, it sweeps each math
 //! function the GPU computes (jitc's fast-math polynomials, libdevice's
@@ -206,6 +207,169 @@ func.func @looped(%x: tensor<4xi32>, %y: tensor<4xi32>, %n: index) -> tensor<4xi
         }
         other => Err(format!("a wrong argument gave {other:?}")),
     }
+}
+
+/// Deferred checks (`CudaModule::set_deferred_checks`): host plans whose
+/// kernel calls are queued without waiting for each give the bits, state
+/// and errors of the same plans waiting for each call. The RNN and the
+/// IndRNN (lengths 1, 5 and 40) with their state; then errors: a
+/// division by zero in a loop whose later iterations run on the failed
+/// kernel's output, two different kernels that both fail (the first
+/// queued is the one reported), a failure followed by a state read of a
+/// missing name (the kernel's error, not the state's), a failing call's
+/// state write (nothing committed), and a good call after each (the status
+/// records are zeroed).
+fn deferred_checks() -> Result<(), String> {
+    let runs: [(&str, &[&[usize]]); 4] = [
+        ("rnn.mlir", &[&[5, 4, 6], &[6, 8], &[8, 8]]),
+        ("indrnn.mlir", &[&[1, 16, 64], &[64, 64], &[64]]),
+        ("indrnn.mlir", &[&[5, 16, 64], &[64, 64], &[64]]),
+        ("indrnn.mlir", &[&[40, 16, 64], &[64, 64], &[64]]),
+    ];
+    for (name, shapes) in runs {
+        let context = new_context().map_err(|e| e.to_string())?;
+        let collector = DiagnosticCollector::attach(&context);
+        let mut module =
+            parse_module(&context, &example(name)).ok_or_else(|| format!("{:?}", collector.take()))?;
+        optimize(
+            &context,
+            &mut module,
+            &Pipeline::default(),
+            &OptimizeOptions::default(),
+        )
+        .map_err(|e| e.to_string())?;
+        let inputs = random_inputs(shapes, 5);
+        let compiled =
+            CudaModule::compile(&context, &mut module, &GpuOptions::default()).map_err(|e| e.to_string())?;
+        let mut outcomes = Vec::new();
+        for deferred in [false, true] {
+            compiled.set_deferred_checks(deferred);
+            let mut state = StateStore::new();
+            let hidden = if name == "rnn.mlir" { [4, 8] } else { [16, 64] };
+            state.insert("rnn.h", random(&hidden, 13));
+            // Twice: the second call starts from the state the first left.
+            let mut results = Vec::new();
+            for _ in 0..2 {
+                let args = inputs.iter().cloned().map(Value::tensor).collect();
+                results.push(
+                    compiled
+                        .run(&module, "main", args, &mut state)
+                        .map_err(|e| format!("{name} (deferred {deferred}): {e}"))?,
+                );
+            }
+            let mut kept: Vec<(String, Tensor)> =
+                state.iter().map(|(k, v)| (k.to_owned(), v.clone())).collect();
+            kept.sort_by(|a, b| a.0.cmp(&b.0));
+            outcomes.push((results, kept));
+        }
+        if outcomes[0] != outcomes[1] {
+            return Err(format!(
+                "{name} with {} steps: deferred checks changed the results or the state",
+                shapes[0][0]
+            ));
+        }
+    }
+    let source = r#"func.func @first(%x: tensor<4xi32>, %y: tensor<4xi32>) -> tensor<4xi32> {
+  %q = "meta.binary"(%x, %y) {kind = "div"} : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  return %q : tensor<4xi32>
+}
+func.func @second(%x: tensor<4xi32>, %y: tensor<4xi32>) -> tensor<4xi32> {
+  %q = "meta.binary"(%y, %x) {kind = "mod"} : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  return %q : tensor<4xi32>
+}
+func.func @looped(%x: tensor<4xi32>, %y: tensor<4xi32>, %n: index) -> tensor<4xi32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%a = %x) -> (tensor<4xi32>) {
+    %q = "meta.binary"(%a, %y) {kind = "div"} : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+    scf.yield %q : tensor<4xi32>
+  }
+  return %r : tensor<4xi32>
+}
+func.func @both(%x: tensor<4xi32>, %y: tensor<4xi32>, %n: index) -> tensor<4xi32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%a = %x) -> (tensor<4xi32>) {
+    %p = func.call @first(%a, %y) : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+    %q = func.call @second(%y, %p) : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+    scf.yield %q : tensor<4xi32>
+  }
+  return %r : tensor<4xi32>
+}
+func.func @missing(%x: tensor<4xi32>, %y: tensor<4xi32>) -> tensor<4xi32> {
+  %c1 = arith.constant 1 : index
+  %q = func.call @looped(%x, %y, %c1) : (tensor<4xi32>, tensor<4xi32>, index) -> tensor<4xi32>
+  %s = "meta.state_read"() {name = "absent"} : () -> tensor<4xi32>
+  %t = "meta.binary"(%q, %s) {kind = "add"} : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  return %t : tensor<4xi32>
+}
+func.func @stateful(%x: tensor<4xi32>, %y: tensor<4xi32>) -> tensor<4xi32> {
+  %q = "meta.binary"(%x, %y) {kind = "div"} : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  "meta.state_write"(%q) {name = "s"} : (tensor<4xi32>) -> ()
+  %r = "meta.binary"(%q, %y) {kind = "mul"} : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  return %r : tensor<4xi32>
+}"#;
+    let context = new_context().map_err(|e| e.to_string())?;
+    let collector = DiagnosticCollector::attach(&context);
+    let mut module = parse_module(&context, source).ok_or_else(|| format!("{:?}", collector.take()))?;
+    let compiled =
+        CudaModule::compile(&context, &mut module, &GpuOptions::default()).map_err(|e| e.to_string())?;
+    let tensor = |literal: &str| {
+        Tensor::parse_literal(literal)
+            .map(Value::tensor)
+            .map_err(|e| e.to_string())
+    };
+    let x = tensor("4xi32=8 6 4 2")?;
+    let zero = tensor("4xi32=1 0 1 1")?;
+    let two = tensor("4xi32=2 2 2 2")?;
+    let s = Tensor::parse_literal("4xi32=5 5 5 5").map_err(|e| e.to_string())?;
+    let calls: [(&str, Vec<Value>); 8] = [
+        ("looped", vec![x.clone(), two.clone(), Value::Index(3)]),
+        ("looped", vec![x.clone(), zero.clone(), Value::Index(3)]),
+        ("both", vec![x.clone(), zero.clone(), Value::Index(2)]),
+        ("both", vec![x.clone(), two.clone(), Value::Index(2)]),
+        ("missing", vec![x.clone(), zero.clone()]),
+        ("stateful", vec![x.clone(), zero.clone()]),
+        ("stateful", vec![x.clone(), two.clone()]),
+        ("looped", vec![x.clone(), two.clone(), Value::Index(1)]),
+    ];
+    let mut outcomes = Vec::new();
+    for deferred in [false, true] {
+        compiled.set_deferred_checks(deferred);
+        let mut seen = Vec::new();
+        for (name, args) in &calls {
+            let mut state = StateStore::new();
+            state.insert("s", s.clone());
+            let result = compiled
+                .run(&module, name, args.clone(), &mut state)
+                .map_err(|e| e.to_string());
+            seen.push((name, result, state.get("s").cloned()));
+        }
+        outcomes.push(seen);
+    }
+    for (waited, deferred) in outcomes[0].iter().zip(&outcomes[1]) {
+        if waited != deferred {
+            return Err(format!(
+                "@{}: deferred checks gave {:?}, waiting for each call {:?}",
+                waited.0, deferred, waited
+            ));
+        }
+    }
+    // The failures are failures, and the first kernel's.
+    for (i, needle) in [
+        (1, "integer division by zero"),
+        (2, "integer division by zero"),
+        (4, "integer division by zero"),
+        (5, "integer division by zero"),
+    ] {
+        if !outcomes[1][i].1.as_ref().is_err_and(|e| e.contains(needle)) {
+            return Err(format!("call {i} gave {:?}, not {needle}", outcomes[1][i]));
+        }
+    }
+    if outcomes[1][5].2.as_ref() != Some(&s) {
+        return Err("a failed call committed its state write".into());
+    }
+    Ok(())
 }
 
 /// Split block reductions (rule 6 of `lower::schedule::gpu`): 64 row
@@ -534,7 +698,7 @@ fn main() -> ExitCode {
         (MathMode::Exact, false),
         (MathMode::Fast, true),
     ];
-    let total = cases.len() * modes.len() + 4 + SWEEPS.len();
+    let total = cases.len() * modes.len() + 5 + SWEEPS.len();
     if let Err(reason) = CudaDevice::get() {
         println!("cuda tests: SKIPPED, {total} tests not run: {reason}");
         if std::env::var_os("JITC_REQUIRE_GPU").is_some() {
@@ -582,6 +746,13 @@ fn main() -> ExitCode {
         Err(difference) => {
             failures += 1;
             println!("test GPU row chains on the GPU ... FAILED\n{difference}");
+        }
+    }
+    match deferred_checks() {
+        Ok(()) => println!("test deferred checks on the GPU ... ok"),
+        Err(difference) => {
+            failures += 1;
+            println!("test deferred checks on the GPU ... FAILED\n{difference}");
         }
     }
     match tiled_contractions() {

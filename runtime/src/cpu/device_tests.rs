@@ -32,6 +32,10 @@ enum Held {
     Host(Value),
     /// A kernel's result or an uploaded constant, "in device memory".
     Device(Value),
+    /// With deferred checks, the output of a kernel that failed, or that
+    /// read such an output: unspecified values, which host code must never
+    /// read (the plan settles first, and the failure stops the run).
+    Failed,
 }
 
 /// A device modelled on the CPU module, counting transfers. As
@@ -49,6 +53,18 @@ struct Device<'m> {
     uploaded: RefCell<HashMap<usize, Arc<Tensor>>>,
     /// Whether a download fails (a lost device, say).
     broken: bool,
+    /// Whether launches only queue their kernels, as the GPU's do with
+    /// deferred checks (`crate::cuda::CudaModule::set_deferred_checks`):
+    /// a failure is recorded, the outputs are [`Held::Failed`], and
+    /// [`Kernels::settle`] reports the first.
+    deferred: bool,
+    /// With `deferred`, each queued kernel's failure, if it failed.
+    queued: RefCell<Vec<Option<jitc_compiler::KernelFailure>>>,
+    /// Settles that found kernels queued.
+    settles: Cell<usize>,
+    /// The launch (counted from 1) that fails whatever its inputs, as a
+    /// kernel that divides by zero would.
+    fail_at: Option<usize>,
 }
 
 impl<'m> Device<'m> {
@@ -60,6 +76,17 @@ impl<'m> Device<'m> {
             launches: Cell::new(0),
             uploaded: RefCell::new(HashMap::new()),
             broken: false,
+            deferred: false,
+            queued: RefCell::new(Vec::new()),
+            settles: Cell::new(0),
+            fail_at: None,
+        }
+    }
+
+    fn deferred(cpu: &'m CpuModule) -> Self {
+        Self {
+            deferred: true,
+            ..Self::new(cpu)
         }
     }
 }
@@ -69,6 +96,11 @@ impl Kernels for Device<'_> {
 
     fn launch(&self, name: &str, args: Vec<Held>) -> Option<Result<Vec<Held>, jitc_compiler::KernelFailure>> {
         self.launches.set(self.launches.get() + 1);
+        let injected = (self.fail_at == Some(self.launches.get())).then(|| jitc_compiler::KernelFailure {
+            op: None,
+            message: format!("injected failure of launch {}", self.launches.get()),
+        });
+        let failed = args.iter().any(|arg| matches!(arg, Held::Failed));
         let args = args
             .into_iter()
             .map(|arg| match arg {
@@ -79,13 +111,52 @@ impl Kernels for Device<'_> {
                     }
                     value
                 }
+                Held::Failed => Value::Index(0),
             })
             .collect();
-        Some(
-            self.cpu
-                .launch_on_host(name, args)?
-                .map(|results| results.into_iter().map(Held::Device).collect()),
-        )
+        if !self.deferred {
+            if let Some(failure) = injected {
+                return Some(Err(failure));
+            }
+            return Some(
+                self.cpu
+                    .launch_on_host(name, args)?
+                    .map(|results| results.into_iter().map(Held::Device).collect()),
+            );
+        }
+        let outputs = self.cpu.signature(name)?.outputs.len();
+        let ran = if let Some(failure) = injected {
+            Err(Some(failure))
+        } else if failed {
+            // On unspecified inputs: whatever it does, the run fails at an
+            // earlier kernel.
+            Err(None)
+        } else {
+            self.cpu.launch_on_host(name, args)?.map_err(Some)
+        };
+        let (failure, results) = match ran {
+            Ok(results) => (None, results.into_iter().map(Held::Device).collect()),
+            Err(failure) => (failure, vec![Held::Failed; outputs]),
+        };
+        self.queued.borrow_mut().push(failure);
+        Some(Ok(results))
+    }
+
+    fn defers(&self) -> bool {
+        self.deferred
+    }
+
+    fn made_on_host(&self, value: &Held) -> bool {
+        matches!(value, Held::Host(_))
+    }
+
+    fn settle(&self) -> Result<(), (usize, jitc_compiler::KernelFailure)> {
+        self.settles.set(self.settles.get() + 1);
+        let queued = std::mem::take(&mut *self.queued.borrow_mut());
+        match queued.into_iter().enumerate().find_map(|(i, f)| Some((i, f?))) {
+            Some(first) => Err(first),
+            None => Ok(()),
+        }
     }
 
     fn hold(&self, value: Value) -> Held {
@@ -102,6 +173,9 @@ impl Kernels for Device<'_> {
 
     fn to_host(&self, value: &Held) -> Result<Value, String> {
         Ok(match value {
+            // A bug of the plan, not an error of the run: on a GPU it
+            // would steer host code by unspecified values.
+            Held::Failed => panic!("host code read a failed kernel's output before settling"),
             Held::Host(value) => value.clone(),
             Held::Device(value) => {
                 if let Value::Tensor(tensor) = value {
@@ -137,7 +211,7 @@ impl Kernels for Device<'_> {
     fn is_tensor(&self, value: &Held) -> bool {
         matches!(
             value,
-            Held::Host(Value::Tensor(_)) | Held::Device(Value::Tensor(_))
+            Held::Host(Value::Tensor(_)) | Held::Device(Value::Tensor(_)) | Held::Failed
         )
     }
 
@@ -151,6 +225,7 @@ impl Kernels for Device<'_> {
             .iter()
             .map(|arg| match arg {
                 Held::Host(value) | Held::Device(value) => value.clone(),
+                Held::Failed => Value::Index(0),
             })
             .collect();
         jitc_interp::check_arguments(name, inputs, &args)
@@ -326,6 +401,104 @@ fn the_rnn_example_matches_the_cpu() {
 
 #[test]
 fn random_host_programs_match_the_cpu() {
+    random_programs(false);
+}
+
+#[test]
+fn random_host_programs_with_deferred_checks_match_the_cpu() {
+    // Kernels queued without waiting, a failure seen only when the plan
+    // settles: the same results, the same first error (at the failing
+    // kernel's call site, not at the host code that came after it) and
+    // the same committed state.
+    random_programs(true);
+}
+
+#[test]
+fn deferred_checks_report_the_failed_kernel_where_waiting_would() {
+    // Each random program, with one of its kernel calls made to fail:
+    // queued without waiting, the run fails with the error it gives when
+    // each call is waited for (the failing call's site, before a later
+    // host error, guard or missing state), and commits nothing.
+    let mut checked = 0;
+    for seed in 1..=40u64 {
+        let source = random_host_program(&mut Rng(seed * 7919));
+        let context = new_context().unwrap();
+        let (module, cpu) = compiled(&context, &source);
+        let mut rng = Rng(seed + 1000);
+        for run in 0..5u64 {
+            let mut state = StateStore::new();
+            if rng.below(8) != 0 {
+                state.insert("acc", random(&[4], seed * 17 + run));
+            }
+            let length = rng.below(4);
+            let args = vec![
+                Value::tensor(random(&[4], seed * 31 + run)),
+                Value::Index(rng.below(4) as i64),
+                Value::tensor(random(&[length, 4], seed * 13 + run)),
+            ];
+            let (_, [_, _, launches]) = on_device(&cpu, &module, args.clone(), &mut state.clone());
+            if launches == 0 {
+                continue;
+            }
+            let fail_at = Some(1 + rng.below(launches));
+            let mut waited_state = state.clone();
+            let waited = Device {
+                fail_at,
+                ..Device::new(&cpu)
+            };
+            let (waited, _) = on(waited, &cpu, &module, args.clone(), &mut waited_state);
+            let deferred = Device {
+                fail_at,
+                ..Device::deferred(&cpu)
+            };
+            let (got, _) = on(deferred, &cpu, &module, args, &mut state);
+            let case = format!("seed {seed}, run {run}, launch {fail_at:?} fails\n{source}");
+            assert_eq!(waited, got, "{case}");
+            assert!(Match::Identical.states(&waited_state, &state), "{case}");
+            checked += usize::from(waited.is_err_and(|e| e.contains("injected failure")));
+        }
+    }
+    assert!(checked > 100, "{checked} runs failed at their injected kernel");
+}
+
+#[test]
+fn deferred_checks_settle_once_for_a_loop_of_kernels() {
+    // IndRNN and the RNN read nothing on the host inside their loops: one
+    // settle at the end of the run, however many kernels were queued, and
+    // the CPU's bits and state.
+    let context = new_context().unwrap();
+    for (name, shapes, hidden) in [
+        ("indrnn.mlir", [&[6, 16, 64][..], &[64, 64], &[64]], [16, 64]),
+        ("rnn.mlir", [&[5, 4, 6][..], &[6, 8], &[8, 8]], [4, 8]),
+    ] {
+        let (module, cpu) = compiled(&context, &example(name));
+        let args: Vec<Value> = random_inputs(&shapes, 3).into_iter().map(Value::tensor).collect();
+        let mut state = StateStore::new();
+        state.insert("rnn.h", random(&hidden, 4));
+        let mut expected_state = state.clone();
+        let expected = cpu
+            .run(&module, "main", args.clone(), &mut expected_state)
+            .unwrap();
+        let device = Device::deferred(&cpu);
+        let plan = cpu.plan(&module, "main");
+        let plan = plan.as_ref().as_ref().expect("a host plan");
+        let got = plan
+            .run_to_host(&device, args.into_iter().map(Held::Host).collect(), &mut state)
+            .unwrap_or_else(|_| panic!("{name} failed"));
+        assert!(Match::Identical.values(&expected, &got), "{name}");
+        assert!(Match::Identical.states(&expected_state, &state), "{name}");
+        assert!(
+            device.launches.get() >= 5,
+            "{name}: {} launches",
+            device.launches.get()
+        );
+        assert_eq!(device.settles.get(), 1, "{name}");
+    }
+}
+
+/// Random host programs through [`Device`] (`deferred`: queuing its
+/// kernels) against the CPU's own host plan.
+fn random_programs(deferred: bool) {
     let (mut successes, mut failures) = (0, 0);
     for seed in 1..=40u64 {
         let source = random_host_program(&mut Rng(seed * 7919));
@@ -347,7 +520,12 @@ fn random_host_programs_match_the_cpu() {
             let expected = cpu
                 .run(&module, "main", args.clone(), &mut expected_state)
                 .map_err(|e| e.to_string());
-            let (got, _) = on_device(&cpu, &module, args, &mut state);
+            let device = if deferred {
+                Device::deferred(&cpu)
+            } else {
+                Device::new(&cpu)
+            };
+            let (got, _) = on(device, &cpu, &module, args, &mut state);
             let case = format!("seed {seed}, run {run}\n{source}");
             match (&expected, &got) {
                 (Ok(expected), Ok(got)) => {

@@ -98,7 +98,7 @@ fn tensor_bytes_mut(tensor: &mut Tensor) -> &mut [u8] {
     unsafe { std::slice::from_raw_parts_mut(tensor.buffer_mut().as_mut_ptr(), len) }
 }
 
-fn failed(what: &str) -> impl Fn(cudarc::driver::DriverError) -> Error + '_ {
+pub(super) fn failed(what: &str) -> impl Fn(cudarc::driver::DriverError) -> Error + '_ {
     move |e| Error::Cuda(format!("CUDA {what} failed: {e}"))
 }
 
@@ -192,6 +192,29 @@ impl CudaDevice {
     }
 }
 
+impl CudaDevice {
+    /// `words` zeroed `i64`s of page-locked host memory mapped into the
+    /// GPU's address space, and their device address.
+    pub(super) fn mapped_words(&self, words: usize) -> Result<(PinnedHostSlice<i64>, u64), Error> {
+        // SAFETY: the words are zeroed below before anything reads them.
+        let mut host = unsafe {
+            self.context
+                .alloc_pinned_with_flags::<i64>(words, cudarc::driver::sys::CU_MEMHOSTALLOC_DEVICEMAP)
+        }
+        .map_err(failed("page-locked allocation"))?;
+        host.as_mut_slice().map_err(failed("page-locked copy"))?.fill(0);
+        let pointer = host.as_ptr().map_err(failed("page-locked allocation"))?;
+        let mut device = 0;
+        // SAFETY: `pointer` is page-locked memory this context allocated
+        // with `CU_MEMHOSTALLOC_DEVICEMAP`, alive as long as `host`, which
+        // the caller keeps as long as it uses the address.
+        unsafe { cudarc::driver::sys::cuMemHostGetDevicePointer_v2(&mut device, pointer as *mut _, 0) }
+            .result()
+            .map_err(failed("mapping page-locked memory"))?;
+        Ok((host, device))
+    }
+}
+
 /// The status records of a module's calls: page-locked host memory that
 /// the GPU writes directly (mapped into its address space), so a call
 /// needs no allocation, no zeroing launch and no download to check them.
@@ -228,23 +251,7 @@ impl CudaModule {
             self.device.compute.synchronize().map_err(failed("synchronize"))?;
         }
         if slot.as_ref().is_none_or(|records| records.host.len() < words) {
-            // SAFETY: the words are zeroed below before any kernel reads
-            // them.
-            let host = unsafe {
-                self.device.context.alloc_pinned_with_flags::<i64>(
-                    words.max(64),
-                    cudarc::driver::sys::CU_MEMHOSTALLOC_DEVICEMAP,
-                )
-            }
-            .map_err(failed("page-locked allocation"))?;
-            let pointer = host.as_ptr().map_err(failed("page-locked allocation"))?;
-            let mut device = 0;
-            // SAFETY: `pointer` is page-locked memory this context
-            // allocated with `CU_MEMHOSTALLOC_DEVICEMAP`, alive as long as
-            // `host`, which the records keep.
-            unsafe { cudarc::driver::sys::cuMemHostGetDevicePointer_v2(&mut device, pointer as *mut _, 0) }
-                .result()
-                .map_err(failed("mapping page-locked memory"))?;
+            let (host, device) = self.device.mapped_words(words.max(64))?;
             *slot = Some(StatusRecords {
                 host,
                 device,
@@ -345,124 +352,26 @@ impl CudaModule {
             None
         };
         for (i, step) in plan.launches.iter().enumerate() {
-            let loaded = self
-                .kernels
-                .get(&step.kernel)
-                .ok_or_else(|| Error::Cuda(format!("kernel @{} was not loaded", step.kernel)))?;
-            let signature = &loaded.kernel.signature;
-            if step.args.len() != signature.inputs.len() {
-                return Err(Error::Cuda(format!(
-                    "kernel @{} takes {} arguments, {} given",
-                    step.kernel,
-                    signature.inputs.len(),
-                    step.args.len()
-                )));
-            }
+            let loaded = self.loaded(&step.kernel, step.args.len())?;
             // Phase 1: what the launch reads, uploading host tensors.
-            enum Arg {
-                Buffer(Arc<DeviceTensor>),
-                Index(i64),
-            }
             let mut inputs = Vec::with_capacity(step.args.len());
-            for (position, (operand, slot)) in step.args.iter().zip(&signature.inputs).enumerate() {
-                let mismatch = || {
-                    Error::Cuda(format!(
-                        "argument {position} of kernel @{} does not match the compiled kernel",
-                        step.kernel
-                    ))
-                };
-                let value = values.get(operand).ok_or_else(mismatch)?;
-                let arg = match (value, slot) {
-                    (DeviceValue::Host(Value::Index(n)), Slot::Index) => Arg::Index(*n),
-                    (DeviceValue::Host(Value::Tensor(tensor)), Slot::Tensor(..) | Slot::Dynamic(..)) => {
-                        match uploaded.get(operand) {
-                            Some(on_device) => Arg::Buffer(Arc::clone(on_device)),
-                            None => {
-                                let on_device = Arc::new(device.upload_async(tensor, &mut staged)?);
-                                uploaded.insert(*operand, Arc::clone(&on_device));
-                                Arg::Buffer(on_device)
-                            }
-                        }
+            for (position, (operand, slot)) in
+                step.args.iter().zip(&loaded.kernel.signature.inputs).enumerate()
+            {
+                let value = values
+                    .get(operand)
+                    .ok_or_else(|| mismatch(&step.kernel, position))?;
+                let arg = argument(&step.kernel, position, value, slot, |tensor| {
+                    if let Some(on_device) = uploaded.get(operand) {
+                        return Ok(Arc::clone(on_device));
                     }
-                    (DeviceValue::Device(tensor), Slot::Tensor(..) | Slot::Dynamic(..)) => {
-                        Arg::Buffer(Arc::clone(tensor))
-                    }
-                    _ => return Err(mismatch()),
-                };
-                if let Arg::Buffer(tensor) = &arg
-                    && !slot.fits(&tensor.shape, tensor.element)
-                {
-                    return Err(mismatch());
-                }
+                    let on_device = Arc::new(device.upload_async(tensor, &mut staged)?);
+                    uploaded.insert(*operand, Arc::clone(&on_device));
+                    Ok(on_device)
+                })?;
                 inputs.push(arg);
             }
-            // The sizes of the inputs' dynamic dimensions, passed last.
-            let sizes: Vec<i64> = signature
-                .dynamic_dims()
-                .map(|(input, dim)| match &inputs[input] {
-                    Arg::Buffer(tensor) => tensor.shape[dim] as i64,
-                    Arg::Index(_) => 0,
-                })
-                .collect();
-            let mut outputs = Vec::with_capacity(signature.outputs.len());
-            for slot in &signature.outputs {
-                let Slot::Tensor(shape, element) = slot else {
-                    return Err(Error::Cuda(format!("kernel @{} returns an index", step.kernel)));
-                };
-                let bytes =
-                    jitc_interp::tensor::checked_len(shape).map_err(Error::Cuda)? * element.byte_width();
-                // SAFETY: the kernel writes every element before anything
-                // reads them (module docs).
-                let buffer = unsafe { compute.alloc::<u8>(bytes.max(1)) }.map_err(failed("allocation"))?;
-                outputs.push(DeviceTensor {
-                    buffer,
-                    shape: shape.clone(),
-                    element: *element,
-                });
-            }
-            let launches = loaded
-                .fill
-                .iter()
-                .zip(loaded.kernel.launch.fill.iter().map(|f| (f.grid, f.block)))
-                .chain([(
-                    &loaded.function,
-                    (loaded.kernel.launch.grid, loaded.kernel.launch.block),
-                )]);
-            for (function, (grid, block)) in launches {
-                let mut builder = compute.launch_builder(function);
-                for input in &inputs {
-                    match input {
-                        Arg::Buffer(tensor) => builder.arg(&tensor.buffer),
-                        Arg::Index(n) => builder.arg(n),
-                    };
-                }
-                for output in &mut outputs {
-                    builder.arg(&mut output.buffer);
-                }
-                let word = status + record_bytes * i as u64;
-                builder.arg(&word);
-                if let Some(scratch) = &loaded.scratch {
-                    builder.arg(scratch);
-                }
-                for size in &sizes {
-                    builder.arg(size);
-                }
-                let config = LaunchConfig {
-                    grid_dim: (grid, 1, 1),
-                    block_dim: (block, 1, 1),
-                    shared_mem_bytes: 0,
-                };
-                // SAFETY: the kernel was compiled with exactly these
-                // parameters: one device buffer per tensor argument of its
-                // shape and type (checked above), an i64 per index
-                // argument, one buffer per result of its size, its status
-                // record, when it has some, its scratch memory of the
-                // size it asked for, and an i64 per dynamic dimension of
-                // its arguments (their sizes, checked above to be the
-                // rank and static sizes it was compiled for); the launch
-                // dimensions are the ones its code assumes.
-                unsafe { builder.launch(config) }.map_err(failed("launch"))?;
-            }
+            let outputs = self.queue(&step.kernel, loaded, &inputs, status + record_bytes * i as u64)?;
             drop(inputs);
             // Phase 2: results wanted on the host start downloading.
             for (index, output) in outputs.into_iter().enumerate() {
@@ -518,30 +427,7 @@ impl CudaModule {
             .launches
             .iter()
             .zip(words.chunks(record))
-            .find_map(|(step, words)| {
-                let status = KernelStatus::try_from(words).ok()?;
-                if status[0] == 0 {
-                    return None;
-                }
-                // A failure is never dropped, even one no table can word.
-                let failure = self
-                    .kernels
-                    .get(&step.kernel)
-                    .and_then(|loaded| loaded.kernel.signature.failure(status));
-                Some(match failure {
-                    // Located in the kernel's body (a division by zero):
-                    // reported at its op, as the interpreter reports it.
-                    Some(jitc_dialect::KernelFailure {
-                        op: Some((op, line)),
-                        message,
-                    }) => Error::Run(jitc_interp::Error::Eval { op, line, message }),
-                    Some(failure) => Error::Cuda(format!("kernel @{}: {}", step.kernel, failure.message)),
-                    None => Error::Cuda(format!(
-                        "kernel @{}: the kernel failed with the status {}",
-                        step.kernel, status[0]
-                    )),
-                })
-            });
+            .find_map(|(step, words)| self.status_error(&step.kernel, KernelStatus::try_from(words).ok()?));
         if let Some(failure) = failure {
             device.keep(staged.into_iter().chain(downloads.into_iter().map(|d| d.stage)));
             return Err(failure);
@@ -569,5 +455,169 @@ impl CudaModule {
             .enumerate()
             .map(|(i, r)| r.ok_or_else(|| Error::Cuda(format!("result {i} of the plan has no value"))))
             .collect()
+    }
+}
+
+/// What a launch reads: a device buffer or an `index`.
+pub(super) enum Arg {
+    Buffer(Arc<DeviceTensor>),
+    Index(i64),
+}
+
+/// The error for argument `position` of kernel `kernel` that does not fit
+/// it.
+fn mismatch(kernel: &str, position: usize) -> Error {
+    Error::Cuda(format!(
+        "argument {position} of kernel @{kernel} does not match the compiled kernel"
+    ))
+}
+
+/// `value` as argument `position` of `kernel`, whose slot is `slot`; a
+/// host tensor is put on the device by `upload`.
+pub(super) fn argument(
+    kernel: &str,
+    position: usize,
+    value: &DeviceValue,
+    slot: &Slot,
+    upload: impl FnOnce(&Arc<Tensor>) -> Result<Arc<DeviceTensor>, Error>,
+) -> Result<Arg, Error> {
+    let arg = match (value, slot) {
+        (DeviceValue::Host(Value::Index(n)), Slot::Index) => Arg::Index(*n),
+        (DeviceValue::Host(Value::Tensor(tensor)), Slot::Tensor(..) | Slot::Dynamic(..)) => {
+            Arg::Buffer(upload(tensor)?)
+        }
+        (DeviceValue::Device(tensor), Slot::Tensor(..) | Slot::Dynamic(..)) => {
+            Arg::Buffer(Arc::clone(tensor))
+        }
+        _ => return Err(mismatch(kernel, position)),
+    };
+    if let Arg::Buffer(tensor) = &arg
+        && !slot.fits(&tensor.shape, tensor.element)
+    {
+        return Err(mismatch(kernel, position));
+    }
+    Ok(arg)
+}
+
+impl CudaModule {
+    /// Kernel `name`, loaded, when it takes `args` arguments.
+    pub(super) fn loaded(&self, name: &str, args: usize) -> Result<&super::Loaded, Error> {
+        let loaded = self
+            .kernels
+            .get(name)
+            .ok_or_else(|| Error::Cuda(format!("kernel @{name} was not loaded")))?;
+        let inputs = loaded.kernel.signature.inputs.len();
+        if args != inputs {
+            return Err(Error::Cuda(format!(
+                "kernel @{name} takes {inputs} arguments, {args} given"
+            )));
+        }
+        Ok(loaded)
+    }
+
+    /// Queues kernel `name` (`loaded`) on the compute stream on `inputs`
+    /// (checked by [`argument`]), its status record at the device address
+    /// `status`; its outputs, allocated here, which it writes once it runs.
+    pub(super) fn queue(
+        &self,
+        name: &str,
+        loaded: &super::Loaded,
+        inputs: &[Arg],
+        status: u64,
+    ) -> Result<Vec<DeviceTensor>, Error> {
+        let compute = &self.device.compute;
+        let signature = &loaded.kernel.signature;
+        // The sizes of the inputs' dynamic dimensions, passed last.
+        let sizes: Vec<i64> = signature
+            .dynamic_dims()
+            .map(|(input, dim)| match &inputs[input] {
+                Arg::Buffer(tensor) => tensor.shape[dim] as i64,
+                Arg::Index(_) => 0,
+            })
+            .collect();
+        let mut outputs = Vec::with_capacity(signature.outputs.len());
+        for slot in &signature.outputs {
+            let Slot::Tensor(shape, element) = slot else {
+                return Err(Error::Cuda(format!("kernel @{name} returns an index")));
+            };
+            let bytes = jitc_interp::tensor::checked_len(shape).map_err(Error::Cuda)? * element.byte_width();
+            // SAFETY: the kernel writes every element before anything
+            // reads them (module docs).
+            let buffer = unsafe { compute.alloc::<u8>(bytes.max(1)) }.map_err(failed("allocation"))?;
+            outputs.push(DeviceTensor {
+                buffer,
+                shape: shape.clone(),
+                element: *element,
+            });
+        }
+        let launches = loaded
+            .fill
+            .iter()
+            .zip(loaded.kernel.launch.fill.iter().map(|f| (f.grid, f.block)))
+            .chain([(
+                &loaded.function,
+                (loaded.kernel.launch.grid, loaded.kernel.launch.block),
+            )]);
+        for (function, (grid, block)) in launches {
+            let mut builder = compute.launch_builder(function);
+            for input in inputs {
+                match input {
+                    Arg::Buffer(tensor) => builder.arg(&tensor.buffer),
+                    Arg::Index(n) => builder.arg(n),
+                };
+            }
+            for output in &mut outputs {
+                builder.arg(&mut output.buffer);
+            }
+            builder.arg(&status);
+            if let Some(scratch) = &loaded.scratch {
+                builder.arg(scratch);
+            }
+            for size in &sizes {
+                builder.arg(size);
+            }
+            let config = LaunchConfig {
+                grid_dim: (grid, 1, 1),
+                block_dim: (block, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            // SAFETY: the kernel was compiled with exactly these
+            // parameters: one device buffer per tensor argument of its
+            // shape and type (checked by `argument`), an i64 per index
+            // argument, one buffer per result of its size, its status
+            // record, when it has some, its scratch memory of the size it
+            // asked for, and an i64 per dynamic dimension of its arguments
+            // (their sizes, checked by `argument` to be the rank and
+            // static sizes it was compiled for); the launch dimensions are
+            // the ones its code assumes.
+            unsafe { builder.launch(config) }.map_err(failed("launch"))?;
+        }
+        Ok(outputs)
+    }
+
+    /// The error a launch of kernel `kernel` that left `status` in its
+    /// record reports, worded as on the CPU; `None` when it succeeded.
+    pub(super) fn status_error(&self, kernel: &str, status: KernelStatus) -> Option<Error> {
+        if status[0] == 0 {
+            return None;
+        }
+        // A failure is never dropped, even one no table can word.
+        let failure = self
+            .kernels
+            .get(kernel)
+            .and_then(|loaded| loaded.kernel.signature.failure(status));
+        Some(match failure {
+            // Located in the kernel's body (a division by zero): reported
+            // at its op, as the interpreter reports it.
+            Some(jitc_dialect::KernelFailure {
+                op: Some((op, line)),
+                message,
+            }) => Error::Run(jitc_interp::Error::Eval { op, line, message }),
+            Some(failure) => Error::Cuda(format!("kernel @{kernel}: {}", failure.message)),
+            None => Error::Cuda(format!(
+                "kernel @{kernel}: the kernel failed with the status {}",
+                status[0]
+            )),
+        })
     }
 }

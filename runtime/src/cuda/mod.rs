@@ -31,6 +31,7 @@
 //! [`CudaModule::run_on_device`] takes and returns device tensors, for
 //! callers that keep values on the GPU across calls.
 
+mod deferred;
 mod execute;
 mod plan;
 
@@ -246,6 +247,11 @@ pub struct CudaModule {
     host_plans: RefCell<HashMap<String, Rc<Result<HostPlan, String>>>>,
     /// The tensor constants of host plans on the device ([`OnDevice`]).
     constants: RefCell<Copies>,
+    /// Whether host plans queue their kernel calls without waiting for
+    /// each ([`Self::set_deferred_checks`]).
+    deferred: std::cell::Cell<bool>,
+    /// The status records of kernel calls queued that way.
+    records: RefCell<deferred::Records>,
 }
 
 /// Host tensors and their copies on the device, both ways: by the address
@@ -348,7 +354,22 @@ impl CudaModule {
             gpu_time: std::cell::Cell::new(None),
             host_plans: RefCell::new(HashMap::new()),
             constants: RefCell::new(Copies::default()),
+            deferred: std::cell::Cell::new(false),
+            records: RefCell::new(deferred::Records::default()),
         })
+    }
+
+    /// With `on`, a function run as a host plan with its values on the GPU
+    /// ([`Schedule::Host`]) queues each kernel call and goes on without
+    /// waiting for it; the kernels queued are waited for, and their status
+    /// records checked in the order they were queued, only where host code
+    /// reads a value (a condition, a loop bound, a state write, a result)
+    /// and when the run ends (`deferred`). The results, the state committed
+    /// and the error of a run that fails are the same either way; a loop of
+    /// small kernels no longer waits for each. Off by default until a GPU
+    /// has run it (no GPU has yet).
+    pub fn set_deferred_checks(&self, on: bool) {
+        self.deferred.set(on);
     }
 
     /// With `on`, each call of a device plan ([`Self::run`],
@@ -357,8 +378,8 @@ impl CudaModule {
     /// [`Self::last_gpu_time`] gives the time between them: the kernels
     /// and the gaps between them, without the host's work before the first
     /// launch and after the last. A function run as a host plan is timed
-    /// kernel call by kernel call, so it gives its last call's time. For
-    /// benchmarks; off by default.
+    /// kernel call by kernel call, so it gives its last call's time (with
+    /// [`Self::set_deferred_checks`], none). For benchmarks; off by default.
     pub fn set_timing(&self, on: bool) {
         self.timing.set(on);
         self.gpu_time.set(None);
@@ -463,6 +484,7 @@ impl CudaModule {
                 let on_device = OnDevice {
                     module: self,
                     copies: RefCell::new(Copies::default()),
+                    queued: RefCell::new(Vec::new()),
                 };
                 match host_plan.run_to_host(&on_device, args, state) {
                     Ok(results) => return Ok(results),
@@ -590,6 +612,9 @@ impl Executor for CudaModule {
 
     fn schedule_note(&self, module: &Module, function: &str) -> Option<String> {
         match self.schedule(module, function) {
+            Ok(Schedule::Host(reason)) if self.deferred.get() => Some(format!(
+                "@{function} runs its host code on the CPU with its values kept on the GPU, one synchronization where host code reads a value: {reason}"
+            )),
             Ok(Schedule::Host(reason)) => Some(format!(
                 "@{function} runs its host code on the CPU with its values kept on the GPU, one synchronization per kernel call: {reason}"
             )),
@@ -688,11 +713,92 @@ fn kernel_failure(name: &str, error: Error) -> jitc_compiler::KernelFailure {
 /// not at all when it was a host tensor uploaded (the host copy is kept). Each
 /// launch waits for its kernel (the one-launch plan's synchronization,
 /// which also checks its status record), and so do each upload and
-/// download.
+/// download; with [`CudaModule::set_deferred_checks`], a launch only
+/// queues its kernel, and the plan settles the queue where host code reads
+/// a value and when the run ends (`deferred`).
 pub(crate) struct OnDevice<'m> {
     module: &'m CudaModule,
     /// This run's host tensors copied to the device.
     copies: RefCell<Copies>,
+    /// The kernels queued and not yet settled, by name, in the order
+    /// queued: the `n`th has status record `n` of the module's
+    /// `records`.
+    queued: RefCell<Vec<String>>,
+}
+
+impl OnDevice<'_> {
+    /// Queues kernel `name` on `args` without waiting for it: its outputs.
+    fn queue(&self, name: &str, args: &[DeviceValue]) -> Result<Vec<DeviceValue>, Error> {
+        let module = self.module;
+        let loaded = module.loaded(name, args.len())?;
+        let mut inputs = Vec::with_capacity(args.len());
+        for (position, (value, slot)) in args.iter().zip(&loaded.kernel.signature.inputs).enumerate() {
+            inputs.push(execute::argument(name, position, value, slot, |tensor| {
+                Copies::upload(&self.copies, &module.device, tensor).map_err(Error::Cuda)
+            })?);
+        }
+        let status = {
+            let mut queued = self.queued.borrow_mut();
+            let status = module
+                .records
+                .borrow_mut()
+                .address(&module.device, queued.len())?;
+            // Counted before it is launched: a launch that fails after a
+            // kernel of it went (a fill) still has its record read and
+            // zeroed.
+            queued.push(name.to_owned());
+            status
+        };
+        let outputs = module.queue(name, loaded, &inputs, status)?;
+        Ok(outputs
+            .into_iter()
+            .map(|output| DeviceValue::Device(Arc::new(output)))
+            .collect())
+    }
+
+    /// Waits for the queued kernels, then reads their records in order and
+    /// zeroes them: the first failure, with the kernel's number and name.
+    fn wait_for_queued(&self) -> Result<(), (usize, String, Error)> {
+        let queued = std::mem::take(&mut *self.queued.borrow_mut());
+        if queued.is_empty() {
+            return Ok(());
+        }
+        let module = self.module;
+        // A CUDA error is not a kernel's: it is put on the first queued.
+        let device = &module.device;
+        device
+            .compute
+            .synchronize()
+            .map_err(execute::failed("synchronize"))
+            .and_then(|()| {
+                device
+                    .context
+                    .check_err()
+                    .map_err(execute::failed("a queued operation"))
+            })
+            .map_err(|e| (0, queued[0].clone(), e))?;
+        let mut records = module.records.borrow_mut();
+        let mut failure = None;
+        for (number, name) in queued.iter().enumerate() {
+            let status = records.status(number);
+            if let Some(error) = status.map_or_else(Some, |status| module.status_error(name, status)) {
+                failure = Some((number, name.clone(), error));
+                break;
+            }
+        }
+        records
+            .clear(queued.len())
+            .map_err(|e| (0, queued[0].clone(), e))?;
+        failure.map_or(Ok(()), Err)
+    }
+}
+
+impl Drop for OnDevice<'_> {
+    /// A run that stopped with kernels queued (the plan settles on every
+    /// way out, so only a panic leaves them) leaves the records zeroed.
+    fn drop(&mut self) {
+        let _ = self.wait_for_queued();
+    }
 }
 
 impl Kernels for OnDevice<'_> {
@@ -703,11 +809,27 @@ impl Kernels for OnDevice<'_> {
         name: &str,
         args: Vec<DeviceValue>,
     ) -> Option<Result<Vec<DeviceValue>, jitc_compiler::KernelFailure>> {
+        if self.module.deferred.get() {
+            return Some(self.queue(name, &args).map_err(|e| kernel_failure(name, e)));
+        }
         Some(
             self.module
                 .launch_one(name, args, false)?
                 .map_err(|e| kernel_failure(name, e)),
         )
+    }
+
+    fn defers(&self) -> bool {
+        self.module.deferred.get()
+    }
+
+    fn made_on_host(&self, value: &DeviceValue) -> bool {
+        matches!(value, DeviceValue::Host(_))
+    }
+
+    fn settle(&self) -> Result<(), (usize, jitc_compiler::KernelFailure)> {
+        self.wait_for_queued()
+            .map_err(|(number, name, error)| (number, kernel_failure(&name, error)))
     }
 
     fn hold(&self, value: Value) -> DeviceValue {
