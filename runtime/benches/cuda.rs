@@ -136,16 +136,20 @@ fn host_code() {
         "the RNN runs as a host plan: {schedule:?}"
     );
     let mut gpu_state = state.clone();
+    let waits = gpu.host_plan_waits();
     let on_gpu = timed(21, || {
         gpu.run(&gpu_module, "main", args(), &mut gpu_state)
             .expect("the RNN runs on the GPU");
     });
+    let waited = gpu.host_plan_waits() - waits;
     gpu.set_deferred_checks(true);
+    let waits = gpu.host_plan_waits();
     let mut deferred_state = state.clone();
     let deferred = timed(21, || {
         gpu.run(&gpu_module, "main", args(), &mut deferred_state)
             .expect("the RNN runs on the GPU with deferred checks");
     });
+    let deferred_waits = gpu.host_plan_waits() - waits;
     gpu.set_deferred_checks(false);
     let mut cpu_module = parse_module(&context, &source).expect("the RNN parses");
     let cpu = CpuModule::compile(&context, &mut cpu_module).expect("the RNN compiles");
@@ -156,12 +160,14 @@ fn host_code() {
     });
     println!(
         "host code: RNN scf.for, {steps} steps, B{batch} H{hidden} (medians per call): GPU host plan {:.3} ms \
-         ({:.1} us per step), with deferred checks {:.3} ms ({:.1} us per step), CPU host plan {:.3} ms, \
-         ratios to the CPU {:.2}x and {:.2}x",
+         ({:.1} us per step, {} waits for kernels a call), with deferred checks {:.3} ms ({:.1} us per step, \
+         {} waits a call), CPU host plan {:.3} ms, ratios to the CPU {:.2}x and {:.2}x",
         on_gpu.as_secs_f64() * 1e3,
         on_gpu.as_secs_f64() * 1e6 / steps as f64,
+        waited as f64 / 22.0,
         deferred.as_secs_f64() * 1e3,
         deferred.as_secs_f64() * 1e6 / steps as f64,
+        deferred_waits as f64 / 22.0,
         on_cpu.as_secs_f64() * 1e3,
         on_cpu.as_secs_f64() / on_gpu.as_secs_f64(),
         on_cpu.as_secs_f64() / deferred.as_secs_f64()

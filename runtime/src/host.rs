@@ -50,7 +50,8 @@
 //! ([`Kernels::defers`]: the GPU with deferred checks). The plan then
 //! keeps the call sites of the kernels queued and settles them
 //! ([`Kernels::settle`]) before host code reads a value a kernel made,
-//! and when the run ends, whether it succeeded or not: the first queued
+//! after every [`SETTLE_AFTER`] calls, and when the run ends, whether it
+//! succeeded or not: the first queued
 //! kernel that failed fails the run at its own call site, ahead of any
 //! error, failed guard or missing state that came after it, so the run
 //! fails as it would have had each kernel been waited for.
@@ -72,6 +73,12 @@ use std::collections::{BTreeMap, HashMap};
 /// Calls may nest this deep before a run is stopped (the interpreter's
 /// limit).
 pub(crate) const MAX_CALL_DEPTH: usize = 256;
+
+/// Kernel calls queued without waiting ([`Kernels::defers`]) after which
+/// the plan settles even though host code has read nothing: it bounds
+/// what the queue holds (a status record per call), and how far a run goes
+/// past a kernel that failed before it stops.
+pub(crate) const SETTLE_AFTER: usize = 1024;
 
 /// Runs kernels for a plan, on values of the executor's own kind
 /// ([`Kernels::Value`]): the CPU's host values, or values that stay in GPU
@@ -1009,6 +1016,9 @@ impl HostPlan {
                     })?;
                 if kernels.defers() {
                     run.queued.push((name, site));
+                    if run.queued.len() >= SETTLE_AFTER {
+                        run.settle(kernels)?;
+                    }
                 }
                 store(frame, to, values);
             }

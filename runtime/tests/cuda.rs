@@ -218,7 +218,8 @@ func.func @looped(%x: tensor<4xi32>, %y: tensor<4xi32>, %n: index) -> tensor<4xi
 /// queued is the one reported), a failure followed by a state read of a
 /// missing name (the kernel's error, not the state's), a failing call's
 /// state write (nothing committed), and a good call after each (the status
-/// records are zeroed).
+/// records are zeroed). Deferred, the RNNs' calls wait once each
+/// (`CudaModule::host_plan_waits`).
 fn deferred_checks() -> Result<(), String> {
     let runs: [(&str, &[&[usize]]); 4] = [
         ("rnn.mlir", &[&[5, 4, 6], &[6, 8], &[8, 8]]),
@@ -242,8 +243,10 @@ fn deferred_checks() -> Result<(), String> {
         let compiled =
             CudaModule::compile(&context, &mut module, &GpuOptions::default()).map_err(|e| e.to_string())?;
         let mut outcomes = Vec::new();
+        let mut waits = Vec::new();
         for deferred in [false, true] {
             compiled.set_deferred_checks(deferred);
+            let before = compiled.host_plan_waits();
             let mut state = StateStore::new();
             let hidden = if name == "rnn.mlir" { [4, 8] } else { [16, 64] };
             state.insert("rnn.h", random(&hidden, 13));
@@ -261,6 +264,15 @@ fn deferred_checks() -> Result<(), String> {
                 state.iter().map(|(k, v)| (k.to_owned(), v.clone())).collect();
             kept.sort_by(|a, b| a.0.cmp(&b.0));
             outcomes.push((results, kept));
+            waits.push(compiled.host_plan_waits() - before);
+        }
+        // Deferred, each call waits once (the loops read nothing on the
+        // host); waiting for each kernel call, every call waits more.
+        if waits[1] != 2 || waits[0] <= waits[1] {
+            return Err(format!(
+                "{name} with {} steps: two calls waited {} times for their kernels, {} times deferred",
+                shapes[0][0], waits[0], waits[1]
+            ));
         }
         if outcomes[0] != outcomes[1] {
             return Err(format!(

@@ -147,7 +147,15 @@ impl Kernels for Device<'_> {
     }
 
     fn made_on_host(&self, value: &Held) -> bool {
-        matches!(value, Held::Host(_))
+        match value {
+            Held::Host(_) => true,
+            // Uploaded (or already brought back): as `OnDevice` does.
+            Held::Device(Value::Tensor(tensor)) => self
+                .uploaded
+                .borrow()
+                .contains_key(&(Arc::as_ptr(tensor) as usize)),
+            Held::Device(_) | Held::Failed => false,
+        }
     }
 
     fn settle(&self) -> Result<(), (usize, jitc_compiler::KernelFailure)> {
@@ -462,6 +470,50 @@ fn deferred_checks_report_the_failed_kernel_where_waiting_would() {
 }
 
 #[test]
+fn deferred_checks_put_a_failed_kernel_before_later_errors() {
+    // The loop's kernel fails; then a host division by zero, or the state
+    // read finds nothing. Waited for, the kernel's failure is the error;
+    // queued, it must be too, and nothing is committed.
+    let source = r#"func.func @main(%x: tensor<4xf32>, %n: index, %z: index) -> tensor<4xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %h = scf.for %i = %c0 to %n step %c1 iter_args(%a = %x) -> (tensor<4xf32>) {
+    %e = "meta.unary"(%a) {kind = "exp"} : (tensor<4xf32>) -> tensor<4xf32>
+    "meta.state_write"(%e) {name = "h"} : (tensor<4xf32>) -> ()
+    scf.yield %e : tensor<4xf32>
+  }
+  %q = arith.divsi %n, %z : index
+  %s = "meta.state_read"() {name = "absent"} : () -> tensor<4xf32>
+  %t = "meta.binary"(%h, %s) {kind = "add"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %t : tensor<4xf32>
+}"#;
+    let context = new_context().unwrap();
+    let (module, cpu) = compiled(&context, source);
+    for (z, later) in [(0, "division by zero"), (1, "absent")] {
+        let args = vec![Value::tensor(random(&[4], 1)), Value::Index(3), Value::Index(z)];
+        let (clean, _) = on_device(&cpu, &module, args.clone(), &mut StateStore::new());
+        let clean = clean.unwrap_err();
+        assert!(clean.contains(later), "z = {z}: {clean}");
+        for fail_at in [1, 2, 3] {
+            let mut outcomes = Vec::new();
+            for deferred in [false, true] {
+                let device = Device {
+                    fail_at: Some(fail_at),
+                    deferred,
+                    ..Device::new(&cpu)
+                };
+                let mut state = StateStore::new();
+                let (got, _) = on(device, &cpu, &module, args.clone(), &mut state);
+                assert!(state.get("h").is_none(), "z = {z}, launch {fail_at}: committed");
+                outcomes.push(got.unwrap_err());
+            }
+            assert!(outcomes[0].contains("injected failure"), "{outcomes:?}");
+            assert_eq!(outcomes[0], outcomes[1], "z = {z}, launch {fail_at}");
+        }
+    }
+}
+
+#[test]
 fn deferred_checks_settle_once_for_a_loop_of_kernels() {
     // IndRNN and the RNN read nothing on the host inside their loops: one
     // settle at the end of the run, however many kernels were queued, and
@@ -494,6 +546,36 @@ fn deferred_checks_settle_once_for_a_loop_of_kernels() {
         );
         assert_eq!(device.settles.get(), 1, "{name}");
     }
+    // A loop of more calls than `SETTLE_AFTER` settles every that many
+    // calls, however little host code reads.
+    let source = r#"func.func @main(%x: tensor<4xf32>, %n: index) -> tensor<4xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %h = scf.for %i = %c0 to %n step %c1 iter_args(%a = %x) -> (tensor<4xf32>) {
+    %e = "meta.unary"(%a) {kind = "tanh"} : (tensor<4xf32>) -> tensor<4xf32>
+    scf.yield %e : tensor<4xf32>
+  }
+  return %h : tensor<4xf32>
+}"#;
+    let (module, cpu) = compiled(&context, source);
+    let calls = 2 * crate::host::SETTLE_AFTER + 5;
+    let args = vec![Value::tensor(random(&[4], 1)), Value::Index(calls as i64)];
+    let expected = cpu
+        .run(&module, "main", args.clone(), &mut StateStore::new())
+        .unwrap();
+    let device = Device::deferred(&cpu);
+    let plan = cpu.plan(&module, "main");
+    let plan = plan.as_ref().as_ref().expect("a host plan");
+    let got = plan
+        .run_to_host(
+            &device,
+            args.into_iter().map(Held::Host).collect(),
+            &mut StateStore::new(),
+        )
+        .unwrap_or_else(|_| panic!("the loop failed"));
+    assert!(Match::Identical.values(&expected, &got));
+    assert_eq!(device.launches.get(), calls);
+    assert_eq!(device.settles.get(), 3);
 }
 
 /// Random host programs through [`Device`] (`deferred`: queuing its

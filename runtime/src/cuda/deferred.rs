@@ -22,17 +22,24 @@
 //! are queued are freed in stream order (cudarc's asynchronous free after
 //! the buffer's last read).
 //!
-//! Invariant: every word of [`Records`] is zero while no call is queued;
-//! settling (and dropping an `OnDevice` with calls still queued) zeroes
-//! the words the calls used.
+//! A record is zeroed when it is handed out (the compute stream has been
+//! waited for since its last kernel, by the settle that read it), and
+//! again by the settle that reads it. The plan settles after every
+//! `SETTLE_AFTER` calls, so one chunk of records serves every run.
+//!
+//! A CUDA error (a failed synchronization, or one cudarc recorded while
+//! the calls were queued) is not any one kernel's: it is reported at the
+//! first call queued since the last settle, with the driver's words,
+//! where waiting for each call would report it at the call that met it.
 
 use super::{CudaDevice, execute::failed};
 use crate::Error;
 use cudarc::driver::PinnedHostSlice;
 use jitc_compiler::KernelStatus;
 
-/// Records per chunk: 16 KiB.
-const CHUNK_RECORDS: usize = 1024;
+/// Records per chunk (16 KiB): as many as the plan queues before it
+/// settles, so one chunk serves every run.
+const CHUNK_RECORDS: usize = crate::host::SETTLE_AFTER;
 
 /// The `i64` words of one record.
 const RECORD_WORDS: usize = std::mem::size_of::<KernelStatus>() / std::mem::size_of::<i64>();
@@ -47,7 +54,8 @@ pub(super) struct Records {
 }
 
 impl Records {
-    /// The device address of record `number`, making its chunk first if
+    /// The device address of record `number`, zeroed (whatever a run that
+    /// stopped on a CUDA error left in it), making its chunk first if
     /// needed.
     pub(super) fn address(&mut self, device: &CudaDevice, number: usize) -> Result<u64, Error> {
         let chunk = number / CHUNK_RECORDS;
@@ -55,8 +63,10 @@ impl Records {
             self.chunks
                 .push(device.mapped_words(CHUNK_RECORDS * RECORD_WORDS)?);
         }
-        let offset = (number % CHUNK_RECORDS * RECORD_WORDS * std::mem::size_of::<i64>()) as u64;
-        Ok(self.chunks[chunk].1 + offset)
+        let start = number % CHUNK_RECORDS * RECORD_WORDS;
+        let (host, address) = &mut self.chunks[chunk];
+        host.as_mut_slice().map_err(failed("page-locked copy"))?[start..start + RECORD_WORDS].fill(0);
+        Ok(*address + (start * std::mem::size_of::<i64>()) as u64)
     }
 
     /// Record `number`, once the compute stream has been waited for.

@@ -252,6 +252,8 @@ pub struct CudaModule {
     deferred: std::cell::Cell<bool>,
     /// The status records of kernel calls queued that way.
     records: RefCell<deferred::Records>,
+    /// Synchronizations of host plans' kernel calls ([`Self::host_plan_waits`]).
+    waits: std::cell::Cell<u64>,
 }
 
 /// Host tensors and their copies on the device, both ways: by the address
@@ -356,7 +358,16 @@ impl CudaModule {
             constants: RefCell::new(Copies::default()),
             deferred: std::cell::Cell::new(false),
             records: RefCell::new(deferred::Records::default()),
+            waits: std::cell::Cell::new(0),
         })
+    }
+
+    /// How often host plans run with their values on the GPU
+    /// ([`Schedule::Host`]) have waited for their kernel calls since the
+    /// module was compiled: once per kernel call, or, with
+    /// [`Self::set_deferred_checks`], once per settle of the calls queued.
+    pub fn host_plan_waits(&self) -> u64 {
+        self.waits.get()
     }
 
     /// With `on`, a function run as a host plan with its values on the GPU
@@ -481,6 +492,10 @@ impl CudaModule {
             let plan = self.host_plan(module, name);
             if let Ok(host_plan) = &*plan {
                 let args = args.into_iter().map(DeviceValue::Host).collect();
+                if self.deferred.get() {
+                    // Not timed (`set_timing`).
+                    self.gpu_time.set(None);
+                }
                 let on_device = OnDevice {
                     module: self,
                     copies: RefCell::new(Copies::default()),
@@ -743,13 +758,14 @@ impl OnDevice<'_> {
                 .records
                 .borrow_mut()
                 .address(&module.device, queued.len())?;
-            // Counted before it is launched: a launch that fails after a
-            // kernel of it went (a fill) still has its record read and
-            // zeroed.
             queued.push(name.to_owned());
             status
         };
-        let outputs = module.queue(name, loaded, &inputs, status)?;
+        let outputs = module.queue(name, loaded, &inputs, status).inspect_err(|_| {
+            // As a device plan does, a launch that fails returns its error
+            // without reading its record (the next use zeroes it).
+            self.queued.borrow_mut().pop();
+        })?;
         Ok(outputs
             .into_iter()
             .map(|output| DeviceValue::Device(Arc::new(output)))
@@ -764,6 +780,7 @@ impl OnDevice<'_> {
             return Ok(());
         }
         let module = self.module;
+        module.waits.set(module.waits.get() + 1);
         // A CUDA error is not a kernel's: it is put on the first queued.
         let device = &module.device;
         device
@@ -812,6 +829,7 @@ impl Kernels for OnDevice<'_> {
         if self.module.deferred.get() {
             return Some(self.queue(name, &args).map_err(|e| kernel_failure(name, e)));
         }
+        self.module.waits.set(self.module.waits.get() + 1);
         Some(
             self.module
                 .launch_one(name, args, false)?
@@ -824,7 +842,14 @@ impl Kernels for OnDevice<'_> {
     }
 
     fn made_on_host(&self, value: &DeviceValue) -> bool {
-        matches!(value, DeviceValue::Host(_))
+        match value {
+            DeviceValue::Host(_) => true,
+            // Uploaded by this run or as a constant: no kernel made it.
+            DeviceValue::Device(tensor) => {
+                self.copies.borrow().host(tensor).is_some()
+                    || self.module.constants.borrow().host(tensor).is_some()
+            }
+        }
     }
 
     fn settle(&self) -> Result<(), (usize, jitc_compiler::KernelFailure)> {
