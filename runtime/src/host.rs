@@ -50,8 +50,9 @@
 //! ([`Kernels::defers`]: the GPU with deferred checks). The plan then
 //! keeps the call sites of the kernels queued and settles them
 //! ([`Kernels::settle`]) before host code reads a value a kernel made,
-//! after every [`SETTLE_AFTER`] calls, and when the run ends, whether it
-//! succeeded or not: the first queued
+//! after every [`SETTLE_AFTER`] calls, at the end of a loop iteration that
+//! queued none, and when the run ends, whether it succeeded or not: the
+//! first queued
 //! kernel that failed fails the run at its own call site, ahead of any
 //! error, failed guard or missing state that came after it, so the run
 //! fails as it would have had each kernel been waited for.
@@ -581,9 +582,24 @@ struct Run<'s, 'p, V> {
     /// The kernel calls queued and not yet settled, where the kernels
     /// defer ([`Kernels::defers`]): each kernel's name and call site.
     queued: Vec<(&'p str, &'p Site)>,
+    /// Kernel calls queued in the whole run.
+    launched: usize,
 }
 
 impl<V> Run<'_, '_, V> {
+    /// At the end of a loop iteration that queued no kernel call, given
+    /// the count of calls before it: settles what earlier code queued, so
+    /// a loop of host code alone after a kernel that failed (which may not
+    /// end, steered by host values) does not run on where waiting for each
+    /// call would have stopped at the kernel. An iteration that queued
+    /// calls (a loop of kernels) does not wait.
+    fn settle_if_idle<K: Kernels + ?Sized>(&mut self, kernels: &K, launched: usize) -> Result<(), Stop> {
+        if self.launched == launched {
+            self.settle(kernels)?;
+        }
+        Ok(())
+    }
+
     /// Waits for the kernel calls queued so far ([`Kernels::settle`]); the
     /// first that failed fails the run, at its own call site.
     fn settle<K: Kernels + ?Sized>(&mut self, kernels: &K) -> Result<(), Stop> {
@@ -844,6 +860,7 @@ impl HostPlan {
             depth: 0,
             profile,
             queued: Vec::new(),
+            launched: 0,
         };
         // A kernel queued before the run stopped failed first: its failure
         // is the run's.
@@ -1015,6 +1032,7 @@ impl HostPlan {
                         })
                     })?;
                 if kernels.defers() {
+                    run.launched += 1;
                     run.queued.push((name, site));
                     if run.queued.len() >= SETTLE_AFTER {
                         run.settle(kernels)?;
@@ -1056,10 +1074,12 @@ impl HostPlan {
                     let mut values = Vec::with_capacity(carried.len() + 1);
                     values.push(kernels.hold(lower.clone_as_index(iv)));
                     values.extend(carried);
+                    let launched = run.launched;
                     carried = match self.block(run, kernels, frame, body, values)? {
                         Flow::Yield(values) => values,
                         _ => return Err(site.error("body does not end in scf.yield").into()),
                     };
+                    run.settle_if_idle(kernels, launched)?;
                     iv = iv
                         .checked_add(step)
                         .ok_or_else(|| site.error("induction variable overflows"))?;
@@ -1113,6 +1133,7 @@ impl HostPlan {
                 let mut values = args(frame, inits);
                 let mut trips = 0;
                 loop {
+                    let launched = run.launched;
                     let (go, forwarded) = match self.block(run, kernels, frame, before, values)? {
                         Flow::Condition(go, forwarded) => (go, forwarded),
                         _ => return Err(site.error("'before' region does not end in scf.condition").into()),
@@ -1129,6 +1150,7 @@ impl HostPlan {
                         Flow::Yield(values) => values,
                         _ => return Err(site.error("'after' region does not end in scf.yield").into()),
                     };
+                    run.settle_if_idle(kernels, launched)?;
                 }
             }
             Op::Guard {

@@ -62,6 +62,9 @@ struct Device<'m> {
     queued: RefCell<Vec<Option<jitc_compiler::KernelFailure>>>,
     /// Settles that found kernels queued.
     settles: Cell<usize>,
+    /// Host reads made while a failed kernel was queued: how far host code
+    /// ran on past it.
+    reads_past_failure: Cell<usize>,
     /// The launch (counted from 1) that fails whatever its inputs, as a
     /// kernel that divides by zero would.
     fail_at: Option<usize>,
@@ -79,6 +82,7 @@ impl<'m> Device<'m> {
             deferred: false,
             queued: RefCell::new(Vec::new()),
             settles: Cell::new(0),
+            reads_past_failure: Cell::new(0),
             fail_at: None,
         }
     }
@@ -149,7 +153,8 @@ impl Kernels for Device<'_> {
     fn made_on_host(&self, value: &Held) -> bool {
         match value {
             Held::Host(_) => true,
-            // Uploaded (or already brought back): as `OnDevice` does.
+            // Uploaded, a constant, or already brought back: as
+            // `OnDevice` does.
             Held::Device(Value::Tensor(tensor)) => self
                 .uploaded
                 .borrow()
@@ -172,14 +177,23 @@ impl Kernels for Device<'_> {
     }
 
     fn constant(&self, value: &Value) -> Result<Held, String> {
-        // Uploaded once per module on the GPU: not counted.
+        // Uploaded once per module on the GPU: not counted, and kept on
+        // both sides (reading it back costs nothing).
         Ok(match value {
-            Value::Tensor(_) => Held::Device(value.clone()),
+            Value::Tensor(tensor) => {
+                self.uploaded
+                    .borrow_mut()
+                    .insert(Arc::as_ptr(tensor) as usize, Arc::clone(tensor));
+                Held::Device(value.clone())
+            }
             _ => Held::Host(value.clone()),
         })
     }
 
     fn to_host(&self, value: &Held) -> Result<Value, String> {
+        if self.queued.borrow().iter().any(Option::is_some) {
+            self.reads_past_failure.set(self.reads_past_failure.get() + 1);
+        }
         Ok(match value {
             // A bug of the plan, not an error of the run: on a GPU it
             // would steer host code by unspecified values.
@@ -514,6 +528,51 @@ fn deferred_checks_put_a_failed_kernel_before_later_errors() {
 }
 
 #[test]
+fn deferred_checks_stop_a_host_loop_after_a_failed_kernel() {
+    // The kernel fails; a loop of host code alone follows, steered by host
+    // values. Waiting for the kernel, the run stops before the loop;
+    // queued, it settles at the end of the loop's first iteration, not
+    // after all of them.
+    let source = r#"func.func @main(%x: tensor<4xf32>, %n: index) -> tensor<4xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %e = "meta.unary"(%x) {kind = "exp"} : (tensor<4xf32>) -> tensor<4xf32>
+  %k = scf.while (%i = %c0) : (index) -> index {
+    %go = arith.cmpi slt, %i, %n : index
+    scf.condition(%go) %i : index
+  } do {
+  ^bb0(%j: index):
+    %next = arith.addi %j, %c1 : index
+    scf.yield %next : index
+  }
+  return %e : tensor<4xf32>
+}"#;
+    let context = new_context().unwrap();
+    let (module, cpu) = compiled(&context, source);
+    let args = vec![Value::tensor(random(&[4], 1)), Value::Index(1000)];
+    let device = Device {
+        fail_at: Some(1),
+        ..Device::deferred(&cpu)
+    };
+    let plan = cpu.plan(&module, "main");
+    let plan = plan.as_ref().as_ref().expect("a host plan");
+    let got = plan.run_to_host(
+        &device,
+        args.into_iter().map(Held::Host).collect(),
+        &mut StateStore::new(),
+    );
+    match got {
+        Err(Stop::Failed(error)) => assert!(error.to_string().contains("injected failure"), "{error}"),
+        Err(Stop::Interpret) => panic!("a kernel declined a call"),
+        Ok(_) => panic!("the failed kernel was not reported"),
+    }
+    // One iteration's reads (the comparison's two operands, the
+    // condition, the increment's two operands), not 1,000 iterations'.
+    let reads = device.reads_past_failure.get();
+    assert!(reads <= 5, "host code read {reads} values past the failed kernel");
+}
+
+#[test]
 fn deferred_checks_settle_once_for_a_loop_of_kernels() {
     // IndRNN and the RNN read nothing on the host inside their loops: one
     // settle at the end of the run, however many kernels were queued, and
@@ -558,7 +617,9 @@ fn deferred_checks_settle_once_for_a_loop_of_kernels() {
   return %h : tensor<4xf32>
 }"#;
     let (module, cpu) = compiled(&context, source);
-    let calls = 2 * crate::host::SETTLE_AFTER + 5;
+    // One more than `SETTLE_AFTER`: a settle when the queue reaches it,
+    // one at the end.
+    let calls = crate::host::SETTLE_AFTER + 1;
     let args = vec![Value::tensor(random(&[4], 1)), Value::Index(calls as i64)];
     let expected = cpu
         .run(&module, "main", args.clone(), &mut StateStore::new())
@@ -575,7 +636,7 @@ fn deferred_checks_settle_once_for_a_loop_of_kernels() {
         .unwrap_or_else(|_| panic!("the loop failed"));
     assert!(Match::Identical.values(&expected, &got));
     assert_eq!(device.launches.get(), calls);
-    assert_eq!(device.settles.get(), 3);
+    assert_eq!(device.settles.get(), 2);
 }
 
 /// Random host programs through [`Device`] (`deferred`: queuing its

@@ -7,8 +7,10 @@
 //! outputs are allocated on the compute stream and returned at once, and
 //! its status record is one of [`Records`], numbered in the order the
 //! calls were queued. The host plan settles (`crate::host`,
-//! `Kernels::settle`) before host code reads a value (a condition, a loop
-//! bound, a state write, a result) and when the run ends, either way:
+//! `Kernels::settle`) before host code reads a value a kernel made (a
+//! condition, a loop bound, a state write, a result), after every
+//! `SETTLE_AFTER` calls, at the end of a loop iteration that queued none,
+//! and when the run ends, either way:
 //! one synchronization of the compute stream, then the records in queue
 //! order, so the first call that failed is the one reported, at its own
 //! call site, with the words the synchronous path uses.
@@ -65,7 +67,17 @@ impl Records {
         }
         let start = number % CHUNK_RECORDS * RECORD_WORDS;
         let (host, address) = &mut self.chunks[chunk];
-        host.as_mut_slice().map_err(failed("page-locked copy"))?[start..start + RECORD_WORDS].fill(0);
+        // Kernels queued earlier may be writing their own records in this
+        // chunk: no reference to the chunk is made, only these words are
+        // written.
+        let words = host.as_mut_ptr().map_err(failed("page-locked copy"))?;
+        for word in start..start + RECORD_WORDS {
+            // SAFETY: `word` is inside the chunk (`start` is a record of
+            // it), which lives as long as `self`; no kernel has this
+            // record's address (it is being handed out, and the compute
+            // stream has been waited for since it was last used).
+            unsafe { words.add(word).write_volatile(0) };
+        }
         Ok(*address + (start * std::mem::size_of::<i64>()) as u64)
     }
 

@@ -763,8 +763,11 @@ impl OnDevice<'_> {
         };
         let outputs = module.queue(name, loaded, &inputs, status).inspect_err(|_| {
             // As a device plan does, a launch that fails returns its error
-            // without reading its record (the next use zeroes it).
+            // without reading its record. A kernel of it may have gone (a
+            // fill), so the stream is waited for before the record can be
+            // handed out again.
             self.queued.borrow_mut().pop();
+            let _ = module.device.compute.synchronize();
         })?;
         Ok(outputs
             .into_iter()
@@ -829,12 +832,9 @@ impl Kernels for OnDevice<'_> {
         if self.module.deferred.get() {
             return Some(self.queue(name, &args).map_err(|e| kernel_failure(name, e)));
         }
+        let launched = self.module.launch_one(name, args, false)?;
         self.module.waits.set(self.module.waits.get() + 1);
-        Some(
-            self.module
-                .launch_one(name, args, false)?
-                .map_err(|e| kernel_failure(name, e)),
-        )
+        Some(launched.map_err(|e| kernel_failure(name, e)))
     }
 
     fn defers(&self) -> bool {
