@@ -2,7 +2,10 @@
 //! over large tensors reuses buffers within one call: a kernel writes its
 //! result into an argument that dies at the call, when nothing else holds
 //! it, and the pool hands other dead values to the next kernel's results.
-//! (Its own test binary: the buffer pool's counters are process-wide.)
+//! (Its own test binary: the buffer pool and its counters are
+//! process-wide, so its tests also take [`POOL`] in turn: a test that
+//! returned buffers to the pool while another counted would change the
+//! count.)
 
 use jitc_compiler::{DiagnosticCollector, new_context, parse_module};
 use jitc_interp::{
@@ -10,9 +13,19 @@ use jitc_interp::{
     storage::{clear_pool, pool_stats},
 };
 use jitc_runtime::CpuModule;
+use std::sync::{Mutex, MutexGuard};
+
+/// Held by each test for its whole run (see the module doc).
+static POOL: Mutex<()> = Mutex::new(());
+
+/// [`POOL`], even after a test that held it failed.
+fn pool() -> MutexGuard<'static, ()> {
+    POOL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 #[test]
 fn a_dead_intermediate_is_reused_within_the_call() {
+    let _pool = pool();
     // Three kernels ({a}, {b, c}, {d, e}: a reindex never fuses with its
     // producer), over 1 MiB tensors, the pool's sizes.
     let t = "tensor<256x1024xf32>";
@@ -66,6 +79,7 @@ const NEGATE: &str = r#"func.func @main(%x: tensor<256x1024xf32>) -> tensor<256x
 
 #[test]
 fn a_kernel_writes_its_result_into_an_argument_that_dies() {
+    let _pool = pool();
     let context = new_context().unwrap();
     let mut module = parse_module(&context, NEGATE).unwrap();
     let compiled = CpuModule::compile(&context, &mut module).unwrap();
@@ -87,6 +101,7 @@ fn a_kernel_writes_its_result_into_an_argument_that_dies() {
 
 #[test]
 fn an_argument_the_caller_still_holds_is_never_written() {
+    let _pool = pool();
     let context = new_context().unwrap();
     let mut module = parse_module(&context, NEGATE).unwrap();
     let compiled = CpuModule::compile(&context, &mut module).unwrap();
