@@ -41,6 +41,38 @@ use jitc_test_support::{
     sweep,
 };
 
+/// `@main` dividing its first argument by its second, element by element.
+const DIVIDE: &str = r#"func.func @main(%x: tensor<4xi32>, %y: tensor<4xi32>) -> tensor<4xi32> {
+  %q = "meta.binary"(%x, %y) {kind = "div"} : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  return %q : tensor<4xi32>
+}"#;
+
+/// `@looped` dividing its first argument by its second `%n` times.
+const LOOPED: &str = r#"func.func @looped(%x: tensor<4xi32>, %y: tensor<4xi32>, %n: index) -> tensor<4xi32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%a = %x) -> (tensor<4xi32>) {
+    %q = "meta.binary"(%a, %y) {kind = "div"} : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+    scf.yield %q : tensor<4xi32>
+  }
+  return %r : tensor<4xi32>
+}"#;
+
+/// Example `name` parsed and optimized as the CLI optimizes it.
+fn optimized_example<'c>(context: &'c melior::Context, name: &str) -> Result<melior::ir::Module<'c>, String> {
+    let collector = DiagnosticCollector::attach(context);
+    let mut module =
+        parse_module(context, &example(name)).ok_or_else(|| format!("{:?}", collector.take()))?;
+    optimize(
+        context,
+        &mut module,
+        &Pipeline::default(),
+        &OptimizeOptions::default(),
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(module)
+}
+
 /// Exact math on the GPU calls libdevice, not the interpreter's libm: 4
 /// ulps ([`Match::Ulps4`]); fast math as on the CPU.
 fn gpu_tolerance(math: MathMode) -> Match {
@@ -53,17 +85,8 @@ fn gpu_tolerance(math: MathMode) -> Match {
 /// Runs example `name` on `shapes` of random inputs on the GPU (bounds
 /// checked or not) and in the interpreter; `Err` describes a difference.
 fn check(name: &str, shapes: &[&[usize]], math: MathMode, check_bounds: bool) -> Result<(), String> {
-    let source = example(name);
     let context = new_context().map_err(|e| e.to_string())?;
-    let collector = DiagnosticCollector::attach(&context);
-    let mut module = parse_module(&context, &source).ok_or_else(|| format!("{:?}", collector.take()))?;
-    optimize(
-        &context,
-        &mut module,
-        &Pipeline::default(),
-        &OptimizeOptions::default(),
-    )
-    .map_err(|e| e.to_string())?;
+    let mut module = optimized_example(&context, name)?;
     let inputs = random_inputs(shapes, 7);
     let args = || inputs.iter().cloned().map(Value::tensor).collect::<Vec<_>>();
     let mut state = StateStore::new();
@@ -143,22 +166,10 @@ fn check(name: &str, shapes: &[&[usize]], math: MathMode, check_bounds: bool) ->
 /// them (the status records are reused), a timed call, and a wrong
 /// argument.
 fn errors() -> Result<(), String> {
-    let source = r#"func.func @main(%x: tensor<4xi32>, %y: tensor<4xi32>) -> tensor<4xi32> {
-  %q = "meta.binary"(%x, %y) {kind = "div"} : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
-  return %q : tensor<4xi32>
-}
-func.func @looped(%x: tensor<4xi32>, %y: tensor<4xi32>, %n: index) -> tensor<4xi32> {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %r = scf.for %i = %c0 to %n step %c1 iter_args(%a = %x) -> (tensor<4xi32>) {
-    %q = "meta.binary"(%a, %y) {kind = "div"} : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
-    scf.yield %q : tensor<4xi32>
-  }
-  return %r : tensor<4xi32>
-}"#;
+    let source = format!("{DIVIDE}\n{LOOPED}");
     let context = new_context().map_err(|e| e.to_string())?;
     let collector = DiagnosticCollector::attach(&context);
-    let mut module = parse_module(&context, source).ok_or_else(|| format!("{:?}", collector.take()))?;
+    let mut module = parse_module(&context, &source).ok_or_else(|| format!("{:?}", collector.take()))?;
     let compiled =
         CudaModule::compile(&context, &mut module, &GpuOptions::default()).map_err(|e| e.to_string())?;
     let x = Value::tensor(Tensor::parse_literal("4xi32=8 6 4 2").map_err(|e| e.to_string())?);
@@ -229,16 +240,7 @@ fn deferred_checks() -> Result<(), String> {
     ];
     for (name, shapes) in runs {
         let context = new_context().map_err(|e| e.to_string())?;
-        let collector = DiagnosticCollector::attach(&context);
-        let mut module =
-            parse_module(&context, &example(name)).ok_or_else(|| format!("{:?}", collector.take()))?;
-        optimize(
-            &context,
-            &mut module,
-            &Pipeline::default(),
-            &OptimizeOptions::default(),
-        )
-        .map_err(|e| e.to_string())?;
+        let mut module = optimized_example(&context, name)?;
         let inputs = random_inputs(shapes, 5);
         let compiled =
             CudaModule::compile(&context, &mut module, &GpuOptions::default()).map_err(|e| e.to_string())?;
@@ -281,22 +283,13 @@ fn deferred_checks() -> Result<(), String> {
             ));
         }
     }
-    let source = r#"func.func @first(%x: tensor<4xi32>, %y: tensor<4xi32>) -> tensor<4xi32> {
-  %q = "meta.binary"(%x, %y) {kind = "div"} : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
-  return %q : tensor<4xi32>
-}
+    let source = DIVIDE.replace("@main", "@first")
+        + "\n"
+        + LOOPED
+        + r#"
 func.func @second(%x: tensor<4xi32>, %y: tensor<4xi32>) -> tensor<4xi32> {
   %q = "meta.binary"(%y, %x) {kind = "mod"} : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
   return %q : tensor<4xi32>
-}
-func.func @looped(%x: tensor<4xi32>, %y: tensor<4xi32>, %n: index) -> tensor<4xi32> {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %r = scf.for %i = %c0 to %n step %c1 iter_args(%a = %x) -> (tensor<4xi32>) {
-    %q = "meta.binary"(%a, %y) {kind = "div"} : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
-    scf.yield %q : tensor<4xi32>
-  }
-  return %r : tensor<4xi32>
 }
 func.func @both(%x: tensor<4xi32>, %y: tensor<4xi32>, %n: index) -> tensor<4xi32> {
   %c0 = arith.constant 0 : index
@@ -323,7 +316,7 @@ func.func @stateful(%x: tensor<4xi32>, %y: tensor<4xi32>) -> tensor<4xi32> {
 }"#;
     let context = new_context().map_err(|e| e.to_string())?;
     let collector = DiagnosticCollector::attach(&context);
-    let mut module = parse_module(&context, source).ok_or_else(|| format!("{:?}", collector.take()))?;
+    let mut module = parse_module(&context, &source).ok_or_else(|| format!("{:?}", collector.take()))?;
     let compiled =
         CudaModule::compile(&context, &mut module, &GpuOptions::default()).map_err(|e| e.to_string())?;
     let tensor = |literal: &str| {

@@ -448,16 +448,7 @@ fn deferred_checks_report_the_failed_kernel_where_waiting_would() {
         let (module, cpu) = compiled(&context, &source);
         let mut rng = Rng(seed + 1000);
         for run in 0..5u64 {
-            let mut state = StateStore::new();
-            if rng.below(8) != 0 {
-                state.insert("acc", random(&[4], seed * 17 + run));
-            }
-            let length = rng.below(4);
-            let args = vec![
-                Value::tensor(random(&[4], seed * 31 + run)),
-                Value::Index(rng.below(4) as i64),
-                Value::tensor(random(&[length, 4], seed * 13 + run)),
-            ];
+            let (mut state, args) = random_run(&mut rng, seed, run);
             let (_, [_, _, launches]) = on_device(&cpu, &module, args.clone(), &mut state.clone());
             if launches == 0 {
                 continue;
@@ -639,6 +630,23 @@ fn deferred_checks_settle_once_for_a_loop_of_kernels() {
     assert_eq!(device.settles.get(), 2);
 }
 
+/// The state and arguments of run `run` of the random host program of
+/// `seed` (`random_host_program`'s `@main(%x, %n, %xs)`, reading `acc`,
+/// sometimes missing).
+fn random_run(rng: &mut Rng, seed: u64, run: u64) -> (StateStore, Vec<Value>) {
+    let mut state = StateStore::new();
+    if rng.below(8) != 0 {
+        state.insert("acc", random(&[4], seed * 17 + run));
+    }
+    let length = rng.below(4);
+    let args = vec![
+        Value::tensor(random(&[4], seed * 31 + run)),
+        Value::Index(rng.below(4) as i64),
+        Value::tensor(random(&[length, 4], seed * 13 + run)),
+    ];
+    (state, args)
+}
+
 /// Random host programs through [`Device`] (`deferred`: queuing its
 /// kernels) against the CPU's own host plan.
 fn random_programs(deferred: bool) {
@@ -649,16 +657,7 @@ fn random_programs(deferred: bool) {
         let (module, cpu) = compiled(&context, &source);
         let mut rng = Rng(seed);
         for run in 0..5u64 {
-            let mut state = StateStore::new();
-            if rng.below(8) != 0 {
-                state.insert("acc", random(&[4], seed * 17 + run));
-            }
-            let length = rng.below(4);
-            let args = vec![
-                Value::tensor(random(&[4], seed * 31 + run)),
-                Value::Index(rng.below(4) as i64),
-                Value::tensor(random(&[length, 4], seed * 13 + run)),
-            ];
+            let (mut state, args) = random_run(&mut rng, seed, run);
             let mut expected_state = state.clone();
             let expected = cpu
                 .run(&module, "main", args.clone(), &mut expected_state)
