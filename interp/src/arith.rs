@@ -275,7 +275,22 @@ impl ArithOp {
                 let (value, width) = integer(arg(0)?)?;
                 from_integer(unsigned(value, width) as i64)?
             }
-            "sitofp" | "uitofp" | "extf" | "truncf" | "fptosi" | "fptoui" => {
+            "fptoui" => {
+                // Truncated toward zero and saturated at the unsigned
+                // limits (NaN gives 0), then read as the signless integer
+                // of that width: 2^31 as i32 is the bits of -2^31.
+                let x = match arg(0)? {
+                    Value::Scalar(s) => s.as_f64(),
+                    other => return Err(format!("expected a float, got {other}")),
+                };
+                Value::Scalar(match self.result {
+                    ValueType::Scalar(ElementType::I32) => Scalar::I32(x as u32 as i32),
+                    ValueType::Scalar(ElementType::I64) => Scalar::I64(x as u64 as i64),
+                    ValueType::Scalar(ElementType::I1) => Scalar::I1(x >= 1.0),
+                    _ => return Err("result must be an integer scalar".into()),
+                })
+            }
+            "sitofp" | "uitofp" | "extf" | "truncf" | "fptosi" => {
                 let ValueType::Scalar(to) = self.result else {
                     return Err("result must be a scalar".into());
                 };

@@ -43,7 +43,7 @@ import numpy as _np
 
 from . import _jitc
 from ._jitc import GuardFailed, JitcError
-from ._tracing import _call, _eager_guard, _reads, _tracing
+from ._tracing import _call, _eager_guard, _own_thread, _reads, _tracing
 
 __all__ = [
     "Var", "JitcError", "flags", "fetch", "sync", "stats", "dump",
@@ -77,6 +77,12 @@ def _as_array(data, dtype=None):
         if array.dtype == _np.float64:
             array = array.astype(_np.float32)
         elif array.dtype == _np.int64:
+            info = _np.iinfo(_np.int32)
+            if array.size and (array.min() < info.min or array.max() > info.max):
+                raise OverflowError(
+                    f"{data!r} does not fit int32, jitc's type for Python ints; "
+                    "give dtype=numpy.int64"
+                )
             array = array.astype(_np.int32)
     if array.dtype not in _TO_JITC:
         raise JitcError(
@@ -114,7 +120,7 @@ class Var:
         if isinstance(data, _Number):
             self._v = data._as(dtype if dtype is not None else _NUMBER_DEFAULTS[data._kind])._v
         elif isinstance(data, Var):
-            self._v = data._v
+            self._v = (data if dtype is None else data.astype(dtype))._v
         elif isinstance(data, _jitc.Var):
             self._v = data
         elif _holds_var(data):
@@ -128,15 +134,17 @@ class Var:
     # -- what it is ---------------------------------------------------------
     @property
     def shape(self):
-        return tuple(self._v.shape)
+        with _own_thread:
+            return tuple(self._v.shape)
 
     @property
     def dtype(self):
-        return _TO_NUMPY[self._v.dtype]
+        with _own_thread:
+            return _TO_NUMPY[self._v.dtype]
 
     @property
     def ndim(self):
-        return len(self._v.shape)
+        return len(self.shape)
 
     def __len__(self):
         if not self.shape:
@@ -145,7 +153,8 @@ class Var:
 
     def is_computed(self):
         """Whether the value is known (data, or computed by a fetch)."""
-        return self._v.is_computed()
+        with _own_thread:
+            return self._v.is_computed()
 
     def numpy(self):
         """The value as a new NumPy array, computed first if needed."""
@@ -156,7 +165,8 @@ class Var:
         if _tracing.tracer is not None:
             _reads(what)
         v = self._v
-        return _np.frombuffer(v.fetch_bytes(), dtype=_TO_NUMPY[v.dtype]).reshape(v.shape)
+        with _own_thread:
+            return _np.frombuffer(v.fetch_bytes(), dtype=_TO_NUMPY[v.dtype]).reshape(v.shape)
 
     def item(self):
         return self.numpy().item()
@@ -381,6 +391,8 @@ def _var(x, like=None):
     if _holds_var(x):
         return _nested(x)
     if like is not None and not isinstance(x, _np.ndarray):
+        if _np.asarray(x).dtype.kind not in "biuf":
+            raise TypeError(f"a jitc.Var does not compute with {type(x).__name__} {x!r}")
         return Var(_np.asarray(x, dtype=like.dtype))
     return Var(x)
 
@@ -452,7 +464,8 @@ def fetch(*vars):
     """Computes `vars` together; returns their values as NumPy arrays."""
     vars = [_var(v) for v in vars]
     _reads("jitc.fetch")
-    datas = _jitc.fetch([v._v for v in vars])
+    with _own_thread:
+        datas = _jitc.fetch([v._v for v in vars])
     return [_np.frombuffer(d, dtype=v.dtype).reshape(v.shape) for d, v in zip(datas, vars)]
 
 
@@ -1196,8 +1209,10 @@ def _axes(x, axis):
     for a in axis:
         if not -x.ndim <= a < x.ndim:
             raise JitcError(f"axis {a} is out of range for a rank-{x.ndim} value")
+        if a % x.ndim in axes:
+            raise JitcError(f"axis {a} is given twice")
         axes.append(a % x.ndim)
-    return sorted(set(axes))
+    return sorted(axes)
 
 
 def _reduce(x, op, axis, keepdims):
@@ -1220,19 +1235,32 @@ def sum(x, axis=None, keepdims=False):
     return _reduce(x, "add", axis, keepdims)
 
 
+def _extremum(x, op, axis, keepdims):
+    """`max` or `min`: as NumPy, an error over no elements (there is no
+    identity to give)."""
+    x = _var(x)
+    if any(x.shape[d] == 0 for d in _axes(x, axis)):
+        raise JitcError(f"{op} over an axis of size 0 of a {x.shape} value has no elements to take")
+    return _reduce(x, op, axis, keepdims)
+
+
 def max(x, axis=None, keepdims=False):
-    """The maximum over `axis`."""
-    return _reduce(x, "max", axis, keepdims)
+    """The maximum over `axis` (an error over an axis of size 0)."""
+    return _extremum(x, "max", axis, keepdims)
 
 
 def min(x, axis=None, keepdims=False):
-    """The minimum over `axis`."""
-    return _reduce(x, "min", axis, keepdims)
+    """The minimum over `axis` (an error over an axis of size 0)."""
+    return _extremum(x, "min", axis, keepdims)
 
 
 def mean(x, axis=None, keepdims=False):
-    """The mean over `axis`."""
+    """The mean over `axis`. Integers and booleans are summed as floats, of
+    the type their true division gives (float32, float64 for int64), so the
+    sum does not wrap."""
     x = _var(x)
+    if x.dtype.kind in "biu":
+        x = x.astype(_np.float64 if x.dtype == _np.int64 else _np.float32)
     count = 1
     for d in _axes(x, axis):
         count *= x.shape[d]
@@ -1286,6 +1314,8 @@ def pad(x, pad_width, value=0.0):
     x = _var(x)
     if len(pad_width) != x.ndim:
         raise JitcError(f"pad of a rank-{x.ndim} value needs {x.ndim} (before, after) pairs")
+    if any(int(w) < 0 for pair in pad_width for w in pair):
+        raise JitcError(f"pad widths must not be negative: {pad_width}")
     shape = [n + int(b) + int(a) for n, (b, a) in zip(x.shape, pad_width)]
     indices = [f"i{d} - {int(b)}" for d, (b, _) in enumerate(pad_width)]
     return reindex(x, shape, indices, value)
@@ -1294,6 +1324,10 @@ def pad(x, pad_width, value=0.0):
 def transpose(x, axes=None):
     """`x` with its dimensions permuted (reversed by default)."""
     x = _var(x)
+    if axes is not None:
+        for a in axes:
+            if not -x.ndim <= a < x.ndim:
+                raise JitcError(f"transpose axis {a} is out of range for a rank-{x.ndim} value")
     axes = list(reversed(range(x.ndim))) if axes is None else [a % x.ndim for a in axes]
     if sorted(axes) != list(range(x.ndim)):
         raise JitcError(f"transpose axes {axes} are not a permutation of a rank-{x.ndim} value's")

@@ -231,7 +231,7 @@ from collections import Counter
 import numpy as np
 
 from . import _jitc
-from ._tracing import _eager_guard, _tracing
+from ._tracing import _eager_guard, _own_thread, _tracing
 
 # Names whose use in the code a call runs makes a relaxed number's stand-in
 # (a `jitc.Var`, not an `int` or `float`) distinguishable.
@@ -1896,7 +1896,8 @@ class Function:
         return _Bound(self, obj)
 
     def __call__(self, *args, **kwargs):
-        return self._invoke(self._owner, args, kwargs)
+        with _own_thread:
+            return self._invoke(self._owner, args, kwargs)
 
     def _object_defaults(self, owner, args, kwargs):
         """`kwargs` with the default of each parameter the call leaves out
@@ -3036,7 +3037,8 @@ class _Bound:
         self._owner = owner
 
     def __call__(self, *args, **kwargs):
-        return self._function._invoke(self._owner, args, kwargs)
+        with _own_thread:
+            return self._function._invoke(self._owner, args, kwargs)
 
     def stats(self):
         return self._function.stats()

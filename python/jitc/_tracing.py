@@ -15,9 +15,31 @@ class _Local(threading.local):
 _tracing = _Local()
 
 
+class _OwnThread:
+    """Turns the panic of the native objects (`jitc.Var`'s values, staged
+    graphs), which belong to the thread that made them, into a
+    `JitcError` that says so, where another thread touches one."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, traceback):
+        if error is not None and kind.__name__ == "PanicException" and "unsendable" in str(error):
+            raise _jitc.JitcError(
+                "jitc values (jitc.Var, and the graphs a jitc.function stages) belong to the thread "
+                "that made them; this thread cannot use one (make it here, or compute it there and "
+                "pass the NumPy array)"
+            ) from None
+        return False
+
+
+_own_thread = _OwnThread()
+
+
 def _call(native, *args):
     """`native(*args)`, logged by the active tracer (if any)."""
-    result = native(*args)
+    with _own_thread:
+        result = native(*args)
     tracer = _tracing.tracer
     if tracer is not None:
         tracer.log(native, args, result)

@@ -167,3 +167,39 @@ def test_truth_values_are_those_of_numpy():
     assert not (jitc.Var(np.ones(1, np.float32)) < 0.0)
     with pytest.raises(jitc.JitcError, match="truth value of a jitc.Var of shape \\(3,\\) is ambiguous"):
         bool(jitc.Var(np.ones(3, np.float32)) == 1.0)
+
+
+def test_values_used_from_another_thread_raise_a_jitc_error():
+    # The graph's values belong to the thread that made them: another
+    # thread gets a JitcError that says so (not PyO3's PanicException),
+    # whether it computes with a Var, fetches one or calls a staged
+    # function.
+    import threading
+
+    x = jitc.Var(np.ones(4, np.float32)) * 2.0
+
+    @jitc.function
+    def f(a):
+        return a * 2.0 + 1.0
+
+    for _ in range(4):
+        f(np.ones(3, np.float32))
+    caught = []
+
+    def use(action):
+        try:
+            action()
+        except BaseException as error:  # a PanicException is a BaseException
+            # Not the error itself: its traceback holds the thread's values.
+            caught.append((type(error), str(error)))
+
+    for action in [lambda: x + 1.0, x.numpy, lambda: x.shape, lambda: f(np.ones(3, np.float32))]:
+        thread = threading.Thread(target=use, args=(action,))
+        thread.start()
+        thread.join()
+    assert len(caught) == 4
+    for kind, message in caught:
+        assert kind is jitc.JitcError, (kind, message)
+        assert "belong to the thread that made them" in message
+    # The thread that made them still uses them.
+    np.testing.assert_array_equal((x + 1.0).numpy(), np.full(4, 3.0, np.float32))

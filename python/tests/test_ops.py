@@ -726,3 +726,65 @@ def test_stack_and_concatenate_errors(call, match):
     v = jitc.Var(rand(2, 3))
     with pytest.raises(jitc.JitcError, match=match):
         call(v)
+
+
+def test_the_mean_of_integers_is_taken_in_floats_and_does_not_wrap():
+    # An int32 sum of 1000 x 5e6 wraps; the mean sums in float32 (the type
+    # of int32's true division), int64 in float64.
+    x = jitc.Var(np.full(1000, 5_000_000, np.int32))
+    got = x.mean().numpy()
+    assert got.dtype == np.float32
+    close(got, 5e6, rtol=1e-6)
+    y = jitc.Var(np.array([2**62, 2**62], np.int64))
+    assert y.mean().numpy().dtype == np.float64
+    close(y.mean().numpy(), 2.0**62, rtol=1e-12)
+    b = jitc.Var(np.array([True, False, True, True]))
+    close(jitc.mean(b).numpy(), 0.75)
+
+
+@pytest.mark.parametrize("other", [None, "1", b"1", object()])
+def test_operands_numpy_refuses_are_type_errors(other):
+    x = jitc.Var(np.array([1.0, 2.0], np.float32))
+    with pytest.raises(TypeError, match="a jitc.Var does not compute with"):
+        x + other
+    with pytest.raises(TypeError, match="a jitc.Var does not compute with"):
+        other * x
+
+
+def test_python_ints_that_do_not_fit_int32_are_refused():
+    with pytest.raises(OverflowError, match="does not fit int32, jitc's type for Python ints"):
+        jitc.Var(2**40)
+    with pytest.raises(OverflowError, match="does not fit int32"):
+        jitc.Var([2**33, 1])
+    np.testing.assert_array_equal(jitc.Var([2**31 - 1, -(2**31)]).numpy(), [2**31 - 1, -(2**31)])
+    np.testing.assert_array_equal(jitc.Var([2**40], dtype=np.int64).numpy(), [2**40])
+
+
+def test_a_var_given_a_dtype_is_converted():
+    v = jitc.Var(np.array([1.5, -2.5]))
+    assert jitc.Var(v, dtype=np.int32).dtype == np.int32
+    np.testing.assert_array_equal(jitc.array(v, np.int32).numpy(), [1, -2])
+    assert jitc.Var(v).dtype == np.float64
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: jitc.max(rand(0, 3), axis=0), "max over an axis of size 0"),
+        (lambda: jitc.min(rand(2, 0), axis=1), "min over an axis of size 0"),
+        (lambda: jitc.max(rand(0, 3)), "max over an axis of size 0"),
+        (lambda: jitc.sum(rand(2, 3), axis=(0, 0)), "axis 0 is given twice"),
+        (lambda: jitc.mean(rand(2, 3), axis=(1, -1)), "axis -1 is given twice"),
+        (lambda: jitc.Var(rand(2, 3, 4)).transpose(5, 0, 1), "transpose axis 5 is out of range"),
+        (lambda: jitc.pad(rand(3), [(-1, 0)]), "pad widths must not be negative"),
+    ],
+)
+def test_reductions_and_shapes_numpy_refuses_are_errors(call, match):
+    with pytest.raises(jitc.JitcError, match=match):
+        call()
+
+
+def test_max_over_a_nonempty_axis_of_an_empty_value_is_empty():
+    # Only the reduced axes must have elements, as in NumPy.
+    assert jitc.max(rand(0, 3), axis=1).numpy().shape == (0,)
+    close(jitc.sum(rand(0, 3), axis=0).numpy(), np.zeros(3))

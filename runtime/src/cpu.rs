@@ -59,19 +59,40 @@ static THREAD_COUNT: OnceLock<usize> = OnceLock::new();
 /// Sets [`thread_count`] for the rest of the process, before anything
 /// has asked for it; `Err` holds the count already in force.
 pub fn set_thread_count(threads: usize) -> Result<(), usize> {
-    let threads = threads.max(1);
+    let threads = threads.clamp(1, MAX_THREADS);
     THREAD_COUNT.set(threads).map_err(|_| thread_count())
 }
 
-/// Threads a kernel's outermost loop is split across: `JITC_NUM_THREADS`,
-/// or every core. Read once per process: every kernel call asks, and
-/// counting the cores reads cgroup files (tens of microseconds).
+/// The most threads [`thread_count`] gives: more would be mostly stacks
+/// (30,000 exhausted a 24 GiB machine's memory).
+pub const MAX_THREADS: usize = 1024;
+
+/// `JITC_NUM_THREADS` as [`thread_count`] reads it: `Ok(None)` when it is
+/// not set, the count (at most [`MAX_THREADS`]) when it is a positive
+/// integer, and why not otherwise (tools report it; the library then uses
+/// every core).
+pub fn configured_thread_count() -> Result<Option<usize>, String> {
+    let Some(value) = std::env::var_os("JITC_NUM_THREADS") else {
+        return Ok(None);
+    };
+    let text = value.to_string_lossy();
+    match text.trim().parse::<usize>() {
+        Ok(n) if n > 0 => Ok(Some(n.min(MAX_THREADS))),
+        _ => Err(format!(
+            "JITC_NUM_THREADS must be a positive integer (threads, at most {MAX_THREADS} are used), not '{text}'"
+        )),
+    }
+}
+
+/// Threads a kernel's outermost loop is split across: `JITC_NUM_THREADS`
+/// (at most [`MAX_THREADS`]), or every core. Read once per process: every
+/// kernel call asks, and counting the cores reads cgroup files (tens of
+/// microseconds).
 pub fn thread_count() -> usize {
     *THREAD_COUNT.get_or_init(|| {
-        std::env::var("JITC_NUM_THREADS")
+        configured_thread_count()
             .ok()
-            .and_then(|n| n.parse::<usize>().ok())
-            .filter(|&n| n > 0)
+            .flatten()
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
     })
 }

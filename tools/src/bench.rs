@@ -76,6 +76,15 @@ fn milliseconds(duration: Duration) -> f64 {
 }
 
 fn bench(context: &Context, args: &BenchArgs) -> Result<(), String> {
+    let calls = usize::try_from(args.repetitions)
+        .ok()
+        .and_then(|timed| timed.checked_add(args.warmup))
+        .ok_or_else(|| {
+            format!(
+                "--warmup {} and --repetitions {} are more calls than can be counted",
+                args.warmup, args.repetitions
+            )
+        })?;
     let common = &args.program;
     let cache = CompileCache::new(context);
     let program = Program::load_with(context, Some(&cache), common, "bench")?;
@@ -112,7 +121,7 @@ fn bench(context: &Context, args: &BenchArgs) -> Result<(), String> {
     };
     let mut samples = Vec::new();
     let mut results = Vec::new();
-    for call in 0..args.warmup + args.repetitions as usize {
+    for call in 0..calls {
         if call == args.warmup
             && let Some(compiled) = timed_kernels
         {

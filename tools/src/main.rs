@@ -59,6 +59,19 @@ fn main() -> ExitCode {
         eprintln!("jitc: error: {message}");
         return ExitCode::FAILURE;
     }
+    match jitc_runtime::cpu::configured_thread_count() {
+        Err(message) => {
+            eprintln!("jitc: error: {message}");
+            return ExitCode::FAILURE;
+        }
+        Ok(Some(threads)) => {
+            let asked = std::env::var("JITC_NUM_THREADS").unwrap_or_default();
+            if asked.trim().parse::<usize>().is_ok_and(|n| n > threads) {
+                eprintln!("jitc: note: JITC_NUM_THREADS is {asked}: kernels use at most {threads} threads");
+            }
+        }
+        Ok(None) => {}
+    }
     let worker = std::thread::Builder::new()
         .name("jitc".into())
         .stack_size(STACK_BYTES)
@@ -89,7 +102,21 @@ fn ignore_file_size_signal() {
 }
 
 fn run() -> ExitCode {
-    let args: Vec<String> = std::env::args().collect();
+    // File names included: a name that is not UTF-8 is refused, in words.
+    let args: Result<Vec<String>, _> = std::env::args_os()
+        .enumerate()
+        .map(|(i, arg)| arg.into_string().map_err(|arg| (i, arg)))
+        .collect();
+    let args = match args {
+        Ok(args) => args,
+        Err((i, arg)) => {
+            eprintln!(
+                "jitc: error: argument {i} ({}) is not valid UTF-8; jitc reads its arguments, file names included, as UTF-8",
+                arg.to_string_lossy()
+            );
+            return ExitCode::FAILURE;
+        }
+    };
     let context = match jitc_compiler::new_context() {
         Ok(context) => context,
         Err(error) => {

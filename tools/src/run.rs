@@ -222,10 +222,13 @@ fn describe(value: &Value) -> String {
     }
 }
 
-fn show(value: &Value, max: usize) -> String {
+/// `value` as printed, or its type and size past `max` elements, with the
+/// flag that saves it (`--output` for a result, `--state-output` for
+/// state).
+fn show(value: &Value, max: usize, save: &str) -> String {
     match value {
         Value::Tensor(t) if t.len() > max => format!(
-            "{} ({} elements, more than --print-max-elements={max}; save it with --output)",
+            "{} ({} elements, more than --print-max-elements={max}; save it with {save})",
             t.type_name(),
             t.len()
         ),
@@ -353,12 +356,19 @@ fn finish(
     files.commit()?;
     let mut text = String::new();
     for (i, value) in results.iter().enumerate() {
-        text += &format!("result[{i}]: {}\n", show(value, args.print_max_elements));
+        text += &format!(
+            "result[{i}]: {}\n",
+            show(value, args.print_max_elements, "--output")
+        );
     }
     for (name, value) in state.iter() {
         text += &format!(
             "state[{name}]: {}\n",
-            show(&Value::tensor(value.clone()), args.print_max_elements)
+            show(
+                &Value::tensor(value.clone()),
+                args.print_max_elements,
+                "--state-output"
+            )
         );
     }
     crate::output::print(&text)

@@ -140,6 +140,95 @@ fn reads_standard_input() {
 }
 
 #[test]
+fn an_argument_that_is_not_utf8_is_refused_in_words() {
+    use std::os::unix::ffi::OsStrExt;
+    let bad = std::ffi::OsStr::from_bytes(b"n\xffu.mlir");
+    for args in [
+        vec![std::ffi::OsStr::new("run"), bad],
+        vec![std::ffi::OsStr::new("opt"), bad],
+        vec![bad],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_jitc"))
+            .args(&args)
+            .output()
+            .expect("jitc runs");
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("(n\u{fffd}u.mlir) is not valid UTF-8; jitc reads its arguments, file names included, as UTF-8"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
+
+#[test]
+fn bench_calls_that_cannot_be_counted_are_refused() {
+    let file = env!("CARGO_MANIFEST_DIR").to_owned() + "/../examples/matmul.mlir";
+    for (warmup, repetitions) in [("2", "18446744073709551615"), ("18446744073709551615", "1")] {
+        let out = jitc(
+            &[
+                "bench",
+                &file,
+                "--input",
+                "4x3xf32=1",
+                "--input",
+                "3x5xf32=1",
+                "--warmup",
+                warmup,
+                "--repetitions",
+                repetitions,
+            ],
+            None,
+        );
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "--warmup {warmup} and --repetitions {repetitions} are more calls than can be counted"
+            )),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn jitc_num_threads_is_checked_and_capped() {
+    let file = env!("CARGO_MANIFEST_DIR").to_owned() + "/../examples/matmul.mlir";
+    let run = |threads: &str| {
+        Command::new(env!("CARGO_BIN_EXE_jitc"))
+            .args(["run", &file, "--input", "4x3xf32=1", "--input", "3x5xf32=1"])
+            .env("JITC_NUM_THREADS", threads)
+            .output()
+            .expect("jitc runs")
+    };
+    for bad in ["abc", "0", "-1", ""] {
+        let out = run(bad);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{bad:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "jitc: error: JITC_NUM_THREADS must be a positive integer (threads, at most 1024 are used), not '{bad}'"
+            )),
+            "{stderr}"
+        );
+    }
+    let out = run("30000");
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("jitc: note: JITC_NUM_THREADS is 30000: kernels use at most 1024 threads"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        text(&out.stdout).contains("4x5xf32=[3 3 3 3 3]"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
 fn usage_errors_exit_1() {
     for args in [
         &["opt", "--no-such-flag"][..],

@@ -395,6 +395,17 @@ pub fn signature(kernel: OperationRef) -> Result<KernelSignature, String> {
         // Over a dynamic domain: element-wise kernels flat (one loop over
         // the elements), the others with their sizes read at run time.
         let flat = legal::flat(kernel).is_ok();
+        let inputs: Vec<Buffer> = (0..function_type.input_count())
+            .map(|i| dynamic(function_type.input(i)))
+            .collect::<Result<_, _>>()?;
+        if flat && !inputs.iter().any(|input| matches!(input, Buffer::Dynamic(..))) {
+            // Its results' shape is the arguments', which the types do not
+            // say: the interpreter runs it (`meta-refine` would give its
+            // results the arguments' static shape).
+            return Err(format!(
+                "@{name} is element-wise with results of dynamic shape but no argument of dynamic shape to size them"
+            ));
+        }
         let (parallel, sizes) = if flat {
             (true, None)
         } else {
@@ -407,9 +418,7 @@ pub fn signature(kernel: OperationRef) -> Result<KernelSignature, String> {
             parallel,
             points: 0,
             accesses: Vec::new(),
-            inputs: (0..function_type.input_count())
-                .map(|i| dynamic(function_type.input(i)))
-                .collect::<Result<_, _>>()?,
+            inputs,
             outputs: (0..function_type.result_count())
                 .map(|i| dynamic(function_type.result(i)))
                 .collect::<Result<_, _>>()?,
