@@ -128,13 +128,20 @@ fn check_shape(reader: &mut impl Read) -> Result<Option<u64>, String> {
         }
     }
     // The same parser npyz uses (`py_literal`), so every header npyz would
-    // accept is understood here too.
+    // accept is understood here too; but first a linear scan of its shape
+    // (`literal_shape`), since that parser backtracks for minutes on some
+    // malformed headers of a few kilobytes (found by the `inputs` fuzz
+    // target), and npyz parses the header with it again.
     let header = String::from_utf8_lossy(&header);
-    let Ok(py_literal::Value::Dict(entries)) = header.trim_end().parse::<py_literal::Value>() else {
+    let malformed = || {
         let shown: String = header.trim_end().chars().take(60).collect();
-        return Err(format!(
-            "has a malformed header: `{shown}` is not the Python dict a .npy header is"
-        ));
+        format!("has a malformed header: `{shown}` is not the Python dict a .npy header is")
+    };
+    if !literal_shape(header.trim_end().as_bytes()) {
+        return Err(malformed());
+    }
+    let Ok(py_literal::Value::Dict(entries)) = header.trim_end().parse::<py_literal::Value>() else {
+        return Err(malformed());
     };
     // Every `'shape'` entry: npyz keeps the last of duplicate keys.
     let shapes = entries.iter().filter_map(|(key, value)| match (key, value) {
@@ -169,6 +176,107 @@ fn check_shape(reader: &mut impl Read) -> Result<Option<u64>, String> {
         }
     }
     Ok(Some((start + length) as u64))
+}
+
+/// Whether `text` has the shape of a Python dict literal a `.npy` header
+/// holds, in one pass: brackets that match (at most
+/// [`MAX_HEADER_NESTING`] deep), quoted strings that end (backslash
+/// escapes), the names `True`, `False` and `None`, runs of number
+/// characters, and `,` and `:` between values. What it accepts may still
+/// be refused by the literal parser (a number that is not one); what it
+/// refuses that parser would refuse too, or NumPy never writes (bytes
+/// past ASCII, floats in exponent form, sets).
+fn literal_shape(text: &[u8]) -> bool {
+    fn skip_space(text: &[u8], at: &mut usize) {
+        while *at < text.len() && text[*at].is_ascii_whitespace() {
+            *at += 1;
+        }
+    }
+    /// A value at `at`; `false` when there is none.
+    fn value(text: &[u8], at: &mut usize, depth: usize) -> bool {
+        skip_space(text, at);
+        let Some(&first) = text.get(*at) else {
+            return false;
+        };
+        match first {
+            b'{' | b'(' | b'[' => {
+                if depth >= MAX_HEADER_NESTING {
+                    return false;
+                }
+                let close = match first {
+                    b'{' => b'}',
+                    b'(' => b')',
+                    _ => b']',
+                };
+                *at += 1;
+                loop {
+                    skip_space(text, at);
+                    if text.get(*at) == Some(&close) {
+                        *at += 1;
+                        return true;
+                    }
+                    if !value(text, at, depth + 1) {
+                        return false;
+                    }
+                    skip_space(text, at);
+                    if first == b'{' {
+                        if text.get(*at) != Some(&b':') {
+                            return false;
+                        }
+                        *at += 1;
+                        if !value(text, at, depth + 1) {
+                            return false;
+                        }
+                        skip_space(text, at);
+                    }
+                    match text.get(*at) {
+                        Some(b',') => *at += 1,
+                        Some(&c) if c == close => {}
+                        _ => return false,
+                    }
+                }
+            }
+            b'\'' | b'"' => {
+                *at += 1;
+                while let Some(&c) = text.get(*at) {
+                    *at += 1;
+                    if c == b'\\' {
+                        *at += 1;
+                    } else if c == first {
+                        return true;
+                    } else if c == b'\n' || !c.is_ascii() {
+                        return false;
+                    }
+                }
+                false
+            }
+            b'0'..=b'9' | b'+' | b'-' | b'.' => {
+                let start = *at;
+                while text
+                    .get(*at)
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'-' | b'.' | b'_'))
+                {
+                    *at += 1;
+                }
+                *at > start
+            }
+            _ => {
+                for name in [&b"True"[..], b"False", b"None"] {
+                    if text[*at..].starts_with(name) {
+                        *at += name.len();
+                        return true;
+                    }
+                }
+                false
+            }
+        }
+    }
+    let mut at = 0;
+    if !value(text, &mut at, 0) {
+        return false;
+    }
+    skip_space(text, &mut at);
+    at == text.len() && text.first() == Some(&b'{')
 }
 
 /// Writes `tensor` in `.npy` format to `out`.
@@ -290,6 +398,13 @@ mod tests {
             error.contains("larger than a 64-bit index can address"),
             "{error}"
         );
+        // Found by the `inputs` fuzz target: a header of 4 KB of which the
+        // literal parser took minutes to say it is not a dict.
+        std::fs::write(&path, include_bytes!("../tests/data/slow-header.npy")).unwrap();
+        let started = std::time::Instant::now();
+        let error = read(&path).unwrap_err();
+        assert!(error.contains("malformed header"), "{error}");
+        assert!(started.elapsed().as_secs() < 5, "took {:?}", started.elapsed());
         // Within 64 bits but past the element limit: the limit's message.
         std::fs::write(&path, header_only("(4294967296, 4)")).unwrap();
         let error = read(&path).unwrap_err();
