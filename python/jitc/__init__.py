@@ -441,6 +441,8 @@ class _Flags:
 
     @threads.setter
     def threads(self, count):
+        if int(count) < 1:
+            raise JitcError(f"flags.threads must be at least 1, not {count}")
         _jitc.set_thread_count(int(count))
 
     @property
@@ -1362,6 +1364,9 @@ def reshape(x, shape):
         raise JitcError(f"cannot reshape {x.shape} ({count} elements) to {tuple(shape)} ({total})")
     if tuple(shape) == x.shape:
         return x
+    if count == 0:
+        # No element to place: a flat position would divide by a size of 0.
+        return reindex(x, shape, ["0"] * x.ndim)
     # The output's flat position, then each input index from it.
     stride, terms = 1, []
     for d in reversed(range(len(shape))):

@@ -203,3 +203,8 @@ def test_values_used_from_another_thread_raise_a_jitc_error():
         assert "belong to the thread that made them" in message
     # The thread that made them still uses them.
     np.testing.assert_array_equal((x + 1.0).numpy(), np.full(4, 3.0, np.float32))
+
+
+def test_a_thread_count_below_one_is_an_error():
+    with pytest.raises(jitc.JitcError, match="flags.threads must be at least 1, not 0"):
+        jitc.flags.threads = 0

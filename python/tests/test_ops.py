@@ -788,3 +788,13 @@ def test_max_over_a_nonempty_axis_of_an_empty_value_is_empty():
     # Only the reduced axes must have elements, as in NumPy.
     assert jitc.max(rand(0, 3), axis=1).numpy().shape == (0,)
     close(jitc.sum(rand(0, 3), axis=0).numpy(), np.zeros(3))
+
+
+@pytest.mark.parametrize(
+    "shape, new",
+    [((0, 3), (3, -1)), ((0, 3), (0, 5)), ((2, 0), (0,)), ((0,), (2, 0, 3)), ((4, 0, 2), (0, 8))],
+)
+def test_values_with_no_elements_reshape_as_numpy_does(shape, new):
+    x = np.zeros(shape, np.float32)
+    got = jitc.Var(x).reshape(new).numpy()
+    assert got.shape == x.reshape(new).shape

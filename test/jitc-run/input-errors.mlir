@@ -20,6 +20,9 @@
 // RUN: not jitc run %s --input "2x3xf32=1 2" --input 3xi32=1 2>&1 | FileCheck %s --check-prefix=LITERAL
 // LITERAL: jitc run: error: input 0 (`2x3xf32=1 2`): `2x3xf32` has 6 elements but 2 values were given
 
+// RUN: not jitc run %s --input index=3 --input 3xi32=1 2>&1 | FileCheck %s --check-prefix=INDEX
+// INDEX: jitc run: error: input 0 (`index=3`): the argument is tensor<2x3xf32>, not an index; give it as a literal such as `2x3xf32=1 2 3 4 5 6` or as `@file.npy`
+
 // RUN: not jitc run %s --function nope 2>&1 | FileCheck %s --check-prefix=FUNCTION
 // FUNCTION: jitc run: error: no function @nope; the module has @main
 

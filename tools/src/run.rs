@@ -195,9 +195,13 @@ fn at_path(text: &str) -> Option<&Path> {
 
 /// Reads `@file.npy` or a literal into a value of type `want`.
 fn read_value(text: &str, want: &ValueType) -> Result<Value, String> {
-    if let ValueType::Index = want
-        && let Some(number) = text.strip_prefix("index=")
-    {
+    if let Some(number) = text.strip_prefix("index=") {
+        if !matches!(want, ValueType::Index) {
+            // The literal's own message would say to write `index=N`.
+            return Err(format!(
+                "the argument is {want}, not an index; give it as a literal such as `2x3xf32=1 2 3 4 5 6` or as `@file.npy`"
+            ));
+        }
         return number
             .trim()
             .parse()
