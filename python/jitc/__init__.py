@@ -1220,6 +1220,9 @@ def _axes(x, axis):
 def _reduce(x, op, axis, keepdims):
     x = _var(x)
     axes = _axes(x, axis)
+    if op in ("max", "min") and any(x.shape[d] == 0 for d in axes):
+        # As NumPy: there is no identity to give over no elements.
+        raise JitcError(f"{op} over an axis of size 0 of a {x.shape} value has no elements to take")
     shape, indices = [], []
     for d, n in enumerate(x.shape):
         if d in axes:
@@ -1237,23 +1240,14 @@ def sum(x, axis=None, keepdims=False):
     return _reduce(x, "add", axis, keepdims)
 
 
-def _extremum(x, op, axis, keepdims):
-    """`max` or `min`: as NumPy, an error over no elements (there is no
-    identity to give)."""
-    x = _var(x)
-    if any(x.shape[d] == 0 for d in _axes(x, axis)):
-        raise JitcError(f"{op} over an axis of size 0 of a {x.shape} value has no elements to take")
-    return _reduce(x, op, axis, keepdims)
-
-
 def max(x, axis=None, keepdims=False):
     """The maximum over `axis` (an error over an axis of size 0)."""
-    return _extremum(x, "max", axis, keepdims)
+    return _reduce(x, "max", axis, keepdims)
 
 
 def min(x, axis=None, keepdims=False):
     """The minimum over `axis` (an error over an axis of size 0)."""
-    return _extremum(x, "min", axis, keepdims)
+    return _reduce(x, "min", axis, keepdims)
 
 
 def mean(x, axis=None, keepdims=False):

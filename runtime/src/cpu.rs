@@ -68,16 +68,16 @@ pub fn set_thread_count(threads: usize) -> Result<(), usize> {
 pub const MAX_THREADS: usize = 1024;
 
 /// `JITC_NUM_THREADS` as [`thread_count`] reads it: `Ok(None)` when it is
-/// not set, the count (at most [`MAX_THREADS`]) when it is a positive
-/// integer, and why not otherwise (tools report it; the library then uses
-/// every core).
+/// not set, the count asked for when it is a positive integer (of which
+/// [`thread_count`] uses at most [`MAX_THREADS`]), and why not otherwise
+/// (tools report it; the library then uses every core).
 pub fn configured_thread_count() -> Result<Option<usize>, String> {
     let Some(value) = std::env::var_os("JITC_NUM_THREADS") else {
         return Ok(None);
     };
     let text = value.to_string_lossy();
     match text.trim().parse::<usize>() {
-        Ok(n) if n > 0 => Ok(Some(n.min(MAX_THREADS))),
+        Ok(n) if n > 0 => Ok(Some(n)),
         _ => Err(format!(
             "JITC_NUM_THREADS must be a positive integer (threads, at most {MAX_THREADS} are used), not '{text}'"
         )),
@@ -93,6 +93,7 @@ pub fn thread_count() -> usize {
         configured_thread_count()
             .ok()
             .flatten()
+            .map(|n| n.min(MAX_THREADS))
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
     })
 }

@@ -64,13 +64,11 @@ fn main() -> ExitCode {
             eprintln!("jitc: error: {message}");
             return ExitCode::FAILURE;
         }
-        Ok(Some(threads)) => {
-            let asked = std::env::var("JITC_NUM_THREADS").unwrap_or_default();
-            if asked.trim().parse::<usize>().is_ok_and(|n| n > threads) {
-                eprintln!("jitc: note: JITC_NUM_THREADS is {asked}: kernels use at most {threads} threads");
-            }
-        }
-        Ok(None) => {}
+        Ok(Some(asked)) if asked > jitc_runtime::cpu::MAX_THREADS => eprintln!(
+            "jitc: note: JITC_NUM_THREADS is {asked}: kernels use at most {} threads",
+            jitc_runtime::cpu::MAX_THREADS
+        ),
+        Ok(_) => {}
     }
     let worker = std::thread::Builder::new()
         .name("jitc".into())

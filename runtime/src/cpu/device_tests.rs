@@ -273,15 +273,21 @@ type Outcome = (Result<Vec<Value>, String>, [usize; 3]);
 
 /// Runs `@main` of `cpu`'s module through [`Device`] on `args` and `state`.
 fn on_device(cpu: &CpuModule, module: &Module, args: Vec<Value>, state: &mut StateStore) -> Outcome {
-    on(Device::new(cpu), cpu, module, args, state)
+    on(&Device::new(cpu), cpu, module, args, state)
 }
 
 /// [`on_device`] through `device`.
-fn on(device: Device, cpu: &CpuModule, module: &Module, args: Vec<Value>, state: &mut StateStore) -> Outcome {
+fn on(
+    device: &Device,
+    cpu: &CpuModule,
+    module: &Module,
+    args: Vec<Value>,
+    state: &mut StateStore,
+) -> Outcome {
     let plan = cpu.plan(module, "main");
     let plan = plan.as_ref().as_ref().expect("the function has a host plan");
     let args = args.into_iter().map(Held::Host).collect();
-    let results = match plan.run_to_host(&device, args, state) {
+    let results = match plan.run_to_host(device, args, state) {
         Ok(results) => Ok(results),
         Err(Stop::Failed(error)) => Err(error.to_string()),
         Err(Stop::Interpret) => panic!("a kernel declined a call"),
@@ -394,7 +400,7 @@ fn a_result_that_cannot_come_back_commits_nothing() {
         broken: true,
         ..Device::new(&cpu)
     };
-    let (got, _) = on(device, &cpu, &module, args(), &mut state);
+    let (got, _) = on(&device, &cpu, &module, args(), &mut state);
     let error = got.unwrap_err();
     assert!(error.contains("the download failed"), "{error}");
     assert!(state.get("h").is_none(), "the failed run committed its write");
@@ -459,12 +465,12 @@ fn deferred_checks_report_the_failed_kernel_where_waiting_would() {
                 fail_at,
                 ..Device::new(&cpu)
             };
-            let (waited, _) = on(waited, &cpu, &module, args.clone(), &mut waited_state);
+            let (waited, _) = on(&waited, &cpu, &module, args.clone(), &mut waited_state);
             let deferred = Device {
                 fail_at,
                 ..Device::deferred(&cpu)
             };
-            let (got, _) = on(deferred, &cpu, &module, args, &mut state);
+            let (got, _) = on(&deferred, &cpu, &module, args, &mut state);
             let case = format!("seed {seed}, run {run}, launch {fail_at:?} fails\n{source}");
             assert_eq!(waited, got, "{case}");
             assert!(Match::Identical.states(&waited_state, &state), "{case}");
@@ -508,7 +514,7 @@ fn deferred_checks_put_a_failed_kernel_before_later_errors() {
                     ..Device::new(&cpu)
                 };
                 let mut state = StateStore::new();
-                let (got, _) = on(device, &cpu, &module, args.clone(), &mut state);
+                let (got, _) = on(&device, &cpu, &module, args.clone(), &mut state);
                 assert!(state.get("h").is_none(), "z = {z}, launch {fail_at}: committed");
                 outcomes.push(got.unwrap_err());
             }
@@ -545,18 +551,9 @@ fn deferred_checks_stop_a_host_loop_after_a_failed_kernel() {
         fail_at: Some(1),
         ..Device::deferred(&cpu)
     };
-    let plan = cpu.plan(&module, "main");
-    let plan = plan.as_ref().as_ref().expect("a host plan");
-    let got = plan.run_to_host(
-        &device,
-        args.into_iter().map(Held::Host).collect(),
-        &mut StateStore::new(),
-    );
-    match got {
-        Err(Stop::Failed(error)) => assert!(error.to_string().contains("injected failure"), "{error}"),
-        Err(Stop::Interpret) => panic!("a kernel declined a call"),
-        Ok(_) => panic!("the failed kernel was not reported"),
-    }
+    let (got, _) = on(&device, &cpu, &module, args, &mut StateStore::new());
+    let error = got.expect_err("the failed kernel was not reported");
+    assert!(error.contains("injected failure"), "{error}");
     // One iteration's reads (the comparison's two operands, the
     // condition, the increment's two operands), not 1,000 iterations'.
     let reads = device.reads_past_failure.get();
@@ -582,11 +579,8 @@ fn deferred_checks_settle_once_for_a_loop_of_kernels() {
             .run(&module, "main", args.clone(), &mut expected_state)
             .unwrap();
         let device = Device::deferred(&cpu);
-        let plan = cpu.plan(&module, "main");
-        let plan = plan.as_ref().as_ref().expect("a host plan");
-        let got = plan
-            .run_to_host(&device, args.into_iter().map(Held::Host).collect(), &mut state)
-            .unwrap_or_else(|_| panic!("{name} failed"));
+        let (got, _) = on(&device, &cpu, &module, args, &mut state);
+        let got = got.unwrap_or_else(|e| panic!("{name} failed: {e}"));
         assert!(Match::Identical.values(&expected, &got), "{name}");
         assert!(Match::Identical.states(&expected_state, &state), "{name}");
         assert!(
@@ -616,15 +610,8 @@ fn deferred_checks_settle_once_for_a_loop_of_kernels() {
         .run(&module, "main", args.clone(), &mut StateStore::new())
         .unwrap();
     let device = Device::deferred(&cpu);
-    let plan = cpu.plan(&module, "main");
-    let plan = plan.as_ref().as_ref().expect("a host plan");
-    let got = plan
-        .run_to_host(
-            &device,
-            args.into_iter().map(Held::Host).collect(),
-            &mut StateStore::new(),
-        )
-        .unwrap_or_else(|_| panic!("the loop failed"));
+    let (got, _) = on(&device, &cpu, &module, args, &mut StateStore::new());
+    let got = got.unwrap_or_else(|e| panic!("the loop failed: {e}"));
     assert!(Match::Identical.values(&expected, &got));
     assert_eq!(device.launches.get(), calls);
     assert_eq!(device.settles.get(), 2);
@@ -667,7 +654,7 @@ fn random_programs(deferred: bool) {
             } else {
                 Device::new(&cpu)
             };
-            let (got, _) = on(device, &cpu, &module, args, &mut state);
+            let (got, _) = on(&device, &cpu, &module, args, &mut state);
             let case = format!("seed {seed}, run {run}\n{source}");
             match (&expected, &got) {
                 (Ok(expected), Ok(got)) => {

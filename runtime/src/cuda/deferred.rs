@@ -25,9 +25,10 @@
 //! the buffer's last read).
 //!
 //! A record is zeroed when it is handed out (the compute stream has been
-//! waited for since its last kernel, by the settle that read it), and
-//! again by the settle that reads it. The plan settles after every
-//! `SETTLE_AFTER` calls, so one chunk of records serves every run.
+//! waited for since its last kernel, by the settle that read it), so a
+//! record a failed run left set is never read again. The plan settles
+//! after every `SETTLE_AFTER` calls, so one chunk of records serves every
+//! run.
 //!
 //! A CUDA error (a failed synchronization, or one cudarc recorded while
 //! the calls were queued) is not any one kernel's: it is reported at the
@@ -91,19 +92,5 @@ impl Records {
         let words = host.as_slice().map_err(failed("page-locked copy"))?;
         KernelStatus::try_from(&words[start..start + RECORD_WORDS])
             .map_err(|_| Error::Cuda("a status record has the wrong size".into()))
-    }
-
-    /// Zeroes the first `count` records, once no kernel can write them.
-    pub(super) fn clear(&mut self, count: usize) -> Result<(), Error> {
-        let mut left = count;
-        for (host, _) in &mut self.chunks {
-            if left == 0 {
-                break;
-            }
-            let records = left.min(CHUNK_RECORDS);
-            host.as_mut_slice().map_err(failed("page-locked copy"))?[..records * RECORD_WORDS].fill(0);
-            left -= records;
-        }
-        Ok(())
     }
 }

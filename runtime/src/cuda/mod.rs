@@ -374,8 +374,9 @@ impl CudaModule {
     /// ([`Schedule::Host`]) queues each kernel call and goes on without
     /// waiting for it; the kernels queued are waited for, and their status
     /// records checked in the order they were queued, only where host code
-    /// reads a value (a condition, a loop bound, a state write, a result)
-    /// and when the run ends (`deferred`). The results, the state committed
+    /// reads a value a kernel made (a condition, a loop bound, a state
+    /// write, a result), every `SETTLE_AFTER` calls, after a loop
+    /// iteration that queued none, and when the run ends (`deferred`). The results, the state committed
     /// and the error of a run that fails are the same either way; a loop of
     /// small kernels no longer waits for each. Off by default until a GPU
     /// has run it (no GPU has yet).
@@ -775,8 +776,9 @@ impl OnDevice<'_> {
             .collect())
     }
 
-    /// Waits for the queued kernels, then reads their records in order and
-    /// zeroes them: the first failure, with the kernel's number and name.
+    /// Waits for the queued kernels, then reads their records in order:
+    /// the first failure, with the kernel's number and name. (Each record
+    /// is zeroed when it is next handed out.)
     fn wait_for_queued(&self) -> Result<(), (usize, String, Error)> {
         let queued = std::mem::take(&mut *self.queued.borrow_mut());
         if queued.is_empty() {
@@ -797,25 +799,21 @@ impl OnDevice<'_> {
                     .map_err(execute::failed("a queued operation"))
             })
             .map_err(|e| (0, queued[0].clone(), e))?;
-        let mut records = module.records.borrow_mut();
-        let mut failure = None;
+        let records = module.records.borrow();
         for (number, name) in queued.iter().enumerate() {
             let status = records.status(number);
             if let Some(error) = status.map_or_else(Some, |status| module.status_error(name, status)) {
-                failure = Some((number, name.clone(), error));
-                break;
+                return Err((number, name.clone(), error));
             }
         }
-        records
-            .clear(queued.len())
-            .map_err(|e| (0, queued[0].clone(), e))?;
-        failure.map_or(Ok(()), Err)
+        Ok(())
     }
 }
 
 impl Drop for OnDevice<'_> {
     /// A run that stopped with kernels queued (the plan settles on every
-    /// way out, so only a panic leaves them) leaves the records zeroed.
+    /// way out, so only a panic leaves them) waits for them, so no kernel
+    /// still writes a record that is handed out again.
     fn drop(&mut self) {
         let _ = self.wait_for_queued();
     }
