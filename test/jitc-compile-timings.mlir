@@ -11,6 +11,7 @@
 // CHECK-NEXT: {{ +[0-9]+\.[0-9]{3} ms +[0-9]+\.[0-9]%}}  parse and verify
 // CHECK-NEXT: ms {{.*}}%  fuse
 // CHECK-NEXT: ms {{.*}}%  merge equal kernels
+// CHECK-NEXT: ms {{.*}}%  contraction epilogues
 // CHECK-NEXT: ms {{.*}}%  row chains
 // CHECK-NEXT: ms {{.*}}%  merge equal kernels
 // CHECK-NEXT: ms {{.*}}%  lower kernels

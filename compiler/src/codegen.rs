@@ -295,7 +295,13 @@ fn lower<'c>(
     options: &LowerOptions,
 ) -> Result<crate::lower::Lowered<'c>, Error> {
     crate::timings::phase("lower kernels", || {
-        let mut lowered = crate::lower::lower(context, module, options)?;
+        // Kernels only contraction epilogues call are lowered as part of
+        // them, and on their own only when one of those does not lower.
+        let absorbed = crate::lower::epilogue::absorbed(module);
+        let mut lowered = crate::lower::lower(context, module, options, &absorbed)?;
+        let fallback =
+            crate::lower::epilogue::lower_epilogues(context, module, &mut lowered, &absorbed, options)?;
+        crate::lower::lower_named(context, module, &mut lowered, options, &fallback)?;
         crate::lower::rows::lower_chains(context, module, &mut lowered)?;
         Ok(lowered)
     })

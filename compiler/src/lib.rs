@@ -64,6 +64,7 @@ pub use jitc_dialect::profile::Profile;
 pub use lower::{
     Buffer as Slot, CheckedAccess, DynamicSizes, Extent, KernelFailure, KernelSignature, KernelStatus,
     MathMode, SizeSource,
+    epilogue::Epilogue,
     gpu::{FillLaunch, GpuKernel, Launch},
     rows::RowChain,
 };
@@ -190,19 +191,45 @@ fn chain_rows(context: &Context, module: &Module, options: &CodegenOptions) -> R
     lower::rows::chain_rows(context, module, &apart)
 }
 
-/// Fuses `module` in place, merges equal kernels, and makes its row chains
-/// as the CPU backend does with `options` ([`lower::rows`]); returns them
-/// (for `jitc explain`). Chains are made of merged kernels, and merge in
-/// their turn.
+/// What the CPU backend makes of a fused module's kernel calls past
+/// Jittor's rule 2 ([`cpu_plan`]).
+#[derive(Debug, Clone, Default)]
+pub struct CpuPlan {
+    /// Contractions that run their consumer on their tiles
+    /// ([`lower::epilogue`]).
+    pub epilogues: Vec<Epilogue>,
+    /// Kernels that run one block of rows at a time ([`lower::rows`]).
+    pub chains: Vec<RowChain>,
+}
+
+/// Fuses `module` in place, merges equal kernels, and makes its
+/// contraction epilogues ([`lower::epilogue`]) and then its row chains
+/// ([`lower::rows`]) as the CPU backend does with `options`; returns them
+/// (for `jitc explain`). Neither with `options.jittor_rules` or in the
+/// bounds-checked mode. Both are made of merged kernels, and merge in their
+/// turn.
+pub fn cpu_plan(context: &Context, module: &mut Module, options: &CodegenOptions) -> Result<CpuPlan, Error> {
+    fuse_and_merge(context, module, Fusing::from_cpu(options))?;
+    let epilogues = if options.check_bounds || options.jittor_rules {
+        Vec::new()
+    } else {
+        timings::phase("contraction epilogues", || {
+            lower::epilogue::fuse_epilogues(context, module, &options.lowering())
+        })?
+    };
+    let chains = timings::phase("row chains", || chain_rows(context, module, options))?;
+    merge(module, options.check_bounds);
+    let epilogues = lower::epilogue::merged(module, epilogues);
+    Ok(CpuPlan { epilogues, chains })
+}
+
+/// [`cpu_plan`]'s row chains alone.
 pub fn row_chains(
     context: &Context,
     module: &mut Module,
     options: &CodegenOptions,
 ) -> Result<Vec<RowChain>, Error> {
-    fuse_and_merge(context, module, Fusing::from_cpu(options))?;
-    let chains = timings::phase("row chains", || chain_rows(context, module, options))?;
-    merge(module, options.check_bounds);
-    Ok(chains)
+    cpu_plan(context, module, options).map(|plan| plan.chains)
 }
 
 /// The kernels of the fused `module` that the CPU backend runs as

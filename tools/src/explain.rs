@@ -103,12 +103,13 @@ fn parse<'c>(context: &'c Context, (name, text): &(String, String)) -> Result<Mo
     crate::input::parse_source(context, name, text)
 }
 
-/// The contractions, streamed results and row chains the CPU backend
-/// makes of the fused kernels, one line each; nothing when it makes none.
+/// The contractions, streamed results, contraction epilogues and row chains
+/// the CPU backend makes of the fused kernels, one line each; nothing when
+/// it makes none.
 fn cpu_kernels(context: &Context, args: &ExplainArgs, source: &(String, String)) -> Result<String, String> {
     let mut module = parse(context, source)?;
     let options = jitc_compiler::CodegenOptions::default();
-    let chains = jitc_compiler::row_chains(context, &mut module, &options).map_err(|e| e.to_string())?;
+    let plan = jitc_compiler::cpu_plan(context, &mut module, &options).map_err(|e| e.to_string())?;
     let contractions: Vec<_> = jitc_compiler::contractions(&module, &options)
         .into_iter()
         .filter(|(_, _, hosts)| args.function.as_ref().is_none_or(|f| hosts.contains(f)))
@@ -132,7 +133,35 @@ fn cpu_kernels(context: &Context, args: &ExplainArgs, source: &(String, String))
             text.push_str(&format!("  @{name} result {j}: {bytes} bytes\n"));
         }
     }
-    let chains: Vec<_> = chains
+    let epilogues: Vec<_> = plan
+        .epilogues
+        .into_iter()
+        .filter(|e| args.function.as_ref().is_none_or(|f| *f == e.host))
+        .collect();
+    if !epilogues.is_empty() {
+        text.push_str(
+            "contraction epilogues on the cpu backend (fused past rule 2; --jittor-rules makes none):\n",
+        );
+        for epilogue in epilogues {
+            let written = match epilogue.sums_written {
+                false => format!("the sums of @{} never reach memory", epilogue.contraction),
+                true => format!(
+                    "@{} still writes its sums, which more than @{} reads",
+                    epilogue.contraction, epilogue.consumer
+                ),
+            };
+            let calls = match epilogue.calls {
+                1 => String::new(),
+                n => format!(" ({n} calls)"),
+            };
+            text.push_str(&format!(
+                "  @{} in @{}{calls} runs @{} on each tile of @{} as it finishes: {written}\n",
+                epilogue.name, epilogue.host, epilogue.consumer, epilogue.contraction,
+            ));
+        }
+    }
+    let chains: Vec<_> = plan
+        .chains
         .into_iter()
         .filter(|c| args.function.as_ref().is_none_or(|f| *f == c.host))
         .collect();

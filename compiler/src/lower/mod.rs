@@ -61,6 +61,9 @@
 //! - `nest`: the CPU loop nest, fills and register accumulators;
 //! - `contract`: contractions on the CPU, as register tiles of vectors
 //!   (schedule rule 6);
+//! - [`epilogue`]: a contraction and the element-wise kernel that reads
+//!   its result as one kernel, the consumer run on each tile;
+//! - [`rows`]: row chains, kernels run one block of rows at a time;
 //! - [`gpu`] and `gpu_nest`: GPU entries, and the nest below a thread
 //!   mapping with shared-memory block reductions;
 //! - `point`: the kernel's ops at one point of the domain;
@@ -74,6 +77,7 @@
 mod access;
 mod contract;
 mod emit;
+pub mod epilogue;
 pub mod gpu;
 mod gpu_nest;
 pub(crate) mod gpu_rows;
@@ -513,26 +517,77 @@ pub struct Lowered<'c> {
     pub interleave: Vec<String>,
 }
 
-/// Lowers the kernels of `module` that can be lowered into a new module.
+/// Lowers the kernels of `module` that can be lowered into a new module,
+/// but for row chains and contraction epilogues (lowered after, by
+/// `rows` and `epilogue`) and the kernels named in `apart` (those only
+/// epilogues call, lowered as part of them; [`lower_named`] lowers one on
+/// its own when its epilogue does not lower).
 pub(crate) fn lower<'c>(
     context: &'c Context,
     module: &Module<'c>,
     options: &LowerOptions,
+    apart: &std::collections::HashSet<String>,
 ) -> Result<Lowered<'c>, Error> {
     // Types and ops of a dialect can only be built once it is loaded.
     for dialect in ["llvm", "scf", "arith", "math", "func", "cf", "index"] {
         context.get_or_load_dialect(dialect);
     }
     let location = Location::unknown(context);
-    let lowered = Module::new(location);
-    let mut signatures = Vec::new();
-    let mut skipped = Vec::new();
-    let mut interleaved = Vec::new();
+    let mut lowered = Lowered {
+        module: Module::new(location),
+        signatures: Vec::new(),
+        skipped: Vec::new(),
+        no_inline: Vec::new(),
+        interleave: Vec::new(),
+    };
     for kernel in kernels(module) {
-        // Row chains are lowered after their stages (`rows::lower_chains`).
-        if kernel.has_attribute("meta.chain") {
+        // Row chains are lowered after their stages (`rows::lower_chains`),
+        // epilogues after the other kernels (`epilogue::lower_epilogues`).
+        if kernel.has_attribute("meta.chain") || kernel.has_attribute("meta.epilogue") {
             continue;
         }
+        let name = kernel
+            .attribute("sym_name")
+            .ok()
+            .and_then(jitc_dialect::ops::string_attribute);
+        if name.is_some_and(|n| apart.contains(n)) {
+            continue;
+        }
+        lower_one(context, module, &mut lowered, kernel, options)?;
+    }
+    Ok(lowered)
+}
+
+/// Lowers the kernels of `module` named in `names` into `lowered`, each
+/// on its own.
+pub(crate) fn lower_named<'c>(
+    context: &'c Context,
+    module: &Module<'c>,
+    lowered: &mut Lowered<'c>,
+    options: &LowerOptions,
+    names: &[String],
+) -> Result<(), Error> {
+    for kernel in kernels(module) {
+        let name = kernel
+            .attribute("sym_name")
+            .ok()
+            .and_then(jitc_dialect::ops::string_attribute);
+        if name.is_some_and(|n| names.iter().any(|m| m == n)) {
+            lower_one(context, module, lowered, kernel, options)?;
+        }
+    }
+    Ok(())
+}
+
+/// Lowers one kernel into `lowered`, or records why it cannot be.
+fn lower_one<'c>(
+    context: &'c Context,
+    module: &Module<'c>,
+    lowered: &mut Lowered<'c>,
+    kernel: OperationRef<'c, '_>,
+    options: &LowerOptions,
+) -> Result<(), Error> {
+    {
         let mut signature = match signature(kernel).and_then(|s| legal::check(kernel).map(|()| s)) {
             Ok(signature) => signature,
             Err(reason) => {
@@ -540,8 +595,8 @@ pub(crate) fn lower<'c>(
                     .attribute("sym_name")
                     .ok()
                     .and_then(jitc_dialect::ops::string_attribute);
-                skipped.push((name.unwrap_or("?").to_owned(), reason));
-                continue;
+                lowered.skipped.push((name.unwrap_or("?").to_owned(), reason));
+                return Ok(());
             }
         };
         // A result written into a dying argument's buffer, when some call
@@ -563,20 +618,22 @@ pub(crate) fn lower<'c>(
         }
         let accesses = Accesses::default();
         let checked = options.check_bounds.then_some(&accesses);
-        lower_kernel(context, module, &lowered, kernel, &signature, checked, options)?;
+        lower_kernel(
+            context,
+            module,
+            &lowered.module,
+            kernel,
+            &signature,
+            checked,
+            options,
+        )?;
         if body.is_some_and(|body| interleave::wants(body, options.math)) {
-            interleaved.push(signature.name.clone());
+            lowered.interleave.push(signature.name.clone());
         }
         signature.accesses = accesses.into_vec();
-        signatures.push(signature);
+        lowered.signatures.push(signature);
     }
-    Ok(Lowered {
-        module: lowered,
-        signatures,
-        skipped,
-        no_inline: Vec::new(),
-        interleave: interleaved,
-    })
+    Ok(())
 }
 
 /// The kernels of the fused `module` that lower as register-tiled
@@ -957,6 +1014,7 @@ fn lower_kernel<'c>(
                 schedule.split,
                 range,
                 options.math,
+                None,
             );
         }
         nest::emit_kernel(

@@ -431,6 +431,21 @@ impl<'c, 'a, 'k> Kernel<'c, 'a, 'k> {
         accumulators: Vec<Value<'c, 'a>>,
         interior: bool,
     ) -> Result<Vec<Value<'c, 'a>>, Error> {
+        self.point_knowing(at, ivs, accumulators, interior, HashMap::new())
+    }
+
+    /// [`Self::point`], with the elements of some values at the point
+    /// already `known` (by [`key`]): a contraction's epilogue
+    /// (`super::contract`) gives its accumulator so, where the value is
+    /// not in memory.
+    pub(super) fn point_knowing(
+        &self,
+        at: &Emitter<'c, 'a>,
+        ivs: &[Option<Value<'c, 'a>>],
+        accumulators: Vec<Value<'c, 'a>>,
+        interior: bool,
+        known: HashMap<usize, Value<'c, 'a>>,
+    ) -> Result<Vec<Value<'c, 'a>>, Error> {
         let ivs: Vec<Value<'c, 'a>> = ivs
             .iter()
             .map(|iv| iv.ok_or_else(|| error("a domain dimension has no loop")))
@@ -448,7 +463,7 @@ impl<'c, 'a, 'k> Kernel<'c, 'a, 'k> {
             ivs,
             linear,
             arguments: self.arguments,
-            scalars: HashMap::new(),
+            scalars: known,
             status: self.status,
             schedule: self.schedule,
             interior,

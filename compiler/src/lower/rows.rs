@@ -202,7 +202,7 @@ pub(super) fn name_of(op: OperationRef) -> String {
     op.name().as_string_ref().as_str().unwrap_or("").to_owned()
 }
 
-fn shape_of(value: Value) -> Option<Vec<usize>> {
+pub(super) fn shape_of(value: Value) -> Option<Vec<usize>> {
     super::static_shape(value.r#type()).map(|(shape, _)| shape)
 }
 
@@ -547,6 +547,7 @@ fn chain_rows_for(
                     && let Some(kernel) = functions.get(&callee)
                     && kernel.has_attribute("meta.fused")
                     && !kernel.has_attribute("meta.chain")
+                    && !kernel.has_attribute("meta.epilogue")
                 {
                     let views = views.entry(callee.clone()).or_insert_with(|| match target {
                         Target::Cpu if apart.contains(&callee) => Vec::new(),
@@ -604,7 +605,7 @@ fn chain_rows_for(
 }
 
 /// Every block of `function`, nested ones included.
-fn blocks<'c, 'a>(function: OperationRef<'c, 'a>) -> Vec<BlockRef<'c, 'a>> {
+pub(super) fn blocks<'c, 'a>(function: OperationRef<'c, 'a>) -> Vec<BlockRef<'c, 'a>> {
     let mut out = Vec::new();
     let mut pending = vec![function];
     while let Some(op) = pending.pop() {

@@ -112,6 +112,7 @@ use crate::Error;
 use dot::DotTile;
 use melior::ir::{Type, Value};
 use plan::{Form, PACK_DEPTH};
+pub(crate) use tiles::Consumer;
 use tiles::{Packed, Tile};
 use vectors::{Reads, Vectors, evaluate, in_tiles, tile_heights};
 
@@ -177,7 +178,8 @@ fn stack<'c, 'a>(top: &Emitter<'c, 'a>, bytes: i64) -> Result<Value<'c, 'a>, Err
     .ok_or_else(|| error("llvm.alloca"))
 }
 
-/// Emits `plan` for the kernel: its loops, tiles and stores. `range` is the
+/// Emits `plan` for the kernel: its loops, tiles and stores, and the
+/// `consumer`'s ops on each tile when it has an epilogue. `range` is the
 /// caller's `[begin, end)` of the split dimension `split`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn emit_contraction<'c, 'a>(
@@ -189,8 +191,20 @@ pub(super) fn emit_contraction<'c, 'a>(
     split: usize,
     range: Option<(Value<'c, 'a>, Value<'c, 'a>)>,
     math: MathMode,
+    consumer: Option<&Consumer<'_, 'c, 'a>>,
 ) -> Result<(), Error> {
     let vectors = Vectors::new(top.context, plan.element, plan.lanes)?;
+    if consumer.is_some() && plan.pack.is_some() {
+        return Err(error("an epilogue on a contraction that packs its operand"));
+    }
+    // The epilogue's scratch tile, when the output is not written.
+    let scratch = match consumer {
+        Some(consumer) if !consumer.writes_output => {
+            let bytes = (plan.rows * plan.vectors * plan.lanes * plan.element.byte_width()) as i64;
+            Some(stack(top, bytes)?)
+        }
+        _ => None,
+    };
     let i64_type: Type = melior::ir::r#type::IntegerType::new(top.context, 64).into();
     // The packed block's buffer, before any loop, so it dominates them.
     let buffer = match plan.pack {
@@ -228,6 +242,9 @@ pub(super) fn emit_contraction<'c, 'a>(
         domain,
     };
     if let Form::Dot { column, columns } = plan.form {
+        if consumer.is_some() {
+            return Err(error("an epilogue on a contraction of the dot form"));
+        }
         let tile = DotTile { reads };
         tile.grid(&at, &mut ivs, column, columns, &bounds)?;
         for body in bodies.iter().rev() {
@@ -248,6 +265,8 @@ pub(super) fn emit_contraction<'c, 'a>(
         math,
         tail: tail.then_some(v_high),
         packed: None,
+        consumer,
+        scratch,
     };
     // With packing, the fold runs in blocks: each block copies its steps of
     // the operand into the buffer, then every row tile folds through them.

@@ -117,6 +117,18 @@ pub(crate) struct Contraction {
 }
 
 impl Contraction {
+    /// Whether it runs as tiles of rows by vectors ([`Form::Tiles`]), the
+    /// form an epilogue runs on (`super::super::epilogue`).
+    pub(crate) fn is_tiles(&self) -> bool {
+        self.form == Form::Tiles
+    }
+
+    /// Whether its fold runs in packed blocks, which keep their partial
+    /// sums in the output.
+    pub(crate) fn packs(&self) -> bool {
+        self.pack.is_some()
+    }
+
     /// What `jitc explain` says of it: the dimensions' roles and the tile.
     pub(crate) fn describe(&self) -> String {
         let names = dim_names;

@@ -13,6 +13,25 @@ use super::super::{
 use super::vectors::{Reads, bound_extent, evaluate, in_range};
 use crate::Error;
 use melior::ir::{Type, Value};
+use std::collections::HashMap;
+
+/// An element-wise kernel that runs on a contraction's tiles as they
+/// finish (`super::epilogue`): its ops at each output of the tile, with
+/// the output's sum as the value of its argument `argument`.
+pub(crate) struct Consumer<'p, 'c, 'a> {
+    /// Its loop nest, of which only the point is emitted.
+    pub(crate) kernel: &'p super::super::nest::Kernel<'c, 'a, 'p>,
+    /// For each dimension of its domain (the contraction's output's
+    /// dimensions), the contraction's domain dimension it is.
+    pub(crate) dims: Vec<usize>,
+    /// The [`super::access::key`] of its argument that is the contraction's
+    /// output, and that argument's number.
+    pub(crate) argument: usize,
+    pub(crate) position: usize,
+    /// Whether the output is written too (something else reads it);
+    /// otherwise the sums go through a scratch tile on the stack.
+    pub(crate) writes_output: bool,
+}
 
 /// What every tile of one contraction shares.
 pub(super) struct Tile<'p, 'c, 'a> {
@@ -22,6 +41,13 @@ pub(super) struct Tile<'p, 'c, 'a> {
     pub(super) tail: Option<Value<'c, 'a>>,
     /// The packed block the tiles read, when the operand is packed.
     pub(super) packed: Option<Packed<'c, 'a>>,
+    /// The element-wise kernel each tile's outputs go through, when the
+    /// contraction has an epilogue.
+    pub(super) consumer: Option<&'p Consumer<'p, 'c, 'a>>,
+    /// Where a tile leaves its accumulators for the epilogue when the
+    /// output is not written: `rows x vectors x lanes` elements, row by
+    /// row, on the stack.
+    pub(super) scratch: Option<Value<'c, 'a>>,
 }
 
 /// One packed block of a contraction's operand ([`Contraction::pack`]).
@@ -65,14 +91,100 @@ impl<'c, 'a> Tile<'_, 'c, 'a> {
             }
         }
         let results = self.fold(at, ivs, 0, inits, rows, &tails)?;
-        // Store the accumulators.
+        // Store the accumulators: to the output, or for an epilogue that
+        // does not write it, to the scratch.
         for m in 0..rows {
             for (n, tail) in tails.iter().enumerate() {
-                let address = self.output_address(at, ivs, m, n)?;
-                vectors.store(at, results[m * plan.vectors + n], address, *tail)?;
+                let value = results[m * plan.vectors + n];
+                match self.scratch {
+                    Some(buffer) => {
+                        let at_vector = (m * plan.vectors + n) * plan.lanes;
+                        let i64_type: Type = melior::ir::r#type::IntegerType::new(at.context, 64).into();
+                        let offset = at.int(i64_type, at_vector as i64)?;
+                        let address = gep(at, buffer, offset, memory_type(at.context, plan.element))?;
+                        at.op(
+                            "llvm.store",
+                            &[value, address],
+                            &[],
+                            &[("alignment", vectors.packed_alignment(at))],
+                        )?;
+                    }
+                    None => {
+                        let address = self.output_address(at, ivs, m, n)?;
+                        vectors.store(at, value, address, *tail)?;
+                    }
+                }
             }
         }
-        Ok(())
+        match self.consumer {
+            Some(consumer) => self.epilogue(at, ivs, rows, consumer),
+            None => Ok(()),
+        }
+    }
+
+    /// The epilogue of a tile of `rows` rows at the tile origin in `ivs`,
+    /// its sums stored: the consumer's ops at each output of the tile (its
+    /// columns up to `v`'s end), reading the sum back from the output or
+    /// the scratch.
+    fn epilogue(
+        &self,
+        at: &Emitter<'c, 'a>,
+        ivs: &[Option<Value<'c, 'a>>],
+        rows: usize,
+        consumer: &Consumer<'_, 'c, 'a>,
+    ) -> Result<(), Error> {
+        let plan = self.reads.plan;
+        let run = at;
+        let index = Type::index(at.context);
+        let i64_type: Type = melior::ir::r#type::IntegerType::new(at.context, 64).into();
+        let width = (plan.vectors * plan.lanes) as i64;
+        let v0 = ivs[plan.v].ok_or_else(|| error("no vector index"))?;
+        let r0 = ivs[plan.r].ok_or_else(|| error("no row index"))?;
+        let columns = match self.tail {
+            Some(end) => {
+                let left = run.value("arith.subi", &[end, v0], index)?;
+                run.value("arith.minsi", &[left, run.index(width)?], index)?
+            }
+            None => run.index(width)?,
+        };
+        let (by_row, m) = run.for_range(run.index(0)?, run.index(rows as i64)?)?;
+        let (by_column, c) = by_row.for_range(by_row.index(0)?, columns)?;
+        let r = by_column.value("arith.addi", &[r0, m], index)?;
+        let v = by_column.value("arith.addi", &[v0, c], index)?;
+        let point = consumer
+            .dims
+            .iter()
+            .map(|&d| match d {
+                d if d == plan.r => Ok(Some(r)),
+                d if d == plan.v => Ok(Some(v)),
+                d => ivs[d]
+                    .map(Some)
+                    .ok_or_else(|| error("an epilogue dimension has no loop")),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut known = HashMap::new();
+        if let Some(buffer) = self.scratch {
+            let row = by_column.value("arith.muli", &[m, by_column.index(width)?], index)?;
+            let at_sum = by_column.value("arith.addi", &[row, c], index)?;
+            let offset = by_column.value("arith.index_cast", &[at_sum], i64_type)?;
+            let address = gep(&by_column, buffer, offset, memory_type(at.context, plan.element))?;
+            let sum = by_column.value("llvm.load", &[address], value_type(at.context, plan.element))?;
+            known.insert(consumer.argument, sum);
+        }
+        // Read from the output, the sum is no argument apart from what the
+        // kernel writes: its loads carry no alias scope.
+        let at_point = Emitter {
+            scopes: by_column.scopes.map(|scopes| match consumer.writes_output {
+                true => scopes.written_in_place(consumer.position),
+                false => scopes,
+            }),
+            ..by_column
+        };
+        consumer
+            .kernel
+            .point_knowing(&at_point, &point, Vec::new(), false, known)?;
+        by_column.finish()?;
+        by_row.finish()
     }
 
     /// Per vector of a row: the mask of lanes before `v`'s end, when the

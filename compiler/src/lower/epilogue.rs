@@ -1,0 +1,818 @@
+//! Contraction epilogues: a contraction that runs as register tiles
+//! (`contract`, schedule rule 6) and the element-wise kernel that reads its
+//! result run as one kernel on the CPU, past Jittor's rule 2. Each tile's
+//! sums go through the consumer's ops while they are in the L1 cache.
+//!
+//! Rule 2 keeps a reduction's consumers out of its kernel, so a layer
+//! `relu(x W + b)` is two kernels: the contraction writes `x W` to memory,
+//! and the next kernel reads it back to add the bias and take the maximum.
+//! Each is a call, and each call wakes the worker team. The unrolled RNN
+//! calls its `tanh` kernel after each of its 32 recurrent contractions:
+//! 5.5 µs a call, 18% of the whole program (`jitc bench --kernels`,
+//! docs/benchmarks.md).
+//!
+//! **When.** [`fuse_epilogues`] looks at every call, in host code, of a
+//! kernel that lowers as register tiles (`contract::Form::Tiles`) without
+//! packing its operand, and whose result map names each dimension of the
+//! result by one domain dimension (matmul's and convolution's do). Its
+//! consumer is the first later call in the same block that reads the
+//! result and
+//! - is a kernel over a static domain equal to the result's shape, with
+//!   no reduction (each of its results is written at the domain's own
+//!   index, as a tile's outputs are);
+//! - reads the result in one argument and only element-wise: a reindex of
+//!   it would read sums of other tiles;
+//! - has at most one op that can fail (an integer division, or a reindex
+//!   with symbols). The contraction cannot fail, so the kernel reports
+//!   what the interpreter reports, whatever the order of its tiles;
+//! - has every other argument ready at the contraction's call: defined
+//!   before it, or a constant between the two calls, which moves before
+//!   it.
+//!
+//! Both kernels take static tensors and indices only: an epilogue passes
+//! no sizes, so a contraction over a sequence of dynamic length (the
+//! IndRNN's generic form) keeps its consumer apart.
+//!
+//! A contraction that packs its operand (a fold of 512 steps or more, or a
+//! gathered transposed operand) keeps its consumer apart. Its blocks keep
+//! their partial sums in the output, so the output is written and read
+//! back either way, and the consumer's few microseconds weigh little
+//! beside a fold that long: matmul 256x512x784 with a bias and ReLU took
+//! 1.07-1.09 ms fused (the consumer on each tile or each panel after the
+//! last block) against 1.05-1.06 ms apart (`jitc bench`, alternating,
+//! docs/benchmarks.md).
+//!
+//! Not with `jittor_rules`, nor in the bounds-checked mode (which has no
+//! register tiles).
+//!
+//! **What.** The two calls become one call of a new function marked
+//! `meta.fused` and `meta.epilogue` (the contraction and the consumer,
+//! in order). Its body calls the two kernels, so the interpreter runs it
+//! as it ran the calls. Its results are the consumer's, after the
+//! contraction's own when something else reads it. Equal epilogue
+//! functions merge, as kernels do (`crate::dedup`). A kernel that only
+//! epilogue functions call is not lowered on its own ([`absorbed`]).
+//!
+//! **Lowering** ([`lower_epilogues`]). The contraction's tiles are emitted
+//! as `contract` emits them. Each tile stores its sums to the output when
+//! that is written, otherwise to a scratch tile on the stack. Then a loop
+//! over the tile's rows and columns (up to `v`'s end) runs the consumer's
+//! ops at each output, with the nest's point code (`nest`, `point`),
+//! reading the sum back from L1. LLVM vectorizes that loop as it does any
+//! kernel's. The consumer's ops are the ones its own kernel runs on the
+//! same sums, so `--math exact` stays bit-identical to the interpreter,
+//! and fast math changes nothing the two kernels apart would not.
+//!
+//! Example (`examples/mlp_step.mlir`): `@main_fused_11` is the gradient
+//! `dW1 = xᵀ dh`, 784x512 over a fold of 256, and `@main_fused_12` is the
+//! SGD step `W1 - lr dW1`. Nothing else reads `dW1`: the epilogue
+//! function returns the new `W1` alone, and each 6x64 tile's sums go
+//! through a 1.5 KiB scratch tile into the step, so `dW1` (1.6 MB) never
+//! reaches memory.
+
+use super::{
+    Buffer, KernelSignature, LowerOptions, Lowered,
+    access::{self, Output, Status, key},
+    buffer_of, contract,
+    emit::{self, Emitter},
+    i64_array, kernels, legal, lower_arguments, name_and_type, nest, point, poly, schedule, signature,
+};
+use crate::{
+    Error,
+    rewrite::{defining_op, erase, move_before, replace_uses, uses},
+};
+use jitc_dialect::ops::{ReindexReduceOp, string_attribute};
+use melior::{
+    Context,
+    dialect::func,
+    ir::{
+        Attribute, Block, BlockLike, BlockRef, Identifier, Module, OperationRef, Region, RegionLike, Type,
+        Value, ValueLike,
+        attribute::{ArrayAttribute, FlatSymbolRefAttribute, StringAttribute, TypeAttribute},
+        operation::OperationLike,
+        r#type::{FunctionType, IntegerType},
+    },
+};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// The attribute of an epilogue function: the contraction and its
+/// consumer.
+pub const EPILOGUE_ATTRIBUTE: &str = "meta.epilogue";
+
+/// An epilogue [`fuse_epilogues`] made, for `jitc explain`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Epilogue {
+    /// The epilogue function.
+    pub name: String,
+    /// The host function whose calls it replaced.
+    pub host: String,
+    /// The contraction kernel.
+    pub contraction: String,
+    /// The element-wise kernel run on its tiles.
+    pub consumer: String,
+    /// Whether the contraction still writes its result: something besides
+    /// the consumer reads it.
+    pub sums_written: bool,
+    /// How many calls of it the host function makes, once equal epilogue
+    /// functions merged ([`merged`]).
+    pub calls: usize,
+}
+
+/// The epilogues of `made` whose functions are left in `module` once
+/// equal ones merged (`crate::dedup`), each with the calls its host makes
+/// of it.
+pub(crate) fn merged(module: &Module, made: Vec<Epilogue>) -> Vec<Epilogue> {
+    let functions = jitc_dialect::ops::functions(module.body());
+    made.into_iter()
+        .filter_map(|mut epilogue| {
+            functions.get(&epilogue.name)?;
+            let host = functions.get(&epilogue.host)?;
+            let mut calls = 0;
+            super::inplace::visit_calls(*host, &mut |call| {
+                if crate::transforms::inline::callee(call).as_deref() == Some(epilogue.name.as_str()) {
+                    calls += 1;
+                }
+            });
+            epilogue.calls = calls;
+            Some(epilogue)
+        })
+        .collect()
+}
+
+/// Whether `kernel` lowers as a register-tiled contraction with
+/// `options` that does not pack its operand, whose result map is a
+/// projection of its domain.
+fn tiled(kernel: OperationRef, options: &LowerOptions) -> bool {
+    let Some((signature, domain, body, schedule)) = view(kernel) else {
+        return false;
+    };
+    super::contraction(options, &signature, body, &domain, &schedule)
+        .is_some_and(|plan| plan.is_tiles() && !plan.packs())
+        && signature.outputs.len() == 1
+        && fixed(&signature.inputs)
+        && projection(body).is_some()
+}
+
+/// Whether every buffer is a static tensor or an index: an epilogue
+/// function passes no sizes.
+fn fixed(buffers: &[Buffer]) -> bool {
+    buffers
+        .iter()
+        .all(|b| matches!(b, Buffer::Tensor(..) | Buffer::Index))
+}
+
+/// A kernel's signature, domain, body and CPU schedule, when it lowers.
+fn view<'c, 'a>(
+    kernel: OperationRef<'c, 'a>,
+) -> Option<(KernelSignature, Vec<i64>, BlockRef<'c, 'a>, schedule::Schedule)> {
+    let signature = signature(kernel).ok()?;
+    legal::check(kernel).ok()?;
+    let domain = kernel.attribute("meta.domain").ok().and_then(i64_array)?;
+    let body = kernel.region(0).ok()?.first_block()?;
+    let schedule = schedule::schedule(body, &domain).ok()?;
+    Some((signature, domain, body, schedule))
+}
+
+/// For each dimension of the one result of the kernel whose body is
+/// `body`, a reduction, the domain dimension its map names there; `None`
+/// unless each is one dimension, all distinct.
+fn projection(body: BlockRef) -> Option<Vec<usize>> {
+    let terminator = body.terminator()?;
+    let [result] = terminator.operands().collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    let map = ReindexReduceOp::cast(defining_op(result)?)?.indices()?;
+    let mut dims = Vec::new();
+    for k in 0..map.result_count() {
+        let expr = map.result(k).ok()?;
+        if !expr.is_dim() || dims.contains(&expr.dim_position()) {
+            return None;
+        }
+        dims.push(expr.dim_position());
+    }
+    Some(dims)
+}
+
+/// Whether `kernel` can run on a contraction's tiles, reading their sums
+/// as argument `position` (of `shape`).
+fn consumes(kernel: OperationRef, position: usize, shape: &[usize]) -> bool {
+    if [EPILOGUE_ATTRIBUTE, "meta.chain"]
+        .iter()
+        .any(|a| kernel.has_attribute(a))
+    {
+        return false;
+    }
+    let Some((signature, domain, body, _)) = view(kernel) else {
+        return false;
+    };
+    if signature.flat
+        || signature.sizes.is_some()
+        || !fixed(&signature.inputs)
+        || !fixed(&signature.outputs)
+        || domain.len() != shape.len()
+        || domain.iter().zip(shape).any(|(&d, &n)| d != n as i64)
+    {
+        return false;
+    }
+    let Some(argument) = body.argument(position).ok().map(Value::from) else {
+        return false;
+    };
+    let element_wise = |op: OperationRef| {
+        matches!(
+            super::rows::name_of(op).as_str(),
+            "meta.unary" | "meta.binary" | "meta.ternary"
+        )
+    };
+    if uses(argument).iter().any(|(user, _)| !element_wise(*user)) {
+        return false;
+    }
+    let mut fallible = 0;
+    let mut op = body.first_operation();
+    while let Some(current) = op {
+        op = current.next_in_block();
+        let name = super::rows::name_of(current);
+        if name == "meta.reindex_reduce" {
+            return false;
+        }
+        let symbols = name == "meta.reindex" && current.operand_count() > 1;
+        if symbols || crate::fusion::may_trap(current) {
+            fallible += 1;
+        }
+    }
+    // Every result is computed in the body (at the domain's own index).
+    let computed = body
+        .terminator()
+        .is_some_and(|t| t.operands().all(|v| defining_op(v).is_some()));
+    fallible <= 1 && computed
+}
+
+/// A call of a kernel, and the kernel's name.
+fn callee_of<'c, 'a>(
+    op: OperationRef<'c, 'a>,
+    functions: &BTreeMap<String, OperationRef<'c, 'a>>,
+) -> Option<(String, OperationRef<'c, 'a>)> {
+    if super::rows::name_of(op) != "func.call" {
+        return None;
+    }
+    let name = crate::transforms::inline::callee(op)?;
+    let kernel = *functions.get(&name)?;
+    kernel.has_attribute("meta.fused").then_some((name, kernel))
+}
+
+/// Rewrites each contraction call in the host code of `module` that has
+/// a consumer (see the module doc) and its consumer's call into one call
+/// of an epilogue function; returns the epilogues made.
+pub(crate) fn fuse_epilogues(
+    context: &Context,
+    module: &Module,
+    options: &LowerOptions,
+) -> Result<Vec<Epilogue>, Error> {
+    if options.check_bounds || options.vector_bits == 0 {
+        return Ok(Vec::new());
+    }
+    let functions = jitc_dialect::ops::functions(module.body());
+    let mut tiles: HashMap<String, bool> = HashMap::new();
+    let mut taken: HashSet<String> = functions.keys().cloned().collect();
+    let mut erased: HashSet<usize> = HashSet::new();
+    let mut made = Vec::new();
+    let hosts: Vec<(String, OperationRef)> = functions
+        .iter()
+        .filter(|(_, f)| !f.has_attribute("meta.fused"))
+        .map(|(name, f)| (name.clone(), *f))
+        .collect();
+    for (host, function) in hosts {
+        for block in super::rows::blocks(function) {
+            let mut ops = Vec::new();
+            let mut op = block.first_operation();
+            while let Some(current) = op {
+                op = current.next_in_block();
+                ops.push(current);
+            }
+            for (at, &call) in ops.iter().enumerate() {
+                if erased.contains(&(call.to_raw().ptr as usize)) {
+                    continue;
+                }
+                let Some((name, kernel)) = callee_of(call, &functions) else {
+                    continue;
+                };
+                if kernel.has_attribute(EPILOGUE_ATTRIBUTE) || kernel.has_attribute("meta.chain") {
+                    continue;
+                }
+                if !*tiles
+                    .entry(name.clone())
+                    .or_insert_with(|| tiled(kernel, options))
+                {
+                    continue;
+                }
+                let Some(consumer) = find_consumer(&ops, at, &functions, &erased) else {
+                    continue;
+                };
+                let Ok(result) = call.result(0) else { continue };
+                let sums: Value = result.into();
+                let read_elsewhere = uses(sums)
+                    .iter()
+                    .any(|(user, _)| user.to_raw().ptr != consumer.call.to_raw().ptr);
+                erased.insert(consumer.call.to_raw().ptr as usize);
+                erased.insert(call.to_raw().ptr as usize);
+                let epilogue = rewrite(
+                    context,
+                    module,
+                    &mut taken,
+                    (call, &name),
+                    &consumer,
+                    read_elsewhere,
+                )?;
+                made.push(Epilogue {
+                    name: epilogue,
+                    host: host.clone(),
+                    contraction: name,
+                    consumer: consumer.name,
+                    sums_written: read_elsewhere,
+                    calls: 1,
+                });
+            }
+        }
+    }
+    Ok(made)
+}
+
+/// A consumer's call: the call, its kernel's name, and the constants
+/// between the contraction's call and it that it reads (they move before
+/// the contraction's call).
+struct Consumer<'c, 'a> {
+    call: OperationRef<'c, 'a>,
+    name: String,
+    constants: Vec<OperationRef<'c, 'a>>,
+}
+
+/// The consumer of the contraction called by `ops[at]`, if it has one.
+fn find_consumer<'c, 'a>(
+    ops: &[OperationRef<'c, 'a>],
+    at: usize,
+    functions: &BTreeMap<String, OperationRef<'c, 'a>>,
+    erased: &HashSet<usize>,
+) -> Option<Consumer<'c, 'a>> {
+    let call = ops[at];
+    if call.result_count() != 1 {
+        return None;
+    }
+    let sums: Value = call.result(0).ok()?.into();
+    let shape = super::rows::shape_of(sums)?;
+    // The ops between the two calls, by address.
+    let mut between: HashSet<usize> = HashSet::new();
+    for &candidate in &ops[at + 1..] {
+        let address = candidate.to_raw().ptr as usize;
+        let reads: Vec<usize> = candidate
+            .operands()
+            .enumerate()
+            .filter(|(_, v)| key(*v) == key(sums))
+            .map(|(i, _)| i)
+            .collect();
+        if let ([position], false) = (reads.as_slice(), erased.contains(&address))
+            && let Some((name, kernel)) = callee_of(candidate, functions)
+            && consumes(kernel, *position, &shape)
+        {
+            let mut constants = Vec::new();
+            let ready = candidate.operands().all(|operand| {
+                let Some(definition) = defining_op(operand) else {
+                    return true;
+                };
+                if !between.contains(&(definition.to_raw().ptr as usize)) {
+                    return true;
+                }
+                let constant = super::rows::name_of(definition) == "arith.constant"
+                    && definition.operand_count() == 0
+                    && definition.region_count() == 0;
+                if constant {
+                    constants.push(definition);
+                }
+                constant
+            });
+            if ready {
+                return Some(Consumer {
+                    call: candidate,
+                    name,
+                    constants,
+                });
+            }
+        }
+        between.insert(address);
+    }
+    None
+}
+
+/// Replaces the contraction's `call` (of the kernel `name`) and its
+/// consumer's with one call of a new epilogue function; returns its name.
+/// `written`: the function returns the contraction's result too, first.
+fn rewrite(
+    context: &Context,
+    module: &Module,
+    taken: &mut HashSet<String>,
+    (call, name): (OperationRef, &str),
+    consumer: &Consumer,
+    written: bool,
+) -> Result<String, Error> {
+    let fail = |what: &str| Error::Lowering(format!("epilogue of @{name}: {what}"));
+    let sums: Value = call.result(0).map_err(|_| fail("no result"))?.into();
+    let mut inputs: Vec<Value> = Vec::new();
+    for operand in call.operands().chain(consumer.call.operands()) {
+        if key(operand) != key(sums) && !inputs.iter().any(|v| key(*v) == key(operand)) {
+            inputs.push(operand);
+        }
+    }
+    let mut outputs: Vec<Value> = Vec::new();
+    if written {
+        outputs.push(sums);
+    }
+    outputs.extend(consumer.call.results().map(Value::from));
+
+    // The epilogue function: the two calls, on its arguments.
+    let location = call.location();
+    let input_types: Vec<Type> = inputs.iter().map(|v| v.r#type()).collect();
+    let output_types: Vec<Type> = outputs.iter().map(|v| v.r#type()).collect();
+    let body = Block::new(&input_types.iter().map(|t| (*t, location)).collect::<Vec<_>>());
+    let mut mapping: HashMap<usize, Value> = HashMap::new();
+    for (i, input) in inputs.iter().enumerate() {
+        let argument = body.argument(i).map_err(|_| fail("an argument"))?;
+        // SAFETY: the block argument lives as long as the block, which the
+        // new function owns for as long as the module lives.
+        mapping.insert(key(*input), unsafe { Value::from_raw(argument.to_raw()) });
+    }
+    for (old, callee) in [(call, name.to_owned()), (consumer.call, consumer.name.clone())] {
+        let operands: Vec<Value> = old
+            .operands()
+            .map(|v| mapping.get(&key(v)).copied().unwrap_or(v))
+            .collect();
+        let types: Vec<Type> = old.results().map(|r| r.r#type()).collect();
+        let new = body.append_operation(func::call(
+            context,
+            FlatSymbolRefAttribute::new(context, &callee),
+            &operands,
+            &types,
+            location,
+        ));
+        for j in 0..new.result_count() {
+            let (Ok(from), Ok(to)) = (old.result(j), new.result(j)) else {
+                return Err(fail("call results"));
+            };
+            // SAFETY: as for the arguments.
+            mapping.insert(key(from.into()), unsafe { Value::from_raw(to.to_raw()) });
+        }
+    }
+    let returned: Vec<Value> = outputs
+        .iter()
+        .map(|v| mapping.get(&key(*v)).copied().unwrap_or(*v))
+        .collect();
+    body.append_operation(func::r#return(&returned, location));
+    let region = Region::new();
+    region.append_block(body);
+    let mut epilogue = format!("{name}_epilogue");
+    while !taken.insert(epilogue.clone()) {
+        epilogue.push('_');
+    }
+    let parts: Vec<Attribute> = [name, consumer.name.as_str()]
+        .iter()
+        .map(|n| FlatSymbolRefAttribute::new(context, n).into())
+        .collect();
+    let attributes = [
+        (
+            Identifier::new(context, "sym_visibility"),
+            StringAttribute::new(context, "private").into(),
+        ),
+        (Identifier::new(context, "meta.fused"), Attribute::unit(context)),
+        (
+            Identifier::new(context, EPILOGUE_ATTRIBUTE),
+            ArrayAttribute::new(context, &parts).into(),
+        ),
+    ];
+    module.body().append_operation(func::func(
+        context,
+        StringAttribute::new(context, &epilogue),
+        TypeAttribute::new(FunctionType::new(context, &input_types, &output_types).into()),
+        region,
+        &attributes,
+        location,
+    ));
+
+    // The host calls it where it called the contraction.
+    for constant in &consumer.constants {
+        move_before(*constant, call);
+    }
+    let block = call.block().ok_or_else(|| fail("a call outside a block"))?;
+    let new = block.insert_operation_before(
+        call,
+        func::call(
+            context,
+            FlatSymbolRefAttribute::new(context, &epilogue),
+            &inputs,
+            &output_types,
+            location,
+        ),
+    );
+    for (j, output) in outputs.iter().enumerate() {
+        let result = new.result(j).map_err(|_| fail("a call result"))?;
+        replace_uses(*output, result.into());
+    }
+    // The consumer read the contraction's result: it goes first.
+    erase(consumer.call);
+    erase(call);
+    Ok(epilogue)
+}
+
+/// The two kernels an epilogue function calls: the contraction, then its
+/// consumer.
+pub(crate) fn parts_of(function: OperationRef) -> Vec<String> {
+    function
+        .attribute(EPILOGUE_ATTRIBUTE)
+        .ok()
+        .and_then(jitc_dialect::ops::array_elements)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|a| {
+            FlatSymbolRefAttribute::try_from(a)
+                .ok()
+                .map(|s| s.value().to_owned())
+        })
+        .collect()
+}
+
+/// The kernels of `module` that only epilogue functions call: lowered as
+/// part of them, not on their own.
+pub(crate) fn absorbed(module: &Module) -> HashSet<String> {
+    let functions = jitc_dialect::ops::functions(module.body());
+    let mut parts: HashSet<String> = HashSet::new();
+    let mut elsewhere: HashSet<String> = HashSet::new();
+    for function in functions.values() {
+        let epilogue = function.has_attribute(EPILOGUE_ATTRIBUTE);
+        super::inplace::visit_calls(*function, &mut |call| {
+            if let Some(callee) = crate::transforms::inline::callee(call) {
+                if epilogue {
+                    parts.insert(callee);
+                } else {
+                    elsewhere.insert(callee);
+                }
+            }
+        });
+    }
+    parts.retain(|p| !elsewhere.contains(p));
+    parts
+}
+
+/// Lowers the epilogue functions of `module` into `lowered`, after
+/// [`super::lower`] lowered every kernel but those in `absorbed`. An
+/// epilogue that does not lower is reported in `lowered.skipped` and runs
+/// in the interpreter, which calls its two kernels; those are then lowered
+/// on their own.
+pub(crate) fn lower_epilogues<'c>(
+    context: &'c Context,
+    module: &Module<'c>,
+    lowered: &mut Lowered<'c>,
+    absorbed: &HashSet<String>,
+    options: &LowerOptions,
+) -> Result<Vec<String>, Error> {
+    let mut fallback = Vec::new();
+    for function in kernels(module) {
+        if !function.has_attribute(EPILOGUE_ATTRIBUTE) {
+            continue;
+        }
+        match lower_epilogue(context, module, &lowered.module, function, options) {
+            Ok(signature) => lowered.signatures.push(signature),
+            Err(error) => {
+                let name = function.attribute("sym_name").ok().and_then(string_attribute);
+                lowered
+                    .skipped
+                    .push((name.unwrap_or("?").to_owned(), error.to_string()));
+                for part in parts_of(function) {
+                    if absorbed.contains(&part) && !fallback.contains(&part) {
+                        fallback.push(part);
+                    }
+                }
+            }
+        }
+    }
+    Ok(fallback)
+}
+
+/// Lowers the epilogue `function` to a kernel of the usual calling
+/// convention (`func.func @name(!llvm.ptr, i64, i64)`), split across
+/// threads as its contraction is; returns its signature.
+fn lower_epilogue<'c>(
+    context: &'c Context,
+    module: &Module<'c>,
+    lowered: &Module<'c>,
+    function: OperationRef<'c, '_>,
+    options: &LowerOptions,
+) -> Result<KernelSignature, Error> {
+    let (name, function_type) = name_and_type(function, "epilogue").map_err(Error::Lowering)?;
+    let fail = |what: &str| Error::Lowering(format!("epilogue @{name}: {what}"));
+    let body = function
+        .region(0)
+        .ok()
+        .and_then(|r| r.first_block())
+        .ok_or_else(|| fail("no body"))?;
+    let functions = jitc_dialect::ops::functions(module.body());
+    let mut calls = Vec::new();
+    let mut op = body.first_operation();
+    while let Some(current) = op {
+        op = current.next_in_block();
+        if let Some((_, kernel)) = callee_of(current, &functions) {
+            calls.push((current, kernel));
+        }
+    }
+    let [(tiles_call, tiles_kernel), (consumer_call, consumer_kernel)] = calls[..] else {
+        return Err(fail("not two kernel calls"));
+    };
+    let (tiles_signature, domain, tiles_body, tiles_schedule) =
+        view(tiles_kernel).ok_or_else(|| fail("the contraction does not lower"))?;
+    let plan = super::contraction(options, &tiles_signature, tiles_body, &domain, &tiles_schedule)
+        .filter(|plan| plan.is_tiles() && !plan.packs())
+        .ok_or_else(|| fail("the contraction is not register tiles that do not pack"))?;
+    let dims = projection(tiles_body).ok_or_else(|| fail("the result map is not a projection"))?;
+    let (consumer_signature, consumer_domain, consumer_body, consumer_schedule) =
+        view(consumer_kernel).ok_or_else(|| fail("the consumer does not lower"))?;
+    let sums: Value = tiles_call.result(0).map_err(|_| fail("no sums"))?.into();
+    let position = consumer_call
+        .operands()
+        .position(|v| key(v) == key(sums))
+        .ok_or_else(|| fail("the consumer does not read the sums"))?;
+    let buffer = |t: Result<Type, _>| {
+        t.ok()
+            .and_then(buffer_of)
+            .ok_or_else(|| fail("a dynamic or unsupported type"))
+    };
+    let signature = KernelSignature {
+        name: name.clone(),
+        inputs: (0..function_type.input_count())
+            .map(|i| buffer(function_type.input(i)))
+            .collect::<Result<_, _>>()?,
+        outputs: (0..function_type.result_count())
+            .map(|i| buffer(function_type.result(i)))
+            .collect::<Result<_, _>>()?,
+        outer: tiles_signature.outer,
+        parallel: tiles_signature.parallel,
+        points: tiles_signature.points.saturating_add(consumer_signature.points),
+        accesses: Vec::new(),
+        flat: false,
+        sizes: None,
+        in_place: None,
+        partial: Vec::new(),
+        exact: Vec::new(),
+    };
+
+    let location = function.location();
+    let pointer = melior::dialect::llvm::r#type::pointer(context, 0);
+    let i64_type: Type = IntegerType::new(context, 64).into();
+    let index = Type::index(context);
+    let region = Region::new();
+    let entry = region.append_block(Block::new(&[
+        (pointer, location),
+        (i64_type, location),
+        (i64_type, location),
+    ]));
+    // SAFETY: the block belongs to `region`, which the new function owns
+    // for as long as `lowered` lives.
+    let entry = unsafe { BlockRef::from_raw(entry.to_raw()) };
+    let top = Emitter {
+        context,
+        location,
+        block: entry,
+        scopes: Some(emit::Scopes::new(context)?),
+    };
+    let argument = |i: usize| -> Result<Value, Error> {
+        entry.argument(i).map(Into::into).map_err(|_| fail("arguments"))
+    };
+    let buffers = argument(0)?;
+    // The function's buffers: arguments, results, then the status record.
+    let (inputs, outputs) = (signature.inputs.len(), signature.outputs.len());
+    let mut slots = Vec::with_capacity(inputs + outputs + 1);
+    for slot in 0..inputs + outputs + 1 {
+        let address = super::gep(&top, buffers, top.int(i64_type, slot as i64)?, pointer)?;
+        slots.push(top.value("llvm.load", &[address], pointer)?);
+    }
+    let status = Status {
+        record: slots[inputs + outputs],
+        accesses: None,
+        skew: options.skew,
+        flat: None,
+    };
+    // The slot of each value the body's calls read or return.
+    let mut slot_of: HashMap<usize, Value> = HashMap::new();
+    for (i, slot) in slots.iter().enumerate().take(inputs) {
+        let value: Value = body.argument(i).map_err(|_| fail("body arguments"))?.into();
+        slot_of.insert(key(value), *slot);
+    }
+    let terminator = body.terminator().ok_or_else(|| fail("no return"))?;
+    for (j, value) in terminator.operands().enumerate() {
+        slot_of.insert(key(value), slots[inputs + j]);
+    }
+    let writes_output = slot_of.contains_key(&key(sums));
+    let read_index = |pointer| -> Result<Value, Error> {
+        let raw = top.value("llvm.load", &[pointer], i64_type)?;
+        top.value("arith.index_cast", &[raw], index)
+    };
+    // Each kernel's arguments, from the slots its call passes (the sums,
+    // which the consumer reads, from the output's slot, or none: they come
+    // from the scratch).
+    let passed = |call: OperationRef| -> Result<Vec<Value>, Error> {
+        call.operands()
+            .map(|v| match slot_of.get(&key(v)) {
+                Some(slot) => Ok(*slot),
+                None if key(v) == key(sums) => Ok(slots[inputs + outputs]),
+                None => Err(fail("an operand with no buffer")),
+            })
+            .collect()
+    };
+    let tiles_arguments = lower_arguments(
+        tiles_body,
+        &tiles_signature.inputs,
+        &passed(tiles_call)?,
+        &mut HashMap::new(),
+        false,
+        read_index,
+    )?;
+    let consumer_arguments = lower_arguments(
+        consumer_body,
+        &consumer_signature.inputs,
+        &passed(consumer_call)?,
+        &mut HashMap::new(),
+        false,
+        read_index,
+    )?;
+    let output_at = |value: Value, buffer: &Buffer| -> Result<Output, Error> {
+        let Buffer::Tensor(shape, element) = buffer else {
+            return Err(fail("a result that is not a static tensor"));
+        };
+        let pointer = slot_of
+            .get(&key(value))
+            .copied()
+            .unwrap_or(slots[inputs + outputs]);
+        Ok(Output::fixed(pointer, shape.clone(), *element))
+    };
+    let output = output_at(sums, &tiles_signature.outputs[0])?;
+    let consumer_outputs = consumer_call
+        .results()
+        .zip(&consumer_signature.outputs)
+        .map(|(r, b)| output_at(r.into(), b))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (consumer_nest, in_memory) = nest::Kernel::new(
+        consumer_body,
+        &consumer_arguments,
+        &consumer_outputs,
+        status,
+        &consumer_domain,
+        None,
+        &consumer_schedule,
+        None,
+        options.math,
+        point::Tuning {
+            poly: poly::PolyTarget {
+                scalef: options.vector_bits >= 512,
+                gpu: false,
+            },
+            prefetch: false,
+        },
+    )?;
+    if !in_memory.is_empty() {
+        return Err(fail("the consumer has a reduction"));
+    }
+    let argument_key = consumer_body
+        .argument(position)
+        .map(|a| access::key(a.into()))
+        .map_err(|_| fail("the consumer's arguments"))?;
+    let consumer = contract::Consumer {
+        kernel: &consumer_nest,
+        dims,
+        argument: argument_key,
+        position,
+        writes_output,
+    };
+    let range = if domain.is_empty() {
+        None
+    } else {
+        let bound =
+            |i: usize| -> Result<Value, Error> { top.value("arith.index_cast", &[argument(i)?], index) };
+        Some((bound(1)?, bound(2)?))
+    };
+    contract::emit_contraction(
+        &top,
+        &plan,
+        &tiles_arguments,
+        &output,
+        &domain,
+        tiles_schedule.split,
+        range,
+        options.math,
+        Some(&consumer),
+    )?;
+    top.op("func.return", &[], &[], &[])?;
+    let no_attributes: [(Identifier, Attribute); 0] = [];
+    lowered.body().append_operation(func::func(
+        context,
+        StringAttribute::new(context, &name),
+        TypeAttribute::new(FunctionType::new(context, &[pointer, i64_type, i64_type], &[]).into()),
+        region,
+        &no_attributes,
+        location,
+    ));
+    Ok(signature)
+}
