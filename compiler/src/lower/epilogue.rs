@@ -13,8 +13,9 @@
 //!
 //! **When.** [`fuse_epilogues`] looks at every call, in host code, of a
 //! kernel that lowers as register tiles (`contract::Form::Tiles`) without
-//! packing its operand, and whose result map names each dimension of the
-//! result by one domain dimension (matmul's and convolution's do). Its
+//! packing its operand, whose sums take [`MAX_SUMS_BYTES`] at most, and
+//! whose result map names each dimension of the result by one domain
+//! dimension (matmul's and convolution's do). Its
 //! consumer is the first later call in the same block that reads the
 //! result and
 //! - is a kernel over a static domain equal to the result's shape, with
@@ -63,12 +64,13 @@
 //! same sums, so `--math exact` stays bit-identical to the interpreter,
 //! and fast math changes nothing the two kernels apart would not.
 //!
-//! Example (`examples/mlp_step.mlir`): `@main_fused_11` is the gradient
-//! `dW1 = xᵀ dh`, 784x512 over a fold of 256, and `@main_fused_12` is the
-//! SGD step `W1 - lr dW1`. Nothing else reads `dW1`: the epilogue
-//! function returns the new `W1` alone, and each 6x64 tile's sums go
-//! through a 1.5 KiB scratch tile into the step, so `dW1` (1.6 MB) never
-//! reaches memory.
+//! Example (`examples/mlp_step.mlir`): `@main_fused_7` is the gradient
+//! `dW2 = hᵀ dlogits`, 512x10 over a fold of 256, and `@main_fused_14` is
+//! the SGD step `W2 - lr dW2`. Nothing else reads `dW2`: the epilogue
+//! function returns the new `W2` alone, and each tile's sums go through a
+//! scratch tile into the step, so `dW2` never reaches memory. (`dW1`,
+//! 784x512, is past [`MAX_SUMS_BYTES`]: its update stays a kernel of its
+//! own.)
 
 use super::{
     Buffer, KernelSignature, LowerOptions, Lowered,
@@ -81,7 +83,10 @@ use crate::{
     Error,
     rewrite::{defining_op, erase, move_before, replace_uses, uses},
 };
-use jitc_dialect::ops::{ReindexReduceOp, string_attribute};
+use jitc_dialect::{
+    kinds::ElementType,
+    ops::{ReindexReduceOp, string_attribute},
+};
 use melior::{
     Context,
     dialect::func,
@@ -98,6 +103,15 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 /// The attribute of an epilogue function: the contraction and its
 /// consumer.
 pub const EPILOGUE_ATTRIBUTE: &str = "meta.epilogue";
+
+/// The most bytes of sums an epilogue takes. What it saves is the
+/// consumer's call, a few microseconds of waking the worker team, which
+/// only small contractions feel; the consumer's reads of sums a larger
+/// contraction just wrote hit the cache anyway. Measured with a bias and
+/// `tanh` (`jitc bench`, alternating, docs/benchmarks.md): sums of 64 KiB
+/// 3% faster fused, 256 KiB level, 1 MiB 0.6% slower; the MLP step's
+/// 1.6 MB `dW1` with its SGD update 2% slower.
+pub const MAX_SUMS_BYTES: usize = 256 << 10;
 
 /// An epilogue [`fuse_epilogues`] made, for `jitc explain`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,14 +155,16 @@ pub(crate) fn merged(module: &Module, made: Vec<Epilogue>) -> Vec<Epilogue> {
 
 /// Whether `kernel` lowers as a register-tiled contraction with
 /// `options` that does not pack its operand, whose result map is a
-/// projection of its domain.
+/// projection of its domain, and whose sums take [`MAX_SUMS_BYTES`] at
+/// most.
 fn tiled(kernel: OperationRef, options: &LowerOptions) -> bool {
     let Some((signature, domain, body, schedule)) = view(kernel) else {
         return false;
     };
     super::contraction(options, &signature, body, &domain, &schedule)
         .is_some_and(|plan| plan.is_tiles() && !plan.packs())
-        && signature.outputs.len() == 1
+        && matches!(&signature.outputs[..], [Buffer::Tensor(shape, element)]
+            if shape.iter().product::<usize>() * element.byte_width() <= MAX_SUMS_BYTES)
         && fixed(&signature.inputs)
         && projection(body).is_some()
 }
@@ -576,7 +592,11 @@ pub(crate) fn lower_epilogues<'c>(
             continue;
         }
         match lower_epilogue(context, module, &lowered.module, function, options) {
-            Ok(signature) => lowered.signatures.push(signature),
+            Ok(signature) => {
+                // Its tile function is compiled once, called per tile.
+                lowered.no_inline.push(format!("{}_tile", signature.name));
+                lowered.signatures.push(signature);
+            }
             Err(error) => {
                 let name = function.attribute("sym_name").ok().and_then(string_attribute);
                 lowered
@@ -659,6 +679,58 @@ fn lower_epilogue<'c>(
         exact: Vec::new(),
     };
 
+    // The buffer array's slot of each value the body's calls read or
+    // return: arguments, results, then the status record.
+    let (inputs, outputs) = (signature.inputs.len(), signature.outputs.len());
+    let status_slot = inputs + outputs;
+    let mut slot_of: HashMap<usize, usize> = HashMap::new();
+    for i in 0..inputs {
+        let value: Value = body.argument(i).map_err(|_| fail("body arguments"))?.into();
+        slot_of.insert(key(value), i);
+    }
+    let terminator = body.terminator().ok_or_else(|| fail("no return"))?;
+    for (j, value) in terminator.operands().enumerate() {
+        slot_of.insert(key(value), inputs + j);
+    }
+    let writes_output = slot_of.contains_key(&key(sums));
+    // The slots each call passes; the sums, when they are not written, none
+    // (the consumer reads them from the scratch).
+    let passed = |call: OperationRef| -> Result<Vec<Option<usize>>, Error> {
+        call.operands()
+            .map(|v| match slot_of.get(&key(v)) {
+                Some(&slot) => Ok(Some(slot)),
+                None if key(v) == key(sums) => Ok(None),
+                None => Err(fail("an operand with no buffer")),
+            })
+            .collect()
+    };
+    let returned = |call: OperationRef| -> Vec<Option<usize>> {
+        call.results()
+            .map(|r| slot_of.get(&key(r.into())).copied())
+            .collect()
+    };
+    let tile_function = format!("{name}_tile");
+    lower_tile_function(
+        context,
+        lowered,
+        &tile_function,
+        Tiles {
+            plan: &plan,
+            dims: &dims,
+            element: plan.element(),
+        },
+        Part {
+            body: consumer_body,
+            signature: &consumer_signature,
+            domain: &consumer_domain,
+            schedule: &consumer_schedule,
+            arguments: passed(consumer_call)?,
+            results: returned(consumer_call),
+        },
+        (position, status_slot),
+        options,
+    )?;
+
     let location = function.location();
     let pointer = melior::dialect::llvm::r#type::pointer(context, 0);
     let i64_type: Type = IntegerType::new(context, 64).into();
@@ -682,108 +754,39 @@ fn lower_epilogue<'c>(
         entry.argument(i).map(Into::into).map_err(|_| fail("arguments"))
     };
     let buffers = argument(0)?;
-    // The function's buffers: arguments, results, then the status record.
-    let (inputs, outputs) = (signature.inputs.len(), signature.outputs.len());
-    let mut slots = Vec::with_capacity(inputs + outputs + 1);
-    for slot in 0..inputs + outputs + 1 {
+    let mut slots = Vec::with_capacity(status_slot + 1);
+    for slot in 0..=status_slot {
         let address = super::gep(&top, buffers, top.int(i64_type, slot as i64)?, pointer)?;
         slots.push(top.value("llvm.load", &[address], pointer)?);
     }
-    let status = Status {
-        record: slots[inputs + outputs],
-        accesses: None,
-        skew: options.skew,
-        flat: None,
-    };
-    // The slot of each value the body's calls read or return.
-    let mut slot_of: HashMap<usize, Value> = HashMap::new();
-    for (i, slot) in slots.iter().enumerate().take(inputs) {
-        let value: Value = body.argument(i).map_err(|_| fail("body arguments"))?.into();
-        slot_of.insert(key(value), *slot);
-    }
-    let terminator = body.terminator().ok_or_else(|| fail("no return"))?;
-    for (j, value) in terminator.operands().enumerate() {
-        slot_of.insert(key(value), slots[inputs + j]);
-    }
-    let writes_output = slot_of.contains_key(&key(sums));
     let read_index = |pointer| -> Result<Value, Error> {
         let raw = top.value("llvm.load", &[pointer], i64_type)?;
         top.value("arith.index_cast", &[raw], index)
     };
-    // Each kernel's arguments, from the slots its call passes (the sums,
-    // which the consumer reads, from the output's slot, or none: they come
-    // from the scratch).
-    let passed = |call: OperationRef| -> Result<Vec<Value>, Error> {
-        call.operands()
-            .map(|v| match slot_of.get(&key(v)) {
-                Some(slot) => Ok(*slot),
-                None if key(v) == key(sums) => Ok(slots[inputs + outputs]),
-                None => Err(fail("an operand with no buffer")),
-            })
-            .collect()
-    };
+    let tiles_slots = passed(tiles_call)?
+        .into_iter()
+        .map(|slot| {
+            slot.map(|k| slots[k])
+                .ok_or_else(|| fail("a contraction operand with no buffer"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let tiles_arguments = lower_arguments(
         tiles_body,
         &tiles_signature.inputs,
-        &passed(tiles_call)?,
+        &tiles_slots,
         &mut HashMap::new(),
         false,
         read_index,
     )?;
-    let consumer_arguments = lower_arguments(
-        consumer_body,
-        &consumer_signature.inputs,
-        &passed(consumer_call)?,
-        &mut HashMap::new(),
-        false,
-        read_index,
-    )?;
-    let output_at = |value: Value, buffer: &Buffer| -> Result<Output, Error> {
-        let Buffer::Tensor(shape, element) = buffer else {
-            return Err(fail("a result that is not a static tensor"));
-        };
-        let pointer = slot_of
-            .get(&key(value))
-            .copied()
-            .unwrap_or(slots[inputs + outputs]);
-        Ok(Output::fixed(pointer, shape.clone(), *element))
+    let Buffer::Tensor(shape, element) = &tiles_signature.outputs[0] else {
+        return Err(fail("the sums are not a static tensor"));
     };
-    let output = output_at(sums, &tiles_signature.outputs[0])?;
-    let consumer_outputs = consumer_call
-        .results()
-        .zip(&consumer_signature.outputs)
-        .map(|(r, b)| output_at(r.into(), b))
-        .collect::<Result<Vec<_>, _>>()?;
-    let (consumer_nest, in_memory) = nest::Kernel::new(
-        consumer_body,
-        &consumer_arguments,
-        &consumer_outputs,
-        status,
-        &consumer_domain,
-        None,
-        &consumer_schedule,
-        None,
-        options.math,
-        point::Tuning {
-            poly: poly::PolyTarget {
-                scalef: options.vector_bits >= 512,
-                gpu: false,
-            },
-            prefetch: false,
-        },
-    )?;
-    if !in_memory.is_empty() {
-        return Err(fail("the consumer has a reduction"));
-    }
-    let argument_key = consumer_body
-        .argument(position)
-        .map(|a| access::key(a.into()))
-        .map_err(|_| fail("the consumer's arguments"))?;
+    // Unused when the sums are not written: the tiles store to the scratch.
+    let sums_pointer = slot_of.get(&key(sums)).map_or(slots[status_slot], |&k| slots[k]);
+    let output = Output::fixed(sums_pointer, shape.clone(), *element);
     let consumer = contract::Consumer {
-        kernel: &consumer_nest,
-        dims,
-        argument: argument_key,
-        position,
+        function: tile_function,
+        buffers,
         writes_output,
     };
     let range = if domain.is_empty() {
@@ -815,4 +818,212 @@ fn lower_epilogue<'c>(
         location,
     ));
     Ok(signature)
+}
+
+/// What the tile function needs of the contraction: its tiles, the
+/// contraction dimension of each dimension of the sums, and their element
+/// type.
+struct Tiles<'p> {
+    plan: &'p contract::Contraction,
+    dims: &'p [usize],
+    element: ElementType,
+}
+
+/// The consumer kernel: its body, signature, domain and CPU schedule, and
+/// the buffer-array slot of each of its arguments (`None` for the sums,
+/// read from the scratch) and results.
+struct Part<'p, 'c, 'a> {
+    body: BlockRef<'c, 'a>,
+    signature: &'p KernelSignature,
+    domain: &'p [i64],
+    schedule: &'p schedule::Schedule,
+    arguments: Vec<Option<usize>>,
+    results: Vec<Option<usize>>,
+}
+
+/// Lowers the consumer's part of an epilogue to the tile function `name`
+/// (`contract::Consumer`): `(buffers, r0, rows, v0, columns, scratch,
+/// outer...)`, which runs the consumer's ops at each output of a tile, in
+/// a loop over its rows and columns that LLVM vectorizes, reading each
+/// sum from the output (the consumer's argument `position`) or from the
+/// scratch (row by row, a tile's width apart). `status_slot` is the
+/// buffer array's slot of the status record.
+#[allow(clippy::too_many_arguments)]
+fn lower_tile_function<'c>(
+    context: &'c Context,
+    lowered: &Module<'c>,
+    name: &str,
+    tiles: Tiles,
+    consumer: Part,
+    (position, status_slot): (usize, usize),
+    options: &LowerOptions,
+) -> Result<(), Error> {
+    let fail = |what: &str| Error::Lowering(format!("tile function @{name}: {what}"));
+    let roles = tiles.plan.roles();
+    let location = melior::ir::Location::unknown(context);
+    let pointer = melior::dialect::llvm::r#type::pointer(context, 0);
+    let i64_type: Type = IntegerType::new(context, 64).into();
+    let index = Type::index(context);
+    let mut parameters = vec![pointer, i64_type, i64_type, i64_type, i64_type, pointer];
+    parameters.extend(roles.outer.iter().map(|_| i64_type));
+    let region = Region::new();
+    let entry = region.append_block(Block::new(
+        &parameters.iter().map(|t| (*t, location)).collect::<Vec<_>>(),
+    ));
+    // SAFETY: the block belongs to `region`, which the new function owns
+    // for as long as `lowered` lives.
+    let entry = unsafe { BlockRef::from_raw(entry.to_raw()) };
+    let top = Emitter {
+        context,
+        location,
+        block: entry,
+        scopes: Some(emit::Scopes::new(context)?),
+    };
+    let parameter = |i: usize| -> Result<Value, Error> {
+        entry.argument(i).map(Into::into).map_err(|_| fail("parameters"))
+    };
+    let as_index =
+        |i: usize| -> Result<Value, Error> { top.value("arith.index_cast", &[parameter(i)?], index) };
+    let (buffers, r0, rows, v0, columns, scratch) = (
+        parameter(0)?,
+        as_index(1)?,
+        as_index(2)?,
+        as_index(3)?,
+        as_index(4)?,
+        parameter(5)?,
+    );
+    let outer = (0..roles.outer.len())
+        .map(|k| as_index(6 + k))
+        .collect::<Result<Vec<_>, _>>()?;
+    let slot = |k: usize| -> Result<Value, Error> {
+        let address = super::gep(&top, buffers, top.int(i64_type, k as i64)?, pointer)?;
+        top.value("llvm.load", &[address], pointer)
+    };
+    let status = Status {
+        record: slot(status_slot)?,
+        accesses: None,
+        skew: options.skew,
+        flat: None,
+    };
+    // The sums' argument, when they are not written, points at the status
+    // record: its loads are never made (the point knows the sum).
+    let slots = consumer
+        .arguments
+        .iter()
+        .map(|k| slot(k.unwrap_or(status_slot)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let read_index = |pointer| -> Result<Value, Error> {
+        let raw = top.value("llvm.load", &[pointer], i64_type)?;
+        top.value("arith.index_cast", &[raw], index)
+    };
+    let arguments = lower_arguments(
+        consumer.body,
+        &consumer.signature.inputs,
+        &slots,
+        &mut HashMap::new(),
+        false,
+        read_index,
+    )?;
+    let outputs = consumer
+        .results
+        .iter()
+        .zip(&consumer.signature.outputs)
+        .map(|(k, buffer)| {
+            let Buffer::Tensor(shape, element) = buffer else {
+                return Err(fail("a result that is not a static tensor"));
+            };
+            let k = k.ok_or_else(|| fail("a result with no buffer"))?;
+            Ok(Output::fixed(slot(k)?, shape.clone(), *element))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let (kernel, in_memory) = nest::Kernel::new(
+        consumer.body,
+        &arguments,
+        &outputs,
+        status,
+        consumer.domain,
+        None,
+        consumer.schedule,
+        None,
+        options.math,
+        point::Tuning {
+            poly: poly::PolyTarget {
+                scalef: options.vector_bits >= 512,
+                gpu: false,
+            },
+            prefetch: false,
+        },
+    )?;
+    if !in_memory.is_empty() {
+        return Err(fail("the consumer has a reduction"));
+    }
+    let sums_key = consumer
+        .body
+        .argument(position)
+        .map(|a| access::key(a.into()))
+        .map_err(|_| fail("the consumer's arguments"))?;
+    let from_scratch = consumer.arguments.get(position).is_some_and(|k| k.is_none());
+
+    let (by_row, m) = top.for_range(top.index(0)?, rows)?;
+    let (by_column, c) = by_row.for_range(by_row.index(0)?, columns)?;
+    let r = by_column.value("arith.addi", &[r0, m], index)?;
+    let v = by_column.value("arith.addi", &[v0, c], index)?;
+    let point = tiles
+        .dims
+        .iter()
+        .map(|&d| {
+            if d == roles.r {
+                Ok(Some(r))
+            } else if d == roles.v {
+                Ok(Some(v))
+            } else {
+                let k = roles
+                    .outer
+                    .iter()
+                    .position(|&o| o == d)
+                    .ok_or_else(|| fail("a dimension of the sums is neither rows, vector nor outer"))?;
+                Ok(Some(outer[k]))
+            }
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    let mut known = HashMap::new();
+    if from_scratch {
+        let row = by_column.value("arith.muli", &[m, by_column.index(roles.width as i64)?], index)?;
+        let at_sum = by_column.value("arith.addi", &[row, c], index)?;
+        let offset = by_column.value("arith.index_cast", &[at_sum], i64_type)?;
+        let address = super::gep(
+            &by_column,
+            scratch,
+            offset,
+            super::memory_type(context, tiles.element),
+        )?;
+        let sum = by_column.value("llvm.load", &[address], super::value_type(context, tiles.element))?;
+        known.insert(sums_key, sum);
+    }
+    // Read from the output, the sums are no argument apart from what the
+    // kernel writes: their loads carry no alias scope.
+    let at_point = Emitter {
+        scopes: by_column.scopes.map(|scopes| match from_scratch {
+            false => scopes.written_in_place(position),
+            true => scopes,
+        }),
+        ..by_column
+    };
+    kernel.point_knowing(&at_point, &point, Vec::new(), false, known)?;
+    by_column.finish()?;
+    by_row.finish()?;
+    top.op("func.return", &[], &[], &[])?;
+    let attributes = [(
+        Identifier::new(context, "sym_visibility"),
+        StringAttribute::new(context, "private").into(),
+    )];
+    lowered.body().append_operation(func::func(
+        context,
+        StringAttribute::new(context, name),
+        TypeAttribute::new(FunctionType::new(context, &parameters, &[]).into()),
+        region,
+        &attributes,
+        location,
+    ));
+    Ok(())
 }

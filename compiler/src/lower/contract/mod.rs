@@ -191,7 +191,7 @@ pub(super) fn emit_contraction<'c, 'a>(
     split: usize,
     range: Option<(Value<'c, 'a>, Value<'c, 'a>)>,
     math: MathMode,
-    consumer: Option<&Consumer<'_, 'c, 'a>>,
+    consumer: Option<&Consumer<'c, 'a>>,
 ) -> Result<(), Error> {
     let vectors = Vectors::new(top.context, plan.element, plan.lanes)?;
     if consumer.is_some() && plan.pack.is_some() {

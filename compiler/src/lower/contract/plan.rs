@@ -79,6 +79,18 @@ pub(super) enum Form {
     Dot { column: Option<usize>, columns: usize },
 }
 
+/// The dimensions of a contraction's tiles, for an epilogue
+/// (`super::super::epilogue`).
+pub(crate) struct Roles {
+    /// The row and vector dimensions.
+    pub(crate) r: usize,
+    pub(crate) v: usize,
+    /// The other kept dimensions, the loops outside the tiles, in order.
+    pub(crate) outer: Vec<usize>,
+    /// The values of `v` per tile row: vectors times lanes.
+    pub(crate) width: usize,
+}
+
 /// A kernel that is a contraction, and how its tiles are cut.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Contraction {
@@ -121,6 +133,21 @@ impl Contraction {
     /// form an epilogue runs on (`super::super::epilogue`).
     pub(crate) fn is_tiles(&self) -> bool {
         self.form == Form::Tiles
+    }
+
+    /// The element type of its operands and output.
+    pub(crate) fn element(&self) -> ElementType {
+        self.element
+    }
+
+    /// The roles of its dimensions in the tiles.
+    pub(crate) fn roles(&self) -> Roles {
+        Roles {
+            r: self.r,
+            v: self.v,
+            outer: self.outer.clone(),
+            width: self.vectors * self.lanes,
+        }
     }
 
     /// Whether its fold runs in packed blocks, which keep their partial

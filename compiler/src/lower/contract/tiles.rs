@@ -13,21 +13,21 @@ use super::super::{
 use super::vectors::{Reads, bound_extent, evaluate, in_range};
 use crate::Error;
 use melior::ir::{Type, Value};
-use std::collections::HashMap;
 
 /// An element-wise kernel that runs on a contraction's tiles as they
-/// finish (`super::epilogue`): its ops at each output of the tile, with
-/// the output's sum as the value of its argument `argument`.
-pub(crate) struct Consumer<'p, 'c, 'a> {
-    /// Its loop nest, of which only the point is emitted.
-    pub(crate) kernel: &'p super::super::nest::Kernel<'c, 'a, 'p>,
-    /// For each dimension of its domain (the contraction's output's
-    /// dimensions), the contraction's domain dimension it is.
-    pub(crate) dims: Vec<usize>,
-    /// The [`super::access::key`] of its argument that is the contraction's
-    /// output, and that argument's number.
-    pub(crate) argument: usize,
-    pub(crate) position: usize,
+/// finish (`super::super::epilogue`): a function of its own, called once
+/// per tile (LLVM compiles its ops once, not once per tile height), that
+/// runs its ops at each output of the tile.
+pub(crate) struct Consumer<'c, 'a> {
+    /// The tile function: `(buffers, r0, rows, v0, columns, scratch,
+    /// outer...)`, the kernel's buffer array, the tile's first row and
+    /// column and its numbers of rows and columns (`i64`s), the scratch
+    /// tile (null when the sums are in the output), and the index of each
+    /// of the contraction's outer dimensions ([`super::Contraction`]'s
+    /// `outer`, in order).
+    pub(crate) function: String,
+    /// The kernel's buffer array, passed on.
+    pub(crate) buffers: Value<'c, 'a>,
     /// Whether the output is written too (something else reads it);
     /// otherwise the sums go through a scratch tile on the stack.
     pub(crate) writes_output: bool,
@@ -43,7 +43,7 @@ pub(super) struct Tile<'p, 'c, 'a> {
     pub(super) packed: Option<Packed<'c, 'a>>,
     /// The element-wise kernel each tile's outputs go through, when the
     /// contraction has an epilogue.
-    pub(super) consumer: Option<&'p Consumer<'p, 'c, 'a>>,
+    pub(super) consumer: Option<&'p Consumer<'c, 'a>>,
     /// Where a tile leaves its accumulators for the epilogue when the
     /// output is not written: `rows x vectors x lanes` elements, row by
     /// row, on the stack.
@@ -123,18 +123,16 @@ impl<'c, 'a> Tile<'_, 'c, 'a> {
     }
 
     /// The epilogue of a tile of `rows` rows at the tile origin in `ivs`,
-    /// its sums stored: the consumer's ops at each output of the tile (its
-    /// columns up to `v`'s end), reading the sum back from the output or
-    /// the scratch.
+    /// its sums stored: a call of the consumer's tile function over the
+    /// tile's columns up to `v`'s end.
     fn epilogue(
         &self,
         at: &Emitter<'c, 'a>,
         ivs: &[Option<Value<'c, 'a>>],
         rows: usize,
-        consumer: &Consumer<'_, 'c, 'a>,
+        consumer: &Consumer<'c, 'a>,
     ) -> Result<(), Error> {
         let plan = self.reads.plan;
-        let run = at;
         let index = Type::index(at.context);
         let i64_type: Type = melior::ir::r#type::IntegerType::new(at.context, 64).into();
         let width = (plan.vectors * plan.lanes) as i64;
@@ -142,49 +140,36 @@ impl<'c, 'a> Tile<'_, 'c, 'a> {
         let r0 = ivs[plan.r].ok_or_else(|| error("no row index"))?;
         let columns = match self.tail {
             Some(end) => {
-                let left = run.value("arith.subi", &[end, v0], index)?;
-                run.value("arith.minsi", &[left, run.index(width)?], index)?
+                let left = at.value("arith.subi", &[end, v0], index)?;
+                at.value("arith.minsi", &[left, at.index(width)?], index)?
             }
-            None => run.index(width)?,
+            None => at.index(width)?,
         };
-        let (by_row, m) = run.for_range(run.index(0)?, run.index(rows as i64)?)?;
-        let (by_column, c) = by_row.for_range(by_row.index(0)?, columns)?;
-        let r = by_column.value("arith.addi", &[r0, m], index)?;
-        let v = by_column.value("arith.addi", &[v0, c], index)?;
-        let point = consumer
-            .dims
-            .iter()
-            .map(|&d| match d {
-                d if d == plan.r => Ok(Some(r)),
-                d if d == plan.v => Ok(Some(v)),
-                d => ivs[d]
-                    .map(Some)
-                    .ok_or_else(|| error("an epilogue dimension has no loop")),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut known = HashMap::new();
-        if let Some(buffer) = self.scratch {
-            let row = by_column.value("arith.muli", &[m, by_column.index(width)?], index)?;
-            let at_sum = by_column.value("arith.addi", &[row, c], index)?;
-            let offset = by_column.value("arith.index_cast", &[at_sum], i64_type)?;
-            let address = gep(&by_column, buffer, offset, memory_type(at.context, plan.element))?;
-            let sum = by_column.value("llvm.load", &[address], value_type(at.context, plan.element))?;
-            known.insert(consumer.argument, sum);
+        let scratch = match self.scratch {
+            Some(buffer) => buffer,
+            None => at.value(
+                "llvm.mlir.zero",
+                &[],
+                melior::dialect::llvm::r#type::pointer(at.context, 0),
+            )?,
+        };
+        let wide = |value: Value<'c, 'a>| at.value("arith.index_cast", &[value], i64_type);
+        let mut operands = vec![
+            consumer.buffers,
+            wide(r0)?,
+            at.int(i64_type, rows as i64)?,
+            wide(v0)?,
+            wide(columns)?,
+            scratch,
+        ];
+        for &d in &plan.outer {
+            operands.push(wide(
+                ivs[d].ok_or_else(|| error("an outer dimension has no loop"))?,
+            )?);
         }
-        // Read from the output, the sum is no argument apart from what the
-        // kernel writes: its loads carry no alias scope.
-        let at_point = Emitter {
-            scopes: by_column.scopes.map(|scopes| match consumer.writes_output {
-                true => scopes.written_in_place(consumer.position),
-                false => scopes,
-            }),
-            ..by_column
-        };
-        consumer
-            .kernel
-            .point_knowing(&at_point, &point, Vec::new(), false, known)?;
-        by_column.finish()?;
-        by_row.finish()
+        let callee = melior::ir::attribute::FlatSymbolRefAttribute::new(at.context, &consumer.function);
+        at.op("func.call", &operands, &[], &[("callee", callee.into())])?;
+        Ok(())
     }
 
     /// Per vector of a row: the mask of lanes before `v`'s end, when the
