@@ -15,9 +15,9 @@
 //! kernel that lowers as register tiles (`contract::Form::Tiles`) without
 //! packing its operand, whose sums take [`MAX_SUMS_BYTES`] at most, and
 //! whose result map names each dimension of the result by one domain
-//! dimension (matmul's and convolution's do). Its
-//! consumer is the first later call in the same block that reads the
-//! result and
+//! dimension (matmul's and convolution's do). Its consumer is the first
+//! later call in the same block, before any op that could fail, that
+//! reads the result and
 //! - is a kernel over a static domain equal to the result's shape, with
 //!   no reduction (each of its results is written at the domain's own
 //!   index, as a tile's outputs are);
@@ -29,6 +29,11 @@
 //! - has every other argument ready at the contraction's call: defined
 //!   before it, or a constant between the two calls, which moves before
 //!   it.
+//!
+//! The consumer then runs before the ops between the two calls, so those
+//! must not be able to fail: constants, and calls of kernels with no op
+//! that can ([`fallible_ops`]). Otherwise the run could report the
+//! consumer's failure where the interpreter reports theirs.
 //!
 //! Both kernels take static tensors and indices only: an epilogue passes
 //! no sizes, so a contraction over a sequence of dynamic length (the
@@ -54,7 +59,10 @@
 //! functions merge, as kernels do (`crate::dedup`). A kernel that only
 //! epilogue functions call is not lowered on its own ([`absorbed`]).
 //!
-//! **Lowering** ([`lower_epilogues`]). The contraction's tiles are emitted
+//! **Lowering** ([`lower_epilogues`]). A function is lowered only if it
+//! is what [`fuse_epilogues`] makes, checked again (the attribute can be
+//! written by hand); otherwise it runs in the interpreter, with a note.
+//! The contraction's tiles are emitted
 //! as `contract` emits them. Each tile stores its sums to the output when
 //! that is written, otherwise to a scratch tile on the stack. Then a loop
 //! over the tile's rows and columns (up to `v`'s end) runs the consumer's
@@ -132,25 +140,35 @@ pub struct Epilogue {
     pub calls: usize,
 }
 
-/// The epilogues of `made` whose functions are left in `module` once
-/// equal ones merged (`crate::dedup`), each with the calls its host makes
-/// of it.
+/// The epilogues of `made` as `module` calls them once equal ones merged
+/// (`crate::dedup`): one per host function and epilogue function left,
+/// with the calls that host makes of it.
 pub(crate) fn merged(module: &Module, made: Vec<Epilogue>) -> Vec<Epilogue> {
     let functions = jitc_dialect::ops::functions(module.body());
-    made.into_iter()
-        .filter_map(|mut epilogue| {
-            functions.get(&epilogue.name)?;
-            let host = functions.get(&epilogue.host)?;
-            let mut calls = 0;
-            super::inplace::visit_calls(*host, &mut |call| {
-                if crate::transforms::inline::callee(call).as_deref() == Some(epilogue.name.as_str()) {
-                    calls += 1;
-                }
-            });
-            epilogue.calls = calls;
-            Some(epilogue)
-        })
-        .collect()
+    let by_name: HashMap<String, Epilogue> = made.into_iter().map(|e| (e.name.clone(), e)).collect();
+    let mut out: Vec<Epilogue> = Vec::new();
+    for (host, function) in &functions {
+        if function.has_attribute("meta.fused") {
+            continue;
+        }
+        super::inplace::visit_calls(*function, &mut |call| {
+            let Some(epilogue) = crate::transforms::inline::callee(call).and_then(|c| by_name.get(&c)) else {
+                return;
+            };
+            match out
+                .iter_mut()
+                .find(|e| e.name == epilogue.name && e.host == *host)
+            {
+                Some(seen) => seen.calls += 1,
+                None => out.push(Epilogue {
+                    host: host.clone(),
+                    calls: 1,
+                    ..epilogue.clone()
+                }),
+            }
+        });
+    }
+    out
 }
 
 /// Whether `kernel` lowers as a register-tiled contraction with
@@ -242,24 +260,66 @@ fn consumes(kernel: OperationRef, position: usize, shape: &[usize]) -> bool {
     if uses(argument).iter().any(|(user, _)| !element_wise(*user)) {
         return false;
     }
-    let mut fallible = 0;
     let mut op = body.first_operation();
     while let Some(current) = op {
         op = current.next_in_block();
-        let name = super::rows::name_of(current);
-        if name == "meta.reindex_reduce" {
+        if super::rows::name_of(current) == "meta.reindex_reduce" {
             return false;
-        }
-        let symbols = name == "meta.reindex" && current.operand_count() > 1;
-        if symbols || crate::fusion::may_trap(current) {
-            fallible += 1;
         }
     }
     // Every result is computed in the body (at the domain's own index).
     let computed = body
         .terminator()
         .is_some_and(|t| t.operands().all(|v| defining_op(v).is_some()));
-    fallible <= 1 && computed
+    fallible_ops(body) <= 1 && computed
+}
+
+/// The ops of a kernel body that can fail the run: integer divisions and
+/// ops of dynamic shape (`fusion::may_trap`), and reindexes with symbols
+/// (affine arithmetic on them may divide by a non-positive value or
+/// overflow).
+fn fallible_ops(body: BlockRef) -> usize {
+    let mut fallible = 0;
+    let mut op = body.first_operation();
+    while let Some(current) = op {
+        op = current.next_in_block();
+        let name = super::rows::name_of(current);
+        let symbols =
+            matches!(name.as_str(), "meta.reindex" | "meta.reindex_reduce") && current.operand_count() > 1;
+        if symbols || crate::fusion::may_trap(current) {
+            fallible += 1;
+        }
+    }
+    fallible
+}
+
+/// Whether `op`, in host code between a contraction's call and its
+/// consumer's, cannot fail: a constant, or a call of a kernel with no op
+/// that can (of an epilogue, whose two kernels have none). The consumer
+/// moves before such ops only, so it changes no error the run reports.
+fn cannot_fail(op: OperationRef, functions: &BTreeMap<String, OperationRef>) -> bool {
+    if super::rows::name_of(op) == "arith.constant" {
+        return op.operand_count() == 0 && op.region_count() == 0;
+    }
+    let Some((_, kernel)) = callee_of(op, functions) else {
+        return false;
+    };
+    if kernel.has_attribute("meta.chain") {
+        return false;
+    }
+    let safe = |kernel: OperationRef| {
+        kernel
+            .region(0)
+            .ok()
+            .and_then(|r| r.first_block())
+            .is_some_and(|body| fallible_ops(body) == 0)
+    };
+    if kernel.has_attribute(EPILOGUE_ATTRIBUTE) {
+        return parts_of(kernel)
+            .iter()
+            .all(|part| functions.get(part).is_some_and(|k| safe(*k)));
+    }
+    safe(kernel)
 }
 
 /// A call of a kernel, and the kernel's name.
@@ -378,13 +438,17 @@ fn find_consumer<'c, 'a>(
     let mut between: HashSet<usize> = HashSet::new();
     for &candidate in &ops[at + 1..] {
         let address = candidate.to_raw().ptr as usize;
+        // Gone: an earlier epilogue's call stands in its place.
+        if erased.contains(&address) {
+            continue;
+        }
         let reads: Vec<usize> = candidate
             .operands()
             .enumerate()
             .filter(|(_, v)| key(*v) == key(sums))
             .map(|(i, _)| i)
             .collect();
-        if let ([position], false) = (reads.as_slice(), erased.contains(&address))
+        if let [position] = reads.as_slice()
             && let Some((name, kernel)) = callee_of(candidate, functions)
             && consumes(kernel, *position, &shape)
         {
@@ -411,6 +475,12 @@ fn find_consumer<'c, 'a>(
                     constants,
                 });
             }
+        }
+        // The consumer would run before this op: it must not be one that
+        // can fail, or the run could report the consumer's failure where
+        // the interpreter reports this op's.
+        if !cannot_fail(candidate, functions) {
+            return None;
         }
         between.insert(address);
     }
@@ -591,22 +661,21 @@ pub(crate) fn lower_epilogues<'c>(
         if !function.has_attribute(EPILOGUE_ATTRIBUTE) {
             continue;
         }
-        match lower_epilogue(context, module, &lowered.module, function, options) {
-            Ok(signature) => {
+        let reason = match lower_epilogue(context, module, &lowered.module, function, options) {
+            Ok(Ok(signature)) => {
                 // Its tile function is compiled once, called per tile.
                 lowered.no_inline.push(format!("{}_tile", signature.name));
                 lowered.signatures.push(signature);
+                continue;
             }
-            Err(error) => {
-                let name = function.attribute("sym_name").ok().and_then(string_attribute);
-                lowered
-                    .skipped
-                    .push((name.unwrap_or("?").to_owned(), error.to_string()));
-                for part in parts_of(function) {
-                    if absorbed.contains(&part) && !fallback.contains(&part) {
-                        fallback.push(part);
-                    }
-                }
+            Ok(Err(reason)) => reason,
+            Err(error) => error.to_string(),
+        };
+        let name = function.attribute("sym_name").ok().and_then(string_attribute);
+        lowered.skipped.push((name.unwrap_or("?").to_owned(), reason));
+        for part in parts_of(function) {
+            if absorbed.contains(&part) && !fallback.contains(&part) {
+                fallback.push(part);
             }
         }
     }
@@ -615,14 +684,15 @@ pub(crate) fn lower_epilogues<'c>(
 
 /// Lowers the epilogue `function` to a kernel of the usual calling
 /// convention (`func.func @name(!llvm.ptr, i64, i64)`), split across
-/// threads as its contraction is; returns its signature.
+/// threads as its contraction is; returns its signature, or why the
+/// function is not an epilogue [`fuse_epilogues`] makes.
 fn lower_epilogue<'c>(
     context: &'c Context,
     module: &Module<'c>,
     lowered: &Module<'c>,
     function: OperationRef<'c, '_>,
     options: &LowerOptions,
-) -> Result<KernelSignature, Error> {
+) -> Result<Result<KernelSignature, String>, Error> {
     let (name, function_type) = name_and_type(function, "epilogue").map_err(Error::Lowering)?;
     let fail = |what: &str| Error::Lowering(format!("epilogue @{name}: {what}"));
     let body = function
@@ -632,16 +702,63 @@ fn lower_epilogue<'c>(
         .ok_or_else(|| fail("no body"))?;
     let functions = jitc_dialect::ops::functions(module.body());
     let mut calls = Vec::new();
+    let mut ops = 0;
     let mut op = body.first_operation();
     while let Some(current) = op {
         op = current.next_in_block();
+        ops += 1;
         if let Some((_, kernel)) = callee_of(current, &functions) {
             calls.push((current, kernel));
         }
     }
+    let not_made = format!(
+        "@{name} is marked {EPILOGUE_ATTRIBUTE} but is not a contraction and its consumer as the CPU backend makes them"
+    );
     let [(tiles_call, tiles_kernel), (consumer_call, consumer_kernel)] = calls[..] else {
-        return Err(fail("not two kernel calls"));
+        return Ok(Err(not_made));
     };
+    // What `rewrite` makes, checked again (the attribute may be written by
+    // hand): the two calls and the return, the contraction on arguments,
+    // the consumer on arguments and the sums once, returning its results
+    // and maybe the sums.
+    let Some(sums) = tiles_call.result(0).ok().map(Value::from) else {
+        return Ok(Err(not_made));
+    };
+    let Some(shape) = super::rows::shape_of(sums) else {
+        return Ok(Err(not_made));
+    };
+    let arguments: HashSet<usize> = (0..body.argument_count())
+        .filter_map(|i| body.argument(i).ok().map(|a| key(a.into())))
+        .collect();
+    let Some(position) = consumer_call.operands().position(|v| key(v) == key(sums)) else {
+        return Ok(Err(not_made));
+    };
+    let consumer_results: Vec<usize> = consumer_call.results().map(|r| key(r.into())).collect();
+    let returned: Vec<usize> = body
+        .terminator()
+        .map(|t| t.operands().map(key).collect())
+        .unwrap_or_default();
+    let distinct: HashSet<&usize> = returned.iter().collect();
+    let well_formed = ops == 3
+        && tiles_call.result_count() == 1
+        && tiled(tiles_kernel, options)
+        && tiles_call.operands().all(|v| arguments.contains(&key(v)))
+        && consumer_call.operands().enumerate().all(|(i, v)| {
+            if i == position {
+                true
+            } else {
+                arguments.contains(&key(v))
+            }
+        })
+        && consumes(consumer_kernel, position, &shape)
+        && distinct.len() == returned.len()
+        && consumer_results.iter().all(|r| returned.contains(r))
+        && returned
+            .iter()
+            .all(|r| *r == key(sums) || consumer_results.contains(r));
+    if !well_formed {
+        return Ok(Err(not_made));
+    }
     let (tiles_signature, domain, tiles_body, tiles_schedule) =
         view(tiles_kernel).ok_or_else(|| fail("the contraction does not lower"))?;
     let plan = super::contraction(options, &tiles_signature, tiles_body, &domain, &tiles_schedule)
@@ -650,11 +767,6 @@ fn lower_epilogue<'c>(
     let dims = projection(tiles_body).ok_or_else(|| fail("the result map is not a projection"))?;
     let (consumer_signature, consumer_domain, consumer_body, consumer_schedule) =
         view(consumer_kernel).ok_or_else(|| fail("the consumer does not lower"))?;
-    let sums: Value = tiles_call.result(0).map_err(|_| fail("no sums"))?.into();
-    let position = consumer_call
-        .operands()
-        .position(|v| key(v) == key(sums))
-        .ok_or_else(|| fail("the consumer does not read the sums"))?;
     let buffer = |t: Result<Type, _>| {
         t.ok()
             .and_then(buffer_of)
@@ -817,7 +929,7 @@ fn lower_epilogue<'c>(
         &no_attributes,
         location,
     ));
-    Ok(signature)
+    Ok(Ok(signature))
 }
 
 /// What the tile function needs of the contraction: its tiles, the

@@ -436,8 +436,8 @@ impl<'c, 'a, 'k> Kernel<'c, 'a, 'k> {
 
     /// [`Self::point`], with the elements of some values at the point
     /// already `known` (by [`key`]): a contraction's epilogue
-    /// (`super::contract`) gives its accumulator so, where the value is
-    /// not in memory.
+    /// (`super::epilogue`) gives the sum it loaded from its scratch tile
+    /// so, where the sums are not in the output.
     pub(super) fn point_knowing(
         &self,
         at: &Emitter<'c, 'a>,
