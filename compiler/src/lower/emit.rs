@@ -94,6 +94,35 @@ impl<'c> Scopes<'c> {
     }
 }
 
+/// The body of a new function taking `parameters`: its region, and an
+/// emitter at its entry block (with alias scopes of its own when
+/// `scoped`). The caller makes the function of the region and appends it
+/// to a module, which then owns the block for as long as it lives.
+pub fn function_body<'c, 'a>(
+    context: &'c Context,
+    location: Location<'c>,
+    parameters: &[Type<'c>],
+    scoped: bool,
+) -> Result<(Region<'c>, Emitter<'c, 'a>), Error> {
+    let region = Region::new();
+    let entry = region.append_block(Block::new(
+        &parameters.iter().map(|t| (*t, location)).collect::<Vec<_>>(),
+    ));
+    // SAFETY: the block belongs to `region`, which becomes a function of a
+    // module that outlives every use of the emitter.
+    let block = unsafe { BlockRef::from_raw(entry.to_raw()) };
+    let scopes = if scoped { Some(Scopes::new(context)?) } else { None };
+    Ok((
+        region,
+        Emitter {
+            context,
+            location,
+            block,
+            scopes,
+        },
+    ))
+}
+
 fn failed(name: &str) -> Error {
     Error::Lowering(format!("building '{name}' failed"))
 }

@@ -99,8 +99,7 @@ use melior::{
     Context,
     dialect::func,
     ir::{
-        Attribute, Block, BlockLike, BlockRef, Identifier, Module, OperationRef, Region, RegionLike, Type,
-        Value, ValueLike,
+        Attribute, BlockLike, BlockRef, Identifier, Module, OperationRef, RegionLike, Type, Value, ValueLike,
         attribute::{ArrayAttribute, FlatSymbolRefAttribute, StringAttribute, TypeAttribute},
         operation::OperationLike,
         r#type::{FunctionType, IntegerType},
@@ -516,42 +515,13 @@ fn rewrite(
     let location = call.location();
     let input_types: Vec<Type> = inputs.iter().map(|v| v.r#type()).collect();
     let output_types: Vec<Type> = outputs.iter().map(|v| v.r#type()).collect();
-    let body = Block::new(&input_types.iter().map(|t| (*t, location)).collect::<Vec<_>>());
-    let mut mapping: HashMap<usize, Value> = HashMap::new();
-    for (i, input) in inputs.iter().enumerate() {
-        let argument = body.argument(i).map_err(|_| fail("an argument"))?;
-        // SAFETY: the block argument lives as long as the block, which the
-        // new function owns for as long as the module lives.
-        mapping.insert(key(*input), unsafe { Value::from_raw(argument.to_raw()) });
-    }
-    for (old, callee) in [(call, name.to_owned()), (consumer.call, consumer.name.clone())] {
-        let operands: Vec<Value> = old
-            .operands()
-            .map(|v| mapping.get(&key(v)).copied().unwrap_or(v))
-            .collect();
-        let types: Vec<Type> = old.results().map(|r| r.r#type()).collect();
-        let new = body.append_operation(func::call(
-            context,
-            FlatSymbolRefAttribute::new(context, &callee),
-            &operands,
-            &types,
-            location,
-        ));
-        for j in 0..new.result_count() {
-            let (Ok(from), Ok(to)) = (old.result(j), new.result(j)) else {
-                return Err(fail("call results"));
-            };
-            // SAFETY: as for the arguments.
-            mapping.insert(key(from.into()), unsafe { Value::from_raw(to.to_raw()) });
-        }
-    }
-    let returned: Vec<Value> = outputs
-        .iter()
-        .map(|v| mapping.get(&key(*v)).copied().unwrap_or(*v))
-        .collect();
-    body.append_operation(func::r#return(&returned, location));
-    let region = Region::new();
-    region.append_block(body);
+    let region = super::rows::outlined(
+        context,
+        &[(call, name), (consumer.call, consumer.name.as_str())],
+        &inputs,
+        &outputs,
+        location,
+    )?;
     let mut epilogue = format!("{name}_epilogue");
     while !taken.insert(epilogue.clone()) {
         epilogue.push('_');
@@ -608,18 +578,7 @@ fn rewrite(
 /// The two kernels an epilogue function calls: the contraction, then its
 /// consumer.
 pub(crate) fn parts_of(function: OperationRef) -> Vec<String> {
-    function
-        .attribute(EPILOGUE_ATTRIBUTE)
-        .ok()
-        .and_then(jitc_dialect::ops::array_elements)
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|a| {
-            FlatSymbolRefAttribute::try_from(a)
-                .ok()
-                .map(|s| s.value().to_owned())
-        })
-        .collect()
+    super::rows::symbols_in(function, EPILOGUE_ATTRIBUTE)
 }
 
 /// The kernels of `module` that only epilogue functions call: lowered as
@@ -847,21 +806,8 @@ fn lower_epilogue<'c>(
     let pointer = melior::dialect::llvm::r#type::pointer(context, 0);
     let i64_type: Type = IntegerType::new(context, 64).into();
     let index = Type::index(context);
-    let region = Region::new();
-    let entry = region.append_block(Block::new(&[
-        (pointer, location),
-        (i64_type, location),
-        (i64_type, location),
-    ]));
-    // SAFETY: the block belongs to `region`, which the new function owns
-    // for as long as `lowered` lives.
-    let entry = unsafe { BlockRef::from_raw(entry.to_raw()) };
-    let top = Emitter {
-        context,
-        location,
-        block: entry,
-        scopes: Some(emit::Scopes::new(context)?),
-    };
+    let (region, top) = emit::function_body(context, location, &[pointer, i64_type, i64_type], true)?;
+    let entry = top.block;
     let argument = |i: usize| -> Result<Value, Error> {
         entry.argument(i).map(Into::into).map_err(|_| fail("arguments"))
     };
@@ -978,19 +924,8 @@ fn lower_tile_function<'c>(
     let index = Type::index(context);
     let mut parameters = vec![pointer, i64_type, i64_type, i64_type, i64_type, pointer];
     parameters.extend(roles.outer.iter().map(|_| i64_type));
-    let region = Region::new();
-    let entry = region.append_block(Block::new(
-        &parameters.iter().map(|t| (*t, location)).collect::<Vec<_>>(),
-    ));
-    // SAFETY: the block belongs to `region`, which the new function owns
-    // for as long as `lowered` lives.
-    let entry = unsafe { BlockRef::from_raw(entry.to_raw()) };
-    let top = Emitter {
-        context,
-        location,
-        block: entry,
-        scopes: Some(emit::Scopes::new(context)?),
-    };
+    let (region, top) = emit::function_body(context, location, &parameters, true)?;
+    let entry = top.block;
     let parameter = |i: usize| -> Result<Value, Error> {
         entry.argument(i).map(Into::into).map_err(|_| fail("parameters"))
     };

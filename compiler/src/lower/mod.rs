@@ -111,8 +111,8 @@ use melior::{
     Context,
     dialect::func,
     ir::{
-        Attribute, Block, BlockLike, BlockRef, Identifier, Location, Module, OperationRef, Region,
-        RegionLike, Type, TypeLike, Value, ValueLike,
+        Attribute, BlockLike, BlockRef, Identifier, Location, Module, OperationRef, RegionLike, Type,
+        TypeLike, Value, ValueLike,
         attribute::{StringAttribute, TypeAttribute},
         operation::OperationLike,
         r#type::FunctionType,
@@ -823,21 +823,8 @@ fn lower_kernel<'c>(
     let location = kernel.location();
     let pointer = melior::dialect::llvm::r#type::pointer(context, 0);
     let i64_type: Type = melior::ir::r#type::IntegerType::new(context, 64).into();
-    let region = Region::new();
-    let entry = region.append_block(Block::new(&[
-        (pointer, location),
-        (i64_type, location),
-        (i64_type, location),
-    ]));
-    // SAFETY: the block belongs to `region`, which the new function owns
-    // for as long as `lowered` lives.
-    let entry = unsafe { melior::ir::BlockRef::from_raw(entry.to_raw()) };
-    let top = Emitter {
-        context,
-        location,
-        block: entry,
-        scopes: Some(emit::Scopes::new(context)?),
-    };
+    let (region, top) = emit::function_body(context, location, &[pointer, i64_type, i64_type], true)?;
+    let entry = top.block;
     let buffers: Value = entry
         .argument(0)
         .map_err(|_| Error::Lowering("no buffer argument".into()))?

@@ -82,9 +82,7 @@
 //! the scratch of a row fits [`GPU_SCRATCH_BYTES`] of shared memory, and
 //! the scratch with the block reductions' trees fits [`GPU_SHARED_BYTES`].
 
-use super::{
-    Buffer, KernelSignature, Lowered, emit::Emitter, gep, i64_array, kernels, legal, schedule, signature,
-};
+use super::{Buffer, KernelSignature, Lowered, gep, i64_array, kernels, legal, schedule, signature};
 use crate::{
     Error,
     rewrite::{defining_op, erase, key, replace_uses, uses},
@@ -668,6 +666,59 @@ fn produced(chain: &[Link], value: Value) -> Option<(usize, usize)> {
     })
 }
 
+/// The body of a function that makes `calls` (each a call and its
+/// callee) on its arguments `inputs` and returns `outputs`: the calls
+/// cloned in order, each operand an argument or an earlier clone's result.
+/// Row chains and contraction epilogues (`super::epilogue`) are such
+/// functions.
+pub(super) fn outlined<'c>(
+    context: &'c Context,
+    calls: &[(OperationRef<'c, '_>, &str)],
+    inputs: &[Value<'c, '_>],
+    outputs: &[Value<'c, '_>],
+    location: melior::ir::Location<'c>,
+) -> Result<Region<'c>, Error> {
+    let fail = |what: &str| Error::Lowering(format!("an outlined function's {what}"));
+    let input_types: Vec<Type> = inputs.iter().map(|v| v.r#type()).collect();
+    let body = Block::new(&input_types.iter().map(|t| (*t, location)).collect::<Vec<_>>());
+    let mut mapping: HashMap<usize, Value> = HashMap::new();
+    for (i, input) in inputs.iter().enumerate() {
+        let argument = body.argument(i).map_err(|_| fail("argument"))?;
+        // SAFETY: the block argument lives as long as the block, which the
+        // new function owns for as long as the module lives.
+        mapping.insert(key(*input), unsafe { Value::from_raw(argument.to_raw()) });
+    }
+    for &(old, callee) in calls {
+        let operands: Vec<Value> = old
+            .operands()
+            .map(|v| mapping.get(&key(v)).copied().unwrap_or(v))
+            .collect();
+        let types: Vec<Type> = old.results().map(|r| r.r#type()).collect();
+        let new = body.append_operation(func::call(
+            context,
+            FlatSymbolRefAttribute::new(context, callee),
+            &operands,
+            &types,
+            location,
+        ));
+        for j in 0..new.result_count() {
+            let (Ok(from), Ok(to)) = (old.result(j), new.result(j)) else {
+                return Err(fail("call results"));
+            };
+            // SAFETY: as for the arguments.
+            mapping.insert(key(from.into()), unsafe { Value::from_raw(to.to_raw()) });
+        }
+    }
+    let returned: Vec<Value> = outputs
+        .iter()
+        .map(|v| mapping.get(&key(*v)).copied().unwrap_or(*v))
+        .collect();
+    body.append_operation(func::r#return(&returned, location));
+    let region = Region::new();
+    region.append_block(body);
+    Ok(region)
+}
+
 /// The bytes per row of `value`, a tensor of `rows` rows (its row
 /// dimension has only dimensions of extent 1 before it, so row `r` starts
 /// at `r` times this).
@@ -784,46 +835,8 @@ fn close(
     let location = chain[0].call.location();
     let input_types: Vec<Type> = inputs.iter().map(|v| v.r#type()).collect();
     let output_types: Vec<Type> = outputs.iter().map(|v| v.r#type()).collect();
-    let body = Block::new(&input_types.iter().map(|t| (*t, location)).collect::<Vec<_>>());
-    let mut mapping: HashMap<usize, Value> = HashMap::new();
-    for (i, input) in inputs.iter().enumerate() {
-        let argument = body
-            .argument(i)
-            .map_err(|_| Error::Lowering("chain argument".into()))?;
-        // SAFETY: the block argument lives as long as the block, which the
-        // new function owns for as long as the module lives.
-        mapping.insert(key(*input), unsafe { Value::from_raw(argument.to_raw()) });
-    }
-    for link in &chain {
-        let operands: Vec<Value> = link
-            .call
-            .operands()
-            .map(|v| mapping.get(&key(v)).copied().unwrap_or(v))
-            .collect();
-        let types: Vec<Type> = link.call.results().map(|r| r.r#type()).collect();
-        let call = func::call(
-            context,
-            FlatSymbolRefAttribute::new(context, &link.callee),
-            &operands,
-            &types,
-            location,
-        );
-        let call = body.append_operation(call);
-        for j in 0..call.result_count() {
-            let (Ok(old), Ok(new)) = (link.call.result(j), call.result(j)) else {
-                return Err(Error::Lowering("chain call results".into()));
-            };
-            // SAFETY: as for the arguments.
-            mapping.insert(key(old.into()), unsafe { Value::from_raw(new.to_raw()) });
-        }
-    }
-    let returned: Vec<Value> = outputs
-        .iter()
-        .map(|v| mapping.get(&key(*v)).copied().unwrap_or(*v))
-        .collect();
-    body.append_operation(func::r#return(&returned, location));
-    let region = Region::new();
-    region.append_block(body);
+    let calls: Vec<(OperationRef, &str)> = chain.iter().map(|l| (l.call, l.callee.as_str())).collect();
+    let region = outlined(context, &calls, &inputs, &outputs, location)?;
     let mut name = format!("{}_rows", chain[0].callee);
     while !taken.insert(name.clone()) {
         name.push('_');
@@ -944,8 +957,14 @@ pub(crate) fn lower_chains<'c>(
 }
 
 fn stages_of(chain: OperationRef) -> Vec<String> {
-    chain
-        .attribute("meta.chain")
+    symbols_in(chain, "meta.chain")
+}
+
+/// The symbols `function`'s array attribute `attribute` names, in order
+/// (a chain's stages, an epilogue's two kernels).
+pub(super) fn symbols_in(function: OperationRef, attribute: &str) -> Vec<String> {
+    function
+        .attribute(attribute)
         .ok()
         .and_then(jitc_dialect::ops::array_elements)
         .unwrap_or_default()
@@ -1024,21 +1043,8 @@ fn lower_chain<'c>(
     let i64_type: Type = IntegerType::new(context, 64).into();
     let i8_type: Type = IntegerType::new(context, 8).into();
     let index = Type::index(context);
-    let region = Region::new();
-    let entry = region.append_block(Block::new(&[
-        (pointer, location),
-        (i64_type, location),
-        (i64_type, location),
-    ]));
-    // SAFETY: the block belongs to `region`, which the new function owns
-    // for as long as `lowered` lives.
-    let entry = unsafe { BlockRef::from_raw(entry.to_raw()) };
-    let top = Emitter {
-        context,
-        location,
-        block: entry,
-        scopes: None,
-    };
+    let (region, top) = super::emit::function_body(context, location, &[pointer, i64_type, i64_type], false)?;
+    let entry = top.block;
     let argument = |i: usize| -> Result<Value, Error> {
         entry.argument(i).map(Into::into).map_err(|_| fail("arguments"))
     };
