@@ -624,7 +624,10 @@ fn a_consumer_never_moves_before_an_op_that_can_fail() {
     // Both divisions may fail: whichever the interpreter meets first is
     // the one reported, whatever the fusion and the epilogue do.
     let context = new_context().unwrap();
-    let (oracle, module, compiled, _) = compile(&context, DIVIDING_BETWEEN, MathMode::Exact);
+    let (oracle, module, compiled, written) = compile(&context, DIVIDING_BETWEEN, MathMode::Exact);
+    // The host calls the contraction, the division of `n` by `m`, then
+    // the consumer: the consumer may not move before the division.
+    assert!(written.is_empty(), "an epilogue across a division: {written:?}");
     let i32s = |shape: Vec<usize>, values: Vec<i32>| {
         Value::tensor(Tensor::new(shape, Buffer::I32(values.into())).unwrap())
     };

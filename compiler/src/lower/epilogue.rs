@@ -270,32 +270,50 @@ fn consumes(kernel: OperationRef, position: usize, shape: &[usize]) -> bool {
     let computed = body
         .terminator()
         .is_some_and(|t| t.operands().all(|v| defining_op(v).is_some()));
-    fallible_ops(body) <= 1 && computed
+    fallible_ops(kernel).is_some_and(|n| n <= 1) && computed
 }
 
-/// The ops of a kernel body that can fail the run: integer divisions and
-/// ops of dynamic shape (`fusion::may_trap`), and reindexes with symbols
-/// (affine arithmetic on them may divide by a non-positive value or
-/// overflow).
-fn fallible_ops(body: BlockRef) -> usize {
+/// The ops of the kernel `kernel` that can fail the run: integer
+/// divisions and ops of dynamic shape (`fusion::may_trap`), reindexes with
+/// symbols (affine arithmetic on them may divide by a non-positive value
+/// or overflow), and reindexes whose index range over the domain is not
+/// known (their arithmetic may overflow between the corners the verifier
+/// tries). `None` when it is no kernel that lowers: anything may fail.
+fn fallible_ops(kernel: OperationRef) -> Option<usize> {
+    legal::check(kernel).ok()?;
+    let domain = kernel.attribute("meta.domain").ok().and_then(i64_array)?;
+    let body = kernel.region(0).ok()?.first_block()?;
     let mut fallible = 0;
     let mut op = body.first_operation();
     while let Some(current) = op {
         op = current.next_in_block();
         let name = super::rows::name_of(current);
-        let symbols =
-            matches!(name.as_str(), "meta.reindex" | "meta.reindex_reduce") && current.operand_count() > 1;
-        if symbols || crate::fusion::may_trap(current) {
+        let map = match name.as_str() {
+            "meta.reindex" => jitc_dialect::ops::ReindexOp::cast(current).and_then(|r| r.indices()),
+            "meta.reindex_reduce" => ReindexReduceOp::cast(current).and_then(|r| r.indices()),
+            _ => None,
+        };
+        let unknown = map.is_some_and(|map| {
+            (0..map.result_count()).any(|k| {
+                map.result(k)
+                    .ok()
+                    .and_then(|e| schedule::range(e, &domain))
+                    .is_none()
+            })
+        });
+        let symbols = map.is_some() && current.operand_count() > 1;
+        if symbols || unknown || crate::fusion::may_trap(current) {
             fallible += 1;
         }
     }
-    fallible
+    Some(fallible)
 }
 
 /// Whether `op`, in host code between a contraction's call and its
-/// consumer's, cannot fail: a constant, or a call of a kernel with no op
-/// that can (of an epilogue, whose two kernels have none). The consumer
-/// moves before such ops only, so it changes no error the run reports.
+/// consumer's, cannot fail: a constant, or a call of a kernel that lowers
+/// and has no op that can ([`fallible_ops`]; not a chain or an epilogue,
+/// whose bodies are calls). The consumer moves before such ops only, so it
+/// changes no error the run reports.
 fn cannot_fail(op: OperationRef, functions: &BTreeMap<String, OperationRef>) -> bool {
     if super::rows::name_of(op) == "arith.constant" {
         return op.operand_count() == 0 && op.region_count() == 0;
@@ -303,22 +321,9 @@ fn cannot_fail(op: OperationRef, functions: &BTreeMap<String, OperationRef>) -> 
     let Some((_, kernel)) = callee_of(op, functions) else {
         return false;
     };
-    if kernel.has_attribute("meta.chain") {
-        return false;
-    }
-    let safe = |kernel: OperationRef| {
-        kernel
-            .region(0)
-            .ok()
-            .and_then(|r| r.first_block())
-            .is_some_and(|body| fallible_ops(body) == 0)
-    };
-    if kernel.has_attribute(EPILOGUE_ATTRIBUTE) {
-        return parts_of(kernel)
-            .iter()
-            .all(|part| functions.get(part).is_some_and(|k| safe(*k)));
-    }
-    safe(kernel)
+    !kernel.has_attribute("meta.chain")
+        && !kernel.has_attribute(EPILOGUE_ATTRIBUTE)
+        && fallible_ops(kernel) == Some(0)
 }
 
 /// A call of a kernel, and the kernel's name.
@@ -522,10 +527,13 @@ fn rewrite(
         &outputs,
         location,
     )?;
+    // Its name and its tile function's (`lower_tile_function`), both new.
     let mut epilogue = format!("{name}_epilogue");
-    while !taken.insert(epilogue.clone()) {
+    while taken.contains(&epilogue) || taken.contains(&format!("{epilogue}_tile")) {
         epilogue.push('_');
     }
+    taken.insert(epilogue.clone());
+    taken.insert(format!("{epilogue}_tile"));
     let parts: Vec<Attribute> = [name, consumer.name.as_str()]
         .iter()
         .map(|n| FlatSymbolRefAttribute::new(context, n).into())
@@ -699,6 +707,7 @@ fn lower_epilogue<'c>(
         .unwrap_or_default();
     let distinct: HashSet<&usize> = returned.iter().collect();
     let well_formed = ops == 3
+        && !functions.contains_key(&format!("{name}_tile"))
         && tiles_call.result_count() == 1
         && tiled(tiles_kernel, options)
         && tiles_call.operands().all(|v| arguments.contains(&key(v)))
