@@ -10,10 +10,20 @@ use std::{
     path::Path,
 };
 
-/// Reads a `.npy` file.
+/// Reads a `.npy` file: a regular file in place, anything else (a pipe,
+/// `/dev/stdin`) read whole into memory first, since the reader seeks.
 pub fn read(path: &Path) -> Result<Tensor, String> {
-    let file = File::open(path).map_err(|e| format!("cannot open '{}': {e}", path.display()))?;
-    read_from(BufReader::new(file)).map_err(|e| format!("'{}' {e}", path.display()))
+    let mut file = File::open(path).map_err(|e| format!("cannot open '{}': {e}", path.display()))?;
+    let regular = file.metadata().is_ok_and(|m| m.is_file());
+    let tensor = if regular {
+        read_from(BufReader::new(file))
+    } else {
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
+        read_from(io::Cursor::new(bytes))
+    };
+    tensor.map_err(|e| format!("'{}' {e}", path.display()))
 }
 
 /// Reads a tensor in `.npy` format from `reader`; the error completes a

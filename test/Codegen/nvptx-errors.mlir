@@ -2,6 +2,8 @@
 // UNSUPPORTED: system-libdevice
 // RUN: not jitc compile --emit ptx %s 2>&1 | FileCheck %s --check-prefix=PTX-CPU
 // PTX-CPU: jitc compile: error: --emit ptx needs --target nvptx
+// RUN: not jitc compile --gpu-arch sm_90 %s 2>&1 | FileCheck %s --check-prefix=ARCH-CPU
+// ARCH-CPU: jitc compile: error: --gpu-arch needs --target nvptx
 // RUN: not jitc compile --gpu-tiles %s 2>&1 | FileCheck %s --check-prefix=TILES
 // TILES: jitc compile: error: --gpu-tiles needs --target nvptx
 // RUN: not jitc run --gpu-tiles %s --input 8xf32=1 2>&1 | FileCheck %s --check-prefix=RUN-TILES

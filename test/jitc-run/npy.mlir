@@ -3,6 +3,8 @@
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: jitc run %s --input "2x2xf32=1 2 3 4" --output @%t/y.npy --state-output acc=@%t/acc.npy | FileCheck %s --check-prefix=FIRST
 // RUN: jitc run %s --function accumulate --input @%t/y.npy --state acc=@%t/acc.npy | FileCheck %s --check-prefix=SECOND
+// A .npy file from a pipe (which cannot seek) reads as from a file.
+// RUN: cat %t/y.npy | jitc run %s --function accumulate --input @/dev/stdin --state acc=@%t/acc.npy | FileCheck %s --check-prefix=SECOND
 
 // FIRST: result[0]: 2x2xf32=[2 4][6 8]
 // FIRST: state[acc]: 2x2xf32=[2 4][6 8]

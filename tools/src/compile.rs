@@ -39,9 +39,9 @@ pub struct CompileArgs {
     #[arg(long, value_enum, default_value_t = TargetKind::Cpu)]
     target: TargetKind,
 
-    /// The GPU architecture (with `--target nvptx`).
-    #[arg(long, value_enum, default_value_t = GpuArchArg::Sm80)]
-    gpu_arch: GpuArchArg,
+    /// The GPU architecture (with `--target nvptx`; sm_80 when not given).
+    #[arg(long, value_enum)]
+    gpu_arch: Option<GpuArchArg>,
 
     /// Output file; `-` writes standard output.
     #[arg(short, long, default_value = "-", value_name = "FILE")]
@@ -240,6 +240,9 @@ fn compile_recorded(context: &Context, args: &CompileArgs) -> Result<(), String>
         (TargetKind::Nvptx, _) if args.cpu.is_some() || args.target_features.is_some() => {
             return Err("--cpu and --target-features are for --target cpu; use --gpu-arch".into());
         }
+        (TargetKind::Cpu, _) if args.gpu_arch.is_some() => {
+            return Err("--gpu-arch needs --target nvptx".into());
+        }
         _ => {}
     }
     binary_to_terminal(
@@ -273,7 +276,7 @@ fn compile_recorded(context: &Context, args: &CompileArgs) -> Result<(), String>
             &mut module,
             emit,
             &GpuOptions {
-                arch: args.gpu_arch.into(),
+                arch: args.gpu_arch.unwrap_or(GpuArchArg::Sm80).into(),
                 math: options.math,
                 check_bounds: args.check_bounds,
                 jittor_rules: args.jittor_rules,

@@ -76,6 +76,12 @@ pub fn run(context: &Context, args: ExplainArgs) -> ExitCode {
 }
 
 fn explain(context: &Context, args: &ExplainArgs) -> Result<String, String> {
+    if args.host && args.format == Format::Dot {
+        return Err(
+            "--host says in text how each function's host code runs; it does not combine with --format dot"
+                .into(),
+        );
+    }
     // Read once: each section parses its own copy (the backends fuse it in
     // place), and standard input can be read only once.
     let source = crate::input::read_source(&args.file)?;

@@ -265,3 +265,18 @@ fn gpu_tiles_with_check_bounds_says_it_does_nothing() {
         assert!(stderr.contains(&format!("jitc {tool}: note: {note}")), "{stderr}");
     }
 }
+
+#[test]
+fn explain_host_is_text_only() {
+    let file = env!("CARGO_MANIFEST_DIR").to_owned() + "/../examples/softmax.mlir";
+    let out = jitc(&["explain", &file, "--format", "dot", "--host"], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    assert_eq!(
+        text(&out.stderr),
+        "jitc explain: error: --host says in text how each function's host code runs; it does not combine with --format dot\n"
+    );
+    let out = jitc(&["explain", &file, "--format", "text", "--host"], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("host code on the cpu backend:"));
+}
