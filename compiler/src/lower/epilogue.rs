@@ -91,10 +91,7 @@ use crate::{
     Error,
     rewrite::{defining_op, erase, move_before, replace_uses, uses},
 };
-use jitc_dialect::{
-    kinds::ElementType,
-    ops::{ReindexReduceOp, string_attribute},
-};
+use jitc_dialect::ops::{ReindexReduceOp, string_attribute};
 use melior::{
     Context,
     dialect::func,
@@ -146,18 +143,12 @@ pub(crate) fn merged(module: &Module, made: Vec<Epilogue>) -> Vec<Epilogue> {
     let functions = jitc_dialect::ops::functions(module.body());
     let by_name: HashMap<String, Epilogue> = made.into_iter().map(|e| (e.name.clone(), e)).collect();
     let mut out: Vec<Epilogue> = Vec::new();
-    for (host, function) in &functions {
-        if function.has_attribute("meta.fused") {
-            continue;
-        }
-        super::inplace::visit_calls(*function, &mut |call| {
+    for (host, function) in super::rows::hosts(&functions) {
+        super::inplace::visit_calls(function, &mut |call| {
             let Some(epilogue) = crate::transforms::inline::callee(call).and_then(|c| by_name.get(&c)) else {
                 return;
             };
-            match out
-                .iter_mut()
-                .find(|e| e.name == epilogue.name && e.host == *host)
-            {
+            match out.iter_mut().find(|e| e.name == epilogue.name && e.host == host) {
                 Some(seen) => seen.calls += 1,
                 None => out.push(Epilogue {
                     host: host.clone(),
@@ -170,20 +161,37 @@ pub(crate) fn merged(module: &Module, made: Vec<Epilogue>) -> Vec<Epilogue> {
     out
 }
 
-/// Whether `kernel` lowers as a register-tiled contraction with
-/// `options` that does not pack its operand, whose result map is a
-/// projection of its domain, and whose sums take [`MAX_SUMS_BYTES`] at
-/// most.
-fn tiled(kernel: OperationRef, options: &LowerOptions) -> bool {
-    let Some((signature, domain, body, schedule)) = view(kernel) else {
-        return false;
-    };
-    super::contraction(options, &signature, body, &domain, &schedule)
-        .is_some_and(|plan| plan.is_tiles() && !plan.packs())
-        && matches!(&signature.outputs[..], [Buffer::Tensor(shape, element)]
-            if shape.iter().product::<usize>() * element.byte_width() <= MAX_SUMS_BYTES)
-        && fixed(&signature.inputs)
-        && projection(body).is_some()
+/// A kernel's signature, domain, body and CPU schedule ([`view`]).
+struct View<'c, 'a> {
+    signature: KernelSignature,
+    domain: Vec<i64>,
+    body: BlockRef<'c, 'a>,
+    schedule: schedule::Schedule,
+}
+
+/// A contraction an epilogue can run on ([`tiled`]): its view, its tiles,
+/// and for each dimension of its sums the domain dimension that indexes
+/// it.
+struct Tiled<'c, 'a> {
+    view: View<'c, 'a>,
+    plan: contract::Contraction,
+    dims: Vec<usize>,
+}
+
+/// `kernel` when it lowers as a register-tiled contraction with `options`
+/// that does not pack its operand, whose result map is a projection of
+/// its domain, and whose sums take [`MAX_SUMS_BYTES`] at most.
+fn tiled<'c, 'a>(kernel: OperationRef<'c, 'a>, options: &LowerOptions) -> Option<Tiled<'c, 'a>> {
+    let view = view(kernel)?;
+    let plan = super::contraction(options, &view.signature, view.body, &view.domain, &view.schedule)
+        .filter(|plan| plan.is_tiles() && !plan.packs())?;
+    let small = matches!(&view.signature.outputs[..], [Buffer::Tensor(shape, element)]
+        if shape.iter().product::<usize>() * element.byte_width() <= MAX_SUMS_BYTES);
+    if !small || !fixed(&view.signature.inputs) {
+        return None;
+    }
+    let dims = projection(view.body)?;
+    Some(Tiled { view, plan, dims })
 }
 
 /// Whether every buffer is a static tensor or an index: an epilogue
@@ -195,15 +203,18 @@ fn fixed(buffers: &[Buffer]) -> bool {
 }
 
 /// A kernel's signature, domain, body and CPU schedule, when it lowers.
-fn view<'c, 'a>(
-    kernel: OperationRef<'c, 'a>,
-) -> Option<(KernelSignature, Vec<i64>, BlockRef<'c, 'a>, schedule::Schedule)> {
+fn view<'c, 'a>(kernel: OperationRef<'c, 'a>) -> Option<View<'c, 'a>> {
     let signature = signature(kernel).ok()?;
     legal::check(kernel).ok()?;
     let domain = kernel.attribute("meta.domain").ok().and_then(i64_array)?;
     let body = kernel.region(0).ok()?.first_block()?;
     let schedule = schedule::schedule(body, &domain).ok()?;
-    Some((signature, domain, body, schedule))
+    Some(View {
+        signature,
+        domain,
+        body,
+        schedule,
+    })
 }
 
 /// For each dimension of the one result of the kernel whose body is
@@ -226,18 +237,22 @@ fn projection(body: BlockRef) -> Option<Vec<usize>> {
     Some(dims)
 }
 
-/// Whether `kernel` can run on a contraction's tiles, reading their sums
-/// as argument `position` (of `shape`).
-fn consumes(kernel: OperationRef, position: usize, shape: &[usize]) -> bool {
+/// `kernel`'s view when it can run on a contraction's tiles, reading
+/// their sums as argument `position` (of `shape`).
+fn consumes<'c, 'a>(kernel: OperationRef<'c, 'a>, position: usize, shape: &[usize]) -> Option<View<'c, 'a>> {
     if [EPILOGUE_ATTRIBUTE, "meta.chain"]
         .iter()
         .any(|a| kernel.has_attribute(a))
     {
-        return false;
+        return None;
     }
-    let Some((signature, domain, body, _)) = view(kernel) else {
-        return false;
-    };
+    let view = view(kernel)?;
+    let View {
+        signature,
+        domain,
+        body,
+        ..
+    } = &view;
     if signature.flat
         || signature.sizes.is_some()
         || !fixed(&signature.inputs)
@@ -245,11 +260,9 @@ fn consumes(kernel: OperationRef, position: usize, shape: &[usize]) -> bool {
         || domain.len() != shape.len()
         || domain.iter().zip(shape).any(|(&d, &n)| d != n as i64)
     {
-        return false;
+        return None;
     }
-    let Some(argument) = body.argument(position).ok().map(Value::from) else {
-        return false;
-    };
+    let argument = body.argument(position).ok().map(Value::from)?;
     let element_wise = |op: OperationRef| {
         matches!(
             super::rows::name_of(op).as_str(),
@@ -257,20 +270,20 @@ fn consumes(kernel: OperationRef, position: usize, shape: &[usize]) -> bool {
         )
     };
     if uses(argument).iter().any(|(user, _)| !element_wise(*user)) {
-        return false;
+        return None;
     }
     let mut op = body.first_operation();
     while let Some(current) = op {
         op = current.next_in_block();
         if super::rows::name_of(current) == "meta.reindex_reduce" {
-            return false;
+            return None;
         }
     }
     // Every result is computed in the body (at the domain's own index).
     let computed = body
         .terminator()
         .is_some_and(|t| t.operands().all(|v| defining_op(v).is_some()));
-    fallible_ops(kernel).is_some_and(|n| n <= 1) && computed
+    (fallible_ops(kernel).is_some_and(|n| n <= 1) && computed).then_some(view)
 }
 
 /// The ops of the kernel `kernel` that can fail the run: integer
@@ -315,8 +328,8 @@ fn fallible_ops(kernel: OperationRef) -> Option<usize> {
 /// whose bodies are calls). The consumer moves before such ops only, so it
 /// changes no error the run reports.
 fn cannot_fail(op: OperationRef, functions: &BTreeMap<String, OperationRef>) -> bool {
-    if super::rows::name_of(op) == "arith.constant" {
-        return op.operand_count() == 0 && op.region_count() == 0;
+    if is_constant(op) {
+        return true;
     }
     let Some((_, kernel)) = callee_of(op, functions) else {
         return false;
@@ -324,6 +337,12 @@ fn cannot_fail(op: OperationRef, functions: &BTreeMap<String, OperationRef>) -> 
     !kernel.has_attribute("meta.chain")
         && !kernel.has_attribute(EPILOGUE_ATTRIBUTE)
         && fallible_ops(kernel) == Some(0)
+}
+
+/// Whether `op` is an `arith.constant` (in host code: it cannot fail, and
+/// moves freely).
+fn is_constant(op: OperationRef) -> bool {
+    super::rows::name_of(op) == "arith.constant" && op.operand_count() == 0 && op.region_count() == 0
 }
 
 /// A call of a kernel, and the kernel's name.
@@ -355,12 +374,7 @@ pub(crate) fn fuse_epilogues(
     let mut taken: HashSet<String> = functions.keys().cloned().collect();
     let mut erased: HashSet<usize> = HashSet::new();
     let mut made = Vec::new();
-    let hosts: Vec<(String, OperationRef)> = functions
-        .iter()
-        .filter(|(_, f)| !f.has_attribute("meta.fused"))
-        .map(|(name, f)| (name.clone(), *f))
-        .collect();
-    for (host, function) in hosts {
+    for (host, function) in super::rows::hosts(&functions) {
         for block in super::rows::blocks(function) {
             let mut ops = Vec::new();
             let mut op = block.first_operation();
@@ -380,7 +394,7 @@ pub(crate) fn fuse_epilogues(
                 }
                 if !*tiles
                     .entry(name.clone())
-                    .or_insert_with(|| tiled(kernel, options))
+                    .or_insert_with(|| tiled(kernel, options).is_some())
                 {
                     continue;
                 }
@@ -454,7 +468,7 @@ fn find_consumer<'c, 'a>(
             .collect();
         if let [position] = reads.as_slice()
             && let Some((name, kernel)) = callee_of(candidate, functions)
-            && consumes(kernel, *position, &shape)
+            && consumes(kernel, *position, &shape).is_some()
         {
             let mut constants = Vec::new();
             let ready = candidate.operands().all(|operand| {
@@ -464,9 +478,7 @@ fn find_consumer<'c, 'a>(
                 if !between.contains(&(definition.to_raw().ptr as usize)) {
                     return true;
                 }
-                let constant = super::rows::name_of(definition) == "arith.constant"
-                    && definition.operand_count() == 0
-                    && definition.region_count() == 0;
+                let constant = is_constant(definition);
                 if constant {
                     constants.push(definition);
                 }
@@ -529,11 +541,11 @@ fn rewrite(
     )?;
     // Its name and its tile function's (`lower_tile_function`), both new.
     let mut epilogue = format!("{name}_epilogue");
-    while taken.contains(&epilogue) || taken.contains(&format!("{epilogue}_tile")) {
+    while taken.contains(&epilogue) || taken.contains(&tile_function_of(&epilogue)) {
         epilogue.push('_');
     }
+    taken.insert(tile_function_of(&epilogue));
     taken.insert(epilogue.clone());
-    taken.insert(format!("{epilogue}_tile"));
     let parts: Vec<Attribute> = [name, consumer.name.as_str()]
         .iter()
         .map(|n| FlatSymbolRefAttribute::new(context, n).into())
@@ -581,6 +593,12 @@ fn rewrite(
     erase(consumer.call);
     erase(call);
     Ok(epilogue)
+}
+
+/// The name of the tile function of the epilogue `epilogue`
+/// (`lower_tile_function`).
+fn tile_function_of(epilogue: &str) -> String {
+    format!("{epilogue}_tile")
 }
 
 /// The two kernels an epilogue function calls: the contraction, then its
@@ -631,7 +649,7 @@ pub(crate) fn lower_epilogues<'c>(
         let reason = match lower_epilogue(context, module, &lowered.module, function, options) {
             Ok(Ok(signature)) => {
                 // Its tile function is compiled once, called per tile.
-                lowered.no_inline.push(format!("{}_tile", signature.name));
+                lowered.no_inline.push(tile_function_of(&signature.name));
                 lowered.signatures.push(signature);
                 continue;
             }
@@ -706,10 +724,15 @@ fn lower_epilogue<'c>(
         .map(|t| t.operands().map(key).collect())
         .unwrap_or_default();
     let distinct: HashSet<&usize> = returned.iter().collect();
+    let (Some(tiles), Some(consumer_view)) = (
+        tiled(tiles_kernel, options),
+        consumes(consumer_kernel, position, &shape),
+    ) else {
+        return Ok(Err(not_made));
+    };
     let well_formed = ops == 3
-        && !functions.contains_key(&format!("{name}_tile"))
+        && !functions.contains_key(&tile_function_of(&name))
         && tiles_call.result_count() == 1
-        && tiled(tiles_kernel, options)
         && tiles_call.operands().all(|v| arguments.contains(&key(v)))
         && consumer_call.operands().enumerate().all(|(i, v)| {
             if i == position {
@@ -718,7 +741,6 @@ fn lower_epilogue<'c>(
                 arguments.contains(&key(v))
             }
         })
-        && consumes(consumer_kernel, position, &shape)
         && distinct.len() == returned.len()
         && consumer_results.iter().all(|r| returned.contains(r))
         && returned
@@ -727,14 +749,17 @@ fn lower_epilogue<'c>(
     if !well_formed {
         return Ok(Err(not_made));
     }
-    let (tiles_signature, domain, tiles_body, tiles_schedule) =
-        view(tiles_kernel).ok_or_else(|| fail("the contraction does not lower"))?;
-    let plan = super::contraction(options, &tiles_signature, tiles_body, &domain, &tiles_schedule)
-        .filter(|plan| plan.is_tiles() && !plan.packs())
-        .ok_or_else(|| fail("the contraction is not register tiles that do not pack"))?;
-    let dims = projection(tiles_body).ok_or_else(|| fail("the result map is not a projection"))?;
-    let (consumer_signature, consumer_domain, consumer_body, consumer_schedule) =
-        view(consumer_kernel).ok_or_else(|| fail("the consumer does not lower"))?;
+    let Tiled {
+        view:
+            View {
+                signature: tiles_signature,
+                domain,
+                body: tiles_body,
+                schedule: tiles_schedule,
+            },
+        plan,
+        dims,
+    } = tiles;
     let buffer = |t: Result<Type, _>| {
         t.ok()
             .and_then(buffer_of)
@@ -750,7 +775,9 @@ fn lower_epilogue<'c>(
             .collect::<Result<_, _>>()?,
         outer: tiles_signature.outer,
         parallel: tiles_signature.parallel,
-        points: tiles_signature.points.saturating_add(consumer_signature.points),
+        points: tiles_signature
+            .points
+            .saturating_add(consumer_view.signature.points),
         accesses: Vec::new(),
         flat: false,
         sizes: None,
@@ -789,21 +816,14 @@ fn lower_epilogue<'c>(
             .map(|r| slot_of.get(&key(r.into())).copied())
             .collect()
     };
-    let tile_function = format!("{name}_tile");
+    let tile_function = tile_function_of(&name);
     lower_tile_function(
         context,
         lowered,
         &tile_function,
-        Tiles {
-            plan: &plan,
-            dims: &dims,
-            element: plan.element(),
-        },
+        (&plan, &dims),
         Part {
-            body: consumer_body,
-            signature: &consumer_signature,
-            domain: &consumer_domain,
-            schedule: &consumer_schedule,
+            view: &consumer_view,
             arguments: passed(consumer_call)?,
             results: returned(consumer_call),
         },
@@ -887,23 +907,10 @@ fn lower_epilogue<'c>(
     Ok(Ok(signature))
 }
 
-/// What the tile function needs of the contraction: its tiles, the
-/// contraction dimension of each dimension of the sums, and their element
-/// type.
-struct Tiles<'p> {
-    plan: &'p contract::Contraction,
-    dims: &'p [usize],
-    element: ElementType,
-}
-
-/// The consumer kernel: its body, signature, domain and CPU schedule, and
-/// the buffer-array slot of each of its arguments (`None` for the sums,
-/// read from the scratch) and results.
+/// The consumer kernel: its view, and the buffer-array slot of each of its
+/// arguments (`None` for the sums, read from the scratch) and results.
 struct Part<'p, 'c, 'a> {
-    body: BlockRef<'c, 'a>,
-    signature: &'p KernelSignature,
-    domain: &'p [i64],
-    schedule: &'p schedule::Schedule,
+    view: &'p View<'c, 'a>,
     arguments: Vec<Option<usize>>,
     results: Vec<Option<usize>>,
 }
@@ -913,20 +920,29 @@ struct Part<'p, 'c, 'a> {
 /// outer...)`, which runs the consumer's ops at each output of a tile, in
 /// a loop over its rows and columns that LLVM vectorizes, reading each
 /// sum from the output (the consumer's argument `position`) or from the
-/// scratch (row by row, a tile's width apart). `status_slot` is the
-/// buffer array's slot of the status record.
+/// scratch (row by row, a tile's width apart). `plan` is the
+/// contraction's tiles and `dims` the contraction dimension of each
+/// dimension of the sums; `status_slot` is the buffer array's slot of the
+/// status record.
 #[allow(clippy::too_many_arguments)]
 fn lower_tile_function<'c>(
     context: &'c Context,
     lowered: &Module<'c>,
     name: &str,
-    tiles: Tiles,
+    (plan, dims): (&contract::Contraction, &[usize]),
     consumer: Part,
     (position, status_slot): (usize, usize),
     options: &LowerOptions,
 ) -> Result<(), Error> {
     let fail = |what: &str| Error::Lowering(format!("tile function @{name}: {what}"));
-    let roles = tiles.plan.roles();
+    let roles = plan.roles();
+    let element = plan.element();
+    let View {
+        signature,
+        domain,
+        body,
+        schedule,
+    } = consumer.view;
     let location = melior::ir::Location::unknown(context);
     let pointer = melior::dialect::llvm::r#type::pointer(context, 0);
     let i64_type: Type = IntegerType::new(context, 64).into();
@@ -973,8 +989,8 @@ fn lower_tile_function<'c>(
         top.value("arith.index_cast", &[raw], index)
     };
     let arguments = lower_arguments(
-        consumer.body,
-        &consumer.signature.inputs,
+        *body,
+        &signature.inputs,
         &slots,
         &mut HashMap::new(),
         false,
@@ -983,7 +999,7 @@ fn lower_tile_function<'c>(
     let outputs = consumer
         .results
         .iter()
-        .zip(&consumer.signature.outputs)
+        .zip(&signature.outputs)
         .map(|(k, buffer)| {
             let Buffer::Tensor(shape, element) = buffer else {
                 return Err(fail("a result that is not a static tensor"));
@@ -993,13 +1009,13 @@ fn lower_tile_function<'c>(
         })
         .collect::<Result<Vec<_>, _>>()?;
     let (kernel, in_memory) = nest::Kernel::new(
-        consumer.body,
+        *body,
         &arguments,
         &outputs,
         status,
-        consumer.domain,
+        domain,
         None,
-        consumer.schedule,
+        schedule,
         None,
         options.math,
         point::Tuning {
@@ -1013,8 +1029,7 @@ fn lower_tile_function<'c>(
     if !in_memory.is_empty() {
         return Err(fail("the consumer has a reduction"));
     }
-    let sums_key = consumer
-        .body
+    let sums_key = body
         .argument(position)
         .map(|a| access::key(a.into()))
         .map_err(|_| fail("the consumer's arguments"))?;
@@ -1024,36 +1039,29 @@ fn lower_tile_function<'c>(
     let (by_column, c) = by_row.for_range(by_row.index(0)?, columns)?;
     let r = by_column.value("arith.addi", &[r0, m], index)?;
     let v = by_column.value("arith.addi", &[v0, c], index)?;
-    let point = tiles
-        .dims
-        .iter()
-        .map(|&d| {
-            if d == roles.r {
-                Ok(Some(r))
-            } else if d == roles.v {
-                Ok(Some(v))
-            } else {
-                let k = roles
-                    .outer
-                    .iter()
-                    .position(|&o| o == d)
-                    .ok_or_else(|| fail("a dimension of the sums is neither rows, vector nor outer"))?;
-                Ok(Some(outer[k]))
-            }
-        })
-        .collect::<Result<Vec<_>, Error>>()?;
+    let point =
+        dims.iter()
+            .map(|&d| {
+                if d == roles.r {
+                    Ok(Some(r))
+                } else if d == roles.v {
+                    Ok(Some(v))
+                } else {
+                    let k =
+                        roles.outer.iter().position(|&o| o == d).ok_or_else(|| {
+                            fail("a dimension of the sums is neither rows, vector nor outer")
+                        })?;
+                    Ok(Some(outer[k]))
+                }
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
     let mut known = HashMap::new();
     if from_scratch {
         let row = by_column.value("arith.muli", &[m, by_column.index(roles.width as i64)?], index)?;
         let at_sum = by_column.value("arith.addi", &[row, c], index)?;
         let offset = by_column.value("arith.index_cast", &[at_sum], i64_type)?;
-        let address = super::gep(
-            &by_column,
-            scratch,
-            offset,
-            super::memory_type(context, tiles.element),
-        )?;
-        let sum = by_column.value("llvm.load", &[address], super::value_type(context, tiles.element))?;
+        let address = super::gep(&by_column, scratch, offset, super::memory_type(context, element))?;
+        let sum = by_column.value("llvm.load", &[address], super::value_type(context, element))?;
         known.insert(sums_key, sum);
     }
     // Read from the output, the sums are no argument apart from what the

@@ -526,12 +526,7 @@ fn chain_rows_for(
     let mut splits: HashMap<String, usize> = HashMap::new();
     let mut taken: HashSet<String> = functions.keys().cloned().collect();
     let mut made = Vec::new();
-    let hosts: Vec<(String, OperationRef)> = functions
-        .iter()
-        .filter(|(_, f)| !f.has_attribute("meta.fused"))
-        .map(|(name, f)| (name.clone(), *f))
-        .collect();
-    for (name, host) in hosts {
+    for (name, host) in hosts(&functions) {
         for block in blocks(host) {
             let mut chain: Vec<Link> = Vec::new();
             let mut op = block.first_operation();
@@ -600,6 +595,18 @@ fn chain_rows_for(
         }
     }
     Ok(made)
+}
+
+/// The host functions among `functions` (those not `meta.fused`), with
+/// their names, in order.
+pub(super) fn hosts<'c, 'a>(
+    functions: &std::collections::BTreeMap<String, OperationRef<'c, 'a>>,
+) -> Vec<(String, OperationRef<'c, 'a>)> {
+    functions
+        .iter()
+        .filter(|(_, f)| !f.has_attribute("meta.fused"))
+        .map(|(name, f)| (name.clone(), *f))
+        .collect()
 }
 
 /// Every block of `function`, nested ones included.
