@@ -58,15 +58,14 @@ pub fn dedup_kernels(module: &Module, check_bounds: bool) -> usize {
 
 /// The module's top-level `meta.fused` functions, in order.
 fn kernels<'c, 'a>(module: &'a Module<'c>) -> Vec<OperationRef<'c, 'a>> {
-    let mut out = Vec::new();
-    let mut next = module.body().first_operation();
-    while let Some(op) = next {
-        next = op.next_in_block();
-        if op.name().as_string_ref().as_str() == Ok("func.func") && op.has_attribute("meta.fused") {
-            out.push(op);
-        }
-    }
-    out
+    top_level(module)
+        .into_iter()
+        .filter(|op| is_kernel(*op))
+        .collect()
+}
+
+fn is_kernel(op: OperationRef) -> bool {
+    op.name().as_string_ref().as_str() == Ok("func.func") && op.has_attribute("meta.fused")
 }
 
 fn name<'a>(op: OperationRef<'_, 'a>) -> Option<&'a str> {
@@ -77,16 +76,18 @@ fn name<'a>(op: OperationRef<'_, 'a>) -> Option<&'a str> {
 fn copies(module: &Module, check_bounds: bool) -> HashMap<String, String> {
     let mut first: HashMap<String, String> = HashMap::new();
     let mut copies = HashMap::new();
-    for op in kernels(module) {
+    let plain = texts(module, false);
+    let mut located: Option<Vec<String>> = None;
+    for (index, op) in top_level(module).into_iter().enumerate() {
+        if !is_kernel(op) {
+            continue;
+        }
         let Some(own) = name(op) else { continue };
         let text = if check_bounds || divides_integers(op) || dynamic(op) {
-            let flags = OperationPrintingFlags::new().enable_debug_info(true, false);
-            let Ok(text) = op.to_string_with_flags(flags) else {
-                continue;
-            };
-            text
+            let located = located.get_or_insert_with(|| texts(module, true));
+            &located[index]
         } else {
-            op.to_string()
+            &plain[index]
         };
         // The function's own name is its first symbol: leave it out.
         let body = text.replacen(&format!("@{own}("), "@(", 1);
@@ -100,6 +101,68 @@ fn copies(module: &Module, check_bounds: bool) -> HashMap<String, String> {
         }
     }
     copies
+}
+
+/// The ops of `module`'s body, in order.
+fn top_level<'c, 'a>(module: &'a Module<'c>) -> Vec<OperationRef<'c, 'a>> {
+    let mut out = Vec::new();
+    let mut next = module.body().first_operation();
+    while let Some(op) = next {
+        next = op.next_in_block();
+        out.push(op);
+    }
+    out
+}
+
+/// The text of each op of `module`'s body, in order, printed with their
+/// locations when `located`.
+///
+/// The module is printed once and cut at its ops. Printing one op of it
+/// alone would cost as much as printing the module (MLIR names values and
+/// attribute aliases from the top, so that texts compare), which made this
+/// quadratic in the number of kernels. A line of the body's ops starts
+/// after two spaces of indentation (deeper lines are nested, and `}`
+/// closes an op), and the aliases the texts use are the module's, so two
+/// texts are equal when their ops are. If the cut does not find one text
+/// per op, each op is printed alone.
+fn texts(module: &Module, located: bool) -> Vec<String> {
+    let flags = || OperationPrintingFlags::new().enable_debug_info(located, false);
+    let ops = top_level(module);
+    let whole = module
+        .as_operation()
+        .to_string_with_flags(flags())
+        .unwrap_or_default();
+    let mut texts: Vec<String> = Vec::with_capacity(ops.len());
+    let mut inside = false;
+    for line in whole.lines() {
+        if !inside {
+            inside = line.starts_with("module");
+            continue;
+        }
+        if !line.starts_with(' ') {
+            // The module's closing brace: what follows is not its body.
+            break;
+        }
+        let starts_op = line
+            .strip_prefix("  ")
+            .is_some_and(|rest| rest.chars().next().is_some_and(|c| c != ' ' && c != '}'));
+        if starts_op {
+            texts.push(String::new());
+        }
+        if let Some(text) = texts.last_mut() {
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    if texts.len() == ops.len() {
+        return texts;
+    }
+    ops.iter()
+        .map(|op| {
+            op.to_string_with_flags(flags())
+                .unwrap_or_else(|_| op.to_string())
+        })
+        .collect()
 }
 
 /// Whether `kernel` has a dimension known at run time only: a call may
@@ -188,6 +251,45 @@ mod tests {
         assert_eq!(text.matches("call @k0(").count(), 2, "{text}");
         assert!(text.contains("call @k2(") && text.contains("@k2("), "{text}");
         assert!(crate::verify(&module).is_ok());
+    }
+
+    /// A kernel reading `x` through the reindex map `map`.
+    fn reindexing(name: &str, map: &str) -> String {
+        format!(
+            r#"func.func private @{name}(%x: tensor<8xf32>) -> tensor<8xf32> attributes {{meta.fused}} {{
+  %r = "meta.reindex"(%x) {{indices = affine_map<(d0) -> ({map})>}} : (tensor<8xf32>) -> tensor<8xf32>
+  return %r : tensor<8xf32>
+}}
+"#
+        )
+    }
+
+    #[test]
+    fn kernels_that_differ_in_a_map_stay_apart() {
+        // Printed in the module, maps are named by aliases (#map, #map1)
+        // the module defines: one name per map, so the two kernels' texts
+        // differ.
+        let mut source = module_of(&[("k0", "exp"), ("k1", "exp"), ("k2", "exp")])
+            .split("func.func private")
+            .next()
+            .unwrap()
+            .to_owned();
+        source.push_str(&reindexing("k0", "7 - d0"));
+        source.push_str(&reindexing("k1", "d0"));
+        source.push_str(&reindexing("k2", "7 - d0"));
+        let context = crate::new_context().unwrap();
+        let module = crate::parse_module(&context, &source).unwrap_or_else(|| panic!("{source}"));
+        // One text per op, each naming its own function.
+        let ops = top_level(&module);
+        let cut = texts(&module, false);
+        assert_eq!(cut.len(), ops.len());
+        for (op, text) in ops.iter().zip(&cut) {
+            let own = name(*op).unwrap();
+            assert!(text.trim_start().starts_with("func.func") && text.contains(&format!("@{own}(")));
+        }
+        assert_eq!(dedup_kernels(&module, false), 1);
+        let text = module.as_operation().to_string();
+        assert!(text.contains("@k1(") && !text.contains("@k2("), "{text}");
     }
 
     #[test]

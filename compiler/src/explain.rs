@@ -50,6 +50,7 @@ pub fn explain(
         labels: true,
         fanout_limit,
         contractions_apart: true,
+        ..Options::default()
     };
     let functions: Vec<(String, OperationRef)> = block_ops(module.body())
         .into_iter()

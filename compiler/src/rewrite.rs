@@ -184,7 +184,7 @@ impl<'c, 'a> Builder<'c, 'a> {
 
     /// Inserts `op` and returns its first result.
     pub fn insert_one(&self, op: Operation<'c>) -> Option<Value<'c, 'a>> {
-        self.insert(op).result(0).ok().map(Into::into)
+        jitc_dialect::ops::result_at(&self.insert(op), 0)
     }
 
     /// Builds and inserts an op; `None` when MLIR rejects it.

@@ -140,6 +140,15 @@ pub fn tensor_type<'c>(value: Value<'c, '_>) -> Option<RankedTensorType<'c>> {
     RankedTensorType::try_from(value.r#type()).ok()
 }
 
+/// Result `index` of `op`, `None` when it has fewer. Melior's own
+/// `result` prints the whole op into its error when the index is out of
+/// range, which means verifying and printing the module the op is in:
+/// asked of every op without results (a store, a return), it made
+/// lowering quadratic in a module's size.
+pub fn result_at<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>, index: usize) -> Option<Value<'c, 'a>> {
+    (index < op.result_count()).then(|| op.result(index).ok().map(Value::from))?
+}
+
 /// Declares a view type for one op name.
 macro_rules! op_view {
     ($(#[$doc:meta])* $view:ident = $name:literal) => {
@@ -170,12 +179,12 @@ macro_rules! op_view {
 
             #[allow(dead_code)]
             fn operand(&self, index: usize) -> Option<Value<'c, 'a>> {
-                self.op.operand(index).ok()
+                (index < self.op.operand_count()).then(|| self.op.operand(index).ok())?
             }
 
             #[allow(dead_code)]
             fn output(&self) -> Option<Value<'c, 'a>> {
-                self.op.result(0).ok().map(Value::from)
+                $crate::ops::result_at(&self.op, 0)
             }
 
             #[allow(dead_code)]

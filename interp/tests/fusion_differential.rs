@@ -207,7 +207,7 @@ proptest! {
 
         // The plan itself: groups form a DAG and blocked edges carry a rule.
         let entry = module.body().first_operation().unwrap().region(0).unwrap().first_block().unwrap();
-        let plan = fusion::plan_block(&fusion::all_ops(entry), fusion::Options { fanout_limit: fanout, labels: false, contractions_apart: false });
+        let plan = fusion::plan_block(&fusion::all_ops(entry), fusion::Options { fanout_limit: fanout, labels: false, ..fusion::Options::default() });
         let mut groups = petgraph::graph::DiGraph::<(), ()>::new();
         let nodes: Vec<_> = plan.groups.iter().map(|_| groups.add_node(())).collect();
         for edge in &plan.edges {

@@ -36,10 +36,15 @@
 //! 3. candidates are taken heaviest first (edges before siblings on ties,
 //!    then program order). A merge is refused by rule 1 (a reindex never
 //!    absorbs its producer), rule 2 (a reindex_reduce never absorbs its
-//!    consumer), `stop_fuse`, the fan-out limit, or rule 3: a path between
-//!    the two groups through a third one would make a cycle. Rules 1 and 2
-//!    are checked for every edge the merge would make internal, not only
-//!    the candidate's;
+//!    consumer), `stop_fuse`, the fan-out limit, the size limits, or rule
+//!    3: a path between the two groups through a third one would make a
+//!    cycle. Rules 1 and 2 are checked for every edge the merge would make
+//!    internal, not only the candidate's. The size limits (jitc's, both
+//!    rule sets) bound the merged group's ops ([`Options::max_ops`]) and
+//!    its kernel's buffers ([`Options::max_buffers`]): the values read
+//!    from outside it and the values it makes that something outside it
+//!    reads, counted over its members only when a running bound (each
+//!    member's reads and results) passes the limit;
 //! 4. rule 3 is a depth-first search over group successor lists, pruned by
 //!    a topological order of the groups: a group ordered after the target
 //!    cannot reach it. Block position is not such an order once groups
@@ -61,6 +66,22 @@ pub const DYNAMIC_DIM_ESTIMATE: u64 = 64;
 /// Default for the fan-out limit: a value with more consumers stays
 /// materialized (Jittor's default).
 pub const DEFAULT_FANOUT_LIMIT: usize = 16;
+
+/// Default for the most ops (splat constants aside) a group may hold.
+/// LLVM's optimization and code generation grow faster than linearly with
+/// a function's size: on one kernel of a chain of element-wise ops, each
+/// with a scalar argument of its own, they took 3.3 s for 3,000 ops and
+/// 13.7 s for 6,000 (every scalar is live across the loop). Cutting a
+/// chain every 256 ops costs one store and one load per element for 256
+/// ops of arithmetic.
+pub const DEFAULT_MAX_OPS: usize = 256;
+
+/// Default for the most buffers (arguments and results) a group's kernel
+/// may take. A GPU kernel's parameters fit in 4,352 bytes for the PTX ISA
+/// jitc targets, 8 bytes a pointer: `ptxas` refuses a kernel of 3,000
+/// buffers. 128 leaves room for the status record, the scratch memory and
+/// sizes of dynamic dimensions.
+pub const DEFAULT_MAX_BUFFERS: usize = 128;
 
 /// What an op is to the fuser.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,6 +149,11 @@ pub enum Blocked {
     FanOut,
     /// One end is not a fusable op.
     NotFusable,
+    /// The merged group would hold more than [`Options::max_ops`] ops.
+    MaxOps,
+    /// The merged group's kernel would take more than
+    /// [`Options::max_buffers`] arguments and results.
+    MaxBuffers,
 }
 
 impl Blocked {
@@ -140,6 +166,8 @@ impl Blocked {
             Self::StopFuse => "stop_fuse",
             Self::FanOut => "fan-out limit: the value stays materialized",
             Self::NotFusable => "not a fusable op",
+            Self::MaxOps => "size limit: the kernel would hold more ops than meta-fuse's max-ops",
+            Self::MaxBuffers => "size limit: the kernel would take more buffers than meta-fuse's max-buffers",
         }
     }
 }
@@ -194,6 +222,12 @@ pub struct Options {
     /// and a sibling merge of two reindexes weighs what the smaller one
     /// writes (see the module doc). Off, the plan is the paper's.
     pub contractions_apart: bool,
+    /// A group holds at most this many ops, splat constants aside
+    /// ([`DEFAULT_MAX_OPS`]).
+    pub max_ops: usize,
+    /// A group's kernel takes at most this many arguments and results
+    /// together ([`DEFAULT_MAX_BUFFERS`]).
+    pub max_buffers: usize,
 }
 
 impl Default for Options {
@@ -202,6 +236,8 @@ impl Default for Options {
             fanout_limit: DEFAULT_FANOUT_LIMIT,
             labels: true,
             contractions_apart: false,
+            max_ops: DEFAULT_MAX_OPS,
+            max_buffers: DEFAULT_MAX_BUFFERS,
         }
     }
 }
@@ -231,8 +267,38 @@ struct Groups {
     /// Members that constrain merges: reindexes (no producer may join) and
     /// reductions (no consumer may join), per group root.
     guarded: Vec<Vec<usize>>,
+    /// Members, per group root.
+    members: Vec<Vec<usize>>,
+    /// Members that are not splat constants, per group root.
+    ops: Vec<usize>,
+    /// An upper bound of the group's buffers, per root: the values its
+    /// members read and make, counted with repeats.
+    buffer_bound: Vec<usize>,
     seen: Vec<u32>,
     epoch: u32,
+}
+
+/// The values each node reads and makes, for counting a group's buffers.
+struct Uses<'v> {
+    values: &'v [ValueUse],
+    reads: Vec<Vec<usize>>,
+    makes: Vec<Vec<usize>>,
+}
+
+impl<'v> Uses<'v> {
+    fn new(values: &'v [ValueUse], n: usize) -> Self {
+        let mut reads = vec![Vec::new(); n];
+        let mut makes = vec![Vec::new(); n];
+        for (v, value) in values.iter().enumerate() {
+            if let Some(p) = value.producer {
+                makes[p].push(v);
+            }
+            for &c in &value.consumers {
+                reads[c].push(v);
+            }
+        }
+        Self { values, reads, makes }
+    }
 }
 
 impl Groups {
@@ -355,6 +421,50 @@ impl Groups {
         }
         let moved = std::mem::take(&mut self.guarded[other]);
         self.guarded[root].extend(moved);
+        let mut moved = std::mem::take(&mut self.members[other]);
+        if self.members[root].len() < moved.len() {
+            std::mem::swap(&mut self.members[root], &mut moved);
+        }
+        self.members[root].extend(moved);
+        self.ops[root] += self.ops[other];
+        self.buffer_bound[root] += self.buffer_bound[other];
+    }
+
+    /// The size limits for merging the groups of `a` and `b`: the ops the
+    /// merged group would hold, and the buffers its kernel would take (the
+    /// values read from outside it, splat constants included, and the
+    /// values it makes that something outside it reads).
+    fn too_big(&self, a: usize, b: usize, nodes: &[Node], uses: &Uses, options: Options) -> Option<Blocked> {
+        let (ra, rb) = (self.root(a), self.root(b));
+        if self.ops[ra] + self.ops[rb] > options.max_ops {
+            return Some(Blocked::MaxOps);
+        }
+        // Most merges are far below the limit: count only when the bound
+        // says it might be reached.
+        if self.buffer_bound[ra] + self.buffer_bound[rb] <= options.max_buffers {
+            return None;
+        }
+        let inside = |n: usize| {
+            let r = self.root(n);
+            r == ra || r == rb
+        };
+        let mut inputs: HashSet<usize> = HashSet::new();
+        let mut outputs = 0;
+        for &m in self.members[ra].iter().chain(&self.members[rb]) {
+            if nodes[m].kind == NodeKind::Constant {
+                continue;
+            }
+            inputs.extend(
+                uses.reads[m]
+                    .iter()
+                    .filter(|&&v| uses.values[v].producer.is_none_or(|p| !inside(p))),
+            );
+            outputs += uses.makes[m]
+                .iter()
+                .filter(|&&v| uses.values[v].consumers.iter().any(|&c| !inside(c)))
+                .count();
+        }
+        (inputs.len() + outputs > options.max_buffers).then_some(Blocked::MaxBuffers)
     }
 
     /// Rules 1 and 2 for a whole merge: no edge between the two groups may
@@ -423,9 +533,18 @@ pub fn plan(nodes: Vec<Node>, values: &[ValueUse], options: Options) -> Plan {
                 }
             })
             .collect(),
+        members: (0..n).map(|i| vec![i]).collect(),
+        ops: (0..n)
+            .map(|i| usize::from(nodes[i].kind != NodeKind::Constant))
+            .collect(),
+        buffer_bound: Vec::new(),
         seen: vec![0; n],
         epoch: 0,
     };
+    let uses = Uses::new(values, n);
+    groups.buffer_bound = (0..n)
+        .map(|i| uses.reads[i].len() + uses.makes[i].len())
+        .collect();
 
     // Under jitc's rules, two reindexes of one value save at most what the
     // smaller one reads, which is no more than it writes (module doc).
@@ -501,6 +620,8 @@ pub fn plan(nodes: Vec<Node>, values: &[ValueUse], options: Options) -> Plan {
                     Some(Blocked::FanOut)
                 } else if let Some(rule) = groups.rule_broken(from, to, &nodes, &graph, &indices) {
                     Some(rule)
+                } else if let Some(limit) = groups.too_big(from, to, &nodes, &uses, options) {
+                    Some(limit)
                 } else if groups.indirect_path(from, to) {
                     Some(Blocked::Rule3)
                 } else {
@@ -529,6 +650,7 @@ pub fn plan(nodes: Vec<Node>, values: &[ValueUse], options: Options) -> Plan {
                     || nodes[a].stop_fuse
                     || nodes[b].stop_fuse
                     || groups.rule_broken(a, b, &nodes, &graph, &indices).is_some()
+                    || groups.too_big(a, b, &nodes, &uses, options).is_some()
                     || groups.indirect_path(a, b)
                     || groups.indirect_path(b, a)
                 {
@@ -741,11 +863,67 @@ mod tests {
             Options {
                 fanout_limit: 2,
                 labels: false,
-                contractions_apart: false,
+                ..Options::default()
             },
         );
         assert_eq!(plan.groups.len(), 4);
         assert!(plan.edges.iter().all(|e| e.blocked == Some(Blocked::FanOut)));
+    }
+
+    /// A chain of `n` element-wise ops, each also reading an argument of
+    /// its own: node `i` reads value `i` (the chain) and value `n + i`.
+    fn chain_with_arguments(n: usize) -> (Vec<Node>, Vec<ValueUse>) {
+        let nodes = vec![node(NodeKind::Elementwise, &[4]); n];
+        let mut values = vec![value(None, &[0], 16)];
+        values.extend((1..n).map(|i| value(Some(i - 1), &[i], 16)));
+        values.extend((0..n).map(|i| value(None, &[i], 16)));
+        (nodes, values)
+    }
+
+    #[test]
+    fn size_limits_cut_a_long_chain() {
+        let (nodes, values) = chain_with_arguments(10);
+        let options = |max_ops, max_buffers| Options {
+            max_ops,
+            max_buffers,
+            ..Options::default()
+        };
+        let plan_of = |o: Options| plan(nodes.clone(), &values, o);
+
+        let whole = plan_of(Options::default());
+        assert_eq!(whole.groups.len(), 1);
+
+        let ops = plan_of(options(4, 128));
+        assert_eq!(ops.groups, vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7], vec![8, 9]]);
+        let cut = ops.edges.iter().find(|e| e.from == 3 && e.to == 4).unwrap();
+        assert_eq!(cut.blocked, Some(Blocked::MaxOps));
+
+        // Each group: the chain's value in, one argument per op, one result
+        // out (the last group's result goes to no one, so it is not one).
+        let buffers = plan_of(options(256, 6));
+        assert_eq!(
+            buffers.groups,
+            vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7], vec![8, 9]]
+        );
+        let cut = buffers.edges.iter().find(|e| e.from == 3 && e.to == 4).unwrap();
+        assert_eq!(cut.blocked, Some(Blocked::MaxBuffers));
+        for group in &buffers.groups {
+            assert!(group.len() + 2 <= 6, "{group:?} takes more than 6 buffers");
+        }
+    }
+
+    #[test]
+    fn buffers_read_twice_count_once() {
+        // Ten ops reading one shared argument: two buffers in all.
+        let nodes = vec![node(NodeKind::Elementwise, &[4]); 10];
+        let mut values = vec![value(None, &(0..10).collect::<Vec<_>>(), 16)];
+        values.extend((1..10).map(|i| value(Some(i - 1), &[i], 16)));
+        let options = Options {
+            max_buffers: 3,
+            fanout_limit: 16,
+            ..Options::default()
+        };
+        assert_eq!(plan(nodes, &values, options).groups.len(), 1);
     }
 
     #[test]

@@ -193,7 +193,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
             .build()
             .map_err(|_| failed(name))?;
         let op = self.block.append_operation(op);
-        Ok(op.result(0).ok().map(Into::into))
+        Ok(jitc_dialect::ops::result_at(&op, 0))
     }
 
     /// Appends an op without attributes and returns all its results, one

@@ -146,6 +146,10 @@ pub(crate) fn lower_gpu<'c>(
         }
         let prepared = super::signature(kernel).and_then(|signature| {
             legal::check_gpu(kernel, math, options.libdevice)?;
+            legal::check_gpu_parameters(
+                signature.inputs.len() + signature.outputs.len(),
+                signature.dynamic_dims().count(),
+            )?;
             // The GPU's calls cannot decline (the CPU's leave such a call
             // to the interpreter when the sizes differ): only reads
             // through a reindex, which checks its indices.

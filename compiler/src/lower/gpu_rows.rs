@@ -343,5 +343,9 @@ fn prepare<'c, 'a>(
     }
     let signatures: Vec<KernelSignature> = stages.iter().map(|s| s.signature.clone()).collect();
     let signature = rows::chain_signature(chain, &signatures)?;
+    super::legal::check_gpu_parameters(
+        signature.inputs.len() + signature.outputs.len(),
+        signature.dynamic_dims().count(),
+    )?;
     Ok((signature, stages, rows, threads))
 }

@@ -102,6 +102,29 @@ pub(super) fn flat(kernel: OperationRef) -> Result<(), String> {
     Ok(())
 }
 
+/// The most bytes of parameters a GPU kernel may take for the PTX ISA
+/// versions jitc targets (7.0 for sm_80, 7.8 for sm_90): `ptxas` refuses
+/// more ("uses too much parameter space (..., 0x1100 max)"); 32 KiB needs
+/// PTX ISA 8.1 and a CUDA 12.1 driver.
+pub(super) const GPU_PARAMETER_BYTES: usize = 4352;
+
+/// Whether a GPU kernel of `buffers` arguments and results, and
+/// `dynamic_sizes` sizes of dynamic dimensions, fits its parameters in
+/// [`GPU_PARAMETER_BYTES`]: 8 bytes for each of those, the status record
+/// and the scratch memory's pointer. The fuser keeps its kernels far below
+/// (`meta-fuse`'s `max-buffers`); a kernel written by hand, or a row chain
+/// of several, may not be.
+pub(super) fn check_gpu_parameters(buffers: usize, dynamic_sizes: usize) -> Result<(), String> {
+    let bytes = 8 * (buffers + dynamic_sizes + 2);
+    if bytes > GPU_PARAMETER_BYTES {
+        return Err(format!(
+            "the kernel takes {buffers} buffers, {bytes} bytes of parameters with its status record \
+             and scratch memory: a GPU kernel's fit in {GPU_PARAMETER_BYTES} bytes"
+        ));
+    }
+    Ok(())
+}
+
 /// Whether every op of the kernel can run on an NVIDIA GPU; `Err` says why
 /// not. No libm exists there (and libdevice is not linked), so only the
 /// math that lowers to plain instructions or to jitc's own polynomials is

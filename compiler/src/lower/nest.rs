@@ -472,7 +472,7 @@ impl<'c, 'a, 'k> Kernel<'c, 'a, 'k> {
             tuning: self.tuning,
         };
         for op in &self.ops {
-            let result = op.result(0).ok().map(Value::from);
+            let result = jitc_dialect::ops::result_at(op, 0);
             let register = self.registers.iter().position(|(r, _, _, _)| r == op);
             let value = emit_op(&mut body, *op, &self.output_of, self.outputs, register)?;
             // Results that leave the kernel are stored at the loop index.

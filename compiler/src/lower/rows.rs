@@ -764,11 +764,12 @@ fn close(
     let rows = chain[0].stage.rows;
     // Values crossing the boundary, and values kept in scratch.
     let mut inputs: Vec<Value> = Vec::new();
+    let mut input_keys: HashSet<usize> = HashSet::new();
     let mut outputs: Vec<Value> = Vec::new();
     let mut scratch: Vec<Value> = Vec::new();
     for (a, link) in chain.iter().enumerate() {
         for operand in link.call.operands() {
-            if produced(&chain[..a], operand).is_none() && !inputs.iter().any(|v| key(*v) == key(operand)) {
+            if produced(&chain[..a], operand).is_none() && input_keys.insert(key(operand)) {
                 inputs.push(operand);
             }
         }
@@ -816,17 +817,25 @@ fn close(
     }
     // The inputs more than one stage reads along the rows: a block's rows
     // of them are read from memory once, then again from cache.
+    // How each stage reads each input (its first operand of that value).
+    let mut reads: HashMap<usize, Vec<Option<Rows>>> = HashMap::new();
+    for link in &chain {
+        let mut seen: HashSet<usize> = HashSet::new();
+        for (i, operand) in link.call.operands().enumerate() {
+            if input_keys.contains(&key(operand)) && seen.insert(key(operand)) {
+                reads
+                    .entry(key(operand))
+                    .or_default()
+                    .push(link.stage.arguments.get(i).copied());
+            }
+        }
+    }
     let reread_row_bytes: usize = inputs
         .iter()
         .filter(|input| {
-            let reads: Vec<Option<Rows>> = chain
-                .iter()
-                .filter_map(|link| {
-                    let i = link.call.operands().position(|v| key(v) == key(**input))?;
-                    Some(link.stage.arguments.get(i).copied())
-                })
-                .collect();
-            reads.len() > 1 && reads.iter().all(|r| r.and_then(Rows::dimension).is_some())
+            reads.get(&key(**input)).is_some_and(|reads| {
+                reads.len() > 1 && reads.iter().all(|r| r.and_then(Rows::dimension).is_some())
+            })
         })
         .filter_map(|input| row_bytes_of(*input, rows))
         .sum();

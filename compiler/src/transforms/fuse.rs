@@ -18,8 +18,10 @@
 //!    consumers' groups instead of materialized (the fan-out limit does not
 //!    apply to them);
 //! 2. plan: greedy contraction of the heaviest admissible edge under rules
-//!    1–3, `stop_fuse` and the fan-out limit (`fusion::plan` states the cost
-//!    model and the algorithm); copies left alone are rejoined into one;
+//!    1–3, `stop_fuse`, the fan-out limit and the size limits (`max-ops`
+//!    ops and `max-buffers` arguments and results a kernel; `fusion::plan`
+//!    states the cost model and the algorithm); copies left alone are
+//!    rejoined into one;
 //! 3. outline each group: its inputs become kernel arguments, values used
 //!    outside become results, the kernel is appended to the module and a
 //!    `func.call` replaces the group;
@@ -55,6 +57,18 @@ impl Fuse {
                 kind: OptionKind::WholeNumber,
             },
             PassOption {
+                name: "max-ops",
+                description: "a kernel holds at most this many ops, splat constants aside (LLVM's compile time grows faster than linearly with a kernel's size)",
+                default: "256",
+                kind: OptionKind::WholeNumber,
+            },
+            PassOption {
+                name: "max-buffers",
+                description: "a kernel takes at most this many arguments and results (a GPU kernel's parameters fit in 4,352 bytes)",
+                default: "128",
+                kind: OptionKind::WholeNumber,
+            },
+            PassOption {
                 name: "rules",
                 description: "jittor: the paper's rules; jitc: also keep two contractions apart (the compilers' fuse pipeline)",
                 default: "jittor",
@@ -68,12 +82,26 @@ impl Fuse {
 
     /// Runs the pass on a module.
     pub fn run(root: OperationRef, options: &Options) -> bool {
-        let fanout = options.get("fanout-limit").unwrap_or("16");
-        let Ok(fanout_limit) = fanout.parse::<usize>() else {
-            emit_error(
-                root.location(),
-                &format!("meta-fuse: fanout-limit must be a whole number, got '{fanout}'"),
-            );
+        let whole = |name: &str, default: usize| -> Option<usize> {
+            let Some(text) = options.get(name) else {
+                return Some(default);
+            };
+            let value = text.parse::<usize>().ok();
+            if value.is_none() {
+                emit_error(
+                    root.location(),
+                    &format!("meta-fuse: {name} must be a whole number, got '{text}'"),
+                );
+            }
+            value
+        };
+        let Some(fanout_limit) = whole("fanout-limit", fusion::DEFAULT_FANOUT_LIMIT) else {
+            return false;
+        };
+        let Some(max_ops) = whole("max-ops", fusion::plan::DEFAULT_MAX_OPS) else {
+            return false;
+        };
+        let Some(max_buffers) = whole("max-buffers", fusion::plan::DEFAULT_MAX_BUFFERS) else {
             return false;
         };
         if root.name().as_string_ref().as_str() != Ok("builtin.module") {
@@ -110,6 +138,8 @@ impl Fuse {
             fanout_limit,
             labels: false,
             contractions_apart,
+            max_ops,
+            max_buffers,
         };
         with_context(root, |context| {
             functions.into_iter().all(|function| {
