@@ -121,8 +121,8 @@ fn top_level<'c, 'a>(module: &'a Module<'c>) -> Vec<OperationRef<'c, 'a>> {
 /// alone would cost as much as printing the module (MLIR names values and
 /// attribute aliases from the top, so that texts compare), which made this
 /// quadratic in the number of kernels. A line of the body's ops starts
-/// after two spaces of indentation (deeper lines are nested, and `}`
-/// closes an op), and the aliases the texts use are the module's, so two
+/// after two spaces of indentation (deeper lines are nested, `}` closes an
+/// op, and `^` labels a block of its region), and the aliases the texts use are the module's, so two
 /// texts are equal when their ops are. If the cut does not find one text
 /// per op, each op is printed alone.
 fn texts(module: &Module, located: bool) -> Vec<String> {
@@ -143,9 +143,11 @@ fn texts(module: &Module, located: bool) -> Vec<String> {
             // The module's closing brace: what follows is not its body.
             break;
         }
+        // (`^bb1:`, a block's label in a body op's region, is printed at
+        // the body's indentation too.)
         let starts_op = line
             .strip_prefix("  ")
-            .is_some_and(|rest| rest.chars().next().is_some_and(|c| c != ' ' && c != '}'));
+            .is_some_and(|rest| rest.chars().next().is_some_and(|c| !matches!(c, ' ' | '}' | '^')));
         if starts_op {
             texts.push(String::new());
         }
@@ -290,6 +292,29 @@ mod tests {
         assert_eq!(dedup_kernels(&module, false), 1);
         let text = module.as_operation().to_string();
         assert!(text.contains("@k1(") && !text.contains("@k2("), "{text}");
+    }
+
+    #[test]
+    fn a_function_of_several_blocks_is_cut_as_one_text() {
+        // Block labels print at the body's indentation.
+        let mut source = String::from(
+            "func.func @main(%x: tensor<8xf32>, %c: i1) -> tensor<8xf32> {\n  cf.cond_br %c, ^bb1, ^bb2\n\
+             ^bb1:\n  %y = func.call @k0(%x) : (tensor<8xf32>) -> tensor<8xf32>\n  return %y : tensor<8xf32>\n\
+             ^bb2:\n  %z = func.call @k1(%x) : (tensor<8xf32>) -> tensor<8xf32>\n  return %z : tensor<8xf32>\n}\n",
+        );
+        source.push_str(&kernel("k0", "exp"));
+        source.push_str(&kernel("k1", "exp"));
+        let context = crate::new_context().unwrap();
+        let module = crate::parse_module(&context, &source).unwrap_or_else(|| panic!("{source}"));
+        let cut = texts(&module, false);
+        assert_eq!(cut.len(), 3);
+        // Cut from the module's print (indented), not printed op by op.
+        assert!(
+            cut[0].starts_with("  func.func @main") && cut[0].contains("^bb2:"),
+            "{}",
+            cut[0]
+        );
+        assert_eq!(dedup_kernels(&module, false), 1);
     }
 
     #[test]

@@ -32,9 +32,9 @@
 
 // BAD: jitc opt: error: invalid pass pipeline: pass 'meta-fuse': option max-ops must be a whole number, got 'many'
 
-// The limits keep a GPU kernel's parameters in the 4,352 bytes PTX ISA 7
-// allows: a chain of 2,000 ops assembles (as one kernel, ptxas refused it:
-// "uses too much parameter space").
+// The limits keep a GPU kernel's parameters in CUDA's 4 KiB: a chain of
+// 2,000 ops assembles (as one kernel, ptxas refused it: "uses too much
+// parameter space").
 // RUN: %python %S/Inputs/long-chain.py chain 2000 > %t.long.mlir
 // RUN: jitc compile %t.long.mlir --target nvptx --gpu-arch sm_80 --emit ptx -o %t.sm_80.ptx
 // RUN: %ptxas -arch=sm_80 %t.sm_80.ptx -o %t.sm_80.cubin
@@ -42,10 +42,13 @@
 // RUN: %ptxas -arch=sm_90 %t.sm_90.ptx -o %t.sm_90.cubin
 
 // A kernel written by hand with too many buffers for the GPU is left to
-// the interpreter, with a note; 541 arguments and a result still fit.
+// the interpreter, with a note; 509 arguments, a result, the status record
+// and the scratch memory's pointer still fit.
 // RUN: %python %S/Inputs/long-chain.py kernel 600 > %t.wide.mlir
 // RUN: jitc compile %t.wide.mlir --target nvptx --emit ptx -o %t.wide.ptx 2>&1 | FileCheck %s --check-prefix=WIDE
-// WIDE: jitc compile: note: kernel @sum_fused_0 is not compiled: the kernel takes 601 buffers, 4824 bytes of parameters with its status record and scratch memory: a GPU kernel's fit in 4352 bytes
-// RUN: %python %S/Inputs/long-chain.py kernel 541 > %t.fits.mlir
+// WIDE: jitc compile: note: kernel @sum_fused_0 is not compiled: the kernel takes 601 buffers, 4824 bytes of parameters with its status record and scratch memory: a GPU kernel's fit in 4096 bytes
+// RUN: %python %S/Inputs/long-chain.py kernel 510 | jitc compile - --target nvptx --emit ptx -o /dev/null 2>&1 | FileCheck %s --check-prefix=OVER
+// OVER: the kernel takes 511 buffers, 4104 bytes
+// RUN: %python %S/Inputs/long-chain.py kernel 509 > %t.fits.mlir
 // RUN: jitc compile %t.fits.mlir --target nvptx --emit ptx -o %t.fits.ptx 2>&1 | count 0
 // RUN: %ptxas -arch=sm_80 %t.fits.ptx -o %t.fits.cubin

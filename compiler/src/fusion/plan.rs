@@ -77,10 +77,11 @@ pub const DEFAULT_FANOUT_LIMIT: usize = 16;
 pub const DEFAULT_MAX_OPS: usize = 256;
 
 /// Default for the most buffers (arguments and results) a group's kernel
-/// may take. A GPU kernel's parameters fit in 4,352 bytes for the PTX ISA
-/// jitc targets, 8 bytes a pointer: `ptxas` refuses a kernel of 3,000
-/// buffers. 128 leaves room for the status record, the scratch memory and
-/// sizes of dynamic dimensions.
+/// may take. A GPU kernel's parameters fit in 4 KiB before CUDA 12.1, 8
+/// bytes a pointer: `ptxas` refused a kernel of 3,000 buffers. 128 take 1
+/// KiB, which leaves room for the status record, the scratch memory and
+/// the sizes of most dynamic dimensions (`lower::legal` checks the whole
+/// count, and a kernel over it runs in the interpreter).
 pub const DEFAULT_MAX_BUFFERS: usize = 128;
 
 /// What an op is to the fuser.
@@ -434,7 +435,7 @@ impl Groups {
     /// merged group would hold, and the buffers its kernel would take (the
     /// values read from outside it, splat constants included, and the
     /// values it makes that something outside it reads).
-    fn too_big(&self, a: usize, b: usize, nodes: &[Node], uses: &Uses, options: Options) -> Option<Blocked> {
+    fn too_big(&self, a: usize, b: usize, uses: &Uses, options: Options) -> Option<Blocked> {
         let (ra, rb) = (self.root(a), self.root(b));
         if self.ops[ra] + self.ops[rb] > options.max_ops {
             return Some(Blocked::MaxOps);
@@ -450,10 +451,9 @@ impl Groups {
         };
         let mut inputs: HashSet<usize> = HashSet::new();
         let mut outputs = 0;
+        // Constants read nothing, but one that something outside reads
+        // (a return, a loop's initial value) is a result of the kernel.
         for &m in self.members[ra].iter().chain(&self.members[rb]) {
-            if nodes[m].kind == NodeKind::Constant {
-                continue;
-            }
             inputs.extend(
                 uses.reads[m]
                     .iter()
@@ -620,7 +620,7 @@ pub fn plan(nodes: Vec<Node>, values: &[ValueUse], options: Options) -> Plan {
                     Some(Blocked::FanOut)
                 } else if let Some(rule) = groups.rule_broken(from, to, &nodes, &graph, &indices) {
                     Some(rule)
-                } else if let Some(limit) = groups.too_big(from, to, &nodes, &uses, options) {
+                } else if let Some(limit) = groups.too_big(from, to, &uses, options) {
                     Some(limit)
                 } else if groups.indirect_path(from, to) {
                     Some(Blocked::Rule3)
@@ -650,7 +650,7 @@ pub fn plan(nodes: Vec<Node>, values: &[ValueUse], options: Options) -> Plan {
                     || nodes[a].stop_fuse
                     || nodes[b].stop_fuse
                     || groups.rule_broken(a, b, &nodes, &graph, &indices).is_some()
-                    || groups.too_big(a, b, &nodes, &uses, options).is_some()
+                    || groups.too_big(a, b, &uses, options).is_some()
                     || groups.indirect_path(a, b)
                     || groups.indirect_path(b, a)
                 {
@@ -909,6 +909,54 @@ mod tests {
         assert_eq!(cut.blocked, Some(Blocked::MaxBuffers));
         for group in &buffers.groups {
             assert!(group.len() + 2 <= 6, "{group:?} takes more than 6 buffers");
+        }
+    }
+
+    /// The buffers of each group of `plan`: values its members read that
+    /// are made outside it, and values they make that something outside
+    /// it reads (what `outline` makes arguments and results).
+    fn buffers(plan: &Plan, values: &[ValueUse]) -> Vec<usize> {
+        (0..plan.groups.len())
+            .map(|g| {
+                let inside = |n: usize| plan.group_of[n] == Some(g);
+                values
+                    .iter()
+                    .filter(|v| {
+                        let read = v.consumers.iter().any(|&c| inside(c)) && !v.producer.is_some_and(inside);
+                        let made = v.producer.is_some_and(inside) && v.consumers.iter().any(|&c| !inside(c));
+                        read || made
+                    })
+                    .count()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn constants_something_else_reads_count_as_results() {
+        // Constant `2i` and op `2i + 1`, the op adding the constant to the
+        // chain; every constant is also returned (node `2n`, opaque).
+        let n = 12;
+        let mut nodes = Vec::new();
+        for _ in 0..n {
+            nodes.push(node(NodeKind::Constant, &[4]));
+            nodes.push(node(NodeKind::Elementwise, &[4]));
+        }
+        nodes.push(node(NodeKind::Opaque, &[]));
+        let ret = 2 * n;
+        let mut values = vec![value(None, &[1], 16)];
+        for i in 0..n {
+            values.push(value(Some(2 * i), &[2 * i + 1, ret], 16));
+            let next = if i + 1 < n { 2 * i + 3 } else { ret };
+            values.push(value(Some(2 * i + 1), &[next], 16));
+        }
+        let options = Options {
+            max_buffers: 8,
+            ..Options::default()
+        };
+        let plan = plan(nodes, &values, options);
+        assert!(plan.groups.len() > 1, "{:?}", plan.groups);
+        for (group, count) in plan.groups.iter().zip(buffers(&plan, &values)) {
+            assert!(count <= 8, "{group:?} takes {count} buffers");
         }
     }
 

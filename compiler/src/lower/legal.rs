@@ -102,11 +102,12 @@ pub(super) fn flat(kernel: OperationRef) -> Result<(), String> {
     Ok(())
 }
 
-/// The most bytes of parameters a GPU kernel may take for the PTX ISA
-/// versions jitc targets (7.0 for sm_80, 7.8 for sm_90): `ptxas` refuses
-/// more ("uses too much parameter space (..., 0x1100 max)"); 32 KiB needs
-/// PTX ISA 8.1 and a CUDA 12.1 driver.
-pub(super) const GPU_PARAMETER_BYTES: usize = 4352;
+/// The most bytes of parameters a GPU kernel may take: 4 KiB, CUDA's limit
+/// before 12.1 (`ptxas` for PTX ISA 7.0 and 7.8, which jitc targets,
+/// refuses past 4,352 bytes, "uses too much parameter space (..., 0x1100
+/// max)"; NVIDIA documents 4,096, which a driver's JIT may hold to; 32 KiB
+/// needs PTX ISA 8.1 and a CUDA 12.1 driver).
+pub(super) const GPU_PARAMETER_BYTES: usize = 4096;
 
 /// Whether a GPU kernel of `buffers` arguments and results, and
 /// `dynamic_sizes` sizes of dynamic dimensions, fits its parameters in

@@ -767,12 +767,15 @@ fn close(
     let mut input_keys: HashSet<usize> = HashSet::new();
     let mut outputs: Vec<Value> = Vec::new();
     let mut scratch: Vec<Value> = Vec::new();
-    for (a, link) in chain.iter().enumerate() {
+    // The values earlier calls of the chain made.
+    let mut made: HashSet<usize> = HashSet::new();
+    for link in &chain {
         for operand in link.call.operands() {
-            if produced(&chain[..a], operand).is_none() && input_keys.insert(key(operand)) {
+            if !made.contains(&key(operand)) && input_keys.insert(key(operand)) {
                 inputs.push(operand);
             }
         }
+        made.extend(link.call.results().map(|r| key(r.into())));
         for j in 0..link.call.result_count() {
             let Ok(result) = link.call.result(j) else { continue };
             let value: Value = result.into();

@@ -64,7 +64,7 @@ impl Fuse {
             },
             PassOption {
                 name: "max-buffers",
-                description: "a kernel takes at most this many arguments and results (a GPU kernel's parameters fit in 4,352 bytes)",
+                description: "a kernel takes at most this many arguments and results (a GPU kernel's parameters fit in 4 KiB)",
                 default: "128",
                 kind: OptionKind::WholeNumber,
             },
