@@ -300,8 +300,46 @@ class Var:
     def __neg__(self):
         return unary(self, "neg")
 
+    def __pos__(self):
+        if self.dtype == _np.bool_:
+            raise TypeError("unary + is not defined on booleans, as in NumPy")
+        return self
+
     def __abs__(self):
         return unary(self, "abs")
+
+    def __and__(self, other):
+        return _bitwise(self, other, "and", "&")
+
+    def __rand__(self, other):
+        return _bitwise(other, self, "and", "&")
+
+    def __or__(self, other):
+        return _bitwise(self, other, "or", "|")
+
+    def __ror__(self, other):
+        return _bitwise(other, self, "or", "|")
+
+    def __xor__(self, other):
+        return _bitwise(self, other, "xor", "^")
+
+    def __rxor__(self, other):
+        return _bitwise(other, self, "xor", "^")
+
+    def __invert__(self):
+        # `not` is logical on booleans and bitwise on integers.
+        if self.dtype.kind == "f":
+            raise TypeError(f"~ is not defined on {self.dtype}, as in NumPy (only on integers and booleans)")
+        return unary(self, "not")
+
+    def __round__(self, digits=None):
+        value = self._one("number")
+        return round(value) if digits is None else round(value, digits)
+
+    def __format__(self, spec):
+        if not spec:
+            return str(self)
+        return format(self._one("number"), spec)
 
     def __lt__(self, other):
         return _arith(self, other, "lt")
@@ -489,7 +527,8 @@ def dump(vars, directory):
     and `.npy` inputs; returns the `.mlir` file's path."""
     if isinstance(vars, Var):
         vars = [vars]
-    return _jitc.dump([_var(v)._v for v in vars], str(directory))
+    with _own_thread:
+        return _jitc.dump([_var(v)._v for v in vars], str(directory))
 
 
 # -- state ------------------------------------------------------------------------
@@ -533,23 +572,63 @@ def write_state(name, value):
     if tracer is not None:
         tracer.write_state(str(name), _var(value)._v)
         return
-    _jitc.write_state(str(name), _var(value)._v)
+    with _own_thread:
+        _jitc.write_state(str(name), _var(value)._v)
 
 
 # -- the meta-operators ----------------------------------------------------------
+
+def _shape(shape, what):
+    """`shape` as a list of ints; a negative size is a `JitcError` naming
+    `what` (instead of the native call's "can't convert negative int")."""
+    shape = [int(d) for d in shape]
+    if any(d < 0 for d in shape):
+        raise JitcError(f"{what}: shape {tuple(shape)} has a negative size")
+    return shape
+
+
+def _number(value, dtype):
+    """`value` (a Python or NumPy number) as a constant of type `dtype`, as
+    NumPy's ``np.full`` takes it: a Python ``int`` (exact, past 2**53) for
+    integer and boolean types, a ``float`` for float types; an integer out
+    of an integer type's range is NumPy's ``OverflowError``, a NaN or
+    infinity made an integer its ``ValueError``, a float made an integer
+    is truncated toward zero."""
+    if isinstance(value, Var) and not isinstance(value, _Number):
+        raise TypeError("a constant is a number, not a jitc.Var (use jitc.ternary to choose values)")
+    if isinstance(value, _Number):
+        # A relaxed number of `jitc.function`: read into Python (which
+        # the tracer records), as its int or float.
+        value = int(value) if value._kind in ("int", "bool") else float(value)
+    if dtype.kind == "f":
+        return float(value)
+    if dtype.kind == "b":
+        return int(bool(value))
+    if isinstance(value, (bool, _np.bool_, int, _np.integer)):
+        value = int(value)
+    else:
+        value = float(value)
+        if not _math.isfinite(value):
+            raise ValueError(f"cannot convert float {value} to integer")
+        value = int(value)
+    info = _np.iinfo(dtype)
+    if not info.min <= value <= info.max:
+        raise OverflowError(f"Python integer {value} out of bounds for {dtype}")
+    return value
+
 
 def reindex(x, shape, indices, overflow_value=None, overflow_conditions=()):
     """`meta.reindex`: see the module's documentation. `indices` is a list of
     Jittor index expressions, or a callable that takes the output's index
     names (``"i0"``, ``"i1"``, ...) and returns them."""
     x = _var(x)
-    shape = [int(d) for d in shape]
+    shape = _shape(shape, "reindex")
     if callable(indices):
         indices = indices(*[f"i{k}" for k in range(len(shape))])
     return Var(_call(
         _jitc.Var.reindex, x._v,
         shape, [str(e) for e in indices],
-        None if overflow_value is None else float(overflow_value),
+        None if overflow_value is None else _number(overflow_value, x.dtype),
         [str(c) for c in overflow_conditions],
     ))
 
@@ -560,7 +639,8 @@ def reindex_reduce(x, op, shape, indices):
     x = _var(x)
     if callable(indices):
         indices = indices(*[f"i{k}" for k in range(x.ndim)])
-    return Var(_call(_jitc.Var.reindex_reduce, x._v, str(op), [int(d) for d in shape], [str(e) for e in indices]))
+    shape = _shape(shape, "reindex_reduce")
+    return Var(_call(_jitc.Var.reindex_reduce, x._v, str(op), shape, [str(e) for e in indices]))
 
 
 def unary(x, op):
@@ -582,7 +662,8 @@ def _broadcast_pair(a, b):
     for p, q in zip(sa, sb):
         if p != q and p != 1 and q != 1:
             raise JitcError(f"shapes {a.shape} and {b.shape} do not broadcast together")
-        shape.append(_builtins.max(p, q))
+        # An extent of 1 takes the other's, 0 included (NumPy's rule).
+        shape.append(q if p == 1 else p)
     return broadcast(a, shape), broadcast(b, shape)
 
 
@@ -600,6 +681,17 @@ def binary(x, y, op):
     y = _var(y, like=x)
     x, y = _broadcast_pair(x, y)
     return Var(_call(_jitc.Var.binary, x._v, str(op), y._v))
+
+
+def _bitwise(x, y, op, symbol):
+    """`&`, `|` and `^` (`op`: ``and``, ``or``, ``xor``): logical on
+    booleans, bitwise on integers (a boolean meeting an integer is that
+    integer), and NumPy's `TypeError` on floats."""
+    for v in (x, y):
+        kind = v.dtype.kind if isinstance(v, Var) else _np.asarray(v).dtype.kind
+        if kind not in "biu":
+            raise TypeError(f"{symbol} is not defined on floats, as in NumPy (only on integers and booleans)")
+    return _arith(x, y, op)
 
 
 def _is_tensor(x):
@@ -1162,10 +1254,15 @@ _PY_FALLBACK = {
 
 
 def ternary(condition, x, y):
-    """`meta.ternary` ``select``: where `condition` holds, `x`, else `y`."""
+    """`meta.ternary` ``select``: where `condition` holds, `x`, else `y`,
+    the three broadcast together as NumPy's ``where`` does; a number takes
+    the other choice's type, as in `binary`."""
     condition = _var(condition)
     x = _var(x, like=y if isinstance(y, Var) else None)
     y = _var(y, like=x)
+    x, y = _broadcast_pair(x, y)
+    condition, x = _broadcast_pair(condition, x)
+    condition, y = _broadcast_pair(condition, y)
     return Var(_call(_jitc.Var.select, condition._v, x._v, y._v))
 
 
@@ -1177,7 +1274,7 @@ def broadcast(x, shape, dims=None):
     size-1 dimensions stretch), or, with `dims`, Jittor's: `dims` are the
     new dimensions of `shape`, the others are `x`'s in order."""
     x = _var(x)
-    shape = [int(d) for d in shape]
+    shape = _shape(shape, "broadcast")
     if dims is None:
         offset = len(shape) - x.ndim
         if offset < 0:
@@ -1205,8 +1302,8 @@ def broadcast(x, shape, dims=None):
 def _axes(x, axis):
     if axis is None:
         return list(range(x.ndim))
-    if isinstance(axis, int):
-        axis = [axis]
+    if isinstance(axis, (int, _np.integer)):
+        axis = [int(axis)]
     axes = []
     for a in axis:
         if not -x.ndim <= a < x.ndim:
@@ -1236,18 +1333,32 @@ def _reduce(x, op, axis, keepdims):
 
 
 def sum(x, axis=None, keepdims=False):
-    """The sum over `axis` (an int, a tuple, or every axis)."""
+    """The sum over `axis` (an int, a tuple, or every axis). Booleans are
+    counted in int64, as NumPy does; other types keep theirs (an int32 sum
+    wraps, as Jittor's does, where NumPy's is int64)."""
+    x = _var(x)
+    if x.dtype == _np.bool_:
+        x = x.astype(_np.int64)
     return _reduce(x, "add", axis, keepdims)
+
+
+def _extreme(x, op, axis, keepdims):
+    """`max` or `min` (`op`); of booleans, a boolean (taken over int32,
+    since reductions take numbers)."""
+    x = _var(x)
+    if x.dtype == _np.bool_:
+        return _reduce(x.astype(_np.int32), op, axis, keepdims) != 0
+    return _reduce(x, op, axis, keepdims)
 
 
 def max(x, axis=None, keepdims=False):
     """The maximum over `axis` (an error over an axis of size 0)."""
-    return _reduce(x, "max", axis, keepdims)
+    return _extreme(x, "max", axis, keepdims)
 
 
 def min(x, axis=None, keepdims=False):
     """The minimum over `axis` (an error over an axis of size 0)."""
-    return _reduce(x, "min", axis, keepdims)
+    return _extreme(x, "min", axis, keepdims)
 
 
 def mean(x, axis=None, keepdims=False):
@@ -1295,6 +1406,8 @@ def conv2d(x, w, stride=1, padding=0):
     n, c, h, wd = x.shape
     o, _, kh, kw = w.shape
     s, p = int(stride), int(padding)
+    if s < 1 or p < 0:
+        raise JitcError(f"conv2d: the stride must be 1 or more and the padding not negative, got {s} and {p}")
     ho, wo = (h + 2 * p - kh) // s + 1, (wd + 2 * p - kw) // s + 1
     if ho <= 0 or wo <= 0:
         raise JitcError(f"conv2d of {x.shape} with {w.shape}: the kernel is larger than the padded image")
@@ -1343,6 +1456,8 @@ def reshape(x, shape):
         count *= n
     if shape.count(-1) > 1:
         raise JitcError("reshape: at most one size may be -1")
+    if any(d < -1 for d in shape):
+        raise JitcError(f"reshape: shape {tuple(shape)} has a negative size (only one -1, inferred, may be)")
     if -1 in shape:
         known = 1
         for d in shape:
@@ -1762,9 +1877,15 @@ def grad(loss, params):
     loss; a param the loss does not depend on gets zeros. The rules (ties
     of max and min, the kinds with zero gradient) are in
     ``docs/semantics.md``, "Gradients"."""
+    if not isinstance(loss, Var):
+        raise TypeError(f"grad's loss is a jitc.Var the params were recorded into, not {type(loss).__name__}")
     single = isinstance(params, Var)
-    params = [params] if single else [_var(p) for p in params]
-    loss = _var(loss)
+    if not single and not isinstance(params, (list, tuple)):
+        raise TypeError(f"grad's params are a jitc.Var or a list of them, not {type(params).__name__}")
+    if not single and not all(isinstance(p, Var) for p in params):
+        kinds = sorted({type(p).__name__ for p in params if not isinstance(p, Var)})
+        raise TypeError(f"grad's params are jitc.Vars (a gradient flows to a recorded value), not {', '.join(kinds)}")
+    params = [params] if single else list(params)
     gradients = [Var(g) for g in _call(_jitc.grad, loss._v, [p._v for p in params])]
     return gradients[0] if single else gradients
 
@@ -1775,7 +1896,8 @@ def full(shape, value, dtype=_np.float32):
     dtype = _np.dtype(dtype)
     if dtype not in _TO_JITC:
         raise JitcError(f"jitc has no element type for NumPy's {dtype}")
-    return Var(_call(_jitc.full, [int(d) for d in shape], _TO_JITC[dtype], float(value)))
+    shape = _shape(shape, "full")
+    return Var(_call(_jitc.full, shape, _TO_JITC[dtype], _number(value, dtype)))
 
 
 def zeros(shape, dtype=_np.float32):

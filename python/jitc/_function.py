@@ -1757,7 +1757,7 @@ class _Loop:
         init = [pre.mapping[self.init[p]] for p in self.carried]
         init += [pre.mapping[key] for key in self.invariants]
         if counted:
-            init.append(_jitc.full([], "i64", 0.0))
+            init.append(_jitc.full([], "i64", 0))
         # One iteration: the second chunk's ops, on placeholders.
         body = _Replay(inputs)
         params = [_placeholder(v) for v in init]
@@ -1774,8 +1774,8 @@ class _Loop:
         nexts += params[len(self.carried):len(self.carried) + len(self.invariants)]
         if counted:
             # The counter: the iteration after this one, below the range's length.
-            step = _jitc.Var.binary(params[-1], "add", _jitc.full([], "i64", 1.0))
-            more = _jitc.Var.binary(step, "lt", _jitc.full([], "i64", float(self.test[2])))
+            step = _jitc.Var.binary(params[-1], "add", _jitc.full([], "i64", 1))
+            more = _jitc.Var.binary(step, "lt", _jitc.full([], "i64", int(self.test[2])))
             next_condition = _jitc.Var.binary(next_condition, "and", more)
             nexts.append(step)
         # After the loop, on the values it ends with.

@@ -7,7 +7,8 @@
 //! tensor's buffer out (the Python half makes arrays of them with
 //! `numpy.frombuffer`), with the dtype as jitc's element type name (`f32`,
 //! `f64`, `i32`, `i64`, `i1`). Every jitc error becomes a `jitc.JitcError`
-//! carrying jitc's message. A graph belongs to the thread that made it
+//! carrying jitc's message (a constant's Python int past 64 bits is an
+//! `OverflowError`). A graph belongs to the thread that made it
 //! (`unsendable`).
 
 mod facts;
@@ -15,8 +16,13 @@ mod facts;
 use jitc_compiler::{CodegenOptions, MathMode};
 use jitc_dialect::kinds::ElementType;
 use jitc_interp::{Buffer, Tensor};
-use jitc_runtime::graph::{self, Var};
-use pyo3::{create_exception, exceptions::PyException, prelude::*, types::PyByteArray};
+use jitc_runtime::graph::{self, Scalar, Var};
+use pyo3::{
+    create_exception,
+    exceptions::{PyException, PyOverflowError},
+    prelude::*,
+    types::{PyByteArray, PyInt},
+};
 
 create_exception!(
     _jitc,
@@ -118,13 +124,14 @@ impl PyVar {
         &self,
         shape: Vec<usize>,
         indices: Vec<String>,
-        overflow_value: Option<f64>,
+        overflow_value: Option<&Bound<'_, PyAny>>,
         overflow_conditions: Vec<String>,
     ) -> PyResult<Self> {
         let indices: Vec<&str> = indices.iter().map(String::as_str).collect();
         let conditions: Vec<&str> = overflow_conditions.iter().map(String::as_str).collect();
+        let overflow_value = overflow_value.map(scalar).transpose()?;
         self.0
-            .reindex(&shape, &indices, overflow_value, &conditions)
+            .reindex_with(&shape, &indices, overflow_value, &conditions)
             .map(Self)
             .map_err(error)
     }
@@ -162,6 +169,18 @@ impl PyVar {
     fn __repr__(&self) -> String {
         format!("{:?}", self.0)
     }
+}
+
+/// A Python number as a constant's value: an `int` kept exact (one past
+/// `i64` is an `OverflowError`), anything else as a float.
+fn scalar(value: &Bound<'_, PyAny>) -> PyResult<Scalar> {
+    if value.is_instance_of::<PyInt>() {
+        return value
+            .extract::<i64>()
+            .map(Scalar::Int)
+            .map_err(|_| PyOverflowError::new_err(format!("{value} is out of range for a 64-bit integer")));
+    }
+    Ok(Scalar::Float(value.extract::<f64>()?))
 }
 
 fn bytes<'py>(py: Python<'py>, tensor: &Tensor) -> Bound<'py, PyByteArray> {
@@ -302,7 +321,8 @@ fn grad(loss: PyRef<'_, PyVar>, wrt: Vec<PyRef<'_, PyVar>>) -> PyResult<Vec<PyVa
 /// A splat constant: `value` everywhere in `shape`, of element type
 /// `dtype`.
 #[pyfunction]
-fn full(shape: Vec<usize>, dtype: &str, value: f64) -> PyResult<PyVar> {
+fn full(shape: Vec<usize>, dtype: &str, value: &Bound<'_, PyAny>) -> PyResult<PyVar> {
+    let value = scalar(value)?;
     graph::full(&shape, element(dtype)?, value)
         .map(PyVar)
         .map_err(error)
@@ -480,8 +500,35 @@ fn stage_loop(
 }
 
 /// The native module.
+/// Whether a panic's `message` is PyO3's check that an object of an
+/// `unsendable` class (a `Var`, a staged graph) is used on the thread that
+/// made it. The Python half turns that panic into a `JitcError` that says
+/// so (`_tracing._OwnThread`), so it is not printed.
+fn is_thread_check(message: &str) -> bool {
+    message.contains("is unsendable, but")
+}
+
+/// Keeps the panic hook from printing PyO3's thread check, which the
+/// Python half reports as a `JitcError`; every other panic is printed by
+/// the hook that was there before.
+fn quiet_thread_checks() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if !is_thread_check(message) {
+            previous(info);
+        }
+    }));
+}
+
 #[pymodule]
 fn _jitc(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    quiet_thread_checks();
     m.add_class::<PyVar>()?;
     m.add_class::<PyStaged>()?;
     m.add_class::<facts::Facts>()?;

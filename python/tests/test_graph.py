@@ -169,11 +169,12 @@ def test_truth_values_are_those_of_numpy():
         bool(jitc.Var(np.ones(3, np.float32)) == 1.0)
 
 
-def test_values_used_from_another_thread_raise_a_jitc_error():
+def test_values_used_from_another_thread_raise_a_jitc_error(capfd, tmp_path):
     # The graph's values belong to the thread that made them: another
     # thread gets a JitcError that says so (not PyO3's PanicException),
-    # whether it computes with a Var, fetches one or calls a staged
-    # function.
+    # whether it computes with a Var, fetches one, writes it to state,
+    # dumps it or calls a staged function, and Rust's panic hook prints
+    # nothing.
     import threading
 
     x = jitc.Var(np.ones(4, np.float32)) * 2.0
@@ -193,11 +194,20 @@ def test_values_used_from_another_thread_raise_a_jitc_error():
             # Not the error itself: its traceback holds the thread's values.
             caught.append((type(error), str(error)))
 
-    for action in [lambda: x + 1.0, x.numpy, lambda: x.shape, lambda: f(np.ones(3, np.float32))]:
+    actions = [
+        lambda: x + 1.0,
+        x.numpy,
+        lambda: x.shape,
+        lambda: f(np.ones(3, np.float32)),
+        lambda: jitc.write_state("from another thread", x),
+        lambda: jitc.dump(x, tmp_path),
+    ]
+    for action in actions:
         thread = threading.Thread(target=use, args=(action,))
         thread.start()
         thread.join()
-    assert len(caught) == 4
+    assert len(caught) == len(actions)
+    assert "panicked" not in capfd.readouterr().err
     for kind, message in caught:
         assert kind is jitc.JitcError, (kind, message)
         assert "belong to the thread that made them" in message

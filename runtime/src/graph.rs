@@ -122,7 +122,7 @@ enum Op {
         conditions: Vec<String>,
     },
     /// A splat constant (`arith.constant dense<v>`), never an argument.
-    Splat(f64),
+    Splat(ElementValue),
     /// `meta.guard` on a rank-0 `i1`; its value is the condition's.
     Guard {
         condition: Rc<Node>,
@@ -358,6 +358,24 @@ fn expression(text: &str, dims: usize) -> Result<String, Error> {
                     )));
                 }
             }
+        } else if c == '%' || c == '/' {
+            // C++'s operators (Jittor's expressions are C++) round toward
+            // zero; the affine ones toward negative infinity. They differ
+            // where the left side is negative, so neither is rewritten.
+            let (name, rounding) = if c == '%' {
+                (
+                    "mod",
+                    "is never negative, where C++'s % is negative for a negative left side",
+                )
+            } else {
+                (
+                    "floordiv",
+                    "rounds toward negative infinity, where C++'s / truncates toward zero",
+                )
+            };
+            return Err(bad(format!(
+                "index expression '{text}': write '{c}' as '{name}' (which {rounding})"
+            )));
         } else {
             out.push(c);
         }
@@ -370,6 +388,15 @@ fn expression(text: &str, dims: usize) -> Result<String, Error> {
 
 /// An overflow condition (`i0 < 1`) as an affine set over `dims` indices.
 fn condition(text: &str, dims: usize) -> Result<String, Error> {
+    if let Some(word) = text
+        .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .find(|w| ["and", "or", "not"].contains(w))
+    {
+        return Err(bad(format!(
+            "overflow condition '{text}': '{word}' does not join comparisons; the conditions are a \
+             list, one comparison each, and any that holds drops the element"
+        )));
+    }
     let operators = [">=", "<=", "==", "!=", ">", "<"];
     let (at, operator) = operators
         .iter()
@@ -552,6 +579,24 @@ impl Var {
         overflow_value: Option<f64>,
         overflow_conditions: &[&str],
     ) -> Result<Var, Error> {
+        self.reindex_with(
+            shape,
+            indices,
+            overflow_value.map(Scalar::Float),
+            overflow_conditions,
+        )
+    }
+
+    /// [`Self::reindex`], with an overflow value that may be an integer
+    /// (kept exact: an `i64` past 2^53); a value the element type cannot
+    /// hold is an error.
+    pub fn reindex_with(
+        &self,
+        shape: &[usize],
+        indices: &[&str],
+        overflow_value: Option<Scalar>,
+        overflow_conditions: &[&str],
+    ) -> Result<Var, Error> {
         let runtime = runtime()?;
         let rank = self.0.shape.len();
         if indices.len() != rank {
@@ -572,7 +617,7 @@ impl Var {
                 Ok(set)
             })
             .collect::<Result<Vec<_>, Error>>()?;
-        let overflow = overflow_value.map(|v| literal(v, self.0.element));
+        let overflow = overflow_value.map(|v| literal(v, self.0.element)).transpose()?;
         runtime.node(
             shape.to_vec(),
             self.0.element,
@@ -704,25 +749,117 @@ impl Var {
     }
 }
 
-/// A float or integer `value` as an MLIR literal of `element` type (floats
-/// by their bits, so every value, NaN and subnormals included, is exact).
-fn literal(value: f64, element: ElementType) -> String {
-    match element {
-        ElementType::F32 => format!("0x{:08X} : f32", (value as f32).to_bits()),
-        ElementType::F64 => format!("0x{:016X} : f64", value.to_bits()),
-        ElementType::I1 => (if value != 0.0 { "true" } else { "false" }).to_owned(),
-        other => format!("{} : {}", value as i64, other.name()),
+/// A number a constant is made of: an integer, kept exact, or a float.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scalar {
+    /// An integer (an `i64` element is kept exact, past 2^53).
+    Int(i64),
+    /// A float.
+    Float(f64),
+}
+
+impl From<f64> for Scalar {
+    fn from(value: f64) -> Self {
+        Self::Float(value)
     }
 }
 
-/// A splat's element in `dense<...>` (floats by their bits).
-fn splat_literal(value: f64, element: ElementType) -> String {
-    match element {
-        ElementType::F32 => format!("0x{:08X}", (value as f32).to_bits()),
-        ElementType::F64 => format!("0x{:016X}", value.to_bits()),
-        ElementType::I1 => (if value != 0.0 { "true" } else { "false" }).to_owned(),
-        _ => format!("{}", value as i64),
+impl From<i64> for Scalar {
+    fn from(value: i64) -> Self {
+        Self::Int(value)
     }
+}
+
+impl Scalar {
+    /// The element of type `element` this number is: a float rounds to the
+    /// nearest, a float made an integer is truncated toward zero (as
+    /// NumPy's casts are), any nonzero number is `true`. An integer out of
+    /// the element's range, or a NaN or infinite float made an integer, is
+    /// an error, as in NumPy.
+    fn element(self, element: ElementType) -> Result<ElementValue, Error> {
+        Ok(match (element, self) {
+            (ElementType::F32, Self::Int(i)) => ElementValue::F32(i as f32),
+            (ElementType::F32, Self::Float(f)) => ElementValue::F32(f as f32),
+            (ElementType::F64, Self::Int(i)) => ElementValue::F64(i as f64),
+            (ElementType::F64, Self::Float(f)) => ElementValue::F64(f),
+            (ElementType::I1, Self::Int(i)) => ElementValue::Bool(i != 0),
+            (ElementType::I1, Self::Float(f)) => ElementValue::Bool(f != 0.0),
+            (ElementType::I32 | ElementType::I64, value) => {
+                let (low, high) = if element == ElementType::I32 {
+                    (i64::from(i32::MIN), i64::from(i32::MAX))
+                } else {
+                    (i64::MIN, i64::MAX)
+                };
+                let integer = match value {
+                    Self::Int(i) => i,
+                    Self::Float(f) if f.is_finite() => {
+                        const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+                        let t = f.trunc();
+                        // i64's range as floats: [-2^63, 2^63).
+                        if !(-TWO_63..TWO_63).contains(&t) {
+                            return Err(bad(format!("{f} is out of range for {}", element.name())));
+                        }
+                        t as i64
+                    }
+                    Self::Float(f) => {
+                        return Err(bad(format!("cannot make {f} an integer ({})", element.name())));
+                    }
+                };
+                if !(low..=high).contains(&integer) {
+                    return Err(bad(format!(
+                        "{} is out of range for {}",
+                        match value {
+                            Self::Int(i) => i.to_string(),
+                            Self::Float(f) => f.to_string(),
+                        },
+                        element.name()
+                    )));
+                }
+                ElementValue::Int(integer)
+            }
+        })
+    }
+}
+
+/// One element's value, of its type.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum ElementValue {
+    F32(f32),
+    F64(f64),
+    Int(i64),
+    Bool(bool),
+}
+
+impl ElementValue {
+    /// Its text in `dense<...>` (floats by their bits, so every value,
+    /// NaNs included, prints exactly).
+    fn text(self) -> String {
+        match self {
+            Self::F32(f) => format!("0x{:08X}", f.to_bits()),
+            Self::F64(f) => format!("0x{:016X}", f.to_bits()),
+            Self::Int(i) => i.to_string(),
+            Self::Bool(b) => b.to_string(),
+        }
+    }
+
+    /// Bytes that tell it apart from every other value of its type (a
+    /// cache key's).
+    fn key(self) -> [u8; 8] {
+        match self {
+            Self::F32(f) => u64::from(f.to_bits()).to_le_bytes(),
+            Self::F64(f) => f.to_bits().to_le_bytes(),
+            Self::Int(i) => i.to_le_bytes(),
+            Self::Bool(b) => u64::from(b).to_le_bytes(),
+        }
+    }
+}
+
+/// `value` as an attribute of type `element` (`0x00000000 : f32`, `true`).
+fn literal(value: Scalar, element: ElementType) -> Result<String, Error> {
+    Ok(match value.element(element)? {
+        ElementValue::Bool(b) => b.to_string(),
+        other => format!("{} : {}", other.text(), element.name()),
+    })
 }
 
 /// The part of the graph one fetch computes.
@@ -942,7 +1079,7 @@ impl Cut {
                 }
                 Op::Splat(value) => {
                     key_bytes.push(b'k');
-                    key_bytes.extend_from_slice(&value.to_bits().to_le_bytes());
+                    key_bytes.extend_from_slice(&value.key());
                 }
                 Op::Guard { reason, .. } => {
                     key_bytes.push(b'g');
@@ -1065,7 +1202,7 @@ impl Cut {
                     let _ = writeln!(
                         body,
                         "  %v{k} = arith.constant dense<{}> : {out}{}",
-                        splat_literal(*value, node.element),
+                        value.text(),
                         at(node)
                     );
                     continue;
@@ -1288,9 +1425,11 @@ pub fn write_state(name: &str, value: &Var) -> Result<(), Error> {
 }
 
 /// A value of `shape` holding `value` everywhere (converted to `element`
-/// as a cast does): a splat constant, recorded, never materialized unless
-/// it is fetched.
-pub fn full(shape: &[usize], element: ElementType, value: f64) -> Result<Var, Error> {
+/// as NumPy converts a number: see [`Scalar`]; an integer out of the
+/// element's range, or a NaN made an integer, is an error now): a splat
+/// constant, recorded, never materialized unless it is fetched.
+pub fn full(shape: &[usize], element: ElementType, value: impl Into<Scalar>) -> Result<Var, Error> {
+    let value = value.into().element(element)?;
     runtime()?.node(shape.to_vec(), element, Op::Splat(value))
 }
 
@@ -1470,6 +1609,7 @@ impl autodiff::Tape for Tape<'_> {
         value.element
     }
     fn splat(&mut self, shape: &[usize], element: ElementType, value: f64) -> Result<Rc<Node>, String> {
+        let value = Scalar::Float(value).element(element).map_err(|e| e.to_string())?;
         self.record(shape.to_vec(), element, Op::Splat(value))
     }
     fn unary(&mut self, kind: UnaryKind, x: &Rc<Node>) -> Result<Rc<Node>, String> {
@@ -1513,7 +1653,10 @@ impl autodiff::Tape for Tape<'_> {
         let op = Op::Reindex {
             input: Rc::clone(x),
             map: map.clone(),
-            overflow: (overflow != 0.0).then(|| literal(overflow, x.element)),
+            overflow: (overflow != 0.0)
+                .then(|| literal(Scalar::Float(overflow), x.element))
+                .transpose()
+                .map_err(|e| e.to_string())?,
             conditions: conditions.to_vec(),
         };
         self.record(shape.to_vec(), x.element, op)
@@ -1603,7 +1746,20 @@ impl Runtime {
         } else {
             text.clone()
         };
-        jitc_compiler::verify(&module)?;
+        if jitc_compiler::verify(&module).is_err() {
+            // The verifier's diagnostics say what is wrong: an index
+            // expression that divides by zero, or whose arithmetic
+            // overflows over the value's indices, parses but fails here.
+            let messages: Vec<String> = collector.take().into_iter().map(|d| d.message).collect();
+            return Err(bad(format!(
+                "the recorded ops do not verify: {}",
+                if messages.is_empty() {
+                    "the verifier gave no reason".to_owned()
+                } else {
+                    messages.join("; ")
+                }
+            )));
+        }
         let compiled = match self.backend.get() {
             Backend::Cpu => Some(CpuModule::compile_with(
                 self.context,

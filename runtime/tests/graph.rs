@@ -421,6 +421,62 @@ fn bad_arguments_are_errors_that_say_why() {
         "overflow condition 'i0 != 1': != is not affine"
     );
     assert_eq!(
+        error(x.reindex(&[2, 3], &["i0", "i1 % 2"], None, &[])),
+        "index expression 'i1 % 2': write '%' as 'mod' (which is never negative, where C++'s % is \
+         negative for a negative left side)"
+    );
+    assert_eq!(
+        error(x.reindex(&[2, 3], &["i0 / 2", "i1"], None, &[])),
+        "index expression 'i0 / 2': write '/' as 'floordiv' (which rounds toward negative infinity, \
+         where C++'s / truncates toward zero)"
+    );
+    assert_eq!(
+        error(x.reindex(&[2, 3], &["i0", "i1"], None, &["i0 > 0 or i1 < 1"])),
+        "overflow condition 'i0 > 0 or i1 < 1': 'or' does not join comparisons; the conditions are a \
+         list, one comparison each, and any that holds drops the element"
+    );
+    // A divisor of 0 parses; the fetch reports the verifier's reason.
+    let divided = x.reindex(&[2, 3], &["i0", "i1 mod 0"], None, &[]).unwrap();
+    let reason = divided.fetch().unwrap_err().to_string();
+    assert!(
+        reason.contains("divides by 0 in 'd1 mod 0'; affine divisors must be positive"),
+        "{reason}"
+    );
+    drop(divided);
+    // Constants: exact integers, and values the type cannot hold refused
+    // when recorded.
+    let big = (1i64 << 53) + 1;
+    let exact = graph::full(&[2], ElementType::I64, big).unwrap();
+    assert_eq!(exact.fetch().unwrap().get(1), Scalar::I64(big));
+    let padded = Var::new(Tensor::splat(vec![2], Scalar::I64(7)))
+        .reindex_with(&[3], &["i0 - 1"], Some(graph::Scalar::Int(big)), &[])
+        .unwrap();
+    assert_eq!(padded.fetch().unwrap().get(0), Scalar::I64(big));
+    assert_eq!(
+        error(graph::full(&[2], ElementType::I32, 1i64 << 40)),
+        "1099511627776 is out of range for i32"
+    );
+    assert_eq!(
+        error(graph::full(&[2], ElementType::I64, f64::NAN)),
+        "cannot make NaN an integer (i64)"
+    );
+    assert_eq!(
+        error(graph::full(&[2], ElementType::I64, 1e19)),
+        "10000000000000000000 is out of range for i64"
+    );
+    assert_eq!(
+        error(i.reindex_with(&[2, 3], &["i0", "i1"], Some(graph::Scalar::Int(1 << 31)), &[])),
+        "2147483648 is out of range for i32"
+    );
+    assert_eq!(
+        graph::full(&[1], ElementType::I32, -2.7)
+            .unwrap()
+            .fetch()
+            .unwrap()
+            .get(0),
+        Scalar::I32(-2)
+    );
+    assert_eq!(
         error(x.reindex_reduce("add", &[2], &["i0", "i1"])),
         "reindex_reduce to a rank-1 value needs 1 index expressions, one per dimension, got 2"
     );

@@ -1,0 +1,129 @@
+"""Edge cases a first user meets, each once a defect: broadcasting against
+a size-0 axis, reductions of booleans, integer constants (exact, and
+range-checked when recorded), `ternary` broadcasting as `np.where`, and
+the messages of index expressions, shapes and arguments."""
+
+import numpy as np
+import pytest
+
+import jitc
+
+
+def test_a_size_zero_axis_broadcasts_as_in_numpy():
+    empty = np.zeros((0, 3), np.float32)
+    e = jitc.Var(empty)
+    assert (e + 1.0).numpy().shape == (0, 3)
+    assert jitc.relu(e).numpy().shape == (0, 3)
+    assert e.mean(1).numpy().shape == (0,)
+    assert (jitc.Var(np.ones((1, 3), np.float32)) + e).numpy().shape == (0, 3)
+    assert jitc.grad((e * 2.0).sum(), e).numpy().shape == (0, 3)
+    with pytest.raises(jitc.JitcError, match="do not broadcast"):
+        e + jitc.Var(np.ones((2, 3), np.float32))
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1, (0, 1), np.int64(1)])
+@pytest.mark.parametrize("name", ["sum", "max", "min"])
+def test_reductions_of_booleans_are_numpys(name, axis):
+    a = np.array([[1.0, -2.0, 3.0], [-1.0, 0.5, -7.0]], np.float32) > 0
+    got = getattr(jitc.Var(a), name)(axis=axis).numpy()
+    want = getattr(a, name)(axis=axis)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+def test_integer_constants_are_exact_and_checked_when_recorded():
+    big = 2**53 + 1
+    np.testing.assert_array_equal(jitc.full((2,), big, np.int64).numpy(), np.full(2, big, np.int64))
+    i64 = jitc.Var(np.arange(6, dtype=np.int64).reshape(2, 3))
+    assert jitc.pad(i64, [(1, 1), (0, 0)], big).numpy()[0, 0] == big
+    assert jitc.full((1,), 2**63 - 1, np.int64).numpy()[0] == 2**63 - 1
+    assert jitc.full((1,), -(2**63), np.int64).numpy()[0] == -(2**63)
+    # Out of range: NumPy's OverflowError, before anything is recorded.
+    i32 = jitc.Var(np.arange(6, dtype=np.int32).reshape(2, 3))
+    for record in [
+        lambda: jitc.full((2,), 2**40, np.int32),
+        lambda: jitc.pad(i32, [(1, 1), (0, 0)], 2**40),
+        lambda: jitc.reindex(i32, [3, 5], ["i0", "i1"], 2**40),
+        lambda: jitc.full((2,), 2**63, np.int64),
+    ]:
+        with pytest.raises(OverflowError, match="out of bounds for int"):
+            record()
+    jitc.sync()
+    # Floats made integers: truncated, as NumPy's casts; NaN is an error.
+    np.testing.assert_array_equal(jitc.full((2,), -2.7, np.int32).numpy(), [-2, -2])
+    with pytest.raises(ValueError, match="cannot convert float nan to integer"):
+        jitc.full((2,), float("nan"), np.int64)
+    # A float type takes any number.
+    assert jitc.full((1,), 2**70, np.float32).numpy()[0] == np.float32(2.0**70)
+    assert jitc.full((1,), 3, np.bool_).numpy()[0]
+
+
+def test_ternary_broadcasts_as_numpys_where():
+    a = np.array([[1.0, -2.0, 3.0], [-1.0, 0.5, -7.0]], np.float32)
+    x = jitc.Var(a)
+    np.testing.assert_array_equal(jitc.ternary(x > 0, x, 0.0).numpy(), np.where(a > 0, a, 0.0))
+    row = np.array([True, False, True])
+    np.testing.assert_array_equal(jitc.ternary(jitc.Var(row), x, -x).numpy(), np.where(row, a, -a))
+    np.testing.assert_array_equal(jitc.ternary(x > 0, 1.0, x[0]).numpy(), np.where(a > 0, 1.0, a[0]))
+    grad = jitc.grad(jitc.sum(jitc.ternary(x > 0, x * 2.0, 0.0)), x)
+    np.testing.assert_array_equal(grad.numpy(), np.where(a > 0, 2.0, 0.0))
+
+
+def test_index_expressions_say_what_to_write():
+    x = jitc.Var(np.ones((3, 4), np.float32))
+    with pytest.raises(jitc.JitcError, match="write '%' as 'mod'"):
+        jitc.reindex(x, [3, 4], ["i0", "i1 % 2"])
+    with pytest.raises(jitc.JitcError, match="write '/' as 'floordiv'"):
+        jitc.reindex(x, [3, 4], ["i0", "i1 / 2"])
+    with pytest.raises(jitc.JitcError, match="overflow condition 'i0 > 1 and i1 < 2': 'and' does not join"):
+        jitc.reindex(x, [3, 4], ["i0", "i1"], 0.0, ["i0 > 1 and i1 < 2"])
+    # A divisor of 0 parses; the verifier's reason reaches the error.
+    bad = jitc.reindex(x, [3, 4], ["i0", "i1 mod 0"])
+    with pytest.raises(jitc.JitcError, match="divides by 0 in 'd1 mod 0'; affine divisors must be positive"):
+        bad.numpy()
+
+
+def test_shapes_and_arguments_get_clear_errors():
+    x = jitc.Var(np.ones((3, 4), np.float32))
+    for record, what in [
+        (lambda: jitc.full((-1,), 1.0), "full: shape \\(-1,\\) has a negative size"),
+        (lambda: jitc.reindex(x, [-3, 4], ["i0", "i1"]), "reindex: shape \\(-3, 4\\) has a negative size"),
+        (lambda: x.reshape(-3, -1), "reshape: shape \\(-3, -1\\) has a negative size"),
+        (lambda: jitc.conv2d(jitc.Var(np.ones((1, 1, 4, 4), np.float32)),
+                             jitc.Var(np.ones((1, 1, 2, 2), np.float32)), stride=0),
+         "the stride must be 1 or more"),
+    ]:
+        with pytest.raises(jitc.JitcError, match=what):
+            record()
+    with pytest.raises(TypeError, match="grad's loss is a jitc.Var"):
+        jitc.grad(3.0, x)
+    with pytest.raises(TypeError, match="grad's params are a jitc.Var or a list of them, not float"):
+        jitc.grad(x.sum(), 3.0)
+    with pytest.raises(TypeError, match="grad's params are jitc.Vars"):
+        jitc.grad(x.sum(), [x, 3.0])
+    np.testing.assert_array_equal(x.sum(axis=np.int64(0)).numpy(), np.full(4, 3.0, np.float32))
+
+
+def test_bitwise_operators_are_numpys():
+    a = np.array([[1.0, -2.0, 3.0], [-1.0, 0.5, -7.0]], np.float32)
+    x = jitc.Var(a)
+    np.testing.assert_array_equal(((x > 0) & (x < 2)).numpy(), (a > 0) & (a < 2))
+    np.testing.assert_array_equal(((x > 0) | (x < -5)).numpy(), (a > 0) | (a < -5))
+    np.testing.assert_array_equal(((x > 0) ^ True).numpy(), (a > 0) ^ True)
+    np.testing.assert_array_equal((~(x > 0)).numpy(), ~(a > 0))
+    i = np.array([5, -3, 12], np.int32)
+    v = jitc.Var(i)
+    np.testing.assert_array_equal((v & 6).numpy(), i & 6)
+    np.testing.assert_array_equal((3 | v).numpy(), 3 | i)
+    np.testing.assert_array_equal((~v).numpy(), ~i)
+    np.testing.assert_array_equal((v ^ np.int32(9)).numpy(), i ^ 9)
+    for record in [lambda: x & x, lambda: ~x, lambda: 1 | x, lambda: +(x > 0)]:
+        with pytest.raises(TypeError, match="not defined on"):
+            record()
+
+
+def test_a_rank_0_var_formats_and_rounds_as_its_number():
+    s = jitc.Var(np.float32(2.345))
+    assert f"{s:.2f}" == "2.35"
+    assert round(s) == 2 and round(s, 1) == 2.3
+    assert +s is s
