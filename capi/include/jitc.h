@@ -187,7 +187,9 @@ enum JitcStatus jitc_select(const struct JitcVar *condition,
 /*
  A value of `rank` sizes at `shape` holding `value` everywhere, of type
  `dtype`: a splat constant, recorded and never materialized unless it is
- fetched. Writes the new handle to `*out`.
+ fetched. Writes the new handle to `*out`. For an integer `dtype`,
+ `value` is truncated toward zero; a NaN, an infinity or a value out of
+ the type's range is an error.
  */
 enum JitcStatus jitc_full(const size_t *shape,
                           size_t rank,

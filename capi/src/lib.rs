@@ -430,7 +430,9 @@ pub unsafe extern "C" fn jitc_select(
 
 /// A value of `rank` sizes at `shape` holding `value` everywhere, of type
 /// `dtype`: a splat constant, recorded and never materialized unless it is
-/// fetched. Writes the new handle to `*out`.
+/// fetched. Writes the new handle to `*out`. For an integer `dtype`,
+/// `value` is truncated toward zero; a NaN, an infinity or a value out of
+/// the type's range is an error.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn jitc_full(
     shape: *const usize,

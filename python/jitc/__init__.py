@@ -111,6 +111,10 @@ class Var:
             return unary(inputs[0], _UFUNC_UNARY[name])
         if ufunc.nin == 2 and name in _UFUNC_BINARY:
             return _arith(inputs[0], inputs[1], _UFUNC_BINARY[name])
+        if ufunc.nin == 2 and name in _UFUNC_BITWISE:
+            return _bitwise(inputs[0], inputs[1], *_UFUNC_BITWISE[name])
+        if name == "invert" and isinstance(inputs[0], Var):
+            return ~inputs[0]
         if name in _UFUNC_LOGICAL and all(_is_bool(x) for x in inputs):
             # (On booleans only: jitc's `and`/`or`/`xor`/`not` are bitwise.)
             return (unary if ufunc.nin == 1 else binary)(*inputs, _UFUNC_LOGICAL[name])
@@ -595,7 +599,16 @@ def _number(value, dtype):
     infinity made an integer its ``ValueError``, a float made an integer
     is truncated toward zero."""
     if isinstance(value, Var) and not isinstance(value, _Number):
-        raise TypeError("a constant is a number, not a jitc.Var (use jitc.ternary to choose values)")
+        if value.shape:
+            raise TypeError(
+                f"a constant is one number, not a jitc.Var of shape {value.shape} (use jitc.ternary to "
+                "choose values)"
+            )
+        value = value.item()
+    if isinstance(value, _np.ndarray):
+        if value.ndim:
+            raise TypeError(f"a constant is one number, not an array of shape {value.shape}")
+        value = value.item()
     if isinstance(value, _Number):
         # A relaxed number of `jitc.function`: read into Python (which
         # the tracer records), as its int or float.
@@ -686,11 +699,27 @@ def binary(x, y, op):
 def _bitwise(x, y, op, symbol):
     """`&`, `|` and `^` (`op`: ``and``, ``or``, ``xor``): logical on
     booleans, bitwise on integers (a boolean meeting an integer is that
-    integer), and NumPy's `TypeError` on floats."""
+    integer), and NumPy's `TypeError` on floats and non-numbers."""
+    x = _nested(x) if _holds_var(x) else x
+    y = _nested(y) if _holds_var(y) else y
     for v in (x, y):
-        kind = v.dtype.kind if isinstance(v, Var) else _np.asarray(v).dtype.kind
-        if kind not in "biu":
-            raise TypeError(f"{symbol} is not defined on floats, as in NumPy (only on integers and booleans)")
+        if isinstance(v, Var):
+            kind = v.dtype.kind
+        elif isinstance(v, (bool, _np.bool_)):
+            kind = "b"
+        elif isinstance(v, (int, _np.integer)):
+            kind = "i"
+        elif isinstance(v, (float, _np.floating)):
+            kind = "f"
+        elif isinstance(v, _np.ndarray):
+            kind = v.dtype.kind
+        elif isinstance(v, (list, tuple)):
+            kind = _sequence_kind(v)
+        else:
+            kind = None
+        if kind not in ("b", "i", "u"):
+            what = "floats" if kind == "f" else type(v).__name__
+            raise TypeError(f"{symbol} is not defined on {what}, as in NumPy (only on integers and booleans)")
     return _arith(x, y, op)
 
 
@@ -986,6 +1015,9 @@ _UFUNC_BINARY = {
     "add": "add", "subtract": "sub", "multiply": "mul", "divide": "div", "true_divide": "div", "power": "pow",
     "equal": "eq", "not_equal": "ne", "less": "lt", "less_equal": "le", "greater": "gt", "greater_equal": "ge",
 }
+# `&`, `|`, `^` and `~`: NumPy's operators on an array meeting a `Var` come
+# here as these ufuncs.
+_UFUNC_BITWISE = {"bitwise_and": ("and", "&"), "bitwise_or": ("or", "|"), "bitwise_xor": ("xor", "^")}
 
 
 def _is_bool(x):
@@ -1146,6 +1178,13 @@ class _Number(Var):
 
     def __abs__(self):
         return self._unary("abs", _builtins.abs)
+
+    def __invert__(self):
+        # Python's `~`: bitwise on ints (64 bits hold it), -2 and -1 of a
+        # bool, an error on a float.
+        if self._kind == "float":
+            raise TypeError("bad operand type for unary ~: 'float'")
+        return self._unary("not", _operator.invert)
 
     def __len__(self):
         raise TypeError(f"object of type '{self._kind}' has no len()")
@@ -1880,12 +1919,16 @@ def grad(loss, params):
     if not isinstance(loss, Var):
         raise TypeError(f"grad's loss is a jitc.Var the params were recorded into, not {type(loss).__name__}")
     single = isinstance(params, Var)
-    if not single and not isinstance(params, (list, tuple)):
-        raise TypeError(f"grad's params are a jitc.Var or a list of them, not {type(params).__name__}")
-    if not single and not all(isinstance(p, Var) for p in params):
-        kinds = sorted({type(p).__name__ for p in params if not isinstance(p, Var)})
-        raise TypeError(f"grad's params are jitc.Vars (a gradient flows to a recorded value), not {', '.join(kinds)}")
-    params = [params] if single else list(params)
+    if not single:
+        if isinstance(params, (str, bytes)) or not hasattr(params, "__iter__"):
+            raise TypeError(f"grad's params are a jitc.Var or a list of them, not {type(params).__name__}")
+        params = list(params)
+        if not all(isinstance(p, Var) for p in params):
+            kinds = sorted({type(p).__name__ for p in params if not isinstance(p, Var)})
+            raise TypeError(
+                f"grad's params are jitc.Vars (a gradient flows to a recorded value), not {', '.join(kinds)}"
+            )
+    params = [params] if single else params
     gradients = [Var(g) for g in _call(_jitc.grad, loss._v, [p._v for p in params])]
     return gradients[0] if single else gradients
 

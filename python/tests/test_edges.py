@@ -127,3 +127,40 @@ def test_a_rank_0_var_formats_and_rounds_as_its_number():
     assert f"{s:.2f}" == "2.35"
     assert round(s) == 2 and round(s, 1) == 2.3
     assert +s is s
+
+
+def test_bitwise_operators_with_numpy_on_the_left():
+    i = np.array([1, 2, 3], np.int32)
+    a = jitc.Var(i)
+    m = jitc.Var(np.array([True, False, True]))
+    np.testing.assert_array_equal((i & a).numpy(), i & i)
+    np.testing.assert_array_equal((np.int32(3) | a).numpy(), 3 | i)
+    np.testing.assert_array_equal((np.True_ ^ m).numpy(), [False, True, False])
+    np.testing.assert_array_equal(np.bitwise_and(a, a).numpy(), i)
+    np.testing.assert_array_equal(np.invert(a).numpy(), ~i)
+    np.testing.assert_array_equal(np.invert(m).numpy(), [False, True, False])
+    with pytest.raises(TypeError, match="not defined on NoneType"):
+        a & None
+
+
+def test_invert_of_a_relaxed_int_stays_a_64_bit_number():
+    # `~n` of a Python int that jitc.function relaxes into a graph input
+    # computes in 64 bits, as Python does, whichever call staged it.
+    x = jitc.Var(np.ones(1, np.float64))
+    f = jitc.function(lambda x, n: x * ((~n) * 100000))
+    for n in [1, 2, 3, 4, 5, 6, 100000]:
+        np.testing.assert_array_equal(f(x, n).numpy(), [(~n) * 100000])
+
+
+def test_constants_from_arrays_and_rank_0_vars():
+    big = 2**62 + 1
+    assert jitc.full([1], np.array(big), np.int64).numpy()[0] == big
+    np.testing.assert_array_equal(jitc.full([2], jitc.Var(np.float32(3.5))).numpy(), [3.5, 3.5])
+    with pytest.raises(TypeError, match="a constant is one number"):
+        jitc.full([2], np.ones(2))
+
+
+def test_grad_takes_any_iterable_of_params():
+    x = jitc.Var(np.ones(3, np.float32))
+    (g,) = jitc.grad((x * 2.0).sum(), (p for p in [x]))
+    np.testing.assert_array_equal(g.numpy(), [2.0, 2.0, 2.0])
