@@ -175,6 +175,17 @@ class Var:
     def item(self):
         return self.numpy().item()
 
+    # A `Var` is an immutable value: a copy is the value itself, and a
+    # pickle holds its data (computed first), which unpickles as data.
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        return (Var, (self._fetched("pickle"),))
+
     def __float__(self):
         return float(self._one("float"))
 

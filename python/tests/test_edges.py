@@ -164,3 +164,15 @@ def test_grad_takes_any_iterable_of_params():
     x = jitc.Var(np.ones(3, np.float32))
     (g,) = jitc.grad((x * 2.0).sum(), (p for p in [x]))
     np.testing.assert_array_equal(g.numpy(), [2.0, 2.0, 2.0])
+
+
+def test_a_var_copies_as_itself_and_pickles_as_its_data():
+    import copy
+    import pickle
+
+    x = jitc.Var(np.arange(3, dtype=np.float32)) * 2.0
+    assert copy.copy(x) is x
+    assert copy.deepcopy({"w": x})["w"] is x
+    back = pickle.loads(pickle.dumps(x))
+    assert isinstance(back, jitc.Var) and back.dtype == np.float32
+    np.testing.assert_array_equal(back.numpy(), [0.0, 2.0, 4.0])
