@@ -176,3 +176,11 @@ def test_a_var_copies_as_itself_and_pickles_as_its_data():
     back = pickle.loads(pickle.dumps(x))
     assert isinstance(back, jitc.Var) and back.dtype == np.float32
     np.testing.assert_array_equal(back.numpy(), [0.0, 2.0, 4.0])
+
+
+def test_index_arithmetic_that_leaves_64_bits_is_refused_when_recorded():
+    # MLIR folds an affine expression's constants modulo 2**64 as it
+    # parses: (i1 * 2**62) * 4 would become i1 * 0, reading column 0.
+    x = jitc.Var(np.ones((3, 4), np.float32))
+    with pytest.raises(jitc.JitcError, match="its arithmetic leaves 64 bits"):
+        jitc.reindex(x, [3, 4], ["i0", "(i1 * 4611686018427387904) * 4"], -1.0)

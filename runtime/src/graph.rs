@@ -41,6 +41,11 @@
 //! constant, `floordiv`, `ceildiv` and `mod` by a constant: the affine
 //! expressions of `docs/semantics.md`, with `iN` for `dN`. An overflow
 //! condition compares two of them (`i0 < 1`, `i1 >= 5`, `i0 == i1`).
+//! C++'s `%` and `/` (Jittor's own spelling) are refused with the word to
+//! write, since they round toward zero where the affine operators round
+//! toward negative infinity; arithmetic that leaves 64 bits over the op's
+//! indices is refused when the op is recorded (MLIR would fold its
+//! constants modulo 2^64 as it parses).
 //!
 //! Example: a row sum broadcast back and added.
 //!
@@ -386,8 +391,135 @@ fn expression(text: &str, dims: usize) -> Result<String, Error> {
     Ok(out)
 }
 
+/// Checks that the arithmetic of `expression` (an affine expression over
+/// `d0, d1, ...`, as [`expression`] writes it) stays within 64 bits for
+/// every index of `domain`, step by step: MLIR folds the constants of an
+/// affine expression as it parses it, modulo 2^64, so `(d1 * 2^62) * 4`
+/// would become `d1 * 0` before the verifier could see the overflow. What
+/// does not parse here is left for MLIR's parser to report.
+fn check_index_arithmetic(text: &str, expression: &str, domain: &[usize]) -> Result<(), Error> {
+    struct Parser<'a> {
+        tokens: Vec<&'a str>,
+        at: usize,
+        domain: &'a [usize],
+    }
+    /// An interval of values, within i64 once checked.
+    type Range = (i128, i128);
+    impl Parser<'_> {
+        fn peek(&self) -> Option<&str> {
+            self.tokens.get(self.at).copied()
+        }
+        fn next(&mut self) -> Option<&str> {
+            self.at += 1;
+            self.tokens.get(self.at - 1).copied()
+        }
+        fn sum(&mut self) -> Option<Result<Range, ()>> {
+            let mut left = self.product()?;
+            while let Some(op) = self.peek().filter(|t| *t == "+" || *t == "-") {
+                let op = op.to_owned();
+                self.next();
+                let right = self.product()?;
+                left = left.and_then(|(a, b)| {
+                    let (c, d) = right?;
+                    fits(if op == "+" { (a + c, b + d) } else { (a - d, b - c) })
+                });
+            }
+            Some(left)
+        }
+        fn product(&mut self) -> Option<Result<Range, ()>> {
+            let mut left = self.unary()?;
+            while let Some(op) = self
+                .peek()
+                .filter(|t| ["*", "floordiv", "ceildiv", "mod"].contains(t))
+            {
+                let op = op.to_owned();
+                self.next();
+                let right = self.unary()?;
+                left = left.and_then(|(a, b)| {
+                    let (c, d) = right?;
+                    match op.as_str() {
+                        "*" => {
+                            let products = [a * c, a * d, b * c, b * d];
+                            fits((
+                                *products.iter().min().unwrap_or(&0),
+                                *products.iter().max().unwrap_or(&0),
+                            ))
+                        }
+                        // A constant positive divisor (the verifier
+                        // refuses others).
+                        _ if c == d && c > 0 => Ok(match op.as_str() {
+                            "floordiv" => (a.div_euclid(c), b.div_euclid(c)),
+                            "ceildiv" => (-(-a).div_euclid(c), -(-b).div_euclid(c)),
+                            _ => (0, c - 1),
+                        }),
+                        _ => Ok((a.min(0), b.max(0))),
+                    }
+                });
+            }
+            Some(left)
+        }
+        fn unary(&mut self) -> Option<Result<Range, ()>> {
+            if self.peek() == Some("-") {
+                self.next();
+                return Some(self.unary()?.and_then(|(a, b)| fits((-b, -a))));
+            }
+            let token = self.next()?;
+            if token == "(" {
+                let inner = self.sum()?;
+                return (self.next() == Some(")")).then_some(inner);
+            }
+            if let Some(k) = token.strip_prefix('d').and_then(|k| k.parse::<usize>().ok()) {
+                let extent = *self.domain.get(k)? as i128;
+                return Some(Ok((0, (extent - 1).max(0))));
+            }
+            let value = token.parse::<i128>().ok()?;
+            Some(fits((value, value)))
+        }
+    }
+    fn fits((low, high): Range) -> Result<Range, ()> {
+        let range = i128::from(i64::MIN)..=i128::from(i64::MAX);
+        if range.contains(&low) && range.contains(&high) {
+            Ok((low, high))
+        } else {
+            Err(())
+        }
+    }
+    // Tokens: numbers, names, and one-character operators.
+    let mut tokens = Vec::new();
+    let bytes = expression.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if c.is_ascii_whitespace() {
+            i += 1;
+        } else if c.is_ascii_alphanumeric() || c == b'_' {
+            let start = i;
+            while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                i += 1;
+            }
+            tokens.push(&expression[start..i]);
+        } else {
+            tokens.push(&expression[i..i + 1]);
+            i += 1;
+        }
+    }
+    let mut parser = Parser {
+        tokens,
+        at: 0,
+        domain,
+    };
+    match parser.sum() {
+        Some(Err(())) if parser.at == parser.tokens.len() => Err(bad(format!(
+            "index expression '{text}': its arithmetic leaves 64 bits over the op's indices \
+             (domain {domain:?})"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// An overflow condition (`i0 < 1`) as an affine set over `dims` indices.
-fn condition(text: &str, dims: usize) -> Result<String, Error> {
+fn condition(text: &str, domain: &[usize]) -> Result<String, Error> {
+    let dims = domain.len();
     if let Some(word) = text
         .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
         .find(|w| ["and", "or", "not"].contains(w))
@@ -409,6 +541,8 @@ fn condition(text: &str, dims: usize) -> Result<String, Error> {
         })?;
     let (left, right) = (&text[..at], &text[at + operator.len()..]);
     let (a, b) = (expression(left, dims)?, expression(right, dims)?);
+    check_index_arithmetic(text, &a, domain)?;
+    check_index_arithmetic(text, &b, domain)?;
     let constraint = match operator {
         ">=" => format!("({a}) - ({b}) >= 0"),
         ">" => format!("({a}) - ({b}) - 1 >= 0"),
@@ -451,11 +585,16 @@ impl Runtime {
 
     /// The affine map `(d0, ...) -> (indices...)` over `dims` indices of
     /// `op`'s Jittor index expressions, checked to parse.
-    fn map(&self, indices: &[&str], dims: usize, op: &str) -> Result<String, Error> {
+    fn map(&self, indices: &[&str], domain: &[usize], op: &str) -> Result<String, Error> {
+        let dims = domain.len();
         let exprs = indices
             .iter()
-            .map(|e| expression(e, dims))
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(|e| {
+                let translated = expression(e, dims)?;
+                check_index_arithmetic(e, &translated, domain)?;
+                Ok(translated)
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
         let map = format!("({}) -> ({})", dimensions(dims), exprs.join(", "));
         self.check_map(&format!("affine_map<{map}>"))
             .map_err(|e| bad(format!("{op} indices {indices:?}: {e}")))?;
@@ -605,12 +744,11 @@ impl Var {
                 indices.len()
             )));
         }
-        let dims = shape.len();
-        let map = runtime.map(indices, dims, "reindex")?;
+        let map = runtime.map(indices, shape, "reindex")?;
         let conditions = overflow_conditions
             .iter()
             .map(|c| {
-                let set = condition(c, dims)?;
+                let set = condition(c, shape)?;
                 runtime
                     .check_map(&set)
                     .map_err(|e| bad(format!("overflow condition '{c}': {e}")))?;
@@ -646,7 +784,7 @@ impl Var {
                 indices.len()
             )));
         }
-        let map = runtime.map(indices, self.0.shape.len(), "reindex_reduce")?;
+        let map = runtime.map(indices, &self.0.shape, "reindex_reduce")?;
         runtime.node(
             shape.to_vec(),
             self.0.element,

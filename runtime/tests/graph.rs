@@ -435,6 +435,29 @@ fn bad_arguments_are_errors_that_say_why() {
         "overflow condition 'i0 > 0 or i1 < 1': 'or' does not join comparisons; the conditions are a \
          list, one comparison each, and any that holds drops the element"
     );
+    // MLIR folds constants modulo 2^64 as it parses: an overflow must be
+    // caught before it (the folded map would read column 0 everywhere).
+    assert_eq!(
+        error(x.reindex(&[2, 3], &["i0", "(i1 * 4611686018427387904) * 4"], None, &[])),
+        "index expression '(i1 * 4611686018427387904) * 4': its arithmetic leaves 64 bits over the op's \
+         indices (domain [2, 3])"
+    );
+    assert!(
+        error(x.reindex(&[2, 3], &["i0", "i1 * 4611686018427387904"], None, &[])).contains("leaves 64 bits")
+    );
+    assert!(
+        error(x.reindex(&[2, 3], &["i0", "i1"], None, &["i1 * 9223372036854775807 > 1"]))
+            .contains("leaves 64 bits")
+    );
+    assert!(
+        error(x.reindex_reduce("add", &[2], &["i0 - 9223372036854775807 - i1 - 2"]))
+            .contains("leaves 64 bits")
+    );
+    // At the edge of 64 bits, and out of bounds: the overflow value.
+    let edge = x
+        .reindex(&[2, 3], &["i0", "i1 * 4611686018427387903"], Some(5.0), &[])
+        .unwrap();
+    assert_eq!(edge.fetch().unwrap().get(1), Scalar::F32(5.0));
     // A divisor of 0 parses; the fetch reports the verifier's reason.
     let divided = x.reindex(&[2, 3], &["i0", "i1 mod 0"], None, &[]).unwrap();
     let reason = divided.fetch().unwrap_err().to_string();
