@@ -47,7 +47,8 @@ typedef enum JitcStatus {
 } JitcStatus;
 
 /*
- An element type.
+ An element type. Functions take it as a `uint32_t`, so that a value
+ that is none of these is an invalid argument, not undefined behaviour.
  */
 typedef enum JitcDtype {
   /*
@@ -86,24 +87,27 @@ extern "C" {
 /*
  What went wrong in the last call on this thread that did not return
  `JITC_STATUS_OK`: a NUL-terminated sentence owned by jitc, valid until
- the next call on this thread that fails. Empty when nothing failed.
+ the next call on this thread that fails. Empty when nothing failed, and
+ once the thread's locals are destroyed (in an `atexit` handler).
  */
 const char *jitc_last_error(void);
 
 /*
  Makes a value holding a copy of `data`: `rank` sizes at `shape`, the
- elements of type `dtype` in C order (booleans one byte each, 0 or 1).
+ elements of type `dtype` (a `JitcDtype`) in C order (booleans one byte
+ each, any byte but 0 true, as C reads it).
  Writes the new handle to `*out`; the caller owns it.
  */
 enum JitcStatus jitc_var_new(const void *data,
                              const size_t *shape,
                              size_t rank,
-                             enum JitcDtype dtype,
+                             uint32_t dtype,
                              struct JitcVar **out);
 
 /*
  Frees a handle made by jitc; null is ignored. The value's memory is
- freed when no handle and no pending value needs it.
+ freed when no handle and no pending value needs it. A handle freed on
+ another thread than the one that made it is leaked.
  */
 void jitc_var_free(struct JitcVar *var);
 
@@ -163,7 +167,7 @@ enum JitcStatus jitc_unary(const struct JitcVar *x, const char *op, struct JitcV
 /*
  `meta.unary` `cast` of `x` to `dtype`. Writes the new handle to `*out`.
  */
-enum JitcStatus jitc_cast(const struct JitcVar *x, enum JitcDtype dtype, struct JitcVar **out);
+enum JitcStatus jitc_cast(const struct JitcVar *x, uint32_t dtype, struct JitcVar **out);
 
 /*
  `meta.binary` of kind `op` (`"add"`, `"mul"`, `"max"`, `"lt"`, ...) of
@@ -189,11 +193,13 @@ enum JitcStatus jitc_select(const struct JitcVar *condition,
  `dtype`: a splat constant, recorded and never materialized unless it is
  fetched. Writes the new handle to `*out`. For an integer `dtype`,
  `value` is truncated toward zero; a NaN, an infinity or a value out of
- the type's range is an error.
+ the type's range is an error. The value is compiled into the kernels
+ that read it: one that changes from fetch to fetch (a learning rate)
+ belongs in data ([`jitc_var_new`]), or each new value compiles again.
  */
 enum JitcStatus jitc_full(const size_t *shape,
                           size_t rank,
-                          enum JitcDtype dtype,
+                          uint32_t dtype,
                           double value,
                           struct JitcVar **out);
 
@@ -224,7 +230,7 @@ enum JitcStatus jitc_state_set(const char *name,
                                const void *data,
                                const size_t *shape,
                                size_t rank,
-                               enum JitcDtype dtype);
+                               uint32_t dtype);
 
 /*
  The piece of state `name` as the program sees it now: the last write

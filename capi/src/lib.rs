@@ -13,7 +13,9 @@
 //!   other pointer argument is borrowed for the call only: jitc copies data
 //!   it keeps, and never frees what it did not allocate.
 //! - **Threads**: a `JitcVar` belongs to the thread that made it (each
-//!   thread has its own graph); using it from another thread is undefined.
+//!   thread has its own graph, and its own named state): another thread
+//!   that passes it to a function gets `JITC_STATUS_INVALID_ARGUMENT`, and
+//!   one that frees it leaks it.
 //! - **Nothing runs** until a value is fetched ([`jitc_fetch`]) or
 //!   [`jitc_sync`] is called; then what is needed is fused, compiled (or
 //!   taken from the cache) and run on the CPU.
@@ -35,7 +37,7 @@ use std::{
 /// A value of the lazy graph: data, or a recorded op computed on the first
 /// fetch that needs it. Opaque; owned by the caller from the function that
 /// made it to [`jitc_var_free`].
-pub struct JitcVar(Var);
+pub struct JitcVar(Var, std::thread::ThreadId);
 
 /// How a call went.
 #[repr(C)]
@@ -53,7 +55,8 @@ pub enum JitcStatus {
     Internal = 3,
 }
 
-/// An element type.
+/// An element type. Functions take it as a `uint32_t`, so that a value
+/// that is none of these is an invalid argument, not undefined behaviour.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JitcDtype {
@@ -70,14 +73,20 @@ pub enum JitcDtype {
 }
 
 impl JitcDtype {
-    fn element(self) -> ElementType {
-        match self {
-            JitcDtype::F32 => ElementType::F32,
-            JitcDtype::F64 => ElementType::F64,
-            JitcDtype::I32 => ElementType::I32,
-            JitcDtype::I64 => ElementType::I64,
-            JitcDtype::Bool => ElementType::I1,
-        }
+    /// The element type a `JitcDtype` passed as `raw` names.
+    fn element(raw: u32) -> Result<ElementType, Failure> {
+        Ok(match raw {
+            0 => ElementType::F32,
+            1 => ElementType::F64,
+            2 => ElementType::I32,
+            3 => ElementType::I64,
+            4 => ElementType::I1,
+            other => {
+                return Err(invalid(format!(
+                    "dtype {other} is not a JitcDtype (0 to 4: f32, f64, i32, i64, bool)"
+                )));
+            }
+        })
     }
 
     fn of(element: ElementType) -> Self {
@@ -128,22 +137,34 @@ fn call(body: impl FnOnce() -> Result<(), Failure>) -> JitcStatus {
         }
     };
     let message = CString::new(message.replace('\0', " ")).unwrap_or_default();
-    LAST_ERROR.with(|last| *last.borrow_mut() = message);
+    // (Not there once the thread's locals are destroyed: a call from an
+    // `atexit` handler or a thread-local destructor keeps no message.)
+    let _ = LAST_ERROR.try_with(|last| *last.borrow_mut() = message);
     status
 }
 
 /// What went wrong in the last call on this thread that did not return
 /// `JITC_STATUS_OK`: a NUL-terminated sentence owned by jitc, valid until
-/// the next call on this thread that fails. Empty when nothing failed.
+/// the next call on this thread that fails. Empty when nothing failed, and
+/// once the thread's locals are destroyed (in an `atexit` handler).
 #[unsafe(no_mangle)]
 pub extern "C" fn jitc_last_error() -> *const c_char {
-    LAST_ERROR.with(|last| last.borrow().as_ptr())
+    LAST_ERROR
+        .try_with(|last| last.borrow().as_ptr())
+        .unwrap_or(c"".as_ptr())
 }
 
-/// `pointer` as a reference, or an invalid-argument failure naming `what`.
-unsafe fn borrow<'a, T>(pointer: *const T, what: &str) -> Result<&'a T, Failure> {
-    // SAFETY: the caller passes a pointer to a live `T` or null.
-    unsafe { pointer.as_ref() }.ok_or_else(|| invalid(format!("{what} is null")))
+/// The handle at `pointer`, or an invalid-argument failure naming `what`
+/// when it is null or another thread's.
+unsafe fn borrow<'a>(pointer: *const JitcVar, what: &str) -> Result<&'a JitcVar, Failure> {
+    // SAFETY: the caller passes a pointer to a live handle or null.
+    let var = unsafe { pointer.as_ref() }.ok_or_else(|| invalid(format!("{what} is null")))?;
+    if var.1 != std::thread::current().id() {
+        return Err(invalid(format!(
+            "{what} belongs to the thread that made it: each thread has its own graph"
+        )));
+    }
+    Ok(var)
 }
 
 /// `count` items at `pointer` (which may be null when `count` is 0).
@@ -156,6 +177,21 @@ unsafe fn items<'a, T>(pointer: *const T, count: usize, what: &str) -> Result<&'
     }
     // SAFETY: the caller passes `count` live items at `pointer`.
     Ok(unsafe { std::slice::from_raw_parts(pointer, count) })
+}
+
+/// The most dimensions a shape may have: far more than any program, and
+/// few enough that a wrong `rank` is an error, not a read of gigabytes.
+const MAX_RANK: usize = 1 << 16;
+
+/// `rank` sizes at `shape`, copied.
+unsafe fn sizes(shape: *const usize, rank: usize) -> Result<Vec<usize>, Failure> {
+    if rank > MAX_RANK {
+        return Err(invalid(format!(
+            "rank {rank} is more than the {MAX_RANK} dimensions a shape may have"
+        )));
+    }
+    // SAFETY: the caller passes `rank` sizes at `shape`.
+    Ok(unsafe { items(shape, rank, "shape")? }.to_vec())
 }
 
 /// A NUL-terminated UTF-8 string.
@@ -188,19 +224,20 @@ unsafe fn give(out: *mut *mut JitcVar, var: Var) -> Result<(), Failure> {
         return Err(invalid("out is null"));
     }
     // SAFETY: `out` points to writable storage for one pointer.
-    unsafe { *out = Box::into_raw(Box::new(JitcVar(var))) };
+    unsafe { *out = Box::into_raw(Box::new(JitcVar(var, std::thread::current().id()))) };
     Ok(())
 }
 
 /// Makes a value holding a copy of `data`: `rank` sizes at `shape`, the
-/// elements of type `dtype` in C order (booleans one byte each, 0 or 1).
+/// elements of type `dtype` (a `JitcDtype`) in C order (booleans one byte
+/// each, any byte but 0 true, as C reads it).
 /// Writes the new handle to `*out`; the caller owns it.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn jitc_var_new(
     data: *const c_void,
     shape: *const usize,
     rank: usize,
-    dtype: JitcDtype,
+    dtype: u32,
     out: *mut *mut JitcVar,
 ) -> JitcStatus {
     call(|| {
@@ -217,11 +254,11 @@ unsafe fn tensor(
     data: *const c_void,
     shape: *const usize,
     rank: usize,
-    dtype: JitcDtype,
+    dtype: u32,
 ) -> Result<Tensor, Failure> {
+    let element = JitcDtype::element(dtype)?;
     // SAFETY: the caller passes `rank` sizes at `shape`.
-    let shape = unsafe { items(shape, rank, "shape")? }.to_vec();
-    let element = dtype.element();
+    let shape = unsafe { sizes(shape, rank)? };
     let count = jitc_interp::tensor::checked_len(&shape).map_err(invalid)?;
     let bytes = count * element.byte_width();
     let mut buffer = Buffer::try_for_overwrite(element, count).map_err(invalid)?;
@@ -232,12 +269,21 @@ unsafe fn tensor(
         // SAFETY: `data` holds `bytes` bytes (the caller's promise), and
         // the new buffer as many.
         unsafe { std::ptr::copy_nonoverlapping(data.cast::<u8>(), buffer.as_mut_ptr(), bytes) };
+        if element == ElementType::I1 {
+            // As C reads a byte as a truth value: any byte but 0 is true.
+            // SAFETY: the buffer holds `bytes` initialized bytes now.
+            let flags = unsafe { std::slice::from_raw_parts_mut(buffer.as_mut_ptr(), bytes) };
+            for flag in flags {
+                *flag = u8::from(*flag != 0);
+            }
+        }
     }
     Tensor::new(shape, buffer).ok_or_else(|| invalid("the data does not fit the shape"))
 }
 
 /// Frees a handle made by jitc; null is ignored. The value's memory is
-/// freed when no handle and no pending value needs it.
+/// freed when no handle and no pending value needs it. A handle freed on
+/// another thread than the one that made it is leaked.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn jitc_var_free(var: *mut JitcVar) {
     if var.is_null() {
@@ -246,7 +292,13 @@ pub unsafe extern "C" fn jitc_var_free(var: *mut JitcVar) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: `var` was made by `Box::into_raw` in `give` and is freed
         // once (the caller's promise).
-        drop(unsafe { Box::from_raw(var) });
+        let var = unsafe { Box::from_raw(var) };
+        if var.1 != std::thread::current().id() {
+            // Its counts are the other thread's to change: leaked.
+            std::mem::forget(var);
+            return;
+        }
+        drop(var);
     }));
 }
 
@@ -306,7 +358,7 @@ pub unsafe extern "C" fn jitc_reindex(
         let (x, shape, indices, conditions) = unsafe {
             (
                 borrow(x, "x")?,
-                items(shape, rank, "shape")?,
+                &sizes(shape, rank)?,
                 texts(indices, n_indices, "indices")?,
                 texts(conditions, n_conditions, "conditions")?,
             )
@@ -342,7 +394,7 @@ pub unsafe extern "C" fn jitc_reindex_reduce(
             (
                 borrow(x, "x")?,
                 text(op, "op")?,
-                items(shape, rank, "shape")?,
+                &sizes(shape, rank)?,
                 texts(indices, n_indices, "indices")?,
             )
         };
@@ -371,15 +423,11 @@ pub unsafe extern "C" fn jitc_unary(
 
 /// `meta.unary` `cast` of `x` to `dtype`. Writes the new handle to `*out`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn jitc_cast(
-    x: *const JitcVar,
-    dtype: JitcDtype,
-    out: *mut *mut JitcVar,
-) -> JitcStatus {
+pub unsafe extern "C" fn jitc_cast(x: *const JitcVar, dtype: u32, out: *mut *mut JitcVar) -> JitcStatus {
     call(|| {
         // SAFETY: as the function's documentation says.
         let x = unsafe { borrow(x, "x")? };
-        let var = x.0.cast(dtype.element()).map_err(from_runtime)?;
+        let var = x.0.cast(JitcDtype::element(dtype)?).map_err(from_runtime)?;
         // SAFETY: as the function's documentation says.
         unsafe { give(out, var) }
     })
@@ -432,19 +480,21 @@ pub unsafe extern "C" fn jitc_select(
 /// `dtype`: a splat constant, recorded and never materialized unless it is
 /// fetched. Writes the new handle to `*out`. For an integer `dtype`,
 /// `value` is truncated toward zero; a NaN, an infinity or a value out of
-/// the type's range is an error.
+/// the type's range is an error. The value is compiled into the kernels
+/// that read it: one that changes from fetch to fetch (a learning rate)
+/// belongs in data ([`jitc_var_new`]), or each new value compiles again.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn jitc_full(
     shape: *const usize,
     rank: usize,
-    dtype: JitcDtype,
+    dtype: u32,
     value: f64,
     out: *mut *mut JitcVar,
 ) -> JitcStatus {
     call(|| {
         // SAFETY: as the function's documentation says.
-        let shape = unsafe { items(shape, rank, "shape")? };
-        let var = graph::full(shape, dtype.element(), value).map_err(from_runtime)?;
+        let shape = &unsafe { sizes(shape, rank)? };
+        let var = graph::full(shape, JitcDtype::element(dtype)?, value).map_err(from_runtime)?;
         // SAFETY: as the function's documentation says.
         unsafe { give(out, var) }
     })
@@ -476,7 +526,7 @@ pub unsafe extern "C" fn jitc_grad(
         let gradients = graph::grad(&loss.0, &wrt).map_err(from_runtime)?;
         for (k, gradient) in gradients.into_iter().enumerate() {
             // SAFETY: `out` holds `count` writable pointers.
-            unsafe { *out.add(k) = Box::into_raw(Box::new(JitcVar(gradient))) };
+            unsafe { *out.add(k) = Box::into_raw(Box::new(JitcVar(gradient, std::thread::current().id()))) };
         }
         Ok(())
     })
@@ -490,6 +540,20 @@ pub unsafe extern "C" fn jitc_fetch(var: *const JitcVar, data: *mut c_void, byte
     call(|| {
         // SAFETY: as the function's documentation says.
         let var = unsafe { borrow(var, "var")? };
+        // The buffer is checked before anything is computed (or committed).
+        let expected = var
+            .0
+            .shape()
+            .iter()
+            .fold(var.0.element().byte_width(), |bytes, &n| bytes.saturating_mul(n));
+        if bytes != expected {
+            return Err(invalid(format!(
+                "the value takes {expected} bytes, but the buffer given holds {bytes}"
+            )));
+        }
+        if expected > 0 && data.is_null() {
+            return Err(invalid("data is null"));
+        }
         let tensor = var.0.fetch().map_err(from_runtime)?;
         let size = tensor.len() * tensor.element_type().byte_width();
         if bytes != size {
@@ -517,7 +581,7 @@ pub unsafe extern "C" fn jitc_state_set(
     data: *const c_void,
     shape: *const usize,
     rank: usize,
-    dtype: JitcDtype,
+    dtype: u32,
 ) -> JitcStatus {
     call(|| {
         // SAFETY: as the function's documentation says.

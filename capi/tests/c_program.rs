@@ -13,8 +13,10 @@ fn library_dir() -> PathBuf {
     exe.parent().expect("target/<profile>/deps").to_owned()
 }
 
-#[test]
-fn a_c_program_runs_an_mlp_through_the_header() {
+/// Compiles `tests/<name>.c` against the header and this build's
+/// `libjitc.so`, runs it, and returns its standard output; fails the test
+/// when either fails.
+fn compile_and_run(name: &str, extra: &[&str]) -> String {
     let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let libs = library_dir();
     assert!(
@@ -23,19 +25,20 @@ fn a_c_program_runs_an_mlp_through_the_header() {
         libs.display()
     );
     let out_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    let binary = out_dir.join("mlp");
+    let binary = out_dir.join(name);
     let clang = "/usr/lib/llvm-22/bin/clang";
     let compiled = Command::new(clang)
         .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1"])
         .arg("-I")
         .arg(crate_dir.join("include"))
-        .arg(crate_dir.join("tests/mlp.c"))
+        .arg(crate_dir.join(format!("tests/{name}.c")))
         .arg("-o")
         .arg(&binary)
         .arg("-L")
         .arg(&libs)
         .arg(format!("-Wl,-rpath,{}", libs.display()))
         .args(["-ljitc", "-lm"])
+        .args(extra)
         .output()
         .expect("clang runs (scripts/setup.sh installs clang-22)");
     assert!(
@@ -56,5 +59,17 @@ fn a_c_program_runs_an_mlp_through_the_header() {
         "the program failed:\n{stdout}{}",
         String::from_utf8_lossy(&run.stderr)
     );
+    stdout.into_owned()
+}
+
+#[test]
+fn a_c_program_runs_an_mlp_through_the_header() {
+    let stdout = compile_and_run("mlp", &[]);
     assert!(stdout.starts_with("mlp: ok"), "{stdout}");
+}
+
+#[test]
+fn the_c_abi_refuses_what_would_be_undefined_and_survives_atexit() {
+    let stdout = compile_and_run("edges", &["-pthread"]);
+    assert!(stdout.starts_with("edges: ok"), "{stdout}");
 }

@@ -333,6 +333,29 @@ fn type_text(shape: &[usize], element: ElementType) -> String {
 /// Jittor's index expression, with `iN` for the map's dimension `dN`
 /// (`N` below `dims`).
 fn expression(text: &str, dims: usize) -> Result<String, Error> {
+    // Parsers recurse per parenthesis, sign and term (MLIR's too): bounded,
+    // so that no expression can overflow a thread's stack.
+    if text.len() > MAX_EXPRESSION_BYTES {
+        return Err(bad(format!(
+            "an index expression of {} bytes is longer than the {MAX_EXPRESSION_BYTES} jitc takes",
+            text.len()
+        )));
+    }
+    let (mut depth, mut signs) = (0usize, 0usize);
+    for c in text.chars().filter(|c| !c.is_whitespace()) {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            '-' => signs += 1,
+            _ => signs = 0,
+        }
+        if depth > MAX_NESTING || signs > MAX_NESTING {
+            let head: String = text.chars().take(40).collect();
+            return Err(bad(format!(
+                "index expression '{head}...' nests more than {MAX_NESTING} parentheses or signs deep"
+            )));
+        }
+    }
     let mut out = String::new();
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
@@ -381,8 +404,14 @@ fn expression(text: &str, dims: usize) -> Result<String, Error> {
             return Err(bad(format!(
                 "index expression '{text}': write '{c}' as '{name}' (which {rounding})"
             )));
-        } else {
+        } else if c.is_ascii_digit() || c.is_whitespace() || "+-*()".contains(c) {
             out.push(c);
+        } else {
+            // A comma would add a result to the map, a bracket a symbol.
+            return Err(bad(format!(
+                "index expression '{text}': '{c}' is not part of one (integers, i0, i1, ..., +, -, *, \
+                 floordiv, ceildiv, mod and parentheses)"
+            )));
         }
     }
     if out.trim().is_empty() {
@@ -390,6 +419,12 @@ fn expression(text: &str, dims: usize) -> Result<String, Error> {
     }
     Ok(out)
 }
+
+/// The longest index expression jitc takes, in bytes.
+const MAX_EXPRESSION_BYTES: usize = 4096;
+
+/// The deepest an index expression may nest parentheses, or repeat a sign.
+const MAX_NESTING: usize = 64;
 
 /// Checks that the arithmetic of `expression` (an affine expression over
 /// `d0, d1, ...`, as [`expression`] writes it) stays within 64 bits for
@@ -405,6 +440,10 @@ fn check_index_arithmetic(text: &str, expression: &str, domain: &[usize]) -> Res
     }
     /// An interval of values, within i64 once checked.
     type Range = (i128, i128);
+    enum Problem {
+        Overflow,
+        Divisor(i128),
+    }
     impl Parser<'_> {
         fn peek(&self) -> Option<&str> {
             self.tokens.get(self.at).copied()
@@ -413,7 +452,7 @@ fn check_index_arithmetic(text: &str, expression: &str, domain: &[usize]) -> Res
             self.at += 1;
             self.tokens.get(self.at - 1).copied()
         }
-        fn sum(&mut self) -> Option<Result<Range, ()>> {
+        fn sum(&mut self) -> Option<Result<Range, Problem>> {
             let mut left = self.product()?;
             while let Some(op) = self.peek().filter(|t| *t == "+" || *t == "-") {
                 let op = op.to_owned();
@@ -426,7 +465,7 @@ fn check_index_arithmetic(text: &str, expression: &str, domain: &[usize]) -> Res
             }
             Some(left)
         }
-        fn product(&mut self) -> Option<Result<Range, ()>> {
+        fn product(&mut self) -> Option<Result<Range, Problem>> {
             let mut left = self.unary()?;
             while let Some(op) = self
                 .peek()
@@ -447,7 +486,11 @@ fn check_index_arithmetic(text: &str, expression: &str, domain: &[usize]) -> Res
                         }
                         // A constant positive divisor (the verifier
                         // refuses others).
-                        _ if c == d && c > 0 => Ok(match op.as_str() {
+                        // The verifier refuses a divisor that is not a
+                        // positive constant; a constant one is refused
+                        // here, when the op is recorded.
+                        _ if c == d && c <= 0 => Err(Problem::Divisor(c)),
+                        _ if c == d => Ok(match op.as_str() {
                             "floordiv" => (a.div_euclid(c), b.div_euclid(c)),
                             "ceildiv" => (-(-a).div_euclid(c), -(-b).div_euclid(c)),
                             _ => (0, c - 1),
@@ -458,7 +501,7 @@ fn check_index_arithmetic(text: &str, expression: &str, domain: &[usize]) -> Res
             }
             Some(left)
         }
-        fn unary(&mut self) -> Option<Result<Range, ()>> {
+        fn unary(&mut self) -> Option<Result<Range, Problem>> {
             if self.peek() == Some("-") {
                 self.next();
                 return Some(self.unary()?.and_then(|(a, b)| fits((-b, -a))));
@@ -476,12 +519,12 @@ fn check_index_arithmetic(text: &str, expression: &str, domain: &[usize]) -> Res
             Some(fits((value, value)))
         }
     }
-    fn fits((low, high): Range) -> Result<Range, ()> {
+    fn fits((low, high): Range) -> Result<Range, Problem> {
         let range = i128::from(i64::MIN)..=i128::from(i64::MAX);
         if range.contains(&low) && range.contains(&high) {
             Ok((low, high))
         } else {
-            Err(())
+            Err(Problem::Overflow)
         }
     }
     // Tokens: numbers, names, and one-character operators.
@@ -509,7 +552,10 @@ fn check_index_arithmetic(text: &str, expression: &str, domain: &[usize]) -> Res
         domain,
     };
     match parser.sum() {
-        Some(Err(())) if parser.at == parser.tokens.len() => Err(bad(format!(
+        Some(Err(Problem::Divisor(divisor))) if parser.at == parser.tokens.len() => Err(bad(format!(
+            "index expression '{text}' divides by {divisor}: a divisor must be a positive constant"
+        ))),
+        Some(Err(Problem::Overflow)) if parser.at == parser.tokens.len() => Err(bad(format!(
             "index expression '{text}': its arithmetic leaves 64 bits over the op's indices \
              (domain {domain:?})"
         ))),

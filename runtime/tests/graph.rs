@@ -458,14 +458,28 @@ fn bad_arguments_are_errors_that_say_why() {
         .reindex(&[2, 3], &["i0", "i1 * 4611686018427387903"], Some(5.0), &[])
         .unwrap();
     assert_eq!(edge.fetch().unwrap().get(1), Scalar::F32(5.0));
-    // A divisor of 0 parses; the fetch reports the verifier's reason.
-    let divided = x.reindex(&[2, 3], &["i0", "i1 mod 0"], None, &[]).unwrap();
-    let reason = divided.fetch().unwrap_err().to_string();
-    assert!(
-        reason.contains("divides by 0 in 'd1 mod 0'; affine divisors must be positive"),
-        "{reason}"
+    // What the verifier would refuse at the fetch is refused when recorded
+    // (a failing op would fail every fetch that shares its work).
+    assert_eq!(
+        error(x.reindex(&[2, 3], &["i0", "i1 mod 0"], None, &[])),
+        "index expression 'i1 mod 0' divides by 0: a divisor must be a positive constant"
     );
-    drop(divided);
+    assert!(error(x.reindex(&[2, 3], &["i0", "i1 floordiv -2"], None, &[])).contains("divides by -2"));
+    assert!(error(x.reindex(&[2, 3], &["i0", "i1 ceildiv (1 - 1)"], None, &[])).contains("divides by 0"));
+    assert_eq!(
+        error(x.reindex(&[2, 3], &["i0, i1", "i1"], None, &[])),
+        "index expression 'i0, i1': ',' is not part of one (integers, i0, i1, ..., +, -, *, floordiv, \
+         ceildiv, mod and parentheses)"
+    );
+    // Parsers recurse per parenthesis and sign: bounded.
+    let deep = format!("{}i0{}", "(".repeat(10_000), ")".repeat(10_000));
+    assert!(error(x.reindex(&[2, 3], &[&deep, "i1"], None, &[])).contains("is longer than the 4096"));
+    let deep = format!("{}i0{}", "(".repeat(100), ")".repeat(100));
+    assert!(error(x.reindex(&[2, 3], &[&deep, "i1"], None, &[])).contains("nests more than 64"));
+    let signs = format!("{}i0", "-".repeat(1000));
+    assert!(error(x.reindex(&[2, 3], &[&signs, "i1"], None, &[])).contains("nests more than 64"));
+    let terms = format!("i0{}", "+0".repeat(2000));
+    assert!(x.reindex(&[2, 3], &[&terms, "i1"], None, &[]).is_ok());
     // Constants: exact integers, and values the type cannot hold refused
     // when recorded.
     let big = (1i64 << 53) + 1;
