@@ -981,12 +981,12 @@ impl Scalar {
                         let t = f.trunc();
                         // i64's range as floats: [-2^63, 2^63).
                         if !(-TWO_63..TWO_63).contains(&t) {
-                            return Err(bad(format!("{f} is out of range for {}", element.name())));
+                            return Err(bad(format!("{f:?} is out of range for {}", element.name())));
                         }
                         t as i64
                     }
                     Self::Float(f) => {
-                        return Err(bad(format!("cannot make {f} an integer ({})", element.name())));
+                        return Err(bad(format!("cannot make {f:?} an integer ({})", element.name())));
                     }
                 };
                 if !(low..=high).contains(&integer) {
@@ -994,7 +994,7 @@ impl Scalar {
                         "{} is out of range for {}",
                         match value {
                             Self::Int(i) => i.to_string(),
-                            Self::Float(f) => f.to_string(),
+                            Self::Float(f) => format!("{f:?}"),
                         },
                         element.name()
                     )));

@@ -499,7 +499,15 @@ fn bad_arguments_are_errors_that_say_why() {
     );
     assert_eq!(
         error(graph::full(&[2], ElementType::I64, 1e19)),
-        "10000000000000000000 is out of range for i64"
+        "1e19 is out of range for i64"
+    );
+    assert_eq!(
+        error(graph::full(&[2], ElementType::I32, 1e300)),
+        "1e300 is out of range for i32"
+    );
+    assert_eq!(
+        error(graph::full(&[2], ElementType::I32, 3e9)),
+        "3000000000.0 is out of range for i32"
     );
     assert_eq!(
         error(i.reindex_with(&[2, 3], &["i0", "i1"], Some(graph::Scalar::Int(1 << 31)), &[])),
