@@ -87,8 +87,9 @@ extern "C" {
 /*
  What went wrong in the last call on this thread that did not return
  `JITC_STATUS_OK`: a NUL-terminated sentence owned by jitc, valid until
- the next call on this thread that fails. Empty when nothing failed, and
- once the thread's locals are destroyed (in an `atexit` handler).
+ the next call on this thread that fails. Empty when nothing failed; a
+ call made once the thread's locals are destroyed (in an `atexit`
+ handler) may leave no message.
  */
 const char *jitc_last_error(void);
 

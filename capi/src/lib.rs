@@ -14,8 +14,9 @@
 //!   it keeps, and never frees what it did not allocate.
 //! - **Threads**: a `JitcVar` belongs to the thread that made it (each
 //!   thread has its own graph, and its own named state): another thread
-//!   that passes it to a function gets `JITC_STATUS_INVALID_ARGUMENT`, and
-//!   one that frees it leaks it.
+//!   that passes it to a function returning a status gets
+//!   `JITC_STATUS_INVALID_ARGUMENT` (`jitc_var_rank` and `jitc_var_dtype`
+//!   only read what never changes), and one that frees it leaks it.
 //! - **Nothing runs** until a value is fetched ([`jitc_fetch`]) or
 //!   [`jitc_sync`] is called; then what is needed is fused, compiled (or
 //!   taken from the cache) and run on the CPU.
@@ -145,8 +146,9 @@ fn call(body: impl FnOnce() -> Result<(), Failure>) -> JitcStatus {
 
 /// What went wrong in the last call on this thread that did not return
 /// `JITC_STATUS_OK`: a NUL-terminated sentence owned by jitc, valid until
-/// the next call on this thread that fails. Empty when nothing failed, and
-/// once the thread's locals are destroyed (in an `atexit` handler).
+/// the next call on this thread that fails. Empty when nothing failed; a
+/// call made once the thread's locals are destroyed (in an `atexit`
+/// handler) may leave no message.
 #[unsafe(no_mangle)]
 pub extern "C" fn jitc_last_error() -> *const c_char {
     LAST_ERROR

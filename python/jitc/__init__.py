@@ -1527,14 +1527,17 @@ def reshape(x, shape):
         # No element to place: a flat position would divide by a size of 0.
         return reindex(x, shape, ["0"] * x.ndim)
     # The output's flat position, then each input index from it.
+    # (A dimension of size 1 adds nothing: its index is 0, and so is its
+    # digit below.)
     stride, terms = 1, []
     for d in reversed(range(len(shape))):
-        terms.append(f"i{d} * {stride}")
+        if shape[d] != 1:
+            terms.append(f"i{d} * {stride}")
         stride *= shape[d]
     flat = " + ".join(reversed(terms)) if terms else "0"
     indices, stride = [], 1
     for n in reversed(x.shape):
-        indices.append(f"(({flat}) floordiv {stride}) mod {n}")
+        indices.append("0" if n == 1 else f"(({flat}) floordiv {stride}) mod {n}")
         stride *= n
     return reindex(x, shape, list(reversed(indices)))
 

@@ -78,6 +78,15 @@ fn tensor(data: &[u8], shape: Vec<usize>, dtype: &str) -> PyResult<Tensor> {
     // SAFETY: the buffer holds `count` elements of `width` bytes, and `data`
     // is exactly that long (checked above); they do not overlap.
     unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buffer.as_mut_ptr(), data.len()) };
+    if element == ElementType::I1 {
+        // NumPy reads any byte but 0 as true (a view of other bytes as
+        // bool); jitc's ops take 0 and 1.
+        // SAFETY: the buffer holds `data.len()` initialized bytes now.
+        let flags = unsafe { std::slice::from_raw_parts_mut(buffer.as_mut_ptr(), data.len()) };
+        for flag in flags {
+            *flag = u8::from(*flag != 0);
+        }
+    }
     Tensor::new(shape, buffer).ok_or_else(|| error("the data does not fit its shape"))
 }
 

@@ -185,3 +185,20 @@ def test_index_arithmetic_that_leaves_64_bits_is_refused_when_recorded():
     x = jitc.Var(np.ones((3, 4), np.float32))
     with pytest.raises(jitc.JitcError, match="its arithmetic leaves 64 bits"):
         jitc.reindex(x, [3, 4], ["i0", "(i1 * 4611686018427387904) * 4"], -1.0)
+
+
+def test_bool_bytes_other_than_0_and_1_are_true_as_numpy_reads_them():
+    raw = np.array([0, 1, 2, 255], np.uint8).view(np.bool_)
+    np.testing.assert_array_equal((~jitc.Var(raw)).numpy(), [True, False, False, False])
+    np.testing.assert_array_equal(jitc.Var(raw).astype(np.int32).numpy(), [0, 1, 1, 1])
+
+
+def test_a_reshape_of_many_size_1_dimensions_records():
+    # Size-1 dimensions add no terms to the flat position, so a rank of
+    # hundreds stays within an index expression's 4 KiB.
+    big = jitc.full((2**20, 2**20), 1.0)
+    assert big.reshape((1,) * 200 + (2**20, 2**20)).shape == (1,) * 200 + (2**20, 2**20)
+    small = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(
+        jitc.Var(small).reshape((1, 3, 1, 2)).numpy(), small.reshape((1, 3, 1, 2))
+    )

@@ -249,28 +249,32 @@ thread_local! {
 }
 
 fn runtime() -> Result<Rc<Runtime>, Error> {
-    RUNTIME.with(|cell| {
-        if let Some(runtime) = cell.borrow().as_ref() {
-            return Ok(Rc::clone(runtime));
-        }
-        let context: &'static Context = Box::leak(Box::new(new_context()?));
-        let runtime = Rc::new(Runtime {
-            context,
-            parsed: RefCell::new(HashMap::new()),
-            cache: RefCell::new(FxHashMap::default()),
-            pending: RefCell::new(Vec::new()),
-            state: RefCell::new(HashMap::new()),
-            stats: Cell::new(GraphStats::default()),
-            next_id: Cell::new(0),
-            epoch: Cell::new(0),
-            options: RefCell::new(CodegenOptions::default()),
-            backend: Cell::new(Backend::Cpu),
-            dumps: Cell::new(0),
-            site: RefCell::new(None),
-        });
-        *cell.borrow_mut() = Some(Rc::clone(&runtime));
-        Ok(runtime)
-    })
+    // (Gone once the thread's locals are destroyed: an `atexit` handler
+    // of a C program gets an error, not a panic.)
+    RUNTIME
+        .try_with(|cell| {
+            if let Some(runtime) = cell.borrow().as_ref() {
+                return Ok(Rc::clone(runtime));
+            }
+            let context: &'static Context = Box::leak(Box::new(new_context()?));
+            let runtime = Rc::new(Runtime {
+                context,
+                parsed: RefCell::new(HashMap::new()),
+                cache: RefCell::new(FxHashMap::default()),
+                pending: RefCell::new(Vec::new()),
+                state: RefCell::new(HashMap::new()),
+                stats: Cell::new(GraphStats::default()),
+                next_id: Cell::new(0),
+                epoch: Cell::new(0),
+                options: RefCell::new(CodegenOptions::default()),
+                backend: Cell::new(Backend::Cpu),
+                dumps: Cell::new(0),
+                site: RefCell::new(None),
+            });
+            *cell.borrow_mut() = Some(Rc::clone(&runtime));
+            Ok(runtime)
+        })
+        .map_err(|_| bad("the thread is ending: its graph is gone"))?
 }
 
 /// What the graph of this thread has done so far.
@@ -342,7 +346,7 @@ fn expression(text: &str, dims: usize) -> Result<String, Error> {
         )));
     }
     let (mut depth, mut signs) = (0usize, 0usize);
-    for c in text.chars().filter(|c| !c.is_whitespace()) {
+    for c in text.chars().filter(|c| !c.is_ascii_whitespace()) {
         match c {
             '(' => depth += 1,
             ')' => depth = depth.saturating_sub(1),
@@ -404,7 +408,7 @@ fn expression(text: &str, dims: usize) -> Result<String, Error> {
             return Err(bad(format!(
                 "index expression '{text}': write '{c}' as '{name}' (which {rounding})"
             )));
-        } else if c.is_ascii_digit() || c.is_whitespace() || "+-*()".contains(c) {
+        } else if c.is_ascii_digit() || c.is_ascii_whitespace() || "+-*()".contains(c) {
             out.push(c);
         } else {
             // A comma would add a result to the map, a bracket a symbol.
@@ -438,8 +442,9 @@ fn check_index_arithmetic(text: &str, expression: &str, domain: &[usize]) -> Res
         at: usize,
         domain: &'a [usize],
     }
-    /// An interval of values, within i64 once checked.
-    type Range = (i128, i128);
+    /// An interval of values, within i64 once checked, and whether it is
+    /// a constant (an index of extent 1 is one value, but no constant).
+    type Range = (i128, i128, bool);
     enum Problem {
         Overflow,
         Divisor(i128),
@@ -458,9 +463,10 @@ fn check_index_arithmetic(text: &str, expression: &str, domain: &[usize]) -> Res
                 let op = op.to_owned();
                 self.next();
                 let right = self.product()?;
-                left = left.and_then(|(a, b)| {
-                    let (c, d) = right?;
-                    fits(if op == "+" { (a + c, b + d) } else { (a - d, b - c) })
+                left = left.and_then(|(a, b, p)| {
+                    let (c, d, q) = right?;
+                    let (low, high) = if op == "+" { (a + c, b + d) } else { (a - d, b - c) };
+                    fits((low, high, p && q))
                 });
             }
             Some(left)
@@ -474,28 +480,30 @@ fn check_index_arithmetic(text: &str, expression: &str, domain: &[usize]) -> Res
                 let op = op.to_owned();
                 self.next();
                 let right = self.unary()?;
-                left = left.and_then(|(a, b)| {
-                    let (c, d) = right?;
+                left = left.and_then(|(a, b, p)| {
+                    let (c, d, q) = right?;
                     match op.as_str() {
                         "*" => {
                             let products = [a * c, a * d, b * c, b * d];
                             fits((
                                 *products.iter().min().unwrap_or(&0),
                                 *products.iter().max().unwrap_or(&0),
+                                p && q,
                             ))
                         }
-                        // A constant positive divisor (the verifier
-                        // refuses others).
                         // The verifier refuses a divisor that is not a
                         // positive constant; a constant one is refused
-                        // here, when the op is recorded.
-                        _ if c == d && c <= 0 => Err(Problem::Divisor(c)),
-                        _ if c == d => Ok(match op.as_str() {
-                            "floordiv" => (a.div_euclid(c), b.div_euclid(c)),
-                            "ceildiv" => (-(-a).div_euclid(c), -(-b).div_euclid(c)),
-                            _ => (0, c - 1),
+                        // here, when the op is recorded (MLIR refuses an
+                        // index as a divisor as it parses).
+                        _ if q && c <= 0 => Err(Problem::Divisor(c)),
+                        _ if q => Ok(match op.as_str() {
+                            "floordiv" => (a.div_euclid(c), b.div_euclid(c), p),
+                            "ceildiv" => (-(-a).div_euclid(c), -(-b).div_euclid(c), p),
+                            // Already within [0, c): unchanged.
+                            _ if a >= 0 && b < c => (a, b, p),
+                            _ => (0, c - 1, false),
                         }),
-                        _ => Ok((a.min(0), b.max(0))),
+                        _ => Ok((a.min(0), b.max(0), false)),
                     }
                 });
             }
@@ -504,7 +512,7 @@ fn check_index_arithmetic(text: &str, expression: &str, domain: &[usize]) -> Res
         fn unary(&mut self) -> Option<Result<Range, Problem>> {
             if self.peek() == Some("-") {
                 self.next();
-                return Some(self.unary()?.and_then(|(a, b)| fits((-b, -a))));
+                return Some(self.unary()?.and_then(|(a, b, p)| fits((-b, -a, p))));
             }
             let token = self.next()?;
             if token == "(" {
@@ -513,21 +521,25 @@ fn check_index_arithmetic(text: &str, expression: &str, domain: &[usize]) -> Res
             }
             if let Some(k) = token.strip_prefix('d').and_then(|k| k.parse::<usize>().ok()) {
                 let extent = *self.domain.get(k)? as i128;
-                return Some(Ok((0, (extent - 1).max(0))));
+                return Some(Ok((0, (extent - 1).max(0), false)));
             }
             let value = token.parse::<i128>().ok()?;
-            Some(fits((value, value)))
+            Some(fits((value, value, true)))
         }
     }
-    fn fits((low, high): Range) -> Result<Range, Problem> {
+    fn fits((low, high, constant): Range) -> Result<Range, Problem> {
         let range = i128::from(i64::MIN)..=i128::from(i64::MAX);
         if range.contains(&low) && range.contains(&high) {
-            Ok((low, high))
+            Ok((low, high, constant))
         } else {
             Err(Problem::Overflow)
         }
     }
-    // Tokens: numbers, names, and one-character operators.
+    // Tokens: numbers, names, and one-character operators (`expression`
+    // writes ASCII only; anything else is left to MLIR's parser).
+    if !expression.is_ascii() {
+        return Ok(());
+    }
     let mut tokens = Vec::new();
     let bytes = expression.as_bytes();
     let mut i = 0;

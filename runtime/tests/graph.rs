@@ -478,6 +478,23 @@ fn bad_arguments_are_errors_that_say_why() {
     assert!(error(x.reindex(&[2, 3], &[&deep, "i1"], None, &[])).contains("nests more than 64"));
     let signs = format!("{}i0", "-".repeat(1000));
     assert!(error(x.reindex(&[2, 3], &[&signs, "i1"], None, &[])).contains("nests more than 64"));
+    assert!(
+        error(x.reindex(&[2, 3], &["i0\u{a0}", "i1"], None, &[])).contains("'\u{a0}' is not part of one"),
+        "non-ASCII whitespace is no part of the grammar"
+    );
+    // A divisor that is an index of extent 1 is no constant: MLIR's words.
+    let wide = Var::new(Tensor::splat(vec![2, 1], Scalar::F32(1.0)));
+    assert!(!error(wide.reindex(&[2, 1], &["i0 floordiv i1", "i1"], None, &[])).contains("divides by 0"));
+    // `mod` of a value already below the modulus keeps its range.
+    assert!(
+        x.reindex(
+            &[2, 3],
+            &["i0", "(i1 mod 4611686018427387904) * 3"],
+            Some(0.0),
+            &[]
+        )
+        .is_ok()
+    );
     let terms = format!("i0{}", "+0".repeat(2000));
     assert!(x.reindex(&[2, 3], &[&terms, "i1"], None, &[]).is_ok());
     // Constants: exact integers, and values the type cannot hold refused
