@@ -242,7 +242,8 @@ enum JitcStatus jitc_state_read(const char *name, struct JitcVar **out);
 /*
  Records a write of `value` (of the state's shape and element type) to
  the piece of state `name`: deferred, committed by the fetch (or
- [`jitc_sync`]) that computes `value`, and only if that fetch succeeds.
+ [`jitc_sync`]) that computes `value`, and only if that fetch succeeds
+ (a fetch that fails drops it: the state keeps its committed value).
  */
 enum JitcStatus jitc_state_write(const char *name, const struct JitcVar *value);
 

@@ -607,7 +607,8 @@ pub unsafe extern "C" fn jitc_state_read(name: *const c_char, out: *mut *mut Jit
 
 /// Records a write of `value` (of the state's shape and element type) to
 /// the piece of state `name`: deferred, committed by the fetch (or
-/// [`jitc_sync`]) that computes `value`, and only if that fetch succeeds.
+/// [`jitc_sync`]) that computes `value`, and only if that fetch succeeds
+/// (a fetch that fails drops it: the state keeps its committed value).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn jitc_state_write(name: *const c_char, value: *const JitcVar) -> JitcStatus {
     call(|| {

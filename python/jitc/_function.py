@@ -451,7 +451,8 @@ class _Tracer:
         before = _jitc.read_state(name)
         if not before.is_computed():
             try:
-                _jitc.fetch([before])
+                # (The call's own look: a failure keeps the write pending.)
+                _jitc.fetch([before], keep_writes=True)
             except _jitc.JitcError as e:
                 self.pending_failed = self.pending_failed or f"the write pending to {name} fails ({e})"
         self.named_before[name] = before
@@ -2372,13 +2373,13 @@ class Function:
         """Runs the function imperatively, traced; returns its result and
         the trace (None when the call cannot be staged). `tensors` are the
         call's (`_tensors`)."""
-        from . import fetch
-
-        # The tensors, computed: a staged graph's inputs are data.
+        # The tensors, computed: a staged graph's inputs are data. (A look
+        # of the call's own: a failure keeps writes pending.)
         pending = [t for t in tensors if not t.is_computed()]
         if pending:
             try:
-                fetch(*pending)
+                with _own_thread:
+                    _jitc.fetch([t._v for t in pending], keep_writes=True)
             except _jitc.JitcError as e:
                 # An argument that fails when computed: the call runs
                 # plainly, so the error is the fetch's that needs it.
@@ -2922,7 +2923,8 @@ class Function:
         pending = [v for v in unique if not v.is_computed()]
         if pending:
             try:
-                _jitc.fetch(pending)
+                # (A look at the inputs: a failure keeps writes pending.)
+                _jitc.fetch(pending, keep_writes=True)
             except _jitc.JitcError as e:
                 raise _PendingFailed() from e
         values = {}

@@ -197,11 +197,18 @@ fn bytes<'py>(py: Python<'py>, tensor: &Tensor) -> Bound<'py, PyByteArray> {
 }
 
 /// Computes `vars` together (and every pending value that shares work with
-/// them); returns their bytes, in order.
+/// them); returns their bytes, in order. A failure drops the state writes
+/// the fetch was to compute, unless `keep_writes` (a look the package takes
+/// itself, not the program's fetch).
 #[pyfunction]
-fn fetch<'py>(py: Python<'py>, vars: Vec<PyRef<'py, PyVar>>) -> PyResult<Vec<Bound<'py, PyByteArray>>> {
+#[pyo3(signature = (vars, keep_writes=false))]
+fn fetch<'py>(
+    py: Python<'py>,
+    vars: Vec<PyRef<'py, PyVar>>,
+    keep_writes: bool,
+) -> PyResult<Vec<Bound<'py, PyByteArray>>> {
     let refs: Vec<&Var> = vars.iter().map(|v| &v.0).collect();
-    let tensors = graph::fetch(&refs).map_err(run_error)?;
+    let tensors = graph::fetch_with(&refs, !keep_writes).map_err(run_error)?;
     Ok(tensors.iter().map(|t| bytes(py, t)).collect())
 }
 

@@ -202,3 +202,16 @@ def test_a_reshape_of_many_size_1_dimensions_records():
     np.testing.assert_array_equal(
         jitc.Var(small).reshape((1, 3, 1, 2)).numpy(), small.reshape((1, 3, 1, 2))
     )
+
+
+def test_a_state_write_whose_fetch_fails_is_dropped():
+    jitc.set_state("edges.n", np.array([7, 7], np.int32))
+    n = jitc.read_state("edges.n")
+    # (jitc.binary: an integer division, which fails on a zero divisor.)
+    jitc.write_state("edges.n", jitc.binary(n, jitc.Var(np.zeros(2, np.int32)), "div"))
+    with pytest.raises(jitc.JitcError, match="division by zero"):
+        jitc.sync()
+    del n
+    jitc.sync()
+    np.testing.assert_array_equal(jitc.read_state("edges.n").numpy(), [7, 7])
+    np.testing.assert_array_equal(jitc.get_state("edges.n"), [7, 7])

@@ -1476,7 +1476,15 @@ impl Cut {
 
 /// Computes the values of `vars` (and every pending value that shares work
 /// with them; see the module's documentation) and returns theirs, in order.
+/// A fetch that fails drops the state writes it was to compute.
 pub fn fetch(vars: &[&Var]) -> Result<Vec<Arc<Tensor>>, Error> {
+    fetch_with(vars, true)
+}
+
+/// [`fetch`]; with `drop_failed_writes` false, a failure keeps the state
+/// writes pending (a frontend's own look at a value, as `jitc.function`
+/// takes at its inputs before a call, is not the program's fetch).
+pub fn fetch_with(vars: &[&Var], drop_failed_writes: bool) -> Result<Vec<Arc<Tensor>>, Error> {
     let runtime = runtime()?;
     let done = |vars: &[&Var]| -> Option<Vec<Arc<Tensor>>> {
         vars.iter()
@@ -1490,7 +1498,9 @@ pub fn fetch(vars: &[&Var]) -> Result<Vec<Arc<Tensor>>, Error> {
         return Ok(values);
     }
     let cut = runtime.cut(vars);
-    let executable = runtime.executable(cut.key(), || cut.text())?;
+    let executable = runtime
+        .executable(cut.key(), || cut.text())
+        .inspect_err(|_| runtime.drop_failed_writes(&cut, drop_failed_writes))?;
     let args = cut.args();
     if let Ok(dir) = std::env::var("JITC_DUMP_DIR") {
         let number = runtime.dumps.get();
@@ -1501,7 +1511,9 @@ pub fn fetch(vars: &[&Var]) -> Result<Vec<Arc<Tensor>>, Error> {
             &args,
         )?;
     }
-    let results = runtime.run(&executable, args)?;
+    let results = runtime
+        .run(&executable, args)
+        .inspect_err(|_| runtime.drop_failed_writes(&cut, drop_failed_writes))?;
     for (node, value) in cut.results.iter().zip(results) {
         let Value::Tensor(tensor) = value else {
             return Err(bad("a fetch returned a value that is not a tensor"));
@@ -1536,6 +1548,25 @@ impl Runtime {
         stats.kernels += executable.kernels as u64;
         self.stats.set(stats);
         Ok(results)
+    }
+
+    /// Drops the state writes whose values a failed fetch of `cut` was to
+    /// compute: all or nothing, so the state keeps its committed value
+    /// (a failing write kept would fail every later fetch that shares its
+    /// work, and `sync` for good).
+    fn drop_failed_writes(&self, cut: &Cut, wanted: bool) {
+        if !wanted {
+            return;
+        }
+        for state in self.state.borrow_mut().values_mut() {
+            if state
+                .pending
+                .as_ref()
+                .is_some_and(|var| cut.nodes.iter().any(|n| Rc::ptr_eq(n, &var.0)))
+            {
+                state.pending = None;
+            }
+        }
     }
 
     /// Commits the state writes whose values are computed.

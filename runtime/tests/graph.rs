@@ -760,6 +760,24 @@ fn a_failed_fetch_commits_no_state() {
             .contains("division by zero")
     );
     assert_eq!(graph::get_state("n").unwrap().get(0), Scalar::I32(7));
+    // The failed write is dropped, not kept to fail every later fetch: the
+    // program sees the committed value, and the next sync succeeds.
+    drop(n);
+    drop(zero);
+    graph::sync().unwrap();
+    let now = graph::read_state("n").unwrap();
+    assert_eq!(now.fetch().unwrap().get(1), Scalar::I32(7));
+    // A write the failed fetch did not compute is kept.
+    graph::set_state("m", Tensor::splat(vec![2], Scalar::I32(1))).unwrap();
+    let m = graph::read_state("m").unwrap();
+    let bad = Var::new(Tensor::splat(vec![2], Scalar::I32(1)))
+        .binary("div", &Var::new(Tensor::splat(vec![2], Scalar::I32(0))))
+        .unwrap();
+    graph::write_state("m", &m.binary("add", &m).unwrap()).unwrap();
+    assert!(bad.fetch().is_err());
+    drop(bad);
+    graph::sync().unwrap();
+    assert_eq!(graph::get_state("m").unwrap().get(0), Scalar::I32(2));
 }
 
 #[test]
