@@ -40,6 +40,13 @@ use std::{
 /// made it to [`jitc_var_free`].
 pub struct JitcVar(Var, std::thread::ThreadId);
 
+impl JitcVar {
+    /// A new handle of this thread's.
+    fn new(var: Var) -> Self {
+        Self(var, std::thread::current().id())
+    }
+}
+
 /// How a call went.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -226,7 +233,7 @@ unsafe fn give(out: *mut *mut JitcVar, var: Var) -> Result<(), Failure> {
         return Err(invalid("out is null"));
     }
     // SAFETY: `out` points to writable storage for one pointer.
-    unsafe { *out = Box::into_raw(Box::new(JitcVar(var, std::thread::current().id()))) };
+    unsafe { *out = Box::into_raw(Box::new(JitcVar::new(var))) };
     Ok(())
 }
 
@@ -263,23 +270,16 @@ unsafe fn tensor(
     let shape = unsafe { sizes(shape, rank)? };
     let count = jitc_interp::tensor::checked_len(&shape).map_err(invalid)?;
     let bytes = count * element.byte_width();
-    let mut buffer = Buffer::try_for_overwrite(element, count).map_err(invalid)?;
-    if bytes > 0 {
-        if data.is_null() {
-            return Err(invalid("data is null"));
-        }
-        // SAFETY: `data` holds `bytes` bytes (the caller's promise), and
-        // the new buffer as many.
-        unsafe { std::ptr::copy_nonoverlapping(data.cast::<u8>(), buffer.as_mut_ptr(), bytes) };
-        if element == ElementType::I1 {
-            // As C reads a byte as a truth value: any byte but 0 is true.
-            // SAFETY: the buffer holds `bytes` initialized bytes now.
-            let flags = unsafe { std::slice::from_raw_parts_mut(buffer.as_mut_ptr(), bytes) };
-            for flag in flags {
-                *flag = u8::from(*flag != 0);
-            }
-        }
-    }
+    let data: &[u8] = if bytes == 0 {
+        &[]
+    } else if data.is_null() {
+        return Err(invalid("data is null"));
+    } else {
+        // SAFETY: `data` holds `bytes` bytes (the caller's promise).
+        unsafe { std::slice::from_raw_parts(data.cast::<u8>(), bytes) }
+    };
+    // (Booleans as C reads a byte: any byte but 0 is true.)
+    let buffer = Buffer::try_from_bytes(element, data).map_err(invalid)?;
     Tensor::new(shape, buffer).ok_or_else(|| invalid("the data does not fit the shape"))
 }
 
@@ -528,7 +528,7 @@ pub unsafe extern "C" fn jitc_grad(
         let gradients = graph::grad(&loss.0, &wrt).map_err(from_runtime)?;
         for (k, gradient) in gradients.into_iter().enumerate() {
             // SAFETY: `out` holds `count` writable pointers.
-            unsafe { *out.add(k) = Box::into_raw(Box::new(JitcVar(gradient, std::thread::current().id()))) };
+            unsafe { *out.add(k) = Box::into_raw(Box::new(JitcVar::new(gradient))) };
         }
         Ok(())
     })

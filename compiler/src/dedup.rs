@@ -122,9 +122,9 @@ fn top_level<'c, 'a>(module: &'a Module<'c>) -> Vec<OperationRef<'c, 'a>> {
 /// attribute aliases from the top, so that texts compare), which made this
 /// quadratic in the number of kernels. A line of the body's ops starts
 /// after two spaces of indentation (deeper lines are nested, `}` closes an
-/// op, and `^` labels a block of its region), and the aliases the texts use are the module's, so two
-/// texts are equal when their ops are. If the cut does not find one text
-/// per op, each op is printed alone.
+/// op, and `^` labels a block of its region), and the aliases the texts
+/// use are the module's, so two texts are equal when their ops are. If
+/// the cut does not find one text per op, each op is printed alone.
 fn texts(module: &Module, located: bool) -> Vec<String> {
     let flags = || OperationPrintingFlags::new().enable_debug_info(located, false);
     let ops = top_level(module);

@@ -58,6 +58,33 @@ impl Buffer {
         })
     }
 
+    /// A copy of `bytes`, whole elements of `element` in native byte order,
+    /// or why the memory could not be had. A boolean is any byte, as C and
+    /// NumPy read one (a NumPy view of other bytes as bool): every byte but
+    /// 0 is stored as 1, so the buffer holds only valid `bool`s.
+    pub fn try_from_bytes(element: ElementType, bytes: &[u8]) -> Result<Self, String> {
+        let width = element.byte_width();
+        if !bytes.len().is_multiple_of(width) {
+            return Err(format!(
+                "{} bytes are not whole elements of {} bytes",
+                bytes.len(),
+                width
+            ));
+        }
+        let mut buffer = Self::try_for_overwrite(element, bytes.len() / width)?;
+        if let Self::I1(flags) = &mut buffer {
+            for (flag, &byte) in flags.iter_mut().zip(bytes) {
+                *flag = byte != 0;
+            }
+        } else {
+            // SAFETY: the buffer holds `bytes.len()` bytes of elements
+            // whose every bit pattern is valid, and does not overlap
+            // `bytes`.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), buffer.as_mut_ptr(), bytes.len()) };
+        }
+        Ok(buffer)
+    }
+
     /// Number of elements.
     pub fn len(&self) -> usize {
         match self {
@@ -397,6 +424,18 @@ impl fmt::Display for Tensor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bytes_are_copied_and_booleans_read_as_c_reads_them() {
+        let b = Buffer::try_from_bytes(ElementType::I1, &[0, 1, 2, 255]).unwrap();
+        assert_eq!(b.as_bytes(), &[0, 1, 1, 1]);
+        let f = Buffer::try_from_bytes(ElementType::F32, &1.5f32.to_ne_bytes()).unwrap();
+        assert_eq!(f.get(0), Scalar::F32(1.5));
+        assert_eq!(
+            Buffer::try_from_bytes(ElementType::I32, &[0; 6]).unwrap_err(),
+            "6 bytes are not whole elements of 4 bytes"
+        );
+    }
 
     #[test]
     fn literal_round_trip() {

@@ -581,8 +581,8 @@ def read_state(name):
 def write_state(name, value):
     """Records a write of `value` to the piece of state `name`: deferred, it
     is committed by the fetch (or `sync`) that computes `value`, and only if
-    that fetch succeeds (a fetch that fails drops it). In a call `jitc.function` traces, the graph
-    writes it with `meta.state_write`."""
+    that fetch succeeds (a fetch that fails drops it). In a call
+    `jitc.function` traces, the graph writes it with `meta.state_write`."""
     tracer = _tracing.tracer
     if tracer is not None:
         tracer.write_state(str(name), _var(value)._v)

@@ -74,19 +74,8 @@ fn tensor(data: &[u8], shape: Vec<usize>, dtype: &str) -> PyResult<Tensor> {
             count * width
         )));
     }
-    let mut buffer = Buffer::try_for_overwrite(element, count).map_err(error)?;
-    // SAFETY: the buffer holds `count` elements of `width` bytes, and `data`
-    // is exactly that long (checked above); they do not overlap.
-    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buffer.as_mut_ptr(), data.len()) };
-    if element == ElementType::I1 {
-        // NumPy reads any byte but 0 as true (a view of other bytes as
-        // bool); jitc's ops take 0 and 1.
-        // SAFETY: the buffer holds `data.len()` initialized bytes now.
-        let flags = unsafe { std::slice::from_raw_parts_mut(buffer.as_mut_ptr(), data.len()) };
-        for flag in flags {
-            *flag = u8::from(*flag != 0);
-        }
-    }
+    // (NumPy's booleans as it reads them: any byte but 0 is true.)
+    let buffer = Buffer::try_from_bytes(element, data).map_err(error)?;
     Tensor::new(shape, buffer).ok_or_else(|| error("the data does not fit its shape"))
 }
 

@@ -575,7 +575,16 @@ fn check_index_arithmetic(text: &str, expression: &str, domain: &[usize]) -> Res
     }
 }
 
-/// An overflow condition (`i0 < 1`) as an affine set over `dims` indices.
+/// [`expression`] over the indices of `domain`, its arithmetic checked
+/// ([`check_index_arithmetic`]; an error names `label`).
+fn index_expression(text: &str, domain: &[usize], label: &str) -> Result<String, Error> {
+    let translated = expression(text, domain.len())?;
+    check_index_arithmetic(label, &translated, domain)?;
+    Ok(translated)
+}
+
+/// An overflow condition (`i0 < 1`) as an affine set over the indices of
+/// `domain`.
 fn condition(text: &str, domain: &[usize]) -> Result<String, Error> {
     let dims = domain.len();
     if let Some(word) = text
@@ -598,9 +607,10 @@ fn condition(text: &str, domain: &[usize]) -> Result<String, Error> {
             ))
         })?;
     let (left, right) = (&text[..at], &text[at + operator.len()..]);
-    let (a, b) = (expression(left, dims)?, expression(right, dims)?);
-    check_index_arithmetic(text, &a, domain)?;
-    check_index_arithmetic(text, &b, domain)?;
+    let (a, b) = (
+        index_expression(left, domain, text)?,
+        index_expression(right, domain, text)?,
+    );
     let constraint = match operator {
         ">=" => format!("({a}) - ({b}) >= 0"),
         ">" => format!("({a}) - ({b}) - 1 >= 0"),
@@ -641,17 +651,13 @@ impl Runtime {
         result.map_err(bad)
     }
 
-    /// The affine map `(d0, ...) -> (indices...)` over `dims` indices of
+    /// The affine map `(d0, ...) -> (indices...)` over the indices of `domain` of
     /// `op`'s Jittor index expressions, checked to parse.
     fn map(&self, indices: &[&str], domain: &[usize], op: &str) -> Result<String, Error> {
         let dims = domain.len();
         let exprs = indices
             .iter()
-            .map(|e| {
-                let translated = expression(e, dims)?;
-                check_index_arithmetic(e, &translated, domain)?;
-                Ok(translated)
-            })
+            .map(|e| index_expression(e, domain, e))
             .collect::<Result<Vec<_>, Error>>()?;
         let map = format!("({}) -> ({})", dimensions(dims), exprs.join(", "));
         self.check_map(&format!("affine_map<{map}>"))
@@ -1498,9 +1504,12 @@ pub fn fetch_with(vars: &[&Var], drop_failed_writes: bool) -> Result<Vec<Arc<Ten
         return Ok(values);
     }
     let cut = runtime.cut(vars);
-    let executable = runtime
-        .executable(cut.key(), || cut.text())
-        .inspect_err(|_| runtime.drop_failed_writes(&cut, drop_failed_writes))?;
+    let failed = |_: &Error| {
+        if drop_failed_writes {
+            runtime.drop_failed_writes(&cut);
+        }
+    };
+    let executable = runtime.executable(cut.key(), || cut.text()).inspect_err(failed)?;
     let args = cut.args();
     if let Ok(dir) = std::env::var("JITC_DUMP_DIR") {
         let number = runtime.dumps.get();
@@ -1511,9 +1520,7 @@ pub fn fetch_with(vars: &[&Var], drop_failed_writes: bool) -> Result<Vec<Arc<Ten
             &args,
         )?;
     }
-    let results = runtime
-        .run(&executable, args)
-        .inspect_err(|_| runtime.drop_failed_writes(&cut, drop_failed_writes))?;
+    let results = runtime.run(&executable, args).inspect_err(failed)?;
     for (node, value) in cut.results.iter().zip(results) {
         let Value::Tensor(tensor) = value else {
             return Err(bad("a fetch returned a value that is not a tensor"));
@@ -1554,10 +1561,7 @@ impl Runtime {
     /// compute: all or nothing, so the state keeps its committed value
     /// (a failing write kept would fail every later fetch that shares its
     /// work, and `sync` for good).
-    fn drop_failed_writes(&self, cut: &Cut, wanted: bool) {
-        if !wanted {
-            return;
-        }
+    fn drop_failed_writes(&self, cut: &Cut) {
         for state in self.state.borrow_mut().values_mut() {
             if state
                 .pending
@@ -1974,9 +1978,9 @@ impl Runtime {
             text.clone()
         };
         if jitc_compiler::verify(&module).is_err() {
-            // The verifier's diagnostics say what is wrong: an index
-            // expression that divides by zero, or whose arithmetic
-            // overflows over the value's indices, parses but fails here.
+            // The verifier's diagnostics say what is wrong. (Index
+            // expressions are checked when recorded, so no failure is
+            // known to reach here; should one, its reason is kept.)
             let messages: Vec<String> = collector.take().into_iter().map(|d| d.message).collect();
             return Err(bad(format!(
                 "the recorded ops do not verify: {}",

@@ -509,6 +509,7 @@ pub fn plan(nodes: Vec<Node>, values: &[ValueUse], options: Options) -> Plan {
             }
         }
     }
+    let uses = Uses::new(values, n);
     let mut groups = Groups {
         sets: UnionFind::new(n),
         // Block order is topological: a definition precedes its uses.
@@ -537,14 +538,12 @@ pub fn plan(nodes: Vec<Node>, values: &[ValueUse], options: Options) -> Plan {
         ops: (0..n)
             .map(|i| usize::from(nodes[i].kind != NodeKind::Constant))
             .collect(),
-        buffer_bound: Vec::new(),
+        buffer_bound: (0..n)
+            .map(|i| uses.reads[i].len() + uses.makes[i].len())
+            .collect(),
         seen: vec![0; n],
         epoch: 0,
     };
-    let uses = Uses::new(values, n);
-    groups.buffer_bound = (0..n)
-        .map(|i| uses.reads[i].len() + uses.makes[i].len())
-        .collect();
 
     // Under jitc's rules, two reindexes of one value save at most what the
     // smaller one reads, which is no more than it writes (module doc).
