@@ -37,21 +37,48 @@ pub(super) fn check(kernel: OperationRef) -> Result<(), String> {
         .ok()
         .and_then(|r| r.first_block())
         .ok_or("the kernel has no body")?;
+    let domain = kernel
+        .attribute("meta.domain")
+        .ok()
+        .and_then(jitc_dialect::ops::i64_array_attribute);
     let mut next = body.first_operation();
     while let Some(op) = next {
         next = op.next_in_block();
-        match op_name(op).as_str() {
-            "meta.reindex"
-            | "meta.reindex_reduce"
-            | "meta.unary"
-            | "meta.binary"
-            | "meta.ternary"
-            | "func.return" => {}
-            "arith.constant" if crate::fusion::kind_of(op) == crate::fusion::NodeKind::Constant => {}
+        let name = op_name(op);
+        // What the op iterates: the kernel's domain, which the lowering's
+        // loops run over, whatever the op's types say.
+        let iterated = match name.as_str() {
+            "meta.reindex" | "meta.unary" | "meta.binary" | "meta.ternary" => {
+                op.result(0).ok().map(Into::into)
+            }
+            "meta.reindex_reduce" => op.operand(0).ok(),
+            "func.return" => None,
+            "arith.constant" if crate::fusion::kind_of(op) == crate::fusion::NodeKind::Constant => None,
             other => return Err(format!("'{other}' in a kernel is not lowered yet")),
+        };
+        if let (Some(domain), Some(tensor)) = (&domain, iterated.and_then(tensor_type))
+            && !iterates(tensor, domain)
+        {
+            return Err(format!(
+                "'{name}' iterates {}, not the kernel's meta.domain {domain:?}",
+                melior::ir::Type::from(tensor)
+            ));
         }
     }
     Ok(())
+}
+
+/// Whether `tensor`'s shape is `domain`, where both are known (`-1` is a
+/// dynamic extent of the domain).
+fn iterates(tensor: melior::ir::r#type::RankedTensorType, domain: &[i64]) -> bool {
+    tensor.rank() == domain.len()
+        && domain.iter().enumerate().all(|(d, &extent)| {
+            extent < 0
+                || match tensor.dim_size(d) {
+                    Ok(melior::ir::r#type::DimSize::Static(n)) => n as i64 == extent,
+                    _ => true,
+                }
+        })
 }
 
 /// Whether some op of the kernel has a result of dynamic shape.
