@@ -4,7 +4,8 @@
 # builds of `jitc`, the GPU test binary (runtime/tests/cuda.rs) and the
 # GPU bench (runtime/benches/cuda.rs), with every shared library they load
 # except glibc's, libgcc's and libstdc++'s, compressed and cut into parts
-# of at most 60 MiB (the device tool carries 64 MiB per call).
+# of at most 48 MiB (the device tool carries 64 MiB per call, the working
+# tree included).
 #
 #   scripts/gpu-bundle.sh [OUT_DIR]      (default .gpu, which git ignores)
 #
@@ -52,6 +53,6 @@ git rev-parse HEAD > "$stage/bundle/commit"
 echo "gpu-bundle: compressing $(du -sh "$stage/bundle" | cut -f1) (takes minutes)" >&2
 rm -rf "$out"
 mkdir -p "$out"
-tar -C "$stage" -cf - bundle | xz -T0 -9 | split -b 60M -d - "$out/bundle.tar.xz.part"
+tar -C "$stage" -cf - bundle | xz -T0 -9 | split -b 48M -d - "$out/bundle.tar.xz.part"
 ls -l "$out" >&2
 echo "gpu-bundle: carry each part to the GPU machine in its own call; see scripts/gpu-check.sh" >&2

@@ -901,8 +901,9 @@ impl GpuArch {
     }
 }
 
-/// Everything that decides the PTX [`ptx`] produces.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+/// Everything that decides the PTX [`ptx`] produces. The default: sm_80,
+/// fast math, no bounds checks, row chains and contraction tiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct GpuOptions {
     /// The architecture.
     pub arch: GpuArch,
@@ -911,16 +912,32 @@ pub struct GpuOptions {
     /// The bounds-checked mode, as [`CodegenOptions::check_bounds`].
     pub check_bounds: bool,
     /// Only Jittor's fusion, as [`CodegenOptions::jittor_rules`]: no row
-    /// chains. Without it, kernels that share their rows run as row
-    /// chains, one block per row with the values between them in shared
-    /// memory (`lower::gpu_rows`; fast math without bounds checks only).
+    /// chains, whatever [`Self::row_chains`] says.
     pub jittor_rules: bool,
+    /// Kernels that share their rows run as row chains, one block per row
+    /// with the values between them in shared memory (`lower::gpu_rows`;
+    /// fast math without bounds checks only). On by default; off, the
+    /// same kernels launch one by one (for comparing the two).
+    pub row_chains: bool,
     /// Contractions as shared-memory tiles (`lower::contract::gpu_tiles`:
     /// a block of 16 x 16 threads per tile of the output, the operands
     /// staged through shared memory) instead of one thread per output.
-    /// Off by default until a GPU has run them; outside the bounds-checked
-    /// mode.
+    /// On by default (an H200 first ran them on 2026-11-30); outside the
+    /// bounds-checked mode.
     pub tiles: bool,
+}
+
+impl Default for GpuOptions {
+    fn default() -> Self {
+        Self {
+            arch: GpuArch::default(),
+            math: crate::lower::MathMode::default(),
+            check_bounds: false,
+            jittor_rules: false,
+            row_chains: true,
+            tiles: true,
+        }
+    }
 }
 
 impl GpuOptions {

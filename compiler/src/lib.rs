@@ -154,7 +154,11 @@ pub fn gpu_row_chains(
     options: &GpuOptions,
 ) -> Result<Vec<RowChain>, Error> {
     fuse_and_merge(context, module, Fusing::from_gpu(options))?;
-    if options.jittor_rules || options.check_bounds || options.math != lower::MathMode::Fast {
+    if !options.row_chains
+        || options.jittor_rules
+        || options.check_bounds
+        || options.math != lower::MathMode::Fast
+    {
         return Ok(Vec::new());
     }
     let libdevice = codegen::libdevice().is_some();

@@ -22,14 +22,14 @@
 //!    Softmax and layer norm + GELU run as GPU row chains (one block per
 //!    row, the default), then again without them (`(jittor)`,
 //!    `GpuOptions::jittor_rules`: one launch per kernel). The convolution
-//!    and the matmul run one thread per output (the default), then as
-//!    shared-memory tiles (`(tiles)`, `GpuOptions::tiles`).
+//!    and the matmul run as shared-memory tiles (the default), then one
+//!    thread per output (`(threads)`, `GpuOptions::tiles` off).
 //!
 //! 3. times host code on the GPU: the host bench's 32-step RNN (an
 //!    `scf.for` over a sequence, its state read and written; B16, H256)
 //!    through `CudaModule::run`, a host plan with its values kept on the
 //!    GPU (`Schedule::Host`), waiting for each kernel call and then with
-//!    deferred checks (`CudaModule::set_deferred_checks`), against the CPU
+//!    deferred checks (`CudaModule::set_deferred_checks`, the default), against the CPU
 //!    backend's host plan in the same run: medians per call.
 //!
 //! `JITC_BENCH_ONLY=softmax,layer` runs only the rows whose names contain
@@ -136,6 +136,7 @@ fn host_code() {
         "the RNN runs as a host plan: {schedule:?}"
     );
     let mut gpu_state = state.clone();
+    gpu.set_deferred_checks(false);
     let waits = gpu.host_plan_waits();
     let on_gpu = timed(21, || {
         gpu.run(&gpu_module, "main", args(), &mut gpu_state)
@@ -150,7 +151,6 @@ fn host_code() {
             .expect("the RNN runs on the GPU with deferred checks");
     });
     let deferred_waits = gpu.host_plan_waits() - waits;
-    gpu.set_deferred_checks(false);
     let mut cpu_module = parse_module(&context, &source).expect("the RNN parses");
     let cpu = CpuModule::compile(&context, &mut cpu_module).expect("the RNN compiles");
     let mut cpu_state = state;
@@ -211,18 +211,18 @@ fn main() {
     for workload in workloads().into_iter().filter(|w| chosen(w.name)) {
         // The normalizations run as GPU row chains (the default), then by
         // Jittor's rules alone (`--jittor-rules`), one launch per kernel.
-        // The contractions run one thread per output (the default), then
-        // as shared-memory tiles (`--gpu-tiles`).
+        // The contractions run as shared-memory tiles (the default), then
+        // one thread per output (`--no-gpu-tiles`).
         let chains = ["softmax", "layer norm"]
             .iter()
             .any(|n| workload.name.starts_with(n));
         let contraction = workload.name.starts_with("conv") || workload.name.starts_with("matmul");
         let variants: &[(bool, bool, &str)] = if chains {
-            &[(false, false, ""), (true, false, " (jittor)")]
+            &[(false, true, ""), (true, true, " (jittor)")]
         } else if contraction {
-            &[(false, false, ""), (false, true, " (tiles)")]
+            &[(false, true, ""), (false, false, " (threads)")]
         } else {
-            &[(false, false, "")]
+            &[(false, true, "")]
         };
         for &(jittor_rules, tiles, suffix) in variants {
             // A workload that fails (the first runs on a new GPU) is

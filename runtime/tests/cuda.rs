@@ -74,10 +74,14 @@ fn optimized_example<'c>(context: &'c melior::Context, name: &str) -> Result<mel
 }
 
 /// Exact math on the GPU calls libdevice, not the interpreter's libm: 4
-/// ulps ([`Match::Ulps4`]); fast math as on the CPU.
-fn gpu_tolerance(math: MathMode) -> Match {
+/// ulps ([`Match::Ulps4`]); fast math as on the CPU, but for example
+/// `name`'s long sums ([`Match::Reassociated`]: IndRNN's projections add
+/// 64 terms, which the GPU's kernel adds in another order than the
+/// interpreter, further from it than `Match::Relative` allows).
+fn gpu_tolerance(math: MathMode, name: &str) -> Match {
     match math {
         MathMode::Exact => Match::Ulps4,
+        MathMode::Fast if name == "indrnn.mlir" => Match::Reassociated,
         MathMode::Fast => Match::Relative,
     }
 }
@@ -108,14 +112,14 @@ fn check(name: &str, shapes: &[&[usize]], math: MathMode, check_bounds: bool) ->
     let got = compiled
         .run(&module, "main", args(), &mut gpu_state)
         .map_err(|e| format!("the GPU run failed: {e}"))?;
-    if !gpu_tolerance(math).values(&expected, &got) {
+    if !gpu_tolerance(math, name).values(&expected, &got) {
         return Err(format!("results differ\ninterpreter: {expected:?}\ngpu: {got:?}"));
     }
     for (key, value) in expected_state.iter() {
         let other = gpu_state
             .get(key)
             .ok_or_else(|| format!("state '{key}' was not written"))?;
-        if !gpu_tolerance(math).tensors(value, other) {
+        if !gpu_tolerance(math, name).tensors(value, other) {
             return Err(format!("state '{key}' differs"));
         }
     }
@@ -422,11 +426,12 @@ fn split_reductions() -> Result<(), String> {
     Ok(())
 }
 
-/// GPU row chains (on unless `GpuOptions::jittor_rules`): softmax and layer norm +
-/// GELU at the bench's sizes (4096 and 8192 rows of 1024) become one
-/// launch of a block per row, which must match the interpreter, and give
-/// the bits of the same kernels launched one by one (each row is reduced
-/// in the same order either way).
+/// GPU row chains (`GpuOptions::row_chains`, the default): softmax and
+/// layer norm + GELU at the bench's sizes (4096 and 8192 rows of 1024)
+/// become one launch of a block per row, which must match the interpreter,
+/// and give the bits of the same kernels launched one by one (each row is
+/// reduced in the same order either way; `row_chains` off, not
+/// `jittor_rules`, whose fusion runs no `meta-fast-math`).
 fn row_chains() -> Result<(), String> {
     let chained = workloads::workloads()
         .into_iter()
@@ -444,16 +449,19 @@ fn row_chains() -> Result<(), String> {
             .run("main", args(), &mut StateStore::new())
             .map_err(|e| format!("the interpreter failed: {e}"))?;
         let mut runs = Vec::new();
-        for jittor_rules in [false, true] {
-            let row_chains = !jittor_rules;
+        for row_chains in [true, false] {
             let mut module = parse()?;
             let options = GpuOptions {
-                jittor_rules,
+                row_chains,
                 ..GpuOptions::default()
             };
             let compiled = CudaModule::compile(&context, &mut module, &options).map_err(|e| e.to_string())?;
-            if row_chains && !compiled.ptx().contains("_rows(") {
-                return Err(format!("{}: no row chain was made", workload.name));
+            if row_chains != compiled.ptx().contains("_rows(") {
+                return Err(format!(
+                    "{}: row chains {row_chains}, but the PTX {} one",
+                    workload.name,
+                    if row_chains { "has no" } else { "has" }
+                ));
             }
             if !compiled.interpreted_kernels().is_empty() {
                 return Err(format!(

@@ -10,6 +10,14 @@
 // RUN-TILES: jitc run: error: --gpu-tiles needs --backend cuda
 // RUN: not jitc bench --gpu-tiles --backend interp %s --input 8xf32=1 2>&1 | FileCheck %s --check-prefix=BENCH-TILES
 // BENCH-TILES: jitc bench: error: --gpu-tiles needs --backend cuda
+// RUN: not jitc compile --no-gpu-tiles %s 2>&1 | FileCheck %s --check-prefix=NO-TILES
+// NO-TILES: jitc compile: error: --no-gpu-tiles needs --target nvptx
+// RUN: not jitc run --no-gpu-tiles %s --input 8xf32=1 2>&1 | FileCheck %s --check-prefix=RUN-NO-TILES
+// RUN-NO-TILES: jitc run: error: --no-gpu-tiles needs --backend cuda
+// RUN: not jitc bench --no-gpu-tiles --backend cpu %s --input 8xf32=1 2>&1 | FileCheck %s --check-prefix=BENCH-NO-TILES
+// BENCH-NO-TILES: jitc bench: error: --no-gpu-tiles needs --backend cuda
+// RUN: not jitc compile --target nvptx --gpu-tiles --no-gpu-tiles %s 2>&1 | FileCheck %s --check-prefix=BOTH-TILES
+// BOTH-TILES: error: the argument '--gpu-tiles' cannot be used with '--no-gpu-tiles'
 // RUN: not jitc compile --target nvptx --emit obj %s 2>&1 | FileCheck %s --check-prefix=OBJ
 // OBJ: jitc compile: error: --target nvptx emits PTX text (--emit ptx), not objects
 // RUN: not jitc compile --target nvptx --cpu x86-64-v3 %s 2>&1 | FileCheck %s --check-prefix=CPU

@@ -5,8 +5,9 @@
 // are linked as bitcode, made internal and inlined by default<O3>, so the
 // PTX calls nothing but libdevice's own slow path of the f64 argument
 // reduction, and ptxas assembles it. Without libdevice the same kernels
-// are left to the interpreter, saying why. (Compiled and assembled only:
-// no GPU has run them yet.)
+// are left to the interpreter, saying why. (On a GPU, the sweeps of
+// runtime/tests/cuda.rs hold sin, cos, erf and the f64 functions to libm;
+// pow is not swept.)
 // RUN: env JITC_LIBDEVICE=%libdevice jitc compile --target nvptx --emit ptx %s -o %t.ptx --timings 2> %t.err
 // RUN: FileCheck %s < %t.ptx
 // RUN: FileCheck %s --check-prefix=TIMINGS < %t.err

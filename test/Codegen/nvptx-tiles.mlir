@@ -1,15 +1,20 @@
-// Contractions as shared-memory tiles on the GPU (`--gpu-tiles`,
-// lower::contract::gpu_tiles): a block of 16 x 16 threads per 64 x 64 tile
-// of the output, each thread 4 x 4 outputs in registers; per chunk of 16
-// steps of the fold, each thread stages 4 elements of each operand from
-// global memory into shared memory, a barrier, 16 steps of 8 shared loads
-// and 16 fused multiply-adds, a barrier. The convolution reads x through
-// its im2col view (padding checked while staging); a matmul too small to
-// fill a block keeps one thread per output, and so does every kernel
-// without the flag.
+// Contractions as shared-memory tiles on the GPU (the default;
+// `--no-gpu-tiles` turns them off; lower::contract::gpu_tiles): a block of
+// 16 x 16 threads per 64 x 64 tile of the output, each thread 4 x 4
+// outputs in registers; per chunk of 16 steps of the fold, each thread
+// stages 4 elements of each operand from global memory into shared
+// memory, a barrier, 16 steps of 8 shared loads and 16 fused
+// multiply-adds, a barrier. The convolution reads x through its im2col
+// view (padding checked while staging); a matmul too small to fill a block
+// keeps one thread per output, and so does every kernel with
+// `--no-gpu-tiles` or `--check-bounds`.
+// RUN: jitc compile --target nvptx --emit ptx %s | FileCheck %s
+// RUN: jitc compile --target nvptx --math exact --emit ptx %s | FileCheck %s --check-prefix=EXACT
+// RUN: jitc compile --target nvptx --no-gpu-tiles --emit ptx %s | FileCheck %s --check-prefix=NONE
+// RUN: jitc compile --target nvptx --check-bounds --emit ptx %s 2>%t.quiet | FileCheck %s --check-prefix=NONE
+// RUN: not grep . %t.quiet
+// `--gpu-tiles`, from before tiles were the default, is still taken (hidden).
 // RUN: jitc compile --target nvptx --gpu-tiles --emit ptx %s | FileCheck %s
-// RUN: jitc compile --target nvptx --gpu-tiles --math exact --emit ptx %s | FileCheck %s --check-prefix=EXACT
-// RUN: jitc compile --target nvptx --emit ptx %s | FileCheck %s --check-prefix=NONE
 // RUN: jitc compile --target nvptx --gpu-tiles --check-bounds --emit ptx %s 2>%t.err | FileCheck %s --check-prefix=NONE
 // RUN: FileCheck %s --check-prefix=CHECKED < %t.err
 // CHECKED: jitc compile: note: --gpu-tiles does nothing with --check-bounds: tiled loads are not checked, so contractions keep one thread per output
@@ -57,14 +62,14 @@
 // NONE-NOT: _tile_shared0
 // NONE: .visible .entry matmul_fused_0(
 
-// EXPLAIN: contractions on the cuda backend with --gpu-tiles (shared-memory tiles; not yet run on a GPU):
+// EXPLAIN: contractions on the cuda backend as shared-memory tiles (--no-gpu-tiles makes none):
 // EXPLAIN-NEXT: @matmul_fused_0: rows d0 (1024) x columns d1 (1024), folding d2 (1024) in chunks of 16: tiles of 64 x 64 in blocks of 256 threads, 4 x 4 outputs each, 256 blocks, 8320 bytes of shared memory
 // EXPLAIN-NEXT: @conv_fused_0: rows d1 (64) x columns d0, d2, d3 (25088), folding d4, d5, d6 (576) in chunks of 16: tiles of 64 x 64 in blocks of 256 threads, 4 x 4 outputs each, 392 blocks, 8320 bytes of shared memory
 // EXPLAIN-NOT: small_fused
 
 // The MLP step's five contractions tile, the small ones in smaller tiles
 // so that the launch still has blocks for the GPU's SMs.
-// MLP: contractions on the cuda backend with --gpu-tiles
+// MLP: contractions on the cuda backend as shared-memory tiles
 // MLP-NEXT: @main_fused_0: rows d0 (256) x columns d1 (512), folding d2 (784) in chunks of 16: tiles of 16 x 32 in blocks of 256 threads, 1 x 2 outputs each, 256 blocks
 // MLP-NEXT: @main_fused_1: rows d0 (256) x columns d1 (10), folding d2 (512)
 // MLP-NEXT: @main_fused_7: rows d0 (512) x columns d1 (10), folding d2 (256)

@@ -79,13 +79,19 @@ pub struct CompileArgs {
     #[arg(long, hide = true)]
     gpu_row_chains: bool,
 
-    /// With `--target nvptx`: run contractions (matmul, convolution) as
-    /// shared-memory tiles, a block of 16 x 16 threads per tile of the
-    /// output with the operands staged through shared memory, instead of
-    /// one thread per output (not with `--check-bounds`; `jitc explain`
-    /// lists them). Off by default until a GPU has run them.
-    #[arg(long)]
+    /// Contraction tiles on the GPU, which are now the default
+    /// (`--no-gpu-tiles` turns them off); kept so that scripts that name
+    /// it still run.
+    #[arg(long, hide = true)]
     gpu_tiles: bool,
+
+    /// With `--target nvptx`: run contractions (matmul, convolution) with
+    /// one thread per output, instead of as shared-memory tiles (the
+    /// default: a block of 16 x 16 threads per tile of the output, the
+    /// operands staged through shared memory; `jitc explain` lists them;
+    /// never with `--check-bounds`).
+    #[arg(long, conflicts_with = "gpu_tiles")]
+    no_gpu_tiles: bool,
 
     /// Print the time of each compiler phase to standard error (parsing
     /// and verifying, fusion, row chains, lowering, conversion to the LLVM
@@ -224,6 +230,9 @@ fn compile_recorded(context: &Context, args: &CompileArgs) -> Result<(), String>
     if args.gpu_tiles && args.target != TargetKind::Nvptx {
         return Err("--gpu-tiles needs --target nvptx".into());
     }
+    if args.no_gpu_tiles && args.target != TargetKind::Nvptx {
+        return Err("--no-gpu-tiles needs --target nvptx".into());
+    }
     if args.gpu_tiles && args.check_bounds {
         eprintln!("jitc compile: note: {GPU_TILES_UNCHECKED}");
     }
@@ -280,7 +289,8 @@ fn compile_recorded(context: &Context, args: &CompileArgs) -> Result<(), String>
                 math: options.math,
                 check_bounds: args.check_bounds,
                 jittor_rules: args.jittor_rules,
-                tiles: args.gpu_tiles,
+                row_chains: true,
+                tiles: !args.no_gpu_tiles,
             },
         ),
     }

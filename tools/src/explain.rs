@@ -25,7 +25,7 @@ use std::{path::PathBuf, process::ExitCode};
 /// contractions it runs as register tiles, the results it writes with
 /// non-temporal stores, and the row chains; and the row chains of the GPU
 /// backend (`--target nvptx`, `--backend cuda`; fast math) and the
-/// contractions it runs as shared-memory tiles with `--gpu-tiles`.
+/// contractions it runs as shared-memory tiles.
 ///
 /// Exit status: 0 on success, 1 on any error.
 #[derive(Debug, Args)]
@@ -195,8 +195,8 @@ fn cpu_kernels(context: &Context, args: &ExplainArgs, source: &(String, String))
 }
 
 /// The row chains the GPU backend makes (fast math, the default), and the
-/// contractions it tiles with `--gpu-tiles`, one line each; nothing when
-/// there are none.
+/// contractions it tiles (the default), one line each; nothing when there
+/// are none.
 fn gpu_chains(context: &Context, args: &ExplainArgs, source: &(String, String)) -> Result<String, String> {
     let mut module = parse(context, source)?;
     let chains =
@@ -233,7 +233,7 @@ fn gpu_chains(context: &Context, args: &ExplainArgs, source: &(String, String)) 
         .collect();
     if !tiled.is_empty() {
         text.push_str(
-            "contractions on the cuda backend with --gpu-tiles (shared-memory tiles; not yet run on a GPU):\n",
+            "contractions on the cuda backend as shared-memory tiles (--no-gpu-tiles makes none):\n",
         );
         for (name, tiles, _) in tiled {
             text.push_str(&format!("  @{name}: {tiles}\n"));

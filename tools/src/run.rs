@@ -125,12 +125,18 @@ pub struct ProgramArgs {
     #[arg(long, hide = true)]
     pub gpu_row_chains: bool,
 
-    /// With `--backend cuda`: run contractions (matmul, convolution) as
-    /// shared-memory tiles, a block of 16 x 16 threads per tile of the
-    /// output, instead of one thread per output (not with
-    /// `--check-bounds`). Off by default until a GPU has run them.
-    #[arg(long)]
+    /// Contraction tiles on the GPU, which are now the default
+    /// (`--no-gpu-tiles` turns them off); kept so that scripts that name
+    /// it still run.
+    #[arg(long, hide = true)]
     pub gpu_tiles: bool,
+
+    /// With `--backend cuda`: run contractions (matmul, convolution) with
+    /// one thread per output, instead of as shared-memory tiles (the
+    /// default: a block of 16 x 16 threads per tile of the output; never
+    /// with `--check-bounds`).
+    #[arg(long, conflicts_with = "gpu_tiles")]
+    pub no_gpu_tiles: bool,
 
     /// Print to stderr how long each phase of compiling took, and where
     /// the code came from: compiled, or loaded from the disk cache (see
@@ -424,6 +430,9 @@ impl<'c> Program<'c> {
         if args.gpu_tiles && args.backend != Backend::Cuda {
             return Err("--gpu-tiles needs --backend cuda".into());
         }
+        if args.no_gpu_tiles && args.backend != Backend::Cuda {
+            return Err("--no-gpu-tiles needs --backend cuda".into());
+        }
         if args.gpu_tiles && args.check_bounds {
             eprintln!("jitc {tool}: note: {}", crate::compile::GPU_TILES_UNCHECKED);
         }
@@ -463,7 +472,7 @@ impl<'c> Program<'c> {
                     math: args.math.into(),
                     check_bounds: args.check_bounds,
                     jittor_rules: args.jittor_rules,
-                    tiles: args.gpu_tiles,
+                    tiles: !args.no_gpu_tiles,
                     ..Default::default()
                 };
                 let compiled =

@@ -218,8 +218,10 @@ pub enum Schedule {
         launches: usize,
     },
     /// As a host plan on the CPU (`crate::host`) with its values kept on
-    /// the GPU ([`OnDevice`]), one synchronization per kernel call (and
-    /// per upload and download); the reason there is no device plan.
+    /// the GPU ([`OnDevice`]), synchronizing where host code reads a value
+    /// a kernel made (one per kernel call without
+    /// [`CudaModule::set_deferred_checks`]), and per upload and download;
+    /// the reason there is no device plan.
     Host(String),
     /// In the interpreter, a round trip per kernel call; the reason.
     Interpreted(String),
@@ -356,7 +358,7 @@ impl CudaModule {
             gpu_time: std::cell::Cell::new(None),
             host_plans: RefCell::new(HashMap::new()),
             constants: RefCell::new(Copies::default()),
-            deferred: std::cell::Cell::new(false),
+            deferred: std::cell::Cell::new(true),
             records: RefCell::new(deferred::Records::default()),
             waits: std::cell::Cell::new(0),
         })
@@ -378,8 +380,8 @@ impl CudaModule {
     /// write, a result), every `SETTLE_AFTER` calls, after a loop
     /// iteration that queued none, and when the run ends (`deferred`). The results, the state committed
     /// and the error of a run that fails are the same either way; a loop of
-    /// small kernels no longer waits for each. Off by default until a GPU
-    /// has run it (no GPU has yet).
+    /// small kernels no longer waits for each. On by default (an H200 first
+    /// ran it on 2026-11-30); off, a host plan waits for each kernel call.
     pub fn set_deferred_checks(&self, on: bool) {
         self.deferred.set(on);
     }
@@ -726,12 +728,12 @@ fn kernel_failure(name: &str, error: Error) -> jitc_compiler::KernelFailure {
 /// ([`Kernels::to_device`]); tensor constants once per module. A tensor
 /// comes back only where host code reads it ([`Kernels::to_host`]: a
 /// condition, a loop bound, a committed state write, a result), once, and
-/// not at all when it was a host tensor uploaded (the host copy is kept). Each
-/// launch waits for its kernel (the one-launch plan's synchronization,
-/// which also checks its status record), and so do each upload and
-/// download; with [`CudaModule::set_deferred_checks`], a launch only
+/// not at all when it was a host tensor uploaded (the host copy is kept).
+/// With [`CudaModule::set_deferred_checks`] (the default), a launch only
 /// queues its kernel, and the plan settles the queue where host code reads
-/// a value and when the run ends (`deferred`).
+/// a value and when the run ends (`deferred`); without, each launch waits
+/// for its kernel (the one-launch plan's synchronization, which also
+/// checks its status record). Each upload and download waits.
 pub(crate) struct OnDevice<'m> {
     module: &'m CudaModule,
     /// This run's host tensors copied to the device.
