@@ -109,6 +109,9 @@ fn explain(context: &Context, cache: &DiskCache, program: &ProgramArgs) -> Resul
         ));
     }
     let module = crate::input::load_module(context, &program.file)?;
+    // The key is the module's, whichever function runs (`jitc run` compiles
+    // them all), but a function that `jitc run` would refuse is refused.
+    crate::run::runnable(&module, &program.function)?;
     let key = cpu::disk_key(&module, &program.codegen_options(), None);
     let file = program.file.display();
     Ok(match cache.nearest(&key) {

@@ -439,17 +439,7 @@ impl<'c> Program<'c> {
         let mut module = crate::input::parse_source(context, &source.0, &source.1)?;
         // A missing function or a declaration is reported before anything
         // is compiled.
-        Interpreter::new(&module)
-            .signature(&args.function)
-            .map_err(|e| e.to_string())?;
-        if let Some(&function) = jitc_dialect::ops::functions(module.body()).get(args.function.as_str())
-            && function.region(0).ok().and_then(|r| r.first_block()).is_none()
-        {
-            return Err(format!(
-                "@{} is a declaration, with no body to run",
-                args.function
-            ));
-        }
+        runnable(&module, &args.function)?;
         let start = std::time::Instant::now();
         let recording = args.timings.then(jitc_compiler::timings::Recording::start);
         let mut origin = "compiled";
@@ -622,4 +612,16 @@ pub fn read_states(entries: &[String]) -> Result<StateStore, String> {
         state.insert(name, tensor);
     }
     Ok(state)
+}
+
+/// Whether `module` has a function `name` with a body to run: the error
+/// `jitc run`, `bench` and `cache explain` give before compiling anything.
+pub fn runnable(module: &melior::ir::Module, name: &str) -> Result<(), String> {
+    Interpreter::new(module).signature(name).map_err(|e| e.to_string())?;
+    if let Some(&function) = jitc_dialect::ops::functions(module.body()).get(name)
+        && function.region(0).ok().and_then(|r| r.first_block()).is_none()
+    {
+        return Err(format!("@{name} is a declaration, with no body to run"));
+    }
+    Ok(())
 }

@@ -436,3 +436,22 @@ fn explain_refuses_what_the_cache_does_not_hold() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).starts_with("jitc cache: error: "));
 }
+
+#[test]
+fn explain_refuses_a_function_jitc_run_would_refuse() {
+    let cache = tempfile::tempdir().unwrap();
+    let out = jitc(
+        cache.path(),
+        &["cache", "explain", SOFTMAX, "--function", "nope"],
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("jitc cache: error: no function @nope; the module has @main"),
+        "{stderr}"
+    );
+    // Every function of the module shares the module's entry.
+    run_softmax(cache.path(), &[], &[]);
+    assert!(explain(cache.path(), &[SOFTMAX, "--function", "main"]).starts_with("hit: "));
+}
