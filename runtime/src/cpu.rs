@@ -10,6 +10,7 @@ use crate::{
     Error, Executor, KernelTime,
     disk_cache::{DiskCache, KeyParts},
     host::{Compiled, HostKernels, HostPlan, compiled_or_skipped, run_host_code},
+    lru::Lru,
 };
 use jitc_compiler::Fingerprint;
 use jitc_compiler::{
@@ -22,7 +23,6 @@ use melior::{
     ir::{Module, operation::OperationPrintingFlags},
 };
 use std::{
-    borrow::Borrow,
     cell::{Cell, RefCell},
     collections::{BTreeMap, HashMap},
     hash::Hash,
@@ -308,65 +308,6 @@ struct Entry {
     shared: Arc<Shared>,
 }
 
-/// Values kept up to a capacity, the least recently used dropped first:
-/// the process's cache of compilations and each [`CompileCache`].
-struct Lru<K, V> {
-    /// Each value with the clock when it was last used.
-    entries: HashMap<K, (V, u64)>,
-    clock: u64,
-    capacity: usize,
-}
-
-impl<K: Eq + Hash + Clone, V> Lru<K, V> {
-    /// An empty cache of `capacity` values (at least one).
-    fn new(capacity: usize) -> Self {
-        Self {
-            entries: HashMap::new(),
-            clock: 0,
-            capacity: capacity.max(1),
-        }
-    }
-
-    /// The value of `key`, now the most recently used.
-    fn get<Q>(&mut self, key: &Q) -> Option<&V>
-    where
-        K: Borrow<Q>,
-        Q: Hash + Eq + ?Sized,
-    {
-        self.clock += 1;
-        let (value, used) = self.entries.get_mut(key)?;
-        *used = self.clock;
-        Some(value)
-    }
-
-    /// Keeps `value` under `key`, dropping the least recently used beyond
-    /// the capacity.
-    fn insert(&mut self, key: K, value: V) {
-        self.clock += 1;
-        self.entries.insert(key, (value, self.clock));
-        self.trim();
-    }
-
-    fn set_capacity(&mut self, capacity: usize) {
-        self.capacity = capacity.max(1);
-        self.trim();
-    }
-
-    fn trim(&mut self) {
-        while self.entries.len() > self.capacity {
-            let Some(oldest) = self
-                .entries
-                .iter()
-                .min_by_key(|(_, (_, used))| *used)
-                .map(|(key, _)| key.clone())
-            else {
-                break;
-            };
-            self.entries.remove(&oldest);
-        }
-    }
-}
-
 /// What the [`CpuModule`]s of one compilation share: the kernels, the host
 /// plans built from the fused module (they hold nothing of MLIR, and every
 /// module handed out for the compilation is the same fused module), and
@@ -414,13 +355,13 @@ pub const DEFAULT_CACHE_CAPACITY: usize = 512;
 /// Drops every cached compilation (modules that hold one keep it).
 pub fn clear_cache() {
     if let Ok(mut cache) = cache().lock() {
-        cache.entries.clear();
+        cache.clear();
     }
 }
 
 /// Compiled kernels kept in the cache.
 pub fn cached_compilations() -> usize {
-    cache().lock().map_or(0, |c| c.entries.len())
+    cache().lock().map_or(0, |c| c.len())
 }
 
 /// Makes the process's cache keep at most `capacity` compilations (at
@@ -433,7 +374,7 @@ pub fn set_cache_capacity(capacity: usize) {
 
 /// How many compilations the process's cache keeps.
 pub fn cache_capacity() -> usize {
-    cache().lock().map_or(DEFAULT_CACHE_CAPACITY, |c| c.capacity)
+    cache().lock().map_or(DEFAULT_CACHE_CAPACITY, |c| c.capacity())
 }
 
 fn cache_key(text: &str, options: &CodegenOptions, entry: Option<&str>) -> String {
@@ -546,12 +487,12 @@ impl<'c> CompileCache<'c> {
 
     /// Compilations kept.
     pub fn len(&self) -> usize {
-        self.entries.borrow().entries.len()
+        self.entries.borrow().len()
     }
 
     /// Whether nothing is kept yet.
     pub fn is_empty(&self) -> bool {
-        self.entries.borrow().entries.is_empty()
+        self.entries.borrow().len() == 0
     }
 
     /// [`CpuModule::compile_with`], served from this cache when an equal

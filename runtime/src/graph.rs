@@ -59,7 +59,7 @@
 //! assert_eq!(y.fetch().unwrap().get(5), Scalar::F32(4.0));
 //! ```
 
-use crate::{CpuModule, Error};
+use crate::{CpuModule, Error, lru::Lru};
 use jitc_compiler::{
     CodegenOptions, DiagnosticCollector,
     autodiff::{self, Primal, Recorded},
@@ -71,7 +71,7 @@ use melior::{
     Context,
     ir::{Attribute, Module},
 };
-use rustc_hash::FxHashMap;
+use rustc_hash::FxBuildHasher;
 use std::{
     cell::{Cell, RefCell},
     collections::HashMap,
@@ -226,8 +226,9 @@ struct Runtime {
     /// Parsed affine maps and sets by text.
     parsed: RefCell<HashMap<String, Parsed>>,
     /// Compiled fetches by [`Cut::key`] (FxHash: a hit hashes a few
-    /// kilobytes, and the keys are jitc's own, not an attacker's).
-    cache: RefCell<FxHashMap<Vec<u8>, Rc<Executable>>>,
+    /// kilobytes, and the keys are jitc's own, not an attacker's), the
+    /// [`CACHED_FETCHES`] used most recently.
+    cache: RefCell<Lru<Vec<u8>, Rc<Executable>, FxBuildHasher>>,
     /// Nodes a handle held when they were recorded, not computed yet.
     pending: RefCell<Vec<Weak<Node>>>,
     /// Named state: each piece's committed value, and the write recorded
@@ -260,7 +261,7 @@ fn runtime() -> Result<Rc<Runtime>, Error> {
             let runtime = Rc::new(Runtime {
                 context,
                 parsed: RefCell::new(HashMap::new()),
-                cache: RefCell::new(FxHashMap::default()),
+                cache: RefCell::new(Lru::new(CACHED_FETCHES)),
                 pending: RefCell::new(Vec::new()),
                 state: RefCell::new(HashMap::new()),
                 stats: Cell::new(GraphStats::default()),
@@ -275,6 +276,18 @@ fn runtime() -> Result<Rc<Runtime>, Error> {
             Ok(runtime)
         })
         .map_err(|_| bad("the thread is ending: its graph is gone"))?
+}
+
+/// How many compiled functions each thread's graph keeps for later
+/// fetches of the same shape of graph, the least recently used dropped
+/// first (a program whose shapes keep changing would otherwise keep every
+/// compilation it made).
+pub const CACHED_FETCHES: usize = 256;
+
+/// How many compiled functions this thread's graph keeps now (at most
+/// [`CACHED_FETCHES`]).
+pub fn cached_fetches() -> usize {
+    runtime().map_or(0, |r| r.cache.borrow().len())
 }
 
 /// What the graph of this thread has done so far.
@@ -1943,7 +1956,7 @@ impl Runtime {
         text: impl FnOnce() -> String,
         merge: bool,
     ) -> Result<Rc<Executable>, Error> {
-        if let Some(found) = self.cache.borrow().get(&key) {
+        if let Some(found) = self.cache.borrow_mut().get(&key) {
             let mut stats = self.stats.get();
             stats.cache_hits += 1;
             self.stats.set(stats);

@@ -29,6 +29,7 @@ pub mod cuda;
 pub mod disk_cache;
 pub mod graph;
 mod host;
+mod lru;
 pub mod session;
 
 pub use cpu::{CompileCache, CpuModule};

@@ -1071,3 +1071,28 @@ fn staged_state_is_read_and_written_by_name() {
         assert!(error.contains(want), "{error}");
     }
 }
+
+#[test]
+fn the_cache_of_compiled_fetches_keeps_the_most_recently_used() {
+    // Each length is another shape of graph, so another compilation (the
+    // interpreter's backend: compiling is parsing).
+    graph::set_backend(graph::Backend::Interpreter).unwrap();
+    let sum = |n: usize| {
+        let x = graph::full(&[n], ElementType::F32, 1.0).unwrap();
+        let y = x.binary("add", &x).unwrap();
+        graph::fetch(&[&y]).unwrap();
+    };
+    let lengths = graph::CACHED_FETCHES + 8;
+    for n in 1..=lengths {
+        sum(n);
+    }
+    assert_eq!(graph::cached_fetches(), graph::CACHED_FETCHES);
+    // The latest length is kept; the first was dropped, and compiles again.
+    let before = graph::stats();
+    sum(lengths);
+    assert_eq!(graph::stats().cache_hits, before.cache_hits + 1);
+    sum(1);
+    assert_eq!(graph::stats().compiles, before.compiles + 1);
+    assert_eq!(graph::cached_fetches(), graph::CACHED_FETCHES);
+    graph::set_backend(graph::Backend::Cpu).unwrap();
+}

@@ -617,7 +617,9 @@ pub fn read_states(entries: &[String]) -> Result<StateStore, String> {
 /// Whether `module` has a function `name` with a body to run: the error
 /// `jitc run`, `bench` and `cache explain` give before compiling anything.
 pub fn runnable(module: &melior::ir::Module, name: &str) -> Result<(), String> {
-    Interpreter::new(module).signature(name).map_err(|e| e.to_string())?;
+    Interpreter::new(module)
+        .signature(name)
+        .map_err(|e| e.to_string())?;
     if let Some(&function) = jitc_dialect::ops::functions(module.body()).get(name)
         && function.region(0).ok().and_then(|r| r.first_block()).is_none()
     {
