@@ -217,11 +217,13 @@ enum JitcStatus jitc_grad(const struct JitcVar *loss,
                           struct JitcVar **out);
 
 /*
- Computes `var` (with every pending value that shares work with it) and
- copies its elements, in C order, to `data`, which holds `bytes` bytes:
+ Computes `var` (with every pending value that shares work with it; if
+ one of those fails, `var` is computed alone) and copies its elements, in C order, to `data`, which holds `bytes` bytes:
  exactly the value's size (elements times the element type's width).
  */
-enum JitcStatus jitc_fetch(const struct JitcVar *var, void *data, size_t bytes);
+enum JitcStatus jitc_fetch(const struct JitcVar *var,
+                           void *data,
+                           size_t bytes);
 
 /*
  Sets the piece of state `name` to a copy of `data` (as for

@@ -534,8 +534,8 @@ pub unsafe extern "C" fn jitc_grad(
     })
 }
 
-/// Computes `var` (with every pending value that shares work with it) and
-/// copies its elements, in C order, to `data`, which holds `bytes` bytes:
+/// Computes `var` (with every pending value that shares work with it; if
+/// one of those fails, `var` is computed alone) and copies its elements, in C order, to `data`, which holds `bytes` bytes:
 /// exactly the value's size (elements times the element type's width).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn jitc_fetch(var: *const JitcVar, data: *mut c_void, bytes: usize) -> JitcStatus {

@@ -31,7 +31,8 @@ and Adam, whose updates are deferred, all-or-nothing state writes.
 
 Values are fetched with ``Var.numpy()`` (or ``jitc.fetch``), and every
 pending value that shares work with a fetch is computed by it, so the ops
-of several iterations of a loop fuse together. Repeated loop bodies are
+of several iterations of a loop fuse together (one of them that fails
+fails only its own fetch). Repeated loop bodies are
 cache hits (``jitc.stats()``). Errors are ``jitc.JitcError``.
 """
 

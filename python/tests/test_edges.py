@@ -215,3 +215,13 @@ def test_a_state_write_whose_fetch_fails_is_dropped():
     jitc.sync()
     np.testing.assert_array_equal(jitc.read_state("edges.n").numpy(), [7, 7])
     np.testing.assert_array_equal(jitc.get_state("edges.n"), [7, 7])
+
+
+def test_a_held_value_that_fails_does_not_fail_a_fetch_sharing_its_work():
+    a = jitc.Var(np.array([1, 2, 3], np.int32))
+    x = a + 1
+    bad = jitc.binary(x, jitc.Var(np.zeros(3, np.int32)), "div")
+    good = x * 2
+    np.testing.assert_array_equal(good.numpy(), [4, 6, 8])
+    with pytest.raises(jitc.JitcError, match="division by zero"):
+        bad.numpy()

@@ -1175,15 +1175,16 @@ impl Runtime {
             .collect()
     }
 
-    /// The cut of a fetch of `wanted`: their pending ancestors, and those
-    /// of every pending value a handle holds that shares one of them.
-    fn cut(&self, wanted: &[&Var]) -> Cut {
+    /// The cut of a fetch of `wanted`: their pending ancestors, and, with
+    /// `join`, those of every pending value a handle holds that shares one
+    /// of them.
+    fn cut(&self, wanted: &[&Var], join: bool) -> Cut {
         let cut = self.next_epoch();
         let mut nodes = Vec::new();
         for var in wanted {
             ancestors(&var.0, cut, cut, &mut nodes);
         }
-        let pending = self.held_pending();
+        let pending = if join { self.held_pending() } else { Vec::new() };
         // Until nothing changes: a value joins when its own pending
         // ancestors meet the cut (each walk its own mark, so a joining
         // value brings every node it needs).
@@ -1495,6 +1496,8 @@ impl Cut {
 
 /// Computes the values of `vars` (and every pending value that shares work
 /// with them; see the module's documentation) and returns theirs, in order.
+/// When that fails, `vars` are computed alone, so a held value that fails
+/// fails its own fetch, not every fetch sharing its work.
 /// A fetch that fails drops the state writes it was to compute.
 pub fn fetch(vars: &[&Var]) -> Result<Vec<Arc<Tensor>>, Error> {
     fetch_with(vars, true)
@@ -1516,36 +1519,56 @@ pub fn fetch_with(vars: &[&Var], drop_failed_writes: bool) -> Result<Vec<Arc<Ten
     if let Some(values) = done(vars) {
         return Ok(values);
     }
-    let cut = runtime.cut(vars);
-    let failed = |_: &Error| {
-        if drop_failed_writes {
-            runtime.drop_failed_writes(&cut);
+    let cut = runtime.cut(vars, true);
+    // A held value that joined the fetch to share its work, and fails, is
+    // not the fetch's failure: the values asked for are computed alone, and
+    // the joined value fails when it is fetched itself.
+    let (cut, outcome) = match runtime.compute(&cut) {
+        Err(error) => {
+            let alone = runtime.cut(vars, false);
+            if alone.nodes.len() < cut.nodes.len() {
+                let outcome = runtime.compute(&alone);
+                (alone, outcome)
+            } else {
+                (cut, Err(error))
+            }
         }
+        Ok(()) => (cut, Ok(())),
     };
-    let executable = runtime.executable(cut.key(), || cut.text()).inspect_err(failed)?;
-    let args = cut.args();
-    if let Ok(dir) = std::env::var("JITC_DUMP_DIR") {
-        let number = runtime.dumps.get();
-        runtime.dumps.set(number + 1);
-        write_dump(
-            &Path::new(&dir).join(format!("fetch-{number}")),
-            &cut.text(),
-            &args,
-        )?;
+    if outcome.is_err() && drop_failed_writes {
+        runtime.drop_failed_writes(&cut);
     }
-    let results = runtime.run(&executable, args).inspect_err(failed)?;
-    for (node, value) in cut.results.iter().zip(results) {
-        let Value::Tensor(tensor) = value else {
-            return Err(bad("a fetch returned a value that is not a tensor"));
-        };
-        // The recorded op, and with it what only it read, is dropped.
-        *node.op.borrow_mut() = Op::Data(tensor);
-    }
+    outcome?;
     runtime.commit_state();
     done(vars).ok_or_else(|| bad("a fetched value was not computed"))
 }
 
 impl Runtime {
+    /// Compiles (or finds) and runs the function of `cut`, and replaces
+    /// its results' ops with their values; commits nothing.
+    fn compute(&self, cut: &Cut) -> Result<(), Error> {
+        let executable = self.executable(cut.key(), || cut.text())?;
+        let args = cut.args();
+        if let Ok(dir) = std::env::var("JITC_DUMP_DIR") {
+            let number = self.dumps.get();
+            self.dumps.set(number + 1);
+            write_dump(
+                &Path::new(&dir).join(format!("fetch-{number}")),
+                &cut.text(),
+                &args,
+            )?;
+        }
+        let results = self.run(&executable, args)?;
+        for (node, value) in cut.results.iter().zip(results) {
+            let Value::Tensor(tensor) = value else {
+                return Err(bad("a fetch returned a value that is not a tensor"));
+            };
+            // The recorded op, and with it what only it read, is dropped.
+            *node.op.borrow_mut() = Op::Data(tensor);
+        }
+        Ok(())
+    }
+
     /// Runs a compiled fetch's function on `args`, counting it.
     fn run(&self, executable: &Executable, args: Vec<Value>) -> Result<Vec<Value>, Error> {
         self.run_with_state(executable, args, &mut StateStore::new())
@@ -2697,7 +2720,7 @@ impl Staged {
 /// is a function of no ops.
 pub fn dump(vars: &[&Var], dir: &Path) -> Result<PathBuf, Error> {
     let runtime = runtime()?;
-    let cut = runtime.cut(vars);
+    let cut = runtime.cut(vars, true);
     write_dump(dir, &cut.text(), &cut.args())
 }
 

@@ -1096,3 +1096,29 @@ fn the_cache_of_compiled_fetches_keeps_the_most_recently_used() {
     assert_eq!(graph::cached_fetches(), graph::CACHED_FETCHES);
     graph::set_backend(graph::Backend::Cpu).unwrap();
 }
+
+#[test]
+fn a_held_value_that_fails_fails_only_its_own_fetch() {
+    let a = Var::new(Tensor::splat(vec![3], Scalar::I32(5)));
+    let zero = Var::new(Tensor::splat(vec![3], Scalar::I32(0)));
+    let x = a.binary("add", &a).unwrap();
+    // `bad` shares `x` with `good`, so a fetch of `good` computes it too.
+    let bad = x.binary("div", &zero).unwrap();
+    let good = x.binary("mul", &x).unwrap();
+    let before = graph::stats();
+    assert_eq!(good.fetch().unwrap().get(2), Scalar::I32(100));
+    // The shared fetch failed, and `good` was computed alone.
+    assert_eq!(graph::stats().fetches, before.fetches + 1);
+    assert_eq!(graph::stats().compiles, before.compiles + 2);
+    let error = bad.fetch().unwrap_err().to_string();
+    assert!(error.contains("division by zero"), "{error}");
+    // A value that fails itself still fails.
+    let worse = a.binary("div", &zero).unwrap();
+    assert!(
+        worse
+            .fetch()
+            .unwrap_err()
+            .to_string()
+            .contains("division by zero")
+    );
+}
