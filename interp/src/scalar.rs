@@ -144,11 +144,32 @@ impl Scalar {
 }
 
 impl fmt::Display for Scalar {
-    /// The shortest text that reads back as the same value.
+    /// The shortest text that reads back as the same value; floats of
+    /// magnitude 1e16 and above or below 1e-4 with an exponent, as Python
+    /// and NumPy print them (`1e30`, `1.5e-7`, not 31 or 8 digits).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fn float(
+            f: &mut fmt::Formatter<'_>,
+            exponent: bool,
+            v: impl fmt::Display + fmt::LowerExp,
+        ) -> fmt::Result {
+            if exponent {
+                write!(f, "{v:e}")
+            } else {
+                write!(f, "{v}")
+            }
+        }
         match self {
-            Self::F32(v) => write!(f, "{v}"),
-            Self::F64(v) => write!(f, "{v}"),
+            Self::F32(v) => float(
+                f,
+                *v != 0.0 && v.is_finite() && !(1e-4..1e16).contains(&v.abs()),
+                v,
+            ),
+            Self::F64(v) => float(
+                f,
+                *v != 0.0 && v.is_finite() && !(1e-4..1e16).contains(&v.abs()),
+                v,
+            ),
             Self::I32(v) => write!(f, "{v}"),
             Self::I64(v) => write!(f, "{v}"),
             Self::I1(v) => write!(f, "{v}"),

@@ -450,6 +450,16 @@ mod tests {
         assert_eq!(splat.to_string(), "3xi32=7 7 7");
         let nested = Tensor::parse_literal("2x1x2xi64=1 2 3 4").unwrap();
         assert_eq!(nested.to_string(), "2x1x2xi64=[[1 2]][[3 4]]");
+        // Floats far from 1 with an exponent, as Python prints them, and
+        // still the shortest text that reads back.
+        let far = "8xf32=1e30 -1.5e-7 3.4028235e38 1e-45 0.0001 9.999e-5 1e16 123456790000000";
+        let t = Tensor::parse_literal(far).unwrap();
+        assert_eq!(t.to_string(), far);
+        assert_eq!(Tensor::parse_literal(&t.to_string()).unwrap(), t);
+        let wide = Tensor::parse_literal("4xf64=1e300 -2.5e-308 5e-324 0.1").unwrap();
+        assert_eq!(wide.to_string(), "4xf64=1e300 -2.5e-308 5e-324 0.1");
+        let special = Tensor::parse_literal("4xf32=-0 nan -inf 0").unwrap();
+        assert_eq!(special.to_string(), "4xf32=-0 NaN -inf 0");
     }
 
     #[test]

@@ -8,8 +8,8 @@
 // RUN: jitc run %s --input "3xf32=-8 -9 -10" --jittor-rules | FileCheck %s --check-prefix=LITERAL
 // RUN: jitc run %s --input "3xf32=-8 -9 -10" --backend interp | FileCheck %s --check-prefix=LITERAL
 
-// FAST: result[0]: 3xf32=0.0000002250703{{[0-9]*}} 0.0000000304599{{[0-9]*}} 0.000000004122307{{[0-9]*}}
-// LITERAL: result[0]: 3xf32=0.00000023841858 0.000000059604645 0{{$}}
+// FAST: result[0]: 3xf32=2.250703{{[0-9]*}}e-7 3.04599{{[0-9]*}}e-8 4.122307{{[0-9]*}}e-9
+// LITERAL: result[0]: 3xf32=2.3841858e-7 5.9604645e-8 0{{$}}
 func.func @main(%u: tensor<3xf32>) -> tensor<3xf32> {
   %one_s = arith.constant dense<1.0> : tensor<f32>
   %one = "meta.reindex"(%one_s) {indices = affine_map<(i) -> ()>} : (tensor<f32>) -> tensor<3xf32>
