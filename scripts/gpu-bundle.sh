@@ -48,7 +48,7 @@ done | sort -u | while read -r library; do
   esac
 done
 
-git rev-parse HEAD > "$stage/bundle/commit"
+git describe --always --abbrev=40 --dirty > "$stage/bundle/commit"
 
 echo "gpu-bundle: compressing $(du -sh "$stage/bundle" | cut -f1) (takes minutes)" >&2
 rm -rf "$out"

@@ -144,8 +144,8 @@ pub fn compile_ptx(
 }
 
 /// Fuses `module` in place (by Jittor's rules alone with
-/// `options.jittor_rules`), merges equal kernels, and, unless
-/// `options.jittor_rules`, makes its GPU row chains
+/// `options.jittor_rules`), merges equal kernels, and, with
+/// `options.row_chains` and not `options.jittor_rules`, makes its GPU row chains
 /// ([`lower::rows::chain_rows_gpu`]; fast math without bounds checks
 /// only); returns them.
 pub fn gpu_row_chains(

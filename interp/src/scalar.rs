@@ -145,8 +145,8 @@ impl Scalar {
 
 impl fmt::Display for Scalar {
     /// The shortest text that reads back as the same value; floats of
-    /// magnitude 1e16 and above or below 1e-4 with an exponent, as Python
-    /// and NumPy print them (`1e30`, `1.5e-7`, not 31 or 8 digits).
+    /// magnitude 1e16 and above or below 1e-4 with an exponent, where Python
+    /// and NumPy use one (`1e30`, `1.5e-7`, not 31 or 8 digits).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fn float(
             f: &mut fmt::Formatter<'_>,

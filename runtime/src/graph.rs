@@ -9,7 +9,9 @@
 //!    yet, together with every pending value a live handle holds whose
 //!    computation shares a node with them (so work is done once, and ops
 //!    recorded in different iterations of a user's loop fuse with each
-//!    other: Jittor's cross-iteration fusion);
+//!    other: Jittor's cross-iteration fusion); when that function fails,
+//!    the fetched values and the state writes that joined are computed
+//!    alone, so a held value that fails fails only its own fetch;
 //! 2. turns it into one function in the textual contract: data the nodes
 //!    read become its arguments (so new data of the same shapes reuses the
 //!    compilation), every cut node a live handle holds becomes a result;
@@ -1521,33 +1523,50 @@ pub fn fetch_with(vars: &[&Var], drop_failed_writes: bool) -> Result<Vec<Arc<Ten
     }
     let cut = runtime.cut(vars, true);
     // A held value that joined the fetch to share its work, and fails, is
-    // not the fetch's failure: the values asked for are computed alone, and
+    // not the fetch's failure: the values asked for are computed alone
+    // with the state writes that joined (all of them or none commit), and
     // the joined value fails when it is fetched itself.
-    let (cut, outcome) = match runtime.compute(&cut) {
-        Err(error) => {
-            let alone = runtime.cut(vars, false);
+    let outcome = match runtime.compute(&cut) {
+        Err(Failure::Run(error)) => {
+            let writes = runtime.pending_writes_in(&cut);
+            let wanted: Vec<&Var> = vars.iter().copied().chain(&writes).collect();
+            let alone = runtime.cut(&wanted, false);
             if alone.nodes.len() < cut.nodes.len() {
-                let outcome = runtime.compute(&alone);
-                (alone, outcome)
+                runtime.compute(&alone)
             } else {
-                (cut, Err(error))
+                Err(Failure::Run(error))
             }
         }
-        Ok(()) => (cut, Ok(())),
+        outcome => outcome,
     };
-    if outcome.is_err() && drop_failed_writes {
-        runtime.drop_failed_writes(&cut);
+    match outcome {
+        Ok(()) => {}
+        // Nothing ran: the writes stay pending.
+        Err(Failure::Dump(error)) => return Err(error),
+        Err(Failure::Run(error)) => {
+            if drop_failed_writes {
+                runtime.drop_failed_writes(&cut);
+            }
+            return Err(error);
+        }
     }
-    outcome?;
     runtime.commit_state();
     done(vars).ok_or_else(|| bad("a fetched value was not computed"))
+}
+
+/// How computing a cut failed.
+enum Failure {
+    /// `JITC_DUMP_DIR` could not be written; nothing ran.
+    Dump(Error),
+    /// Compiling or running its function failed.
+    Run(Error),
 }
 
 impl Runtime {
     /// Compiles (or finds) and runs the function of `cut`, and replaces
     /// its results' ops with their values; commits nothing.
-    fn compute(&self, cut: &Cut) -> Result<(), Error> {
-        let executable = self.executable(cut.key(), || cut.text())?;
+    fn compute(&self, cut: &Cut) -> Result<(), Failure> {
+        let executable = self.executable(cut.key(), || cut.text()).map_err(Failure::Run)?;
         let args = cut.args();
         if let Ok(dir) = std::env::var("JITC_DUMP_DIR") {
             let number = self.dumps.get();
@@ -1556,12 +1575,13 @@ impl Runtime {
                 &Path::new(&dir).join(format!("fetch-{number}")),
                 &cut.text(),
                 &args,
-            )?;
+            )
+            .map_err(Failure::Dump)?;
         }
-        let results = self.run(&executable, args)?;
+        let results = self.run(&executable, args).map_err(Failure::Run)?;
         for (node, value) in cut.results.iter().zip(results) {
             let Value::Tensor(tensor) = value else {
-                return Err(bad("a fetch returned a value that is not a tensor"));
+                return Err(Failure::Run(bad("a fetch returned a value that is not a tensor")));
             };
             // The recorded op, and with it what only it read, is dropped.
             *node.op.borrow_mut() = Op::Data(tensor);
@@ -1591,6 +1611,16 @@ impl Runtime {
         stats.kernels += executable.kernels as u64;
         self.stats.set(stats);
         Ok(results)
+    }
+
+    /// The pending state writes `cut` computes.
+    fn pending_writes_in(&self, cut: &Cut) -> Vec<Var> {
+        self.state
+            .borrow()
+            .values()
+            .filter_map(|state| state.pending.clone())
+            .filter(|var| cut.nodes.iter().any(|n| Rc::ptr_eq(n, &var.0)))
+            .collect()
     }
 
     /// Drops the state writes whose values a failed fetch of `cut` was to

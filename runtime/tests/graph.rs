@@ -1122,3 +1122,39 @@ fn a_held_value_that_fails_fails_only_its_own_fetch() {
             .contains("division by zero")
     );
 }
+
+#[test]
+fn a_fetch_sharing_work_with_a_failing_state_write_fails_and_drops_it() {
+    // As an optimizer's update would: the loss and the write share `x`.
+    graph::set_state("shared.w", Tensor::splat(vec![2], Scalar::I32(3))).unwrap();
+    let zero = Var::new(Tensor::splat(vec![2], Scalar::I32(0)));
+    let w = graph::read_state("shared.w").unwrap();
+    let x = w.binary("add", &w).unwrap();
+    graph::write_state("shared.w", &x.binary("div", &zero).unwrap()).unwrap();
+    let loss = x.binary("mul", &x).unwrap();
+    let error = loss.fetch().unwrap_err().to_string();
+    assert!(error.contains("division by zero"), "{error}");
+    // The write was dropped, all or nothing: the next step reads the
+    // committed value and succeeds.
+    drop((w, x, loss));
+    let w = graph::read_state("shared.w").unwrap();
+    assert_eq!(w.fetch().unwrap().get(0), Scalar::I32(3));
+    graph::write_state("shared.w", &w.binary("add", &w).unwrap()).unwrap();
+    graph::sync().unwrap();
+    assert_eq!(graph::get_state("shared.w").unwrap().get(1), Scalar::I32(6));
+}
+
+#[test]
+fn a_failing_held_value_leaves_the_state_writes_that_joined_to_commit() {
+    graph::set_state("joined.w", Tensor::splat(vec![2], Scalar::I32(3))).unwrap();
+    let zero = Var::new(Tensor::splat(vec![2], Scalar::I32(0)));
+    let w = graph::read_state("joined.w").unwrap();
+    let x = w.binary("add", &w).unwrap();
+    let bad = x.binary("div", &zero).unwrap();
+    graph::write_state("joined.w", &x).unwrap();
+    let loss = x.binary("mul", &x).unwrap();
+    assert_eq!(loss.fetch().unwrap().get(0), Scalar::I32(36));
+    // The write that joined was computed with the loss and committed.
+    assert_eq!(graph::get_state("joined.w").unwrap().get(0), Scalar::I32(6));
+    assert!(bad.fetch().unwrap_err().to_string().contains("division by zero"));
+}

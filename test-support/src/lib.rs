@@ -102,11 +102,11 @@ pub enum Match {
     Relative,
     /// [`Match::Relative`], or within an absolute 1e-4: fast math's sums of
     /// tens of terms added in another order than the interpreter's, in
-    /// values of order 1 carried through a recurrence (IndRNN's 64-term
+    /// values within [-1, 1] carried through a recurrence (IndRNN's 64-term
     /// projections on the GPU, through `tanh` and 3-7 steps: 5.4e-6 apart
-    /// at most on an H200, some 1e-5 relative where the value is small). A
-    /// wrong index or a lost term moves a value by a term's size, of order
-    /// 0.1-1 here.
+    /// at most on an H200, up to 4.9e-4 relative where a value is as small
+    /// as 0.003). A wrong index or a lost term moves a value by a term's
+    /// size, of order 0.1-1 here.
     Reassociated,
 }
 

@@ -393,8 +393,9 @@ pub(super) fn emit_op<'c, 'a>(
             let (a, b) = (body.scalar(lhs, op)?, body.scalar(rhs, op)?);
             let kind = binary.kind().ok_or_else(|| error("binary kind"))?;
             let line = jitc_dialect::verify::location_line(op.location());
-            // Under fast math on the CPU (the GPU's `arcp` division is
-            // another instruction, not yet run on a GPU).
+            // Under fast math on the CPU only (on the GPU `arcp` would
+            // select another division instruction, which no GPU run has
+            // measured).
             let reciprocal = body.math == MathMode::Fast && !body.tuning.poly.gpu;
             binary_op(&at, kind, a, b, element, body.status.record, line, reciprocal).map(Some)
         }
