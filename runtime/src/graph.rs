@@ -30,9 +30,11 @@
 //! when fetched together.
 //!
 //! Memory is reference-counted: a node lives while a handle or a pending
-//! node that reads it does. One graph per thread (a `Var` is not `Send`);
-//! its MLIR context lives as long as the thread's first use of it makes
-//! it (one context per thread, never freed).
+//! node that reads it does. One graph per thread (a `Var` is not `Send`),
+//! with an MLIR context of its own; when the thread ends and nothing
+//! compiled in it is left, the context goes back to a pool that later
+//! threads take from (`Lease`), so threads that come and go reuse a few
+//! contexts.
 //!
 //! [`dump`] writes any fetch as a `.mlir` file with its inputs as `.npy`
 //! files, which `jitc run` reproduces: the bug report a frontend user
@@ -80,7 +82,7 @@ use std::{
     fmt::Write as _,
     path::{Path, PathBuf},
     rc::{Rc, Weak},
-    sync::Arc,
+    sync::{Arc, Mutex},
 };
 
 /// A handle to a value of the lazy graph: data, or a recorded op whose
@@ -198,6 +200,67 @@ struct Executable {
     /// Compiled for the CPU; `None` on the interpreter backend.
     compiled: Option<CpuModule>,
     kernels: usize,
+    /// The context `module` lives in, held until `module` is dropped (the
+    /// last field, so it is dropped last).
+    _lease: Rc<Lease>,
+}
+
+/// A thread's MLIR context, on loan from [`CONTEXTS`]: when the thread's
+/// graph and every function compiled in it are gone, the context goes
+/// back for the next thread to use, instead of being lost (an MLIR context
+/// with jitc's dialects is about half a megabyte, so a thread per request
+/// lost that much per request).
+struct Lease(&'static Context);
+
+/// Contexts no thread holds. Each is used by one thread at a time: its
+/// lease's thread, until nothing made in it is left, then whichever
+/// thread takes it from here (an MLIR context is not tied to the thread
+/// that made it).
+static CONTEXTS: Mutex<Vec<Pooled>> = Mutex::new(Vec::new());
+
+/// How many contexts the graphs of all threads have made.
+static CONTEXTS_MADE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many MLIR contexts the lazy graphs of this process have made: one
+/// per thread using a graph at the same time, at most (a thread's goes
+/// back to a pool when the thread ends and nothing compiled in it is
+/// left).
+pub fn contexts_made() -> usize {
+    CONTEXTS_MADE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// A context in [`CONTEXTS`].
+struct Pooled(&'static Context);
+
+// SAFETY: a pooled context is referenced by no module, attribute or type
+// of any thread (its lease, the last holder of its thread's objects, was
+// dropped), so handing it to another thread shares nothing; MLIR contexts
+// may be used from any thread, one at a time.
+unsafe impl Send for Pooled {}
+
+impl Lease {
+    /// A context from [`CONTEXTS`], else a new one (which lives as long
+    /// as the process).
+    fn take() -> Result<Rc<Self>, Error> {
+        let pooled = CONTEXTS.lock().ok().and_then(|mut pool| pool.pop());
+        let context = match pooled {
+            Some(Pooled(context)) => context,
+            None => {
+                let context = Box::leak(Box::new(new_context()?));
+                CONTEXTS_MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                context
+            }
+        };
+        Ok(Rc::new(Self(context)))
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if let Ok(mut pool) = CONTEXTS.lock() {
+            pool.push(Pooled(self.0));
+        }
+    }
 }
 
 /// What runs a fetch's function.
@@ -245,6 +308,8 @@ struct Runtime {
     dumps: Cell<u64>,
     /// The site new nodes are recorded at ([`set_site`]).
     site: RefCell<Option<Rc<str>>>,
+    /// `context`'s lease (the last field: the cache's modules go first).
+    lease: Rc<Lease>,
 }
 
 thread_local! {
@@ -259,9 +324,9 @@ fn runtime() -> Result<Rc<Runtime>, Error> {
             if let Some(runtime) = cell.borrow().as_ref() {
                 return Ok(Rc::clone(runtime));
             }
-            let context: &'static Context = Box::leak(Box::new(new_context()?));
+            let lease = Lease::take()?;
             let runtime = Rc::new(Runtime {
-                context,
+                context: lease.0,
                 parsed: RefCell::new(HashMap::new()),
                 cache: RefCell::new(Lru::new(CACHED_FETCHES)),
                 pending: RefCell::new(Vec::new()),
@@ -273,6 +338,7 @@ fn runtime() -> Result<Rc<Runtime>, Error> {
                 backend: Cell::new(Backend::Cpu),
                 dumps: Cell::new(0),
                 site: RefCell::new(None),
+                lease,
             });
             *cell.borrow_mut() = Some(Rc::clone(&runtime));
             Ok(runtime)
@@ -2074,6 +2140,7 @@ impl Runtime {
             source,
             compiled,
             kernels,
+            _lease: Rc::clone(&self.lease),
         });
         let mut stats = self.stats.get();
         stats.compiles += 1;
