@@ -8,6 +8,12 @@
 // RUN: jitc compile %s --emit obj --cpu x86-64-v3 -o %t.o
 // RUN: llvm-objdump -t %t.o | FileCheck %s --check-prefix=OBJ
 // RUN: not jitc compile %s --cpu no-such-cpu 2>&1 | FileCheck %s --check-prefix=BADCPU
+// RUN: not jitc compile %s --target-features=+avx2,fma 2>&1 | FileCheck %s --check-prefix=UNSIGNED
+// UNSIGNED: jitc compile: error: code generation failed: target feature 'fma' needs a sign: '+fma' turns it on, '-fma' off
+// RUN: not jitc compile %s --target-features=+avx2,,+fma 2>&1 | FileCheck %s --check-prefix=EMPTY
+// EMPTY: jitc compile: error: code generation failed: target feature '' is not a feature name: write features as +name,-name (+avx2,-avx512f)
+// RUN: not jitc compile %s --target-features='+avx 2' 2>&1 | FileCheck %s --check-prefix=SPACE
+// SPACE: jitc compile: error: code generation failed: target feature '+avx 2' is not a feature name
 
 // One kernel: a loop per domain dimension over raw buffers; the outermost
 // runs over the [begin, end) part the runtime gives it.

@@ -207,6 +207,9 @@ fn machine(target: &CpuTarget, reloc: RelocMode, code_model: CodeModel) -> Resul
             )));
         }
     }
+    if let Some(features) = &target.features {
+        check_features(features)?;
+    }
     Target::initialize_native(&InitializationConfig::default()).map_err(Error::Codegen)?;
     let triple = TargetMachine::get_default_triple();
     let llvm_target = Target::from_triple(&triple).map_err(|e| Error::Codegen(e.to_string()))?;
@@ -221,6 +224,34 @@ fn machine(target: &CpuTarget, reloc: RelocMode, code_model: CodeModel) -> Resul
             code_model,
         )
         .ok_or_else(|| Error::Codegen(format!("LLVM has no target machine for CPU '{cpu}'")))
+}
+
+/// Whether `features` is a comma-separated list of LLVM target features,
+/// each `+name` or `-name` (LLVM warns about a name it does not know and
+/// ignores it, and takes a name without its sign as an unknown one, so
+/// `avx2` would silently leave AVX2 off).
+fn check_features(features: &str) -> Result<(), Error> {
+    if features.is_empty() {
+        return Ok(());
+    }
+    for feature in features.split(',') {
+        let name = feature.strip_prefix(['+', '-']).unwrap_or(feature);
+        let well_formed = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !well_formed {
+            return Err(Error::Codegen(format!(
+                "target feature '{feature}' is not a feature name: write features as +name,-name (+avx2,-avx512f)"
+            )));
+        }
+        if name.len() == feature.len() {
+            return Err(Error::Codegen(format!(
+                "target feature '{feature}' needs a sign: '+{feature}' turns it on, '-{feature}' off"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Everything that decides the code [`compile`] and [`emit`] produce.

@@ -51,7 +51,9 @@ pub struct CompileArgs {
     #[arg(long, value_name = "CPU")]
     cpu: Option<String>,
 
-    /// LLVM target features, e.g. `+avx2,+fma` (default: the CPU's own).
+    /// LLVM target features, e.g. `+avx2,+fma` (default: the CPU's own),
+    /// each with its sign: `+` turns it on, `-` off. LLVM warns about a
+    /// name it does not know, and ignores it.
     #[arg(long, value_name = "FEATURES")]
     target_features: Option<String>,
 
