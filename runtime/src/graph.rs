@@ -175,6 +175,38 @@ impl Op {
             } => vec![condition, then, otherwise],
         }
     }
+
+    /// Its inputs, taken out of it; it is left a placeholder with none.
+    fn take_inputs(&mut self) -> Vec<Rc<Node>> {
+        match std::mem::replace(self, Op::Splat(ElementValue::Bool(false))) {
+            Op::Data(_) | Op::Splat(_) => Vec::new(),
+            Op::Reindex { input, .. }
+            | Op::Reduce { input, .. }
+            | Op::Unary { input, .. }
+            | Op::Cast { input }
+            | Op::Guard { condition: input, .. } => vec![input],
+            Op::Binary { lhs, rhs, .. } => vec![lhs, rhs],
+            Op::Select {
+                condition,
+                then,
+                otherwise,
+            } => vec![condition, then, otherwise],
+        }
+    }
+}
+
+impl Drop for Node {
+    /// Drops the nodes only this one held one after another, not by
+    /// recursion: a chain of 200,000 recorded ops (a loop that never
+    /// fetched) overflowed the stack.
+    fn drop(&mut self) {
+        let mut stack = self.op.get_mut().take_inputs();
+        while let Some(node) = stack.pop() {
+            if let Ok(mut node) = Rc::try_unwrap(node) {
+                stack.append(&mut node.op.get_mut().take_inputs());
+            }
+        }
+    }
 }
 
 /// What the graph of this thread has done, for tests and tuning.

@@ -1158,3 +1158,25 @@ fn a_failing_held_value_leaves_the_state_writes_that_joined_to_commit() {
     assert_eq!(graph::get_state("joined.w").unwrap().get(0), Scalar::I32(6));
     assert!(bad.fetch().unwrap_err().to_string().contains("division by zero"));
 }
+
+#[test]
+fn a_long_chain_of_recorded_ops_drops_without_recursion() {
+    // A thread with a small stack: dropping by recursion took a frame per
+    // node, and 100,000 nodes overflowed it.
+    std::thread::Builder::new()
+        .stack_size(512 * 1024)
+        .spawn(|| {
+            let one = Var::new(Tensor::splat(vec![4], Scalar::F32(1.0)));
+            let mut y = one.clone();
+            for _ in 0..100_000 {
+                y = y.binary("add", &one).unwrap();
+            }
+            drop(y);
+            // And the graph still works.
+            let z = one.binary("add", &one).unwrap();
+            assert_eq!(z.fetch().unwrap().get(0), Scalar::F32(2.0));
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
