@@ -466,7 +466,7 @@ pub fn backward<T: Tape>(
         let e = tape.element(w);
         if !e.is_float() {
             return Err(format!(
-                "value {k} to differentiate by is {e}: only f32 and f64 values have gradients"
+                "the value to differentiate by at position {k} (counting from 0) is {e}: only f32 and f64 values have gradients (an integer or boolean value is a constant; leave it out)"
             ));
         }
     }

@@ -71,7 +71,9 @@ def _as_array(data, dtype=None):
     lists default to float32 and int32, as in Jittor."""
     if dtype is not None:
         array = _np.asarray(data, dtype=dtype)
-    elif isinstance(data, _np.ndarray) or isinstance(data, _np.generic):
+    elif isinstance(data, (_np.ndarray, _np.generic, Var)):
+        # A Var is fetched in its own type (not read as a list of Python
+        # numbers, which would narrow float64 to float32).
         array = _np.asarray(data)
     else:
         array = _np.asarray(data)
@@ -1026,6 +1028,8 @@ _UFUNC_LOGICAL = {"logical_not": "not", "logical_and": "and", "logical_or": "or"
 _UFUNC_BINARY = {
     "add": "add", "subtract": "sub", "multiply": "mul", "divide": "div", "true_divide": "div", "power": "pow",
     "equal": "eq", "not_equal": "ne", "less": "lt", "less_equal": "le", "greater": "gt", "greater_equal": "ge",
+    # NaN-propagating, as NumPy's; jitc orders -0.0 below +0.0.
+    "maximum": "max", "minimum": "min",
 }
 # `&`, `|`, `^` and `~`: NumPy's operators on an array meeting a `Var` come
 # here as these ufuncs.

@@ -225,3 +225,26 @@ def test_a_held_value_that_fails_does_not_fail_a_fetch_sharing_its_work():
     np.testing.assert_array_equal(good.numpy(), [4, 6, 8])
     with pytest.raises(jitc.JitcError, match="division by zero"):
         bad.numpy()
+
+
+def test_set_state_from_a_var_keeps_its_type():
+    jitc.set_state("edges.f64", jitc.Var(np.array([1e-300, 1 + 1e-12])))
+    assert jitc.get_state("edges.f64").dtype == np.float64
+    np.testing.assert_array_equal(jitc.get_state("edges.f64"), [1e-300, 1 + 1e-12])
+    jitc.set_state("edges.i64", jitc.Var(np.array([2**40], np.int64)))
+    np.testing.assert_array_equal(jitc.get_state("edges.i64"), np.array([2**40], np.int64))
+
+
+def test_numpy_maximum_and_minimum_record_max_and_min():
+    a = np.array([1.0, np.nan, 3.0, -2.0], np.float32)
+    b = np.array([2.0, 0.0, np.nan, -5.0], np.float32)
+    np.testing.assert_array_equal(np.maximum(a, jitc.Var(b)).numpy(), np.maximum(a, b))
+    np.testing.assert_array_equal(np.minimum(jitc.Var(b), 2.5).numpy(), np.minimum(b, 2.5))
+
+
+def test_grad_by_an_integer_value_says_which_and_why():
+    w = jitc.Var(np.array([1.0, 2.0], np.float32))
+    n = jitc.Var(np.array([1, 2], np.int32))
+    loss = jitc.sum(w * n)
+    with pytest.raises(jitc.JitcError, match=r"position 1 \(counting from 0\) is i32"):
+        jitc.grad(loss, [w, n])
