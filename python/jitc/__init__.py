@@ -528,7 +528,9 @@ def fetch(*vars):
 
 
 def sync():
-    """Computes every pending value a handle holds."""
+    """Computes every pending value a handle holds: the pending state
+    writes first (with what shares their work), so a value that fails
+    elsewhere does not drop them, then the rest."""
     _reads("jitc.sync")
     _jitc.sync()
 

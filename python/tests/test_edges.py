@@ -273,3 +273,19 @@ def test_a_gradient_through_a_fetched_value_is_an_error_not_zeros():
     # Never zeros: the right gradient until the call is staged, then an error.
     assert outcomes[0] == [2, 4, 6] and outcomes[-1] == "refused", outcomes
     assert all(o in ([2, 4, 6], "refused") for o in outcomes), outcomes
+
+
+def test_a_failing_staged_call_does_not_drop_state_writes_at_sync():
+    @jitc.function
+    def divide(x, y):
+        return x // y
+
+    with pytest.raises(jitc.JitcError, match="division by zero"):
+        divide(jitc.Var(np.array([5], np.int32)), jitc.Var(np.array([0], np.int32))).numpy()
+    jitc.set_state("edges.sync", np.zeros(2))
+    jitc.write_state("edges.sync", jitc.read_state("edges.sync") + 1.0)
+    # The function keeps its trace (and the value that failed): sync still
+    # reports it, but commits the write first.
+    with pytest.raises(jitc.JitcError, match="division by zero"):
+        jitc.sync()
+    np.testing.assert_array_equal(jitc.get_state("edges.sync"), [1.0, 1.0])

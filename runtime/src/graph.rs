@@ -2161,9 +2161,21 @@ impl autodiff::Tape for Tape<'_> {
     }
 }
 
-/// Computes every pending value a handle holds.
+/// Computes every pending value a handle holds: first the pending state
+/// writes (with what shares their work), so that a held value that fails
+/// elsewhere, which a frontend may hold out of the user's reach, does not
+/// drop them; then the rest.
 pub fn sync() -> Result<(), Error> {
     let runtime = runtime()?;
+    let writes: Vec<Var> = runtime
+        .state
+        .borrow()
+        .values()
+        .filter_map(|state| state.pending.clone())
+        .collect();
+    if !writes.is_empty() {
+        fetch(&writes.iter().collect::<Vec<_>>())?;
+    }
     let live: Vec<Var> = runtime
         .held_pending()
         .into_iter()

@@ -1180,3 +1180,25 @@ fn a_long_chain_of_recorded_ops_drops_without_recursion() {
         .join()
         .unwrap();
 }
+
+#[test]
+fn sync_commits_the_state_writes_when_another_held_value_fails() {
+    graph::set_state("sync.w", Tensor::splat(vec![2], Scalar::F32(0.0))).unwrap();
+    // A value that fails, held where the user may not reach it (a staged
+    // function's profile, say).
+    let bad = Var::new(Tensor::splat(vec![1], Scalar::I32(5)))
+        .binary("div", &Var::new(Tensor::splat(vec![1], Scalar::I32(0))))
+        .unwrap();
+    let w = graph::read_state("sync.w").unwrap();
+    graph::write_state(
+        "sync.w",
+        &w.binary("add", &Var::new(Tensor::splat(vec![2], Scalar::F32(1.0))))
+            .unwrap(),
+    )
+    .unwrap();
+    let error = graph::sync().unwrap_err().to_string();
+    assert!(error.contains("division by zero"), "{error}");
+    assert_eq!(graph::get_state("sync.w").unwrap().get(0), Scalar::F32(1.0));
+    drop(bad);
+    graph::sync().unwrap();
+}
