@@ -112,6 +112,9 @@ class Var:
         name = ufunc.__name__
         if ufunc.nin == 1 and name in _UFUNC_UNARY:
             return unary(inputs[0], _UFUNC_UNARY[name])
+        if name in ("maximum", "minimum") and all(_is_bool(x) for x in inputs):
+            # NumPy's max and min of booleans are or and and.
+            return binary(*inputs, "or" if name == "maximum" else "and")
         if ufunc.nin == 2 and name in _UFUNC_BINARY:
             return _arith(inputs[0], inputs[1], _UFUNC_BINARY[name])
         if ufunc.nin == 2 and name in _UFUNC_BITWISE:
@@ -1933,8 +1936,11 @@ def grad(loss, params):
     The gradient is recorded as meta-operators that read the forward pass's
     values, so fetching the loss and the gradients together computes the
     forward pass once, fused with the backward one. Gradients flow through
-    ops recorded and not computed yet, so take them before fetching the
-    loss; a param the loss does not depend on gets zeros. The rules (ties
+    ops recorded and not computed yet, so take them before fetching: a
+    value already computed (fetched, computed by a fetch of another value
+    that shares its work, or returned by a staged ``jitc.function`` call)
+    is a constant through which no gradient passes, and a param the loss
+    does not depend on gets zeros. The rules (ties
     of max and min, the kinds with zero gradient) are in
     ``docs/semantics.md``, "Gradients"."""
     if not isinstance(loss, Var):

@@ -109,11 +109,6 @@ struct Node {
     /// A branch a trace took ([`decision`]): the guard, and the `not` of a
     /// branch that went false.
     decision: Cell<bool>,
-    /// For a value a fetch or a staged call computed, whose ops are gone:
-    /// the data it was computed from, and what that was computed from in
-    /// turn (the live ones when it was computed), so [`grad`] can refuse a
-    /// gradient that would pass through it instead of giving zeros.
-    sources: RefCell<Vec<Weak<Node>>>,
 }
 
 enum Op {
@@ -807,7 +802,6 @@ impl Runtime {
             slot: Cell::new(0),
             site: self.site.borrow().clone(),
             decision: Cell::new(false),
-            sources: RefCell::new(Vec::new()),
         });
         if pending {
             let mut list = self.pending.borrow_mut();
@@ -870,7 +864,6 @@ impl Var {
                     slot: Cell::new(0),
                     site: None,
                     decision: Cell::new(false),
-                    sources: RefCell::new(Vec::new()),
                 }))
             })
     }
@@ -1336,67 +1329,7 @@ impl Runtime {
     }
 }
 
-/// `sources` and what each was computed from, the live ones once each:
-/// what a value computed from `sources` depends on.
-fn computed_from<'a>(sources: impl IntoIterator<Item = &'a Rc<Node>>) -> Vec<Weak<Node>> {
-    let mut seen = std::collections::HashSet::new();
-    let mut all = Vec::new();
-    for source in sources {
-        if seen.insert(Rc::as_ptr(source)) {
-            all.push(Rc::downgrade(source));
-        }
-        for weak in source.sources.borrow().iter() {
-            if weak.strong_count() > 0 && seen.insert(weak.as_ptr()) {
-                all.push(weak.clone());
-            }
-        }
-    }
-    all
-}
-
 impl Cut {
-    /// Records in each result the arguments it depends on
-    /// ([`Node::sources`]), before its op is replaced by its value.
-    fn record_sources(&self) {
-        let words = self.arguments.len().div_ceil(64);
-        if words == 0 {
-            return;
-        }
-        // A bit per argument, per node of the cut by slot: arguments take
-        // the first slots, nodes the next ones in creation order.
-        let first = self.arguments.len();
-        let mut depends = vec![0u64; (first + self.nodes.len()) * words];
-        for k in 0..first {
-            depends[k * words + k / 64] |= 1 << (k % 64);
-        }
-        let in_cut = |node: &Rc<Node>| {
-            let slot = node.slot.get() as usize;
-            let cut = self
-                .arguments
-                .get(slot)
-                .or_else(|| self.nodes.get(slot.wrapping_sub(first)));
-            cut.is_some_and(|n| Rc::ptr_eq(n, node)).then_some(slot)
-        };
-        for (k, node) in self.nodes.iter().enumerate() {
-            let slot = first + k;
-            for input in node.op.borrow().inputs() {
-                if let Some(from) = in_cut(input) {
-                    for w in 0..words {
-                        depends[slot * words + w] |= depends[from * words + w];
-                    }
-                }
-            }
-        }
-        for result in &self.results {
-            let Some(slot) = in_cut(result) else { continue };
-            let bits = &depends[slot * words..(slot + 1) * words];
-            let read = (0..first)
-                .filter(|&k| bits[k / 64] & (1 << (k % 64)) != 0)
-                .map(|k| &self.arguments[k]);
-            *result.sources.borrow_mut() = computed_from(read);
-        }
-    }
-
     /// The function's arguments: the data its nodes read.
     fn args(&self) -> Vec<Value> {
         self.arguments
@@ -1744,7 +1677,6 @@ impl Runtime {
             .map_err(Failure::Dump)?;
         }
         let results = self.run(&executable, args).map_err(Failure::Run)?;
-        cut.record_sources();
         for (node, value) in cut.results.iter().zip(results) {
             let Value::Tensor(tensor) = value else {
                 return Err(Failure::Run(bad("a fetch returned a value that is not a tensor")));
@@ -1980,25 +1912,6 @@ pub fn grad(loss: &Var, wrt: &[&Var]) -> Result<Vec<Var>, Error> {
     let walk = runtime.next_epoch();
     ancestors(&loss.0, walk, walk, &mut nodes);
     nodes.sort_by_key(|n| n.id);
-    // A computed value the loss reads whose sources hold one of `wrt`: the
-    // ops between them are gone, and the gradient through it would be 0.
-    let computed = nodes
-        .iter()
-        .flat_map(|n| n.op.borrow().inputs().into_iter().cloned().collect::<Vec<_>>())
-        .chain(std::iter::once(Rc::clone(&loss.0)));
-    for value in computed {
-        let through = value.sources.borrow().iter().any(|source| {
-            wrt.iter()
-                .any(|w| std::ptr::eq(source.as_ptr(), Rc::as_ptr(&w.0)))
-        });
-        if through {
-            return Err(bad(
-                "the gradient would pass through a value already computed (by a fetch, which also \
-                 computes every held value that shares its work, or by a staged call), whose ops \
-                 are gone: take gradients before fetching the values they pass through",
-            ));
-        }
-    }
     let ops: Vec<Recorded<Tape>> = nodes
         .iter()
         .filter_map(|node| {
@@ -2903,21 +2816,15 @@ impl Staged {
         let mut results = runtime
             .run_with_state(&self.executable, args, &mut state)?
             .into_iter();
-        // Each output may depend on every input, as far as `grad` knows.
-        let sources = computed_from(inputs.iter().map(|v| &v.0));
-        let computed = |var: Var| {
-            *var.0.sources.borrow_mut() = sources.clone();
-            var
-        };
         // The results in their places, and the committed writes in theirs.
         (0..self.outputs)
             .map(|k| match self.state.write(k) {
                 Some(name) => state
                     .get_shared(name)
-                    .map(|tensor| computed(Var::from_arc(Arc::clone(tensor))))
+                    .map(|tensor| Var::from_arc(Arc::clone(tensor)))
                     .ok_or_else(|| bad(format!("the staged function did not write state '{name}'"))),
                 None => match results.next() {
-                    Some(Value::Tensor(tensor)) => Ok(computed(Var::from_arc(tensor))),
+                    Some(Value::Tensor(tensor)) => Ok(Var::from_arc(tensor)),
                     Some(_) => Err(bad("a staged function returned a value that is not a tensor")),
                     None => Err(bad(
                         "a staged function returned fewer values than it was staged with",
