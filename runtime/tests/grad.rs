@@ -339,10 +339,17 @@ fn bad_gradient_requests_are_errors_that_say_why() {
     assert!(e.contains("take gradients before fetching the loss"), "{e}");
     // A loss computed by the fetch of another value that shares its work.
     let h = x.binary("add", &x).unwrap();
-    let loss = h.binary("mul", &h).unwrap().reindex_reduce("add", &[], &[]).unwrap();
+    let loss = h
+        .binary("mul", &h)
+        .unwrap()
+        .reindex_reduce("add", &[], &[])
+        .unwrap();
     h.fetch().unwrap();
     let e = graph::grad(&loss, &[&x]).unwrap_err().to_string();
-    assert!(e.contains("a fetch of another value that shares its work computes it too"), "{e}");
+    assert!(
+        e.contains("a fetch of another value that shares its work computes it too"),
+        "{e}"
+    );
 
     // A value the loss does not depend on gets zeros.
     let unrelated = Var::new(Tensor::parse_literal("2xf32=5 6").unwrap());
