@@ -177,21 +177,11 @@ impl Op {
     }
 
     /// Its inputs, taken out of it; it is left a placeholder with none.
+    /// (The op that goes drops its own references; the ones returned keep
+    /// the inputs alive, so no drop happens inside this call.)
     fn take_inputs(&mut self) -> Vec<Rc<Node>> {
-        match std::mem::replace(self, Op::Splat(ElementValue::Bool(false))) {
-            Op::Data(_) | Op::Splat(_) => Vec::new(),
-            Op::Reindex { input, .. }
-            | Op::Reduce { input, .. }
-            | Op::Unary { input, .. }
-            | Op::Cast { input }
-            | Op::Guard { condition: input, .. } => vec![input],
-            Op::Binary { lhs, rhs, .. } => vec![lhs, rhs],
-            Op::Select {
-                condition,
-                then,
-                otherwise,
-            } => vec![condition, then, otherwise],
-        }
+        let op = std::mem::replace(self, Op::Splat(ElementValue::Bool(false)));
+        op.inputs().into_iter().map(Rc::clone).collect()
     }
 }
 
@@ -1330,6 +1320,11 @@ impl Runtime {
 }
 
 impl Cut {
+    /// Whether `var` is one of the nodes it computes.
+    fn computes(&self, var: &Var) -> bool {
+        self.nodes.iter().any(|n| Rc::ptr_eq(n, &var.0))
+    }
+
     /// The function's arguments: the data its nodes read.
     fn args(&self) -> Vec<Value> {
         self.arguments
@@ -1711,13 +1706,20 @@ impl Runtime {
         Ok(results)
     }
 
-    /// The pending state writes `cut` computes.
-    fn pending_writes_in(&self, cut: &Cut) -> Vec<Var> {
+    /// The pending state writes.
+    fn pending_writes(&self) -> Vec<Var> {
         self.state
             .borrow()
             .values()
             .filter_map(|state| state.pending.clone())
-            .filter(|var| cut.nodes.iter().any(|n| Rc::ptr_eq(n, &var.0)))
+            .collect()
+    }
+
+    /// The pending state writes `cut` computes.
+    fn pending_writes_in(&self, cut: &Cut) -> Vec<Var> {
+        self.pending_writes()
+            .into_iter()
+            .filter(|var| cut.computes(var))
             .collect()
     }
 
@@ -1727,11 +1729,7 @@ impl Runtime {
     /// work, and `sync` for good).
     fn drop_failed_writes(&self, cut: &Cut) {
         for state in self.state.borrow_mut().values_mut() {
-            if state
-                .pending
-                .as_ref()
-                .is_some_and(|var| cut.nodes.iter().any(|n| Rc::ptr_eq(n, &var.0)))
-            {
+            if state.pending.as_ref().is_some_and(|var| cut.computes(var)) {
                 state.pending = None;
             }
         }
@@ -2080,12 +2078,7 @@ impl autodiff::Tape for Tape<'_> {
 /// drop them; then the rest.
 pub fn sync() -> Result<(), Error> {
     let runtime = runtime()?;
-    let writes: Vec<Var> = runtime
-        .state
-        .borrow()
-        .values()
-        .filter_map(|state| state.pending.clone())
-        .collect();
+    let writes = runtime.pending_writes();
     if !writes.is_empty() {
         fetch(&writes.iter().collect::<Vec<_>>())?;
     }
